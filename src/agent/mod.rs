@@ -1,0 +1,21 @@
+//! Agents: whatever plays the agent speaks to the same executor.
+//! `drive` runs the case's agent to its end and says how it ended.
+
+pub mod scripted;
+
+use crate::record::Ended;
+use crate::suite::AgentSpec;
+use crate::trial::{AgentEnd, Trial};
+
+pub fn drive(trial: &Trial<'_>) -> AgentEnd {
+    match trial.plan.suite.case_agent(&trial.case.spec) {
+        Some(AgentSpec::Scripted { .. }) => scripted::run(trial),
+        None => AgentEnd {
+            ended: Ended::NotStarted,
+            answer: String::new(),
+            error: Some("no agent declared".into()),
+            infra: true,
+            stderr_tail: None,
+        },
+    }
+}

@@ -1,0 +1,396 @@
+//! `evalua.host`: the primitives the Lua stdlib is written on. Kept small and
+//! general (regex, JSON, JSON Schema, instants, paths, source locations) so the
+//! checks themselves stay in Lua where teammates can read them.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, ZonedDateTime as Zoned};
+use mlua::{Function, Lua, LuaSerdeExt, Table, Value, Variadic};
+use regex::Regex;
+
+use super::{StateData, convert};
+
+thread_local! {
+    static REGEXES: RefCell<HashMap<String, Result<Regex, String>>> = RefCell::new(HashMap::new());
+    static SCHEMAS: RefCell<HashMap<String, Arc<jsonschema::Validator>>> = RefCell::new(HashMap::new());
+}
+
+/// Compile (once per thread) and use a regex.
+pub fn with_regex<R>(pattern: &str, f: impl FnOnce(&Regex) -> R) -> Result<R, String> {
+    REGEXES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() > 512 {
+            cache.clear();
+        }
+        let re = cache.entry(pattern.to_string()).or_insert_with(|| {
+            Regex::new(pattern).map_err(|e| {
+                e.to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            })
+        });
+        match re {
+            Ok(re) => Ok(f(re)),
+            Err(e) => Err(format!("bad regex /{pattern}/: {e}")),
+        }
+    })
+}
+
+/// Compile (once per thread) a JSON schema.
+pub fn validator(schema: &serde_json::Value) -> Result<Arc<jsonschema::Validator>, String> {
+    let key = schema.to_string();
+    SCHEMAS.with(|cache| {
+        if let Some(v) = cache.borrow().get(&key) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(compile_schema(schema)?);
+        let mut cache = cache.borrow_mut();
+        if cache.len() > 256 {
+            cache.clear();
+        }
+        cache.insert(key, v.clone());
+        Ok(v)
+    })
+}
+
+pub fn compile_schema(schema: &serde_json::Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::meta::validate(schema).map_err(|e| {
+        let at = e.instance_path().to_string();
+        if at.is_empty() {
+            e.to_string()
+        } else {
+            format!("{e} (at {at})")
+        }
+    })?;
+    jsonschema::validator_for(schema).map_err(|e| e.to_string())
+}
+
+/// Every error of `value` against the schema, as `path: message` lines.
+pub fn schema_errors(v: &jsonschema::Validator, value: &serde_json::Value) -> Vec<String> {
+    v.iter_errors(value)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .collect()
+}
+
+/// Parse a date or datetime into Unix seconds. A value with an offset (`Z`,
+/// `+02:00`) is that instant; one without is read in `zone` (`UTC`, `+02:00`
+/// or an IANA name); a bare date is the start of that day in `zone`.
+pub fn instant(text: &str, zone: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let tz = parse_zone(zone)?;
+    let ts: Timestamp = if let Ok(ts) = text.parse::<Timestamp>() {
+        ts
+    } else if let Ok(dt) = text.parse::<jiff::civil::DateTime>() {
+        dt.to_zoned_datetime(tz)
+            .map_err(|e| e.to_string())?
+            .timestamp()
+    } else if let Ok(d) = text.parse::<jiff::civil::Date>() {
+        d.to_zoned_datetime(tz)
+            .map_err(|e| e.to_string())?
+            .timestamp()
+    } else {
+        return Err(format!("not a date or datetime: {text:?}"));
+    };
+    Ok(ts.as_second() as f64 + ts.subsec_nanosecond() as f64 / 1e9)
+}
+
+fn parse_zone(zone: &str) -> Result<TimeZone, String> {
+    if zone.eq_ignore_ascii_case("UTC") || zone == "Z" {
+        return Ok(TimeZone::UTC);
+    }
+    if let Some(rest) = zone.strip_prefix(['+', '-']) {
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        let digits: String = rest.chars().filter(|c| c.is_ascii_digit()).collect();
+        if digits.len() == 4 || digits.len() == 2 {
+            let h: i32 = digits[..2].parse().unwrap_or(0);
+            let m: i32 = if digits.len() == 4 {
+                digits[2..].parse().unwrap_or(0)
+            } else {
+                0
+            };
+            let off = jiff::tz::Offset::from_seconds(sign * (h * 3600 + m * 60))
+                .map_err(|e| e.to_string())?;
+            return Ok(TimeZone::fixed(off));
+        }
+    }
+    TimeZone::get(zone)
+        .map_err(|_| format!("unknown time zone {zone:?} (use UTC, +HH:MM or an IANA name)"))
+}
+
+/// `file:line` of the function running `level` frames up the Lua stack.
+pub fn caller(lua: &Lua, level: usize) -> String {
+    lua.inspect_stack(level, |d| {
+        let src = d
+            .source()
+            .source
+            .map(|s| s.into_owned())
+            .unwrap_or_default();
+        let line = d.current_line().unwrap_or(0);
+        format!("{}:{line}", src.strip_prefix('@').unwrap_or(&src))
+    })
+    .unwrap_or_else(|| "?".to_string())
+}
+
+/// Resolve `rel` against the suite folder, lexically (no symlink resolution).
+pub fn resolve(base: &Path, rel: &str) -> PathBuf {
+    let joined = if Path::new(rel).is_absolute() {
+        PathBuf::from(rel)
+    } else {
+        base.join(rel)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn frozen_clock(lua: &Lua) -> i64 {
+    lua.app_data_ref::<StateData>()
+        .map(|d| d.config.clock)
+        .unwrap_or(0)
+}
+
+fn err<T>(msg: impl Into<String>) -> mlua::Result<T> {
+    Err(mlua::Error::runtime(msg.into()))
+}
+
+pub fn register(lua: &Lua) -> mlua::Result<()> {
+    let h = lua.create_table()?;
+    let null = Value::LightUserData(mlua::LightUserData(std::ptr::null_mut()));
+    h.raw_set("null", null)?;
+    // Returned by a check as its first value: "could not be decided here" (e.g. no judge configured).
+    let skip = lua.create_table()?;
+    lua.set_named_registry_value("evalua.skip", skip.clone())?;
+    h.raw_set("SKIP", skip)?;
+
+    h.raw_set(
+        "array",
+        lua.create_function(|lua, t: Table| {
+            t.set_metatable(Some(lua.array_metatable()))?;
+            Ok(t)
+        })?,
+    )?;
+    h.raw_set(
+        "abspath",
+        lua.create_function(|lua, rel: String| {
+            Ok(resolve(&super::suite_dir(lua), &rel).display().to_string())
+        })?,
+    )?;
+    h.raw_set(
+        "exists",
+        lua.create_function(|_, p: String| Ok(Path::new(&p).exists()))?,
+    )?;
+    h.raw_set(
+        "caller",
+        lua.create_function(|lua, level: Option<usize>| Ok(caller(lua, level.unwrap_or(1))))?,
+    )?;
+    h.raw_set(
+        "where",
+        lua.create_function(|_, f: Function| {
+            let info = f.info();
+            let src = info.source.unwrap_or_default();
+            Ok(format!(
+                "{}:{}",
+                src.strip_prefix('@').unwrap_or(&src),
+                info.line_defined.unwrap_or(0)
+            ))
+        })?,
+    )?;
+
+    h.raw_set(
+        "instant",
+        lua.create_function(|_, (text, zone): (String, Option<String>)| {
+            Ok(match instant(&text, zone.as_deref().unwrap_or("UTC")) {
+                Ok(v) => (Value::Number(v), None),
+                Err(e) => (Value::Nil, Some(e)),
+            })
+        })?,
+    )?;
+
+    h.raw_set(
+        "regex_error",
+        lua.create_function(|_, p: String| Ok(with_regex(&p, |_| ()).err()))?,
+    )?;
+    h.raw_set(
+        "regex_is_match",
+        lua.create_function(|_, (p, s): (String, mlua::LuaString)| {
+            with_regex(&p, |re| re.is_match(&s.to_string_lossy())).or_else(err)
+        })?,
+    )?;
+    h.raw_set(
+        "regex_find",
+        lua.create_function(|_, (p, s): (String, mlua::LuaString)| {
+            let s = s.to_string_lossy();
+            with_regex(&p, |re| re.find(&s).map(|m| m.as_str().to_string())).or_else(err)
+        })?,
+    )?;
+    h.raw_set(
+        "regex_all",
+        lua.create_function(|lua, (p, s): (String, mlua::LuaString)| {
+            let s = s.to_string_lossy();
+            let items = with_regex(&p, |re| {
+                re.captures_iter(&s)
+                    .map(|c| {
+                        c.get(1)
+                            .or_else(|| c.get(0))
+                            .map(|m| m.as_str().to_string())
+                            .unwrap_or_default()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .or_else(err)?;
+            let t = lua.create_sequence_from(items)?;
+            t.set_metatable(Some(lua.array_metatable()))?;
+            Ok(t)
+        })?,
+    )?;
+
+    h.raw_set(
+        "json_encode",
+        lua.create_function(|lua, v: Value| {
+            let j = convert::to_json(lua, &v).or_else(err)?;
+            Ok(j.to_string())
+        })?,
+    )?;
+    h.raw_set(
+        "json_decode",
+        lua.create_function(|lua, s: String| {
+            Ok(match serde_json::from_str::<serde_json::Value>(&s) {
+                Ok(j) => (convert::to_lua(lua, &j)?, None),
+                Err(e) => (Value::Nil, Some(e.to_string())),
+            })
+        })?,
+    )?;
+    h.raw_set(
+        "schema_error",
+        lua.create_function(|lua, schema: Value| {
+            let j = convert::to_json(lua, &schema).or_else(err)?;
+            Ok(validator(&j).err())
+        })?,
+    )?;
+    h.raw_set(
+        "schema_validate",
+        lua.create_function(|lua, (schema, value): (Value, Value)| {
+            let s = convert::to_json(lua, &schema).or_else(err)?;
+            let v = validator(&s).or_else(err)?;
+            let value = convert::to_json(lua, &value).or_else(err)?;
+            let errors = schema_errors(&v, &value);
+            let list = lua.create_sequence_from(errors.clone())?;
+            Ok((errors.is_empty(), list))
+        })?,
+    )?;
+    h.raw_set(
+        "gate_error",
+        lua.create_function(|lua, gate: Value| {
+            let j = convert::to_json(lua, &gate).or_else(err)?;
+            Ok(crate::gate::parse(&j).err())
+        })?,
+    )?;
+
+    // A frozen clock: os.time() and os.date() read the trial's clock, in UTC.
+    h.raw_set(
+        "os_time",
+        lua.create_function(|lua, t: Option<Table>| {
+            let Some(t) = t else {
+                return Ok(frozen_clock(lua));
+            };
+            let get = |k: &str, d: Option<i64>| -> mlua::Result<i64> {
+                match t.get::<Option<i64>>(k)? {
+                    Some(v) => Ok(v),
+                    None => d.ok_or_else(|| {
+                        mlua::Error::runtime(format!("os.time: field '{k}' missing"))
+                    }),
+                }
+            };
+            let dt = jiff::civil::DateTime::new(
+                get("year", None)? as i16,
+                get("month", None)? as i8,
+                get("day", None)? as i8,
+                get("hour", Some(12))? as i8,
+                get("min", Some(0))? as i8,
+                get("sec", Some(0))? as i8,
+                0,
+            )
+            .map_err(|e| mlua::Error::runtime(format!("os.time: {e}")))?;
+            Ok(dt
+                .to_zoned_datetime(TimeZone::UTC)
+                .map_err(|e| mlua::Error::runtime(e.to_string()))?
+                .timestamp()
+                .as_second())
+        })?,
+    )?;
+    h.raw_set(
+        "os_date",
+        lua.create_function(|lua, (fmt, t): (Option<String>, Option<i64>)| {
+            let secs = t.unwrap_or_else(|| frozen_clock(lua));
+            let ts =
+                Timestamp::from_second(secs).map_err(|e| mlua::Error::runtime(e.to_string()))?;
+            let z: Zoned = ts.to_zoned_datetime(TimeZone::UTC);
+            let fmt = fmt.unwrap_or_else(|| "%c".to_string());
+            let fmt = fmt.strip_prefix('!').unwrap_or(&fmt);
+            if fmt == "*t" {
+                let tbl = lua.create_table()?;
+                tbl.raw_set("year", z.year())?;
+                tbl.raw_set("month", z.month())?;
+                tbl.raw_set("day", z.day())?;
+                tbl.raw_set("hour", z.hour())?;
+                tbl.raw_set("min", z.minute())?;
+                tbl.raw_set("sec", z.second())?;
+                tbl.raw_set("wday", z.weekday().to_sunday_one_offset())?;
+                tbl.raw_set("yday", z.day_of_year())?;
+                tbl.raw_set("isdst", false)?;
+                return Ok(Value::Table(tbl));
+            }
+            let s = jiff::fmt::strtime::format(fmt, &z)
+                .map_err(|e| mlua::Error::runtime(format!("os.date: {e}")))?;
+            Ok(Value::String(lua.create_string(&s)?))
+        })?,
+    )?;
+    let start = std::time::Instant::now();
+    h.raw_set(
+        "os_clock",
+        lua.create_function(move |_, ()| Ok(start.elapsed().as_secs_f64()))?,
+    )?;
+    h.raw_set(
+        "print",
+        lua.create_function(|lua, args: Variadic<Value>| {
+            let parts: Vec<String> = args
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => s.to_string_lossy(),
+                    other => other.to_string().unwrap_or_else(|_| format!("{other:?}")),
+                })
+                .collect();
+            let line = parts.join("\t");
+            if let Some(mut log) = lua.app_data_mut::<crate::trial::TrialLog>() {
+                log.push(line);
+            } else {
+                eprintln!("{line}");
+            }
+            Ok(())
+        })?,
+    )?;
+    lua.set_named_registry_value("evalua.host", h)?;
+    Ok(())
+}

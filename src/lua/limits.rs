@@ -1,0 +1,145 @@
+//! Instruction-count and wall-clock limits on every call into Lua.
+//!
+//! Calls nest (an agent calls a tool handler; a check is called on its own), so
+//! limits form a stack of segments; the hook stops code when any segment on the
+//! stack is over its budget. A script can catch the hook's error with `pcall`,
+//! so once a segment trips the hook fires on *every* instruction and raises
+//! again until control is back in Rust, and the host decides the outcome from
+//! its own flag, never from whether the Lua call happened to return normally.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Instant;
+
+use mlua::{HookTriggers, Lua, VmState};
+
+/// How many VM instructions run between two hook calls in normal operation.
+const EVERY: u32 = 1000;
+
+/// Why a segment was stopped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    Instructions(u64),
+    Deadline,
+}
+
+impl Stop {
+    pub fn describe(&self) -> String {
+        match self {
+            Stop::Instructions(n) => format!("instruction limit exceeded ({n} instructions)"),
+            Stop::Deadline => "time limit exceeded".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Segment {
+    /// At most this many instructions (None: unlimited).
+    pub instructions: Option<u64>,
+    pub deadline: Option<Instant>,
+}
+
+struct Active {
+    limit: Option<u64>,
+    budget: Option<u64>,
+    deadline: Option<Instant>,
+}
+
+#[derive(Default)]
+pub struct Limits {
+    count: Cell<u64>,
+    stack: RefCell<Vec<Active>>,
+    tripped: Cell<Option<(usize, Stop)>>,
+}
+
+/// The result of running a closure under a segment.
+pub enum Guarded<R> {
+    Done(mlua::Result<R>),
+    /// This segment's own limit stopped it.
+    Stopped(Stop),
+}
+
+impl Limits {
+    pub fn install(self: &Rc<Self>, lua: &Lua) -> mlua::Result<()> {
+        self.arm(lua, EVERY)
+    }
+
+    fn arm(self: &Rc<Self>, lua: &Lua, every: u32) -> mlua::Result<()> {
+        let me = self.clone();
+        lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(every),
+            move |lua, _| me.on_hook(lua, every),
+        )
+    }
+
+    fn on_hook(self: &Rc<Self>, lua: &Lua, every: u32) -> mlua::Result<VmState> {
+        if let Some((_, stop)) = self.tripped.get() {
+            return Err(mlua::Error::runtime(stop.describe()));
+        }
+        let count = self.count.get() + every as u64;
+        self.count.set(count);
+        let stack = self.stack.borrow();
+        if stack.is_empty() {
+            return Ok(VmState::Continue);
+        }
+        let now = Instant::now();
+        for (i, seg) in stack.iter().enumerate() {
+            let stop = if seg.limit.is_some_and(|l| count > l) {
+                Some(Stop::Instructions(seg.budget.unwrap_or(0)))
+            } else if seg.deadline.is_some_and(|d| now >= d) {
+                Some(Stop::Deadline)
+            } else {
+                None
+            };
+            if let Some(stop) = stop {
+                drop(stack);
+                self.tripped.set(Some((i, stop)));
+                // Fire on every instruction until the host regains control.
+                self.arm(lua, 1)?;
+                return Err(mlua::Error::runtime(stop.describe()));
+            }
+        }
+        Ok(VmState::Continue)
+    }
+
+    /// Run `f` under `seg`. If this segment's limit stops it, the result is
+    /// `Stopped`; if an outer segment's limit stops it, the error propagates
+    /// as `Done(Err)` and the outer segment will report `Stopped`.
+    pub fn guard<R>(
+        self: &Rc<Self>,
+        lua: &Lua,
+        seg: Segment,
+        f: impl FnOnce() -> mlua::Result<R>,
+    ) -> Guarded<R> {
+        let index = {
+            let mut stack = self.stack.borrow_mut();
+            let count = self.count.get();
+            stack.push(Active {
+                limit: seg.instructions.map(|n| count.saturating_add(n)),
+                budget: seg.instructions,
+                deadline: seg.deadline,
+            });
+            stack.len() - 1
+        };
+        let result = f();
+        self.stack.borrow_mut().truncate(index);
+        match self.tripped.get() {
+            Some((i, stop)) if i == index => {
+                self.tripped.set(None);
+                // Back to sampling every EVERY instructions; ignore a failure to
+                // re-arm (it only costs speed, never safety).
+                let _ = self.arm(lua, EVERY);
+                Guarded::Stopped(stop)
+            }
+            Some(_) => Guarded::Done(
+                result.and_then(|_| Err(mlua::Error::runtime("stopped by an enclosing limit"))),
+            ),
+            None => Guarded::Done(result),
+        }
+    }
+
+    /// True while an enclosing segment has tripped (callers should unwind).
+    pub fn is_tripped(&self) -> bool {
+        self.tripped.get().is_some()
+    }
+}

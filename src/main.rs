@@ -1,0 +1,207 @@
+//! The command line: parse, dispatch, map errors to exit codes
+//! (0 ran and every gate held, 1 a gate failed, 2 the input is wrong).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use evalua::error::UserError;
+use evalua::run::{self, Filters, RunOptions};
+use evalua::{report, suite};
+
+#[derive(Parser)]
+#[command(
+    name = "evalua",
+    version,
+    about = "Evaluate LLM agents with repeated, isolated trials, graded on final state and trajectory"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct Select {
+    /// Only cases whose id matches this glob (e.g. 'refund_*')
+    #[arg(long = "case", value_name = "GLOB")]
+    case: Option<String>,
+    /// Only cases with this tag (repeatable: any of them)
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Only cases of this split
+    #[arg(long, value_parser = ["dev", "held_out"])]
+    split: Option<String>,
+}
+
+impl Select {
+    fn filters(&self) -> Filters {
+        Filters {
+            case: self.case.clone(),
+            tags: self.tags.clone(),
+            split: self.split.clone(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every case × trials, write a run dir, print a summary
+    Run {
+        #[arg(required = true, value_name = "SUITE.lua")]
+        suites: Vec<PathBuf>,
+        /// Trials per case (overrides the suite and the cases)
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        trials: Option<u32>,
+        /// Trials run at once (default: the number of cores)
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+        #[command(flatten)]
+        select: Select,
+        /// Run seed: the same seed gives the same trial seeds
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Write the run dir here (default runs/<suite>/<time>-<id>/)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// No progress bar
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
+    Check {
+        #[arg(required = true, value_name = "SUITE.lua")]
+        suites: Vec<PathBuf>,
+    },
+    /// List the cases with split, tags and difficulty
+    List {
+        #[arg(value_name = "SUITE.lua")]
+        suite: PathBuf,
+        #[command(flatten)]
+        select: Select,
+    },
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("evalua: internal error (please report it): {info}");
+    }));
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<u8, UserError> {
+    match cli.command {
+        Command::Run {
+            suites,
+            trials,
+            jobs,
+            select,
+            seed,
+            out,
+            quiet,
+        } => {
+            let argv: Vec<String> = std::env::args().collect();
+            let jobs = jobs.map(|j| j as usize).unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            });
+            let mut code = 0;
+            let many = suites.len() > 1;
+            // Load and plan every suite first: a bad one stops the run before any agent starts.
+            let mut plans = Vec::new();
+            for path in &suites {
+                let s = suite::load(path)?;
+                plans.push(run::plan(s, trials, &select.filters(), seed)?);
+            }
+            for plan in plans {
+                let opts = RunOptions {
+                    trials,
+                    jobs,
+                    filters: select.filters(),
+                    seed,
+                    out: out.clone(),
+                    progress: !quiet,
+                };
+                let run_id = run::new_run_id();
+                let out_dir = out.as_ref().map(|o| {
+                    if many {
+                        o.join(&plan.suite.name)
+                    } else {
+                        o.clone()
+                    }
+                });
+                let dir = run::make_run_dir(out_dir.as_deref(), &plan.suite.name, &run_id)?;
+                let result = run::execute(&plan, &opts, &dir, &run_id, &argv)?;
+                print!(
+                    "{}",
+                    report::console(
+                        &plan.suite.name,
+                        &result.summary,
+                        &result.gates,
+                        &dir.display().to_string()
+                    )
+                );
+                if !result.gates_passed() {
+                    code = 1;
+                }
+            }
+            Ok(code)
+        }
+        Command::Check { suites } => {
+            for path in &suites {
+                let s = suite::load(path)?;
+                let plan = run::plan(s, None, &Filters::default(), 1)?;
+                let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
+                let checks: usize = plan.cases.iter().map(|c| c.spec.checks.len()).sum();
+                println!(
+                    "ok: {} ({} cases, {} tools, {} checks, {} trials per run)",
+                    evalua::lua::display_path(&plan.suite.path),
+                    plan.cases.len(),
+                    plan.suite.tools.len(),
+                    checks,
+                    trials
+                );
+            }
+            Ok(0)
+        }
+        Command::List {
+            suite: path,
+            select,
+        } => {
+            let s = suite::load(&path)?;
+            let plan = run::plan(s, None, &select.filters(), 1)?;
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
+            t.set_header(vec![
+                "case",
+                "split",
+                "tags",
+                "difficulty",
+                "trials",
+                "checks",
+                "declared at",
+            ]);
+            for c in &plan.cases {
+                t.add_row(vec![
+                    c.spec.id.clone(),
+                    c.spec.split.clone(),
+                    c.spec.tags.join(", "),
+                    c.spec.difficulty.clone().unwrap_or_default(),
+                    c.trials.to_string(),
+                    c.spec.checks.len().to_string(),
+                    c.spec.location.clone(),
+                ]);
+            }
+            println!("{t}");
+            Ok(0)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Per-trial state that starts from a known point.
+//!
+//! The suite schema plus a case's fixture are executed once into an in-memory
+//! SQLite database whose image becomes the case's template; each trial
+//! deserialises its own copy of that image (a memcpy, not a re-run of the SQL).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::{Connection, MAIN_DB};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Result, UserError};
+use crate::lua::display_path;
+
+/// The serialised image of a case's initial database.
+pub type DbImage = Arc<Vec<u8>>;
+
+/// Open a private in-memory copy of `image`.
+pub fn open_copy(image: &[u8], read_only: bool) -> rusqlite::Result<Connection> {
+    let mut conn = Connection::open_in_memory()?;
+    conn.deserialize_read_exact(MAIN_DB, image, image.len(), read_only)?;
+    if read_only {
+        conn.pragma_update(None, "query_only", true)?;
+    }
+    Ok(conn)
+}
+
+/// Run the SQL files in order into a fresh database and return its image.
+/// A failing statement is reported as `file:line: message`.
+pub fn build_template(files: &[&Path]) -> Result<DbImage> {
+    let mut conn = Connection::open_in_memory().map_err(|e| UserError(format!("sqlite: {e}")))?;
+    for file in files {
+        let sql = std::fs::read_to_string(file)
+            .map_err(|e| UserError(format!("{}: cannot read fixture: {e}", display_path(file))))?;
+        if let Err(e) = conn.execute_batch(&sql) {
+            return Err(UserError(locate_sql_error(file, &sql, &e)));
+        }
+    }
+    let data = conn
+        .serialize(MAIN_DB)
+        .map_err(|e| UserError(format!("sqlite: {e}")))?;
+    Ok(Arc::new(data.to_vec()))
+}
+
+/// Find the line of the statement that fails, by replaying the file one
+/// complete statement at a time in a scratch database.
+fn locate_sql_error(file: &Path, sql: &str, first: &rusqlite::Error) -> String {
+    let msg = first.to_string();
+    let Ok(scratch) = Connection::open_in_memory() else {
+        return format!("{}: {msg}", display_path(file));
+    };
+    let mut stmt = String::new();
+    let mut start_line = 0usize;
+    for (i, line) in sql.lines().enumerate() {
+        if stmt.trim().is_empty() {
+            start_line = i + 1;
+        }
+        stmt.push_str(line);
+        stmt.push('\n');
+        let complete = std::ffi::CString::new(stmt.as_str())
+            .map(|c| unsafe { rusqlite::ffi::sqlite3_complete(c.as_ptr()) } != 0)
+            .unwrap_or(false);
+        if complete {
+            if let Err(e) = scratch.execute_batch(&stmt) {
+                return format!("{}:{start_line}: {e}", display_path(file));
+            }
+            stmt.clear();
+        }
+    }
+    format!("{}: {msg}", display_path(file))
+}
+
+/// The trial's seed: a 53-bit number (exact in JSON, Lua and JavaScript)
+/// derived from the run seed, the case id and the trial number.
+pub fn trial_seed(run_seed: u64, case_id: &str, trial: u32) -> u64 {
+    let mut h = Sha256::new();
+    h.update(b"evalua-trial-seed\0");
+    h.update(run_seed.to_le_bytes());
+    h.update(case_id.as_bytes());
+    h.update([0]);
+    h.update(trial.to_le_bytes());
+    let d = h.finalize();
+    u64::from_le_bytes(d[..8].try_into().unwrap()) & ((1u64 << 53) - 1)
+}
+
+/// An RNG for one trial: `env.random()`, `ctx.random()`.
+pub struct TrialRng(fastrand::Rng);
+
+impl TrialRng {
+    pub fn new(seed: u64) -> Self {
+        TrialRng(fastrand::Rng::with_seed(seed))
+    }
+    /// A float in [0, 1), or an integer in [lo, hi] like `math.random`.
+    pub fn float(&mut self) -> f64 {
+        self.0.f64()
+    }
+    pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
+        self.0.i64(lo..=hi)
+    }
+}

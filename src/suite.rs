@@ -1,0 +1,262 @@
+//! Loading a suite: run the Lua file in a sandboxed state (declaring only) and
+//! read the returned suite into typed structs the host plans with.
+//! Trials later re-run the same file in their own fresh state to get the
+//! functions (tool handlers, checks, scripted agents) back.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlua::{Lua, Table, Value};
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::error::{Result, UserError};
+use crate::gate::{self, Gate};
+use crate::lua::{self, Segment, Sources, StateConfig, convert, display_path, limits::Guarded};
+
+/// Limits on loading a suite file.
+const LOAD_INSTRUCTIONS: u64 = 200_000_000;
+const LOAD_SECONDS: u64 = 20;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Budget {
+    pub deadline_s: Option<f64>,
+    pub max_tool_calls: Option<u32>,
+    pub max_turns: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub params: Json,
+    pub effect: String,
+    pub requires: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AgentSpec {
+    /// A scripted agent: a Lua file, or a function defined in the suite.
+    Scripted { path: Option<PathBuf> },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckInfo {
+    pub name: String,
+    pub critical: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseSpec {
+    pub id: String,
+    pub split: String,
+    pub tags: Vec<String>,
+    pub difficulty: Option<String>,
+    pub input: String,
+    pub fixture: Option<PathBuf>,
+    pub trials: Option<u32>,
+    pub weight: f64,
+    pub tools: Option<Vec<String>>,
+    pub agent: Option<AgentSpec>,
+    pub clock: Option<String>,
+    pub checks: Vec<CheckInfo>,
+    /// `file:line` where the case was declared.
+    pub location: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub path: PathBuf,
+    pub dir: PathBuf,
+    pub name: String,
+    pub version: Option<String>,
+    pub description: Option<String>,
+    pub trials: u32,
+    pub budget: Budget,
+    pub schema: Option<PathBuf>,
+    pub clock: Option<String>,
+    pub gates: Vec<Gate>,
+    pub agent: Option<AgentSpec>,
+    pub tools: Vec<ToolSpec>,
+    pub cases: Vec<CaseSpec>,
+    pub sources: Arc<Sources>,
+}
+
+impl Suite {
+    pub fn case_agent<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a AgentSpec> {
+        case.agent.as_ref().or(self.agent.as_ref())
+    }
+}
+
+pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64) -> StateConfig {
+    StateConfig {
+        suite_dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        sources,
+        clock,
+    }
+}
+
+/// Run the suite file in `lua` and return the suite table it returns.
+pub fn eval_suite(lua: &Lua, path: &Path) -> std::result::Result<Table, String> {
+    let limits = lua::limits(lua);
+    let seg = Segment {
+        instructions: Some(LOAD_INSTRUCTIONS),
+        deadline: Some(Instant::now() + Duration::from_secs(LOAD_SECONDS)),
+    };
+    let value = match limits.guard(lua, seg, || lua::run_file(lua, path)) {
+        Guarded::Done(Ok(v)) => v,
+        Guarded::Done(Err(e)) => return Err(lua::describe(&e)),
+        Guarded::Stopped(stop) => {
+            return Err(format!(
+                "{}: loading the suite stopped: {}",
+                display_path(path),
+                stop.describe()
+            ));
+        }
+    };
+    match value {
+        Value::Table(t)
+            if t.raw_get::<Value>("_cases")
+                .map(|v| v.is_table())
+                .unwrap_or(false) =>
+        {
+            Ok(t)
+        }
+        _ => Err(format!(
+            "{}: the suite file must end with `return suite` (the value of evalua.suite{{...}})",
+            display_path(path)
+        )),
+    }
+}
+
+/// Load and validate a suite file.
+pub fn load(path: &Path) -> Result<Suite> {
+    let path =
+        std::path::absolute(path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    if !path.is_file() {
+        return Err(UserError(format!(
+            "{}: no such suite file",
+            display_path(&path)
+        )));
+    }
+    let sources = Arc::new(Sources::default());
+    let lua = lua::new_state(state_config(&path, sources.clone(), 0))
+        .map_err(|e| UserError(format!("cannot create a Lua state: {e}")))?;
+    let t = eval_suite(&lua, &path).map_err(UserError)?;
+    read_suite(&lua, &t, &path, sources)
+        .map_err(|e| UserError(format!("{}: {e}", display_path(&path))))
+}
+
+fn opt<T: mlua::FromLua>(t: &Table, k: &str) -> std::result::Result<Option<T>, String> {
+    t.get::<Option<T>>(k)
+        .map_err(|e| format!("'{k}': {}", lua::describe(&e)))
+}
+
+fn strings(t: &Table, k: &str) -> std::result::Result<Vec<String>, String> {
+    Ok(opt::<Vec<String>>(t, k)?.unwrap_or_default())
+}
+
+fn read_agent(v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String> {
+    let Some(a) = v else { return Ok(None) };
+    let kind: String = opt(&a, "kind")?.unwrap_or_default();
+    match kind.as_str() {
+        "scripted" => Ok(Some(AgentSpec::Scripted {
+            path: opt::<String>(&a, "path")?.map(PathBuf::from),
+        })),
+        other => Err(format!("agent kind '{other}' is not supported")),
+    }
+}
+
+fn read_suite(
+    lua: &Lua,
+    t: &Table,
+    path: &Path,
+    sources: Arc<Sources>,
+) -> std::result::Result<Suite, String> {
+    let budget_t: Table = t.get("budget").map_err(|e| e.to_string())?;
+    let budget = Budget {
+        deadline_s: opt(&budget_t, "deadline_s")?,
+        max_tool_calls: opt::<f64>(&budget_t, "max_tool_calls")?.map(|v| v as u32),
+        max_turns: opt::<f64>(&budget_t, "max_turns")?.map(|v| v as u32),
+        max_tokens: opt::<f64>(&budget_t, "max_tokens")?.map(|v| v as u64),
+        max_cost_usd: opt(&budget_t, "max_cost_usd")?,
+    };
+    let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
+    let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
+    let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
+
+    let mut tools = Vec::new();
+    let tools_t: Table = t.get("_tools").map_err(|e| e.to_string())?;
+    for tt in tools_t.sequence_values::<Table>() {
+        let tt = tt.map_err(|e| e.to_string())?;
+        let params: Value = tt.get("params").map_err(|e| e.to_string())?;
+        tools.push(ToolSpec {
+            name: tt.get("name").map_err(|e| e.to_string())?,
+            description: tt.get("description").map_err(|e| e.to_string())?,
+            params: convert::to_json(lua, &params)?,
+            effect: tt.get("effect").map_err(|e| e.to_string())?,
+            requires: strings(&tt, "requires")?,
+        });
+    }
+
+    let mut cases = Vec::new();
+    let cases_t: Table = t.get("_cases").map_err(|e| e.to_string())?;
+    for ct in cases_t.sequence_values::<Table>() {
+        let ct = ct.map_err(|e| e.to_string())?;
+        let mut checks = Vec::new();
+        let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
+        for c in checks_t.sequence_values::<Table>() {
+            let c = c.map_err(|e| e.to_string())?;
+            checks.push(CheckInfo {
+                name: c.get("name").map_err(|e| e.to_string())?,
+                critical: c.get("critical").map_err(|e| e.to_string())?,
+            });
+        }
+        let tools_subset: Option<Vec<String>> = opt(&ct, "tools")?;
+        cases.push(CaseSpec {
+            id: ct.get("id").map_err(|e| e.to_string())?,
+            split: ct.get("split").map_err(|e| e.to_string())?,
+            tags: strings(&ct, "tags")?,
+            difficulty: opt(&ct, "difficulty")?,
+            input: ct.get("input").map_err(|e| e.to_string())?,
+            fixture: opt::<String>(&ct, "fixture")?.map(PathBuf::from),
+            trials: opt::<f64>(&ct, "trials")?.map(|v| v as u32),
+            weight: ct.get("weight").map_err(|e| e.to_string())?,
+            tools: tools_subset,
+            agent: read_agent(opt(&ct, "agent")?)?,
+            clock: opt(&ct, "clock")?,
+            checks,
+            location: opt::<String>(&ct, "_where")?.unwrap_or_default(),
+        });
+    }
+
+    let suite = Suite {
+        path: path.to_path_buf(),
+        dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        name: t.get("name").map_err(|e| e.to_string())?,
+        version: opt(t, "version")?,
+        description: opt(t, "description")?,
+        trials: opt::<f64>(t, "trials")?.map(|v| v as u32).unwrap_or(1),
+        budget,
+        schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
+        clock: opt(&sandbox, "clock")?,
+        gates,
+        agent: read_agent(opt(t, "agent")?)?,
+        tools,
+        cases,
+        sources,
+    };
+    for case in &suite.cases {
+        if suite.case_agent(case).is_none() {
+            return Err(format!(
+                "case '{}' ({}) has no agent: set `agent` in evalua.suite{{}} or in the case",
+                case.id, case.location
+            ));
+        }
+    }
+    Ok(suite)
+}

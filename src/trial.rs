@@ -1,0 +1,598 @@
+//! One trial, start to finish: a fresh Lua state and sandbox, the agent acting
+//! through the executor, then the checks on the final state and trajectory.
+//!
+//! Nothing here is shared with another trial: the Lua state, the database
+//! copy, the work dir, the RNG and the outbox are all the trial's own.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlua::{Lua, LuaSerdeExt, MultiValue, Table, Value};
+use serde_json::{Value as Json, json};
+
+use crate::agent;
+use crate::executor::{Executor, ToolDef, TrialState};
+use crate::lua::db::Db;
+use crate::lua::{self, Segment, Sources, convert, limits::Guarded};
+use crate::record::{self, CallCounts, CheckResult, Ended, Trace, TrialRecord};
+use crate::sandbox::{self, DbImage, TrialRng};
+use crate::suite::{self, Budget, CaseSpec, Suite};
+
+/// Limits on one check.
+const CHECK_INSTRUCTIONS: u64 = 50_000_000;
+const CHECK_SECONDS: u64 = 10;
+/// Lines of `print` output kept per trial.
+const LOG_LINES: usize = 200;
+
+/// A case ready to run: its template database and the tools it offers.
+pub struct CasePlan {
+    pub spec: CaseSpec,
+    pub trials: u32,
+    pub template: Option<DbImage>,
+    pub tools: Vec<Arc<ToolDef>>,
+    /// The frozen clock, as Unix seconds and as written.
+    pub clock: i64,
+    pub clock_text: String,
+}
+
+/// Everything a trial needs, shared read-only by all workers.
+pub struct Plan {
+    pub suite: Suite,
+    pub cases: Vec<CasePlan>,
+    pub seed: u64,
+    pub budget: Budget,
+    pub sources: Arc<Sources>,
+}
+
+/// `print` output of the trial's Lua code, kept for the trace.
+#[derive(Default)]
+pub struct TrialLog(pub Vec<String>);
+
+impl TrialLog {
+    pub fn push(&mut self, line: String) {
+        if self.0.len() < LOG_LINES {
+            self.0.push(line);
+        } else if self.0.len() == LOG_LINES {
+            self.0.push("… (further output dropped)".to_string());
+        }
+    }
+}
+
+/// The trial as the agent's driver sees it: state, executor, and the Lua
+/// tables tools run against.
+pub struct Trial<'p> {
+    pub plan: &'p Plan,
+    pub case: &'p CasePlan,
+    pub number: u32,
+    pub seed: u64,
+    pub lua: Lua,
+    pub state: Rc<RefCell<TrialState>>,
+    pub executor: Rc<Executor>,
+    pub case_table: Table,
+    pub handlers: Table,
+    /// The agent declaration (`evalua.agent.*`) in this state: the case's or the suite's.
+    pub agent: Table,
+    pub ctx: Table,
+    pub rng: Rc<RefCell<TrialRng>>,
+    pub deadline: Instant,
+    pub workdir: PathBuf,
+}
+
+/// How the agent's part ended.
+pub struct AgentEnd {
+    pub ended: Ended,
+    pub answer: String,
+    pub error: Option<String>,
+    /// The agent never got its chance (infrastructure error).
+    pub infra: bool,
+    pub stderr_tail: Option<String>,
+}
+
+pub struct TrialOutput {
+    pub record: TrialRecord,
+    pub trace: Trace,
+}
+
+/// Run one trial. Never panics on user input: every failure becomes a recorded outcome.
+pub fn run(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
+    let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
+    let started = Instant::now();
+    let workdir = match tempfile::Builder::new().prefix("evalua-trial-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            return infra(
+                plan,
+                case,
+                number,
+                seed,
+                format!("cannot create the trial's work dir: {e}"),
+            );
+        }
+    };
+    match prepare(plan, case, number, seed, workdir.path()) {
+        Ok(trial) => {
+            let end = agent::drive(&trial);
+            finish(trial, end, started)
+        }
+        Err(e) => infra(plan, case, number, seed, e),
+    }
+    // `workdir` is removed here, after the checks have read it.
+}
+
+fn infra(plan: &Plan, case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
+    let _ = plan;
+    let record = TrialRecord {
+        case: case.spec.id.clone(),
+        trial: number,
+        seed,
+        outcome: record::Outcome::InfraError,
+        ended: Ended::NotStarted,
+        checks: Vec::new(),
+        calls: CallCounts::default(),
+        usage: Default::default(),
+        wall_ms: 0.0,
+        answer: String::new(),
+        error: Some(error.clone()),
+        trace: record::trace_name(&case.spec.id, number),
+    };
+    let trace = Trace {
+        case: case.spec.id.clone(),
+        trial: number,
+        seed,
+        input: case.spec.input.clone(),
+        outcome: record.outcome,
+        ended: record.ended,
+        answer: String::new(),
+        error: Some(error),
+        messages: Vec::new(),
+        calls: Vec::new(),
+        outbox: Vec::new(),
+        usage: Default::default(),
+        checks: Vec::new(),
+        log: Vec::new(),
+        stderr_tail: None,
+    };
+    TrialOutput { record, trace }
+}
+
+fn prepare<'p>(
+    plan: &'p Plan,
+    case: &'p CasePlan,
+    number: u32,
+    seed: u64,
+    workdir: &Path,
+) -> Result<Trial<'p>, String> {
+    let cfg = suite::state_config(&plan.suite.path, plan.sources.clone(), case.clock);
+    let lua = lua::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
+    lua.set_app_data(TrialLog::default());
+    let suite_t = suite::eval_suite(&lua, &plan.suite.path)?;
+    let case_table: Table = suite_t
+        .get::<Table>("_case_index")
+        .and_then(|t| t.get(case.spec.id.as_str()))
+        .map_err(|e| {
+            format!(
+                "case '{}' vanished when the suite was re-run: {e}",
+                case.spec.id
+            )
+        })?;
+    let handlers: Table = suite_t.get("_tool_index").map_err(|e| e.to_string())?;
+    let agent: Table = match case_table
+        .get::<Option<Table>>("agent")
+        .map_err(|e| e.to_string())?
+    {
+        Some(a) => a,
+        None => suite_t
+            .get("agent")
+            .map_err(|e| format!("the suite has no agent: {e}"))?,
+    };
+
+    // Lua's own math.random follows the trial's seed too.
+    let math: Table = lua.globals().get("math").map_err(|e| e.to_string())?;
+    math.get::<mlua::Function>("randomseed")
+        .and_then(|f| f.call::<()>(seed as i64))
+        .map_err(|e| e.to_string())?;
+
+    let conn = match &case.template {
+        Some(image) => Rc::new(
+            sandbox::open_copy(image, false)
+                .map_err(|e| format!("cannot copy the fixture database: {e}"))?,
+        ),
+        None => Rc::new(rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?),
+    };
+    let state = Rc::new(RefCell::new(TrialState::new()));
+    let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
+    let ctx = make_ctx(
+        &lua,
+        case,
+        number,
+        seed,
+        conn,
+        &state,
+        &rng,
+        &case_table,
+        workdir,
+    )
+    .map_err(|e| e.to_string())?;
+
+    let deadline_s = plan
+        .budget
+        .deadline_s
+        .unwrap_or(crate::run::DEFAULT_DEADLINE_S);
+    let executor = Rc::new(Executor {
+        tools: case.tools.clone(),
+        budget: plan.budget.clone(),
+    });
+    state.borrow_mut().messages.push(record::Message {
+        role: "user".into(),
+        content: case.spec.input.clone(),
+        call_id: None,
+    });
+    Ok(Trial {
+        plan,
+        case,
+        number,
+        seed,
+        lua,
+        state,
+        executor,
+        case_table,
+        handlers,
+        agent,
+        ctx,
+        rng,
+        deadline: Instant::now() + Duration::from_secs_f64(deadline_s),
+        workdir: workdir.to_path_buf(),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn make_ctx(
+    lua: &Lua,
+    case: &CasePlan,
+    number: u32,
+    seed: u64,
+    conn: Rc<rusqlite::Connection>,
+    state: &Rc<RefCell<TrialState>>,
+    rng: &Rc<RefCell<TrialRng>>,
+    case_table: &Table,
+    workdir: &Path,
+) -> mlua::Result<Table> {
+    let ctx = lua.create_table()?;
+    ctx.raw_set("db", Db::read_write(conn))?;
+    ctx.raw_set("case", case_table.clone())?;
+    ctx.raw_set("trial", number)?;
+    ctx.raw_set("seed", seed as i64)?;
+    ctx.raw_set("workdir", workdir.display().to_string())?;
+    let clock_text = case.clock_text.clone();
+    ctx.raw_set(
+        "now",
+        lua.create_function(move |_, ()| Ok(clock_text.clone()))?,
+    )?;
+    let clock = case.clock;
+    ctx.raw_set("time", lua.create_function(move |_, ()| Ok(clock))?)?;
+    let st = state.clone();
+    ctx.raw_set(
+        "send",
+        lua.create_function(move |lua, (kind, to, body): (String, Value, Value)| {
+            let to = match to {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Integer(i) => i.to_string(),
+                Value::Number(n) => n.to_string(),
+                other => {
+                    return Err(mlua::Error::runtime(format!(
+                        "ctx.send: 'to' must be a string or number, got {}",
+                        other.type_name()
+                    )));
+                }
+            };
+            let body = convert::to_json(lua, &body)
+                .map_err(|e| mlua::Error::runtime(format!("ctx.send: body: {e}")))?;
+            st.borrow_mut()
+                .outbox
+                .push(record::OutboxItem { kind, to, body });
+            Ok(())
+        })?,
+    )?;
+    ctx.raw_set("random", random_fn(lua, rng.clone())?)?;
+    Ok(ctx)
+}
+
+/// `random()` → float in [0,1); `random(n)` → 1..n; `random(a, b)` → a..b.
+pub fn random_fn(lua: &Lua, rng: Rc<RefCell<TrialRng>>) -> mlua::Result<mlua::Function> {
+    lua.create_function(move |_, (a, b): (Option<i64>, Option<i64>)| {
+        let mut r = rng.borrow_mut();
+        Ok(match (a, b) {
+            (None, _) => Value::Number(r.float()),
+            (Some(n), None) if n >= 1 => Value::Integer(r.int(1, n)),
+            (Some(lo), Some(hi)) if lo <= hi => Value::Integer(r.int(lo, hi)),
+            _ => return Err(mlua::Error::runtime("random: empty interval")),
+        })
+    })
+}
+
+/// Grade the finished trial and build its record and trace.
+fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let lua = &trial.lua;
+    {
+        let mut st = trial.state.borrow_mut();
+        st.usage.wall_ms = wall_ms;
+        if !end.answer.is_empty() || end.ended == Ended::Final {
+            st.messages.push(record::Message {
+                role: "agent".into(),
+                content: end.answer.clone(),
+                call_id: None,
+            });
+        }
+    }
+    let checks = if end.infra {
+        Vec::new()
+    } else {
+        grade(&trial, &end)
+    };
+    let outcome = record::outcome_of(end.infra, &checks);
+    let st = trial.state.borrow();
+    let log = lua
+        .app_data_ref::<TrialLog>()
+        .map(|l| l.0.clone())
+        .unwrap_or_default();
+    let record = TrialRecord {
+        case: trial.case.spec.id.clone(),
+        trial: trial.number,
+        seed: trial.seed,
+        outcome,
+        ended: end.ended,
+        checks: checks.clone(),
+        calls: CallCounts::of(&st.calls),
+        usage: st.usage.clone(),
+        wall_ms,
+        answer: end.answer.clone(),
+        error: end.error.clone(),
+        trace: record::trace_name(&trial.case.spec.id, trial.number),
+    };
+    let trace = Trace {
+        case: record.case.clone(),
+        trial: trial.number,
+        seed: trial.seed,
+        input: trial.case.spec.input.clone(),
+        outcome,
+        ended: end.ended,
+        answer: end.answer,
+        error: end.error,
+        messages: st.messages.clone(),
+        calls: st.calls.clone(),
+        outbox: st.outbox.clone(),
+        usage: st.usage.clone(),
+        checks,
+        log,
+        stderr_tail: end.stderr_tail,
+    };
+    TrialOutput { record, trace }
+}
+
+/// Run every check of the case on the finished trial.
+fn grade(trial: &Trial<'_>, end: &AgentEnd) -> Vec<CheckResult> {
+    let lua = &trial.lua;
+    let infos = &trial.case.spec.checks;
+    let t = match build_t(trial, end) {
+        Ok(t) => t,
+        Err(e) => {
+            let msg = format!(
+                "cannot build the trial for the checks: {}",
+                lua::describe(&e)
+            );
+            return infos
+                .iter()
+                .map(|c| CheckResult {
+                    name: c.name.clone(),
+                    passed: None,
+                    critical: c.critical,
+                    evidence: Json::Null,
+                    error: Some(msg.clone()),
+                    skipped: false,
+                })
+                .collect();
+        }
+    };
+    let checks: Vec<Table> = trial
+        .case_table
+        .get::<Table>("checks")
+        .map(|c| {
+            c.sequence_values::<Table>()
+                .filter_map(|c| c.ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let skip: Option<Table> = lua.named_registry_value("evalua.skip").ok();
+    let limits = lua::limits(lua);
+    let mut out = Vec::with_capacity(checks.len());
+    for (check, info) in checks.iter().zip(infos) {
+        let run: mlua::Result<mlua::Function> = check.get("run");
+        let seg = Segment {
+            instructions: Some(CHECK_INSTRUCTIONS),
+            deadline: Some(Instant::now() + Duration::from_secs(CHECK_SECONDS)),
+        };
+        let result = match run {
+            Ok(f) => limits.guard(lua, seg, || f.call::<MultiValue>(t.clone())),
+            Err(e) => Guarded::Done(Err(e)),
+        };
+        let mut r = CheckResult {
+            name: info.name.clone(),
+            passed: None,
+            critical: info.critical,
+            evidence: Json::Null,
+            error: None,
+            skipped: false,
+        };
+        match result {
+            Guarded::Stopped(stop) => r.error = Some(format!("check stopped: {}", stop.describe())),
+            Guarded::Done(Err(e)) => r.error = Some(lua::describe(&e)),
+            Guarded::Done(Ok(values)) => {
+                let mut it = values.into_iter();
+                let first = it.next().unwrap_or(Value::Nil);
+                let evidence = it.next().unwrap_or(Value::Nil);
+                r.evidence = convert::to_json(lua, &evidence)
+                    .unwrap_or_else(|e| json!(format!("(evidence is not JSON: {e})")));
+                match first {
+                    Value::Boolean(b) => r.passed = Some(b),
+                    Value::Table(ref tb) if skip.as_ref() == Some(tb) => r.skipped = true,
+                    other => {
+                        r.error = Some(format!(
+                            "a check must return true or false (and evidence), got {}",
+                            other.type_name()
+                        ))
+                    }
+                }
+            }
+        }
+        out.push(r);
+    }
+    out
+}
+
+/// The `t` a check sees.
+fn build_t(trial: &Trial<'_>, end: &AgentEnd) -> mlua::Result<Table> {
+    let lua = &trial.lua;
+    let st = trial.state.borrow();
+    let t = lua.create_table()?;
+    t.raw_set("case", trial.case_table.clone())?;
+    t.raw_set("trial", trial.number)?;
+    t.raw_set("seed", trial.seed as i64)?;
+    t.raw_set("answer", end.answer.as_str())?;
+    t.raw_set("ended", end.ended.as_str())?;
+    t.raw_set("error", end.error.as_deref())?;
+
+    let calls = lua.create_table()?;
+    for c in &st.calls {
+        let ct = lua.create_table()?;
+        ct.raw_set("id", c.id.as_str())?;
+        ct.raw_set("name", c.name.as_str())?;
+        ct.raw_set("args", convert::to_lua(lua, &c.args)?)?;
+        ct.raw_set("status", c.status.as_str())?;
+        ct.raw_set("effect", c.effect.as_deref())?;
+        if let Some(r) = &c.result {
+            ct.raw_set("result", convert::to_lua(lua, r)?)?;
+        }
+        ct.raw_set("error", c.error.as_deref())?;
+        ct.raw_set("started_ms", c.started_ms)?;
+        ct.raw_set("ended_ms", c.ended_ms)?;
+        calls.raw_push(ct)?;
+    }
+    calls.set_metatable(Some(lua.array_metatable()))?;
+    t.raw_set("calls", calls)?;
+
+    t.raw_set(
+        "messages",
+        convert::to_lua(lua, &serde_json::to_value(&st.messages).unwrap_or_default())?,
+    )?;
+    t.raw_set(
+        "outbox",
+        convert::to_lua(lua, &serde_json::to_value(&st.outbox).unwrap_or_default())?,
+    )?;
+    let usage = convert::to_lua(lua, &serde_json::to_value(&st.usage).unwrap_or_default())?;
+    t.raw_set("usage", usage)?;
+
+    // The final state, read-only, and the initial one (copied only if asked for).
+    let db: mlua::AnyUserData = trial.ctx.get("db")?;
+    let conn = db.borrow::<Db>()?.shared_conn()?;
+    let _ = conn.pragma_update(None, "query_only", true);
+    t.raw_set("db", Db::read_only(conn, "t.db"))?;
+    let initial = match &trial.case.template {
+        Some(image) => Db::lazy_read_only(image.clone(), "t.initial"),
+        None => Db::read_only(
+            Rc::new(rusqlite::Connection::open_in_memory().map_err(mlua::Error::external)?),
+            "t.initial",
+        ),
+    };
+    t.raw_set("initial", initial)?;
+    t.raw_set("files", files_table(lua, &trial.workdir)?)?;
+    Ok(t)
+}
+
+/// `t.files`: the work dir's files by relative path, read on demand.
+fn files_table(lua: &Lua, dir: &Path) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let mt = lua.create_table()?;
+    let root = dir.to_path_buf();
+    mt.raw_set(
+        "__index",
+        lua.create_function(move |lua, (_t, key): (Value, String)| {
+            match read_inside(&root, &key) {
+                Some(bytes) => Ok(Value::String(lua.create_string(bytes)?)),
+                None => Ok(Value::Nil),
+            }
+        })?,
+    )?;
+    let root = dir.to_path_buf();
+    mt.raw_set(
+        "__pairs",
+        lua.create_function(move |lua, _t: Value| {
+            let snapshot = lua.create_table()?;
+            for rel in list_files(&root) {
+                if let Some(bytes) = read_inside(&root, &rel) {
+                    snapshot.raw_set(rel, lua.create_string(bytes)?)?;
+                }
+            }
+            let next: mlua::Function = lua.globals().get("next")?;
+            Ok((next, snapshot, Value::Nil))
+        })?,
+    )?;
+    t.set_metatable(Some(mt))?;
+    Ok(t)
+}
+
+/// Read a regular file below `root` (no `..`, no absolute paths, no symlinks out).
+fn read_inside(root: &Path, rel: &str) -> Option<Vec<u8>> {
+    let p = Path::new(rel);
+    if p.is_absolute()
+        || p.components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return None;
+    }
+    let full = root.join(p).canonicalize().ok()?;
+    let root = root.canonicalize().ok()?;
+    if !full.starts_with(&root) || !full.is_file() {
+        return None;
+    }
+    std::fs::read(full).ok()
+}
+
+pub fn list_files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            let p = e.path();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file()
+                && let Ok(rel) = p.strip_prefix(root)
+            {
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A trial the harness itself failed to run (a bug in evalua): recorded as an
+/// infrastructure error so the run goes on and nothing is lost.
+pub fn internal_error(plan: &Plan, case: &CasePlan, number: u32, msg: String) -> TrialOutput {
+    let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
+    infra(
+        plan,
+        case,
+        number,
+        seed,
+        format!("internal error in evalua: {msg}"),
+    )
+}

@@ -1,0 +1,559 @@
+-- evalua.check: the built-in checks.
+--
+-- Each constructor validates its options when the suite loads (an unknown
+-- option is an error at the suite's line) and returns
+-- { name, critical, run = function(t) return passed, evidence end }.
+-- A check that raises is a *grader error*, never a pass or a fail.
+
+local host = require("evalua.host")
+local evalua = require("evalua")
+
+local check = {}
+check.cmp = {}
+
+local NULL = host.null
+
+local function opts_of(what, opts, allowed, level)
+  opts = opts or {}
+  if type(opts) ~= "table" then
+    error(what .. ": options must be a table, got " .. type(opts), level + 1)
+  end
+  local known = { name = true, critical = true }
+  for _, k in ipairs(allowed) do known[k] = true end
+  evalua._check_keys(what, opts, known, level + 1)
+  if opts.name ~= nil and type(opts.name) ~= "string" then
+    error(what .. ": 'name' must be a string", level + 1)
+  end
+  if opts.critical ~= nil and type(opts.critical) ~= "boolean" then
+    error(what .. ": 'critical' must be a boolean", level + 1)
+  end
+  return opts
+end
+
+local function make(kind, default_name, opts, run)
+  return { name = opts.name or default_name, critical = opts.critical or false, kind = kind, run = run }
+end
+
+local function short(s, n)
+  s = tostring(s):gsub("%s+", " ")
+  n = n or 60
+  if #s > n then return s:sub(1, n - 1) .. "…" end
+  return s
+end
+
+local function trim(s)
+  return (s:gsub("^%s+", ""):gsub("%s+$", ""))
+end
+
+local function fold(s)
+  return trim(s):gsub("%s+", " "):lower()
+end
+
+local function is_null(v)
+  return v == nil or v == NULL
+end
+
+local function show(v)
+  if is_null(v) then return "NULL" end
+  if type(v) == "table" then return host.json_encode(v) end
+  return tostring(v)
+end
+
+-- Deep equality for values from SQL rows, tool args and JSON.
+-- Numbers compare by value within `tol` (0 by default).
+local function equal(a, b, tol)
+  if is_null(a) and is_null(b) then return true end
+  if type(a) == "number" and type(b) == "number" then
+    return math.abs(a - b) <= (tol or 0)
+  end
+  if type(a) ~= type(b) then return false end
+  if type(a) ~= "table" then return a == b end
+  for k, v in pairs(a) do
+    if not equal(v, b[k], tol) then return false end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then return false end
+  end
+  return true
+end
+check._equal = equal
+
+----------------------------------------------------------------------------
+-- Final state
+
+--- SQL on the final database: `equals` (first column of the first row),
+--- `rows` (a multiset unless `ordered`), or `empty`.
+function check.sql(q, opts)
+  if type(q) ~= "string" then error("check.sql: the query must be a string", 2) end
+  opts = opts_of("check.sql", opts, { "equals", "tolerance", "rows", "ordered", "empty" }, 2)
+  local modes = (opts.equals ~= nil and 1 or 0) + (opts.rows ~= nil and 1 or 0) + (opts.empty ~= nil and 1 or 0)
+  if modes ~= 1 then
+    error("check.sql: give exactly one of 'equals', 'rows' or 'empty'", 2)
+  end
+  if opts.tolerance ~= nil and type(opts.tolerance) ~= "number" then
+    error("check.sql: 'tolerance' must be a number", 2)
+  end
+  if opts.rows ~= nil and type(opts.rows) ~= "table" then
+    error("check.sql: 'rows' must be a list of rows", 2)
+  end
+  local tol = opts.tolerance or 0
+  return make("sql", "sql: " .. short(q), opts, function(t)
+    local rows = t.db:rows(q)
+    if opts.empty ~= nil then
+      local empty = #rows == 0 or (#rows == 1 and #rows[1] <= 1 and (is_null(rows[1][1]) or rows[1][1] == 0))
+      local want = opts.empty ~= false
+      return empty == want, { query = q, rows = rows, empty = empty }
+    elseif opts.equals ~= nil then
+      local got = rows[1] and rows[1][1]
+      if rows[1] == nil then got = NULL end
+      return equal(got, opts.equals, tol), { query = q, expected = opts.equals, got = got, tolerance = tol }
+    else
+      local want = opts.rows
+      if #rows ~= #want then
+        return false, { query = q, expected = want, got = rows, reason = string.format("%d rows, expected %d", #rows, #want) }
+      end
+      if opts.ordered then
+        for i = 1, #want do
+          if not equal(rows[i], want[i], tol) then
+            return false, { query = q, expected = want, got = rows, reason = "row " .. i .. " differs" }
+          end
+        end
+        return true, { query = q, rows = rows }
+      end
+      local used = {}
+      for _, w in ipairs(want) do
+        local found = false
+        for j, r in ipairs(rows) do
+          if not used[j] and equal(r, w, tol) then used[j] = true; found = true; break end
+        end
+        if not found then
+          return false, { query = q, expected = want, got = rows, reason = "missing row " .. show(w) }
+        end
+      end
+      return true, { query = q, rows = rows }
+    end
+  end)
+end
+
+--- The work dir after the trial: { [path] = { exists = bool, contains = s, matches = re } }.
+function check.files(spec, opts)
+  if type(spec) ~= "table" then error("check.files: expects a table of path = expectations", 2) end
+  for path, want in pairs(spec) do
+    if type(path) ~= "string" or type(want) ~= "table" then
+      error("check.files: each entry is [path] = { exists = ..., contains = ... }", 2)
+    end
+    evalua._check_keys("check.files['" .. path .. "']", want, { exists = true, contains = true, matches = true }, 2)
+  end
+  opts = opts_of("check.files", opts, {}, 2)
+  return make("files", "files", opts, function(t)
+    local problems = {}
+    local paths = {}
+    for path in pairs(spec) do paths[#paths + 1] = path end
+    table.sort(paths)
+    for _, path in ipairs(paths) do
+      local want = spec[path]
+      local content = t.files[path]
+      local exists = content ~= nil
+      local want_exists = want.exists
+      if want_exists == nil then want_exists = (want.contains ~= nil or want.matches ~= nil) or nil end
+      if want_exists ~= nil and exists ~= want_exists then
+        problems[#problems + 1] = path .. (exists and " exists" or " is missing")
+      elseif exists and want.contains and not content:find(want.contains, 1, true) then
+        problems[#problems + 1] = path .. " does not contain " .. short(want.contains)
+      elseif exists and want.matches and not host.regex_is_match(want.matches, content) then
+        problems[#problems + 1] = path .. " does not match /" .. want.matches .. "/"
+      end
+    end
+    if #problems > 0 then return false, table.concat(problems, "; ") end
+    return true, #paths .. " path(s) as expected"
+  end)
+end
+
+--- What the agent sent: { count = n, to = s, contains = s, kind = s }.
+--- `to`, `contains` and `kind` filter the messages; `count` (default: at least one) is checked on what remains.
+function check.outbox(opts)
+  opts = opts_of("check.outbox", opts, { "count", "to", "contains", "kind" }, 2)
+  if opts.count ~= nil and math.type(opts.count) ~= "integer" then
+    error("check.outbox: 'count' must be an integer", 2)
+  end
+  local label = "outbox"
+  if opts.to then label = label .. " to " .. tostring(opts.to) end
+  return make("outbox", label, opts, function(t)
+    local matching = {}
+    for _, m in ipairs(t.outbox) do
+      local ok = true
+      if opts.to ~= nil and tostring(m.to) ~= tostring(opts.to) then ok = false end
+      if opts.kind ~= nil and m.kind ~= opts.kind then ok = false end
+      if opts.contains ~= nil and not tostring(m.body):find(opts.contains, 1, true) then ok = false end
+      if ok then matching[#matching + 1] = m end
+    end
+    local ev = { matching = #matching, total = #t.outbox }
+    if opts.count ~= nil then
+      ev.expected = opts.count
+      return #matching == opts.count, ev
+    end
+    return #matching > 0, ev
+  end)
+end
+
+----------------------------------------------------------------------------
+-- The final answer
+
+local function first_number(s)
+  -- Accept "19.90", "19,90", "-3", "1e3"; a comma is a decimal mark when it is followed by 1-2 digits.
+  local m = host.regex_find([[[-+]?\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?]], s)
+  if not m then return nil end
+  return tonumber((m:gsub(",", ".")))
+end
+check._first_number = first_number
+
+local DATETIME_RE = [[\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?]]
+
+--- Checks on the agent's final answer (trimmed). One of: equals, contains,
+--- matches, set (+ extract), number (+ tolerance), datetime (+ zone).
+function check.answer(opts)
+  opts = opts_of("check.answer", opts,
+    { "equals", "contains", "matches", "normalize", "set", "extract", "number", "tolerance", "datetime", "zone" }, 2)
+  local modes = 0
+  for _, k in ipairs({ "equals", "contains", "matches", "set", "number", "datetime" }) do
+    if opts[k] ~= nil then modes = modes + 1 end
+  end
+  if modes ~= 1 then
+    error("check.answer: give exactly one of equals, contains, matches, set, number, datetime", 2)
+  end
+  if opts.matches then
+    local err = host.regex_error(opts.matches)
+    if err then error("check.answer: 'matches' is not a valid regex: " .. err, 2) end
+  end
+  if opts.set ~= nil then
+    if type(opts.set) ~= "table" then error("check.answer: 'set' must be a list", 2) end
+    if type(opts.extract) ~= "string" then
+      error("check.answer: 'set' needs 'extract', a regex whose matches are the items", 2)
+    end
+    local err = host.regex_error(opts.extract)
+    if err then error("check.answer: 'extract' is not a valid regex: " .. err, 2) end
+  elseif opts.extract ~= nil then
+    error("check.answer: 'extract' only goes with 'set'", 2)
+  end
+  if opts.tolerance ~= nil and opts.number == nil then
+    error("check.answer: 'tolerance' only goes with 'number'", 2)
+  end
+  if opts.zone ~= nil and opts.datetime == nil then
+    error("check.answer: 'zone' only goes with 'datetime'", 2)
+  end
+  local want_instant
+  if opts.datetime ~= nil then
+    local v, err = host.instant(opts.datetime, opts.zone or "UTC")
+    if not v then error("check.answer: 'datetime': " .. err, 2) end
+    want_instant = v
+  end
+
+  local function prep(s)
+    s = trim(s or "")
+    if opts.normalize then s = fold(s) end
+    return s
+  end
+
+  local label
+  if opts.equals then label = "answer equals " .. short(opts.equals, 40)
+  elseif opts.contains then label = "answer contains " .. short(opts.contains, 40)
+  elseif opts.matches then label = "answer matches /" .. short(opts.matches, 40) .. "/"
+  elseif opts.number then label = "answer number " .. tostring(opts.number)
+  else label = "answer datetime " .. opts.datetime end
+
+  if opts.set ~= nil then
+    -- Two verdicts, so a duplicate is never hidden by set equality (and never
+    -- masks a wrong set): the set as a set, and apart, no item repeated.
+    local function items(t)
+      local counts, got, dups = {}, {}, {}
+      for _, it in ipairs(host.regex_all(opts.extract, prep(t.answer))) do
+        if opts.normalize then it = fold(it) end
+        counts[it] = (counts[it] or 0) + 1
+        if counts[it] == 1 then got[#got + 1] = it elseif counts[it] == 2 then dups[#dups + 1] = it end
+      end
+      table.sort(dups)
+      return got, counts, dups
+    end
+    local want, want_set = {}, {}
+    for _, it in ipairs(opts.set) do
+      it = tostring(it)
+      if opts.normalize then it = fold(it) end
+      if not want_set[it] then want_set[it] = true; want[#want + 1] = it end
+    end
+    local set_check = make("answer", opts.name or "answer set", opts, function(t)
+      local got, counts = items(t)
+      local missing, extra = {}, {}
+      for _, it in ipairs(want) do if not counts[it] then missing[#missing + 1] = it end end
+      for _, it in ipairs(got) do if not want_set[it] then extra[#extra + 1] = it end end
+      table.sort(missing); table.sort(extra)
+      local ok = #missing == 0 and #extra == 0
+      return ok, { expected = want, got = got, missing = missing, extra = extra }
+    end)
+    local dup_check = make("answer", (opts.name or "answer set") .. ": duplicate", opts, function(t)
+      local _, _, dups = items(t)
+      return #dups == 0, { duplicates = dups }
+    end)
+    return { set_check, dup_check }
+  end
+
+  return make("answer", label, opts, function(t)
+    local a = prep(t.answer)
+    if opts.equals ~= nil then
+      return a == prep(opts.equals), { expected = opts.equals, got = a }
+    elseif opts.contains ~= nil then
+      local needle = prep(opts.contains)
+      return a:find(needle, 1, true) ~= nil, { expected = opts.contains, got = a }
+    elseif opts.matches ~= nil then
+      return host.regex_is_match(opts.matches, a), { pattern = opts.matches, got = a }
+    elseif opts.number ~= nil then
+      local n = first_number(a)
+      if n == nil then return false, { expected = opts.number, got = NULL, reason = "no number in the answer" } end
+      local tol = opts.tolerance or 0
+      return math.abs(n - opts.number) <= tol, { expected = opts.number, got = n, tolerance = tol }
+    else
+      local s = host.regex_find(DATETIME_RE, a)
+      if not s then return false, { expected = opts.datetime, reason = "no date or datetime in the answer" } end
+      local got, err = host.instant(s, opts.zone or "UTC")
+      if not got then return false, { expected = opts.datetime, got = s, reason = err } end
+      return got == want_instant, { expected = opts.datetime, got = s, zone = opts.zone or "UTC" }
+    end
+  end)
+end
+
+--- The answer parses as JSON and validates against `schema`.
+function check.json_schema(schema, opts)
+  if type(schema) ~= "table" then error("check.json_schema: expects a JSON schema table", 2) end
+  local err = host.schema_error(schema)
+  if err then error("check.json_schema: not a valid JSON schema: " .. err, 2) end
+  opts = opts_of("check.json_schema", opts, {}, 2)
+  return make("json_schema", "answer json_schema", opts, function(t)
+    local value, perr = host.json_decode(trim(t.answer or ""))
+    if perr then return false, { reason = "not JSON: " .. perr } end
+    local ok, errors = host.schema_validate(schema, value)
+    return ok, ok and "valid" or { errors = errors }
+  end)
+end
+
+----------------------------------------------------------------------------
+-- The trajectory
+
+local function executed(t, name)
+  local out = {}
+  for _, c in ipairs(t.calls) do
+    if c.status == "executed" and (name == nil or c.name == name) then out[#out + 1] = c end
+  end
+  return out
+end
+check._executed = executed
+
+local function names_of(calls)
+  local out = {}
+  for i, c in ipairs(calls) do out[i] = c.name end
+  return out
+end
+
+-- Length of the longest common subsequence of two lists of names.
+local function lcs(a, b)
+  local prev = {}
+  for j = 0, #b do prev[j] = 0 end
+  for i = 1, #a do
+    local cur = { [0] = 0 }
+    for j = 1, #b do
+      if a[i] == b[j] then cur[j] = prev[j - 1] + 1 else cur[j] = math.max(prev[j], cur[j - 1]) end
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+--- Executed calls against an expected list of tool names.
+--- mode "exact": the same sequence; "in_order": the list is a subsequence
+--- (extra calls allowed); "any_order": each expected call appears (multiset).
+--- Recall = expected calls matched / expected; precision = matched / executed.
+function check.tools(list, opts)
+  if type(list) ~= "table" then error("check.tools: expects a list of tool names", 2) end
+  for i, n in ipairs(list) do
+    if type(n) ~= "string" then error("check.tools: item " .. i .. " must be a tool name", 2) end
+  end
+  opts = opts_of("check.tools", opts, { "mode", "min_recall", "min_precision" }, 2)
+  local mode = opts.mode or "in_order"
+  if mode ~= "exact" and mode ~= "in_order" and mode ~= "any_order" then
+    error("check.tools: 'mode' must be \"exact\", \"in_order\" or \"any_order\", got " .. tostring(mode), 2)
+  end
+  local min_recall = opts.min_recall or 1
+  local min_precision = opts.min_precision or 0
+  return make("tools", "tools " .. mode .. ": " .. table.concat(list, ", "), opts, function(t)
+    local got = names_of(executed(t))
+    local matched
+    if mode == "any_order" then
+      local pool = {}
+      for _, n in ipairs(got) do pool[n] = (pool[n] or 0) + 1 end
+      matched = 0
+      for _, n in ipairs(list) do
+        if (pool[n] or 0) > 0 then pool[n] = pool[n] - 1; matched = matched + 1 end
+      end
+    else
+      matched = lcs(list, got)
+    end
+    local recall = #list == 0 and 1 or matched / #list
+    local precision = #got == 0 and (#list == 0 and 1 or 0) or matched / #got
+    local ev = { mode = mode, expected = list, executed = got, recall = recall, precision = precision }
+    if mode == "exact" then
+      local same = #got == #list
+      for i = 1, #list do if got[i] ~= list[i] then same = false end end
+      return same, ev
+    end
+    return recall >= min_recall and precision >= min_precision, ev
+  end)
+end
+
+--- A comparator: a function(actual) -> ok, or a table from check.cmp.*.
+local function compare(want, got)
+  if type(want) == "table" and want._cmp then return want._cmp(got) end
+  if type(want) == "function" then return want(got) == true end
+  return equal(got, want)
+end
+
+local function comparator(what, spec, allowed, fn)
+  if type(spec) ~= "table" or spec[1] == nil then
+    error(what .. " expects { expected_value, ... }", 3)
+  end
+  local known = { [1] = true }
+  for _, k in ipairs(allowed) do known[k] = true end
+  for k in pairs(spec) do
+    if not known[k] then error(what .. ": unknown option '" .. tostring(k) .. "'", 3) end
+  end
+  return { _cmp = fn, expected = spec[1] }
+end
+
+--- Numbers within `tolerance`.
+function check.cmp.number(spec)
+  local c = comparator("check.cmp.number", spec, { "tolerance" }, function(got)
+    return type(got) == "number" and math.abs(got - spec[1]) <= (spec.tolerance or 0)
+  end)
+  if type(spec[1]) ~= "number" then error("check.cmp.number: the expected value must be a number", 2) end
+  return c
+end
+
+--- Datetimes compared as instants; values without an offset are read in `zone`.
+function check.cmp.datetime(spec)
+  local zone = type(spec) == "table" and spec.zone or "UTC"
+  local want, err = host.instant(type(spec) == "table" and tostring(spec[1]) or "", zone)
+  if not want then error("check.cmp.datetime: " .. tostring(err), 2) end
+  return comparator("check.cmp.datetime", spec, { "zone" }, function(got)
+    if type(got) ~= "string" then return false end
+    local v = host.instant(got, zone)
+    return v ~= nil and v == want
+  end)
+end
+
+--- Text, optionally folding case and whitespace.
+function check.cmp.text(spec)
+  return comparator("check.cmp.text", spec, { "normalize" }, function(got)
+    if type(got) ~= "string" then return false end
+    if spec.normalize then return fold(got) == fold(tostring(spec[1])) end
+    return got == tostring(spec[1])
+  end)
+end
+
+--- Every executed call of `tool` has matching arguments (at least one must exist).
+function check.args(tool, fields, opts)
+  if type(tool) ~= "string" then error("check.args: the first argument is a tool name", 2) end
+  if type(fields) ~= "table" then error("check.args: the second argument is a table of field = value | comparator", 2) end
+  opts = opts_of("check.args", opts, {}, 2)
+  return make("args", "args " .. tool, opts, function(t)
+    local calls = executed(t, tool)
+    if #calls == 0 then return false, { reason = "no executed call of " .. tool } end
+    for i, c in ipairs(calls) do
+      for field, want in pairs(fields) do
+        local got = c.args[field]
+        if not compare(want, got) then
+          local expected = type(want) == "table" and want._cmp and want.expected or want
+          if type(want) == "function" then expected = "<function>" end
+          return false, { call = i, field = field, expected = expected, got = got == nil and NULL or got }
+        end
+      end
+    end
+    return true, { calls = #calls }
+  end)
+end
+
+--- Every executed `b` comes after an executed `a`.
+function check.before(a, b, opts)
+  if type(a) ~= "string" or type(b) ~= "string" then error("check.before: expects two tool names", 2) end
+  opts = opts_of("check.before", opts, {}, 2)
+  return make("before", a .. " before " .. b, opts, function(t)
+    local seen_a = false
+    for i, c in ipairs(t.calls) do
+      if c.status == "executed" then
+        if c.name == a then seen_a = true end
+        if c.name == b and not seen_a then
+          return false, { reason = b .. " executed (call " .. i .. ") before any executed " .. a }
+        end
+      end
+    end
+    return true, "ok"
+  end)
+end
+
+--- No (tool, args) pair is requested more than `max_repeats` times.
+function check.no_loops(opts)
+  opts = opts_of("check.no_loops", opts, { "max_repeats" }, 2)
+  local max = opts.max_repeats or 2
+  if math.type(max) ~= "integer" or max < 1 then error("check.no_loops: 'max_repeats' must be a positive integer", 2) end
+  return make("no_loops", "no_loops (max " .. max .. ")", opts, function(t)
+    local counts = {}
+    for _, c in ipairs(t.calls) do
+      local key = c.name .. " " .. host.json_encode(c.args)
+      counts[key] = (counts[key] or 0) + 1
+      if counts[key] > max then
+        return false, { repeated = key, times = counts[key], max_repeats = max }
+      end
+    end
+    return true, "ok"
+  end)
+end
+
+--- No write/external tool executed and the database equals the initial one.
+function check.no_writes(opts)
+  opts = opts_of("check.no_writes", opts, {}, 2)
+  return make("no_writes", "no_writes", opts, function(t)
+    for i, c in ipairs(t.calls) do
+      if c.status == "executed" and c.effect ~= "read" then
+        return false, { reason = string.format("call %d (%s) has effect %s", i, c.name, c.effect) }
+      end
+    end
+    if t.db:digest() ~= t.initial:digest() then
+      return false, { reason = "the database differs from its initial state" }
+    end
+    return true, "no writes"
+  end)
+end
+
+--- At most `n` tool calls were requested.
+function check.max_calls(n, opts)
+  if math.type(n) ~= "integer" or n < 0 then error("check.max_calls: expects a non-negative integer", 2) end
+  opts = opts_of("check.max_calls", opts, {}, 2)
+  return make("max_calls", "max_calls " .. n, opts, function(t)
+    return #t.calls <= n, { requested = #t.calls, max = n }
+  end)
+end
+
+--- If the answer matches `pattern` (a claim of success), `tool` was executed first.
+function check.claims_only_after(pattern, tool, opts)
+  if type(pattern) ~= "string" or type(tool) ~= "string" then
+    error("check.claims_only_after: expects (pattern, tool)", 2)
+  end
+  local err = host.regex_error(pattern)
+  if err then error("check.claims_only_after: not a valid regex: " .. err, 2) end
+  opts = opts_of("check.claims_only_after", opts, {}, 2)
+  return make("claims_only_after", "claims only after " .. tool, opts, function(t)
+    if not host.regex_is_match(pattern, t.answer or "") then
+      return true, "no claim"
+    end
+    if #executed(t, tool) > 0 then return true, "claim backed by " .. tool end
+    return false, { reason = "the answer claims success but " .. tool .. " never executed", pattern = pattern }
+  end)
+end
+
+return check

@@ -1,0 +1,361 @@
+-- evalua: the suite DSL.
+--
+-- Loading a suite only *declares* tables (suite, tools, cases, checks); nothing
+-- runs an agent here. The host reads the returned suite and runs trials later,
+-- each in a fresh Lua state. Every constructor checks its keys strictly and
+-- raises at the caller's line, so a typo reads `suites/x.lua:12: ...`.
+
+local host = require("evalua.host")
+
+local M = {}
+
+M.null = host.null
+
+--- An empty JSON array (a plain `{}` encodes as an object).
+function M.array(t)
+  return host.array(t or {})
+end
+
+--- Absolute path of `rel`, relative to the suite file's folder.
+function M.path(rel)
+  return host.abspath(rel)
+end
+
+-- Raise `msg` at the line of the user's code `level` frames up.
+local function fail(level, msg)
+  error(msg, level + 1)
+end
+
+local function check_keys(what, t, allowed, level)
+  if type(t) ~= "table" then
+    fail(level + 1, what .. " expects a table, got " .. type(t))
+  end
+  for k in pairs(t) do
+    if type(k) ~= "string" or not allowed[k] then
+      local names = {}
+      for name in pairs(allowed) do names[#names + 1] = name end
+      table.sort(names)
+      fail(level + 1, string.format("%s: unknown key '%s' (known: %s)", what, tostring(k), table.concat(names, ", ")))
+    end
+  end
+end
+M._check_keys = check_keys
+
+local function set(list)
+  local s = {}
+  for _, v in ipairs(list) do s[v] = true end
+  return s
+end
+
+local function expect_type(what, key, v, ty, level)
+  if v ~= nil and type(v) ~= ty then
+    fail(level + 1, string.format("%s: '%s' must be a %s, got %s", what, key, ty, type(v)))
+  end
+end
+
+local function expect_list_of_strings(what, key, v, level)
+  if v == nil then return end
+  if type(v) ~= "table" then
+    fail(level + 1, string.format("%s: '%s' must be a list of strings", what, key))
+  end
+  for i, s in ipairs(v) do
+    if type(s) ~= "string" then
+      fail(level + 1, string.format("%s: '%s'[%d] must be a string, got %s", what, key, i, type(s)))
+    end
+  end
+end
+
+----------------------------------------------------------------------------
+-- Agents and users
+
+M.agent = {}
+
+--- A Lua function (or a file returning one) that plays the agent.
+function M.agent.scripted(f)
+  if type(f) == "string" then
+    local p = host.abspath(f)
+    if not host.exists(p) then
+      fail(2, "evalua.agent.scripted: file not found: " .. p)
+    end
+    return { kind = "scripted", path = p }
+  elseif type(f) == "function" then
+    return { kind = "scripted", fn = f }
+  end
+  fail(2, "evalua.agent.scripted expects a file path or a function, got " .. type(f))
+end
+
+M.user = {}
+
+--- Fixed user turns for multi-turn cases: each `env.say` / agent message gets the next one.
+function M.user.script(turns)
+  if type(turns) ~= "table" then
+    fail(2, "evalua.user.script expects a list of strings")
+  end
+  expect_list_of_strings("evalua.user.script", "turns", turns, 2)
+  return { kind = "script", turns = turns }
+end
+
+----------------------------------------------------------------------------
+-- Checks: normalise whatever the suite wrote into { name, critical, run }.
+
+local function normalize_check(c, index, level)
+  if type(c) == "function" then
+    return { name = "check@" .. host.where(c), critical = false, run = c }
+  elseif type(c) == "table" and type(c.run) == "function" then
+    check_keys("check", c, set { "name", "critical", "run", "kind", "options" }, level + 1)
+    expect_type("check", "name", c.name, "string", level + 1)
+    expect_type("check", "critical", c.critical, "boolean", level + 1)
+    return { name = c.name or ("check@" .. host.where(c.run)), critical = c.critical or false, run = c.run, kind = c.kind }
+  end
+  fail(level + 1, string.format("expect[%d]: a check is a function or a table with a 'run' function, got %s", index, type(c)))
+end
+
+local function prohibited_check(q, index, level)
+  if type(q) == "string" then
+    return {
+      name = "prohibited: " .. q,
+      critical = true,
+      kind = "prohibited",
+      run = function(t)
+        local rows = t.db:rows(q)
+        if #rows == 0 then return true, "no rows" end
+        if #rows == 1 and #rows[1] <= 1 then
+          local v = rows[1][1]
+          if v == nil or v == host.null or v == 0 then return true, "returned " .. tostring(v == host.null and "NULL" or v) end
+        end
+        return false, { query = q, rows = rows }
+      end,
+    }
+  end
+  local c = normalize_check(q, index, level + 1)
+  c.critical = true
+  return c
+end
+
+----------------------------------------------------------------------------
+-- Suite
+
+local Suite = {}
+Suite.__index = Suite
+
+local SUITE_KEYS = set {
+  "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed",
+}
+local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
+local SANDBOX_KEYS = set { "db", "schema", "clock" }
+local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run" }
+local CASE_KEYS = set {
+  "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
+  "tools", "agent", "user", "metadata", "clock",
+}
+local EFFECTS = set { "read", "write", "external" }
+local SPLITS = set { "dev", "held_out" }
+
+local function check_budget(what, b, level)
+  if b == nil then return end
+  check_keys(what .. ".budget", b, BUDGET_KEYS, level + 1)
+  for k, v in pairs(b) do
+    if type(v) ~= "number" or v < 0 then
+      fail(level + 1, string.format("%s.budget.%s must be a non-negative number", what, k))
+    end
+  end
+end
+
+local function check_positive_integer(what, key, v, level)
+  if v ~= nil and (math.type(v) ~= "integer" or v < 1) then
+    fail(level + 1, string.format("%s: '%s' must be a positive integer, got %s", what, key, tostring(v)))
+  end
+end
+
+--- Declare a suite.
+function M.suite(spec)
+  check_keys("evalua.suite", spec, SUITE_KEYS, 2)
+  if type(spec.name) ~= "string" or spec.name == "" then
+    fail(2, "evalua.suite: 'name' is required (a non-empty string)")
+  end
+  if not spec.name:match("^[%w_%-%.]+$") then
+    fail(2, "evalua.suite: 'name' may hold only letters, digits, '_', '-' and '.': " .. spec.name)
+  end
+  expect_type("evalua.suite", "version", spec.version, "string", 2)
+  expect_type("evalua.suite", "description", spec.description, "string", 2)
+  check_positive_integer("evalua.suite", "trials", spec.trials, 2)
+  check_budget("evalua.suite", spec.budget, 2)
+  if spec.sandbox ~= nil then
+    check_keys("evalua.suite.sandbox", spec.sandbox, SANDBOX_KEYS, 2)
+    local sb = spec.sandbox
+    if sb.db ~= nil and sb.db ~= "sqlite" then
+      fail(2, "evalua.suite.sandbox.db: only \"sqlite\" is supported, got " .. tostring(sb.db))
+    end
+    if sb.schema ~= nil then
+      expect_type("evalua.suite.sandbox", "schema", sb.schema, "string", 2)
+      local p = host.abspath(sb.schema)
+      if not host.exists(p) then fail(2, "evalua.suite.sandbox.schema: file not found: " .. p) end
+      sb.schema = p
+    end
+    if sb.clock ~= nil then
+      expect_type("evalua.suite.sandbox", "clock", sb.clock, "string", 2)
+      local ok, err = host.instant(sb.clock, "UTC")
+      if not ok then fail(2, "evalua.suite.sandbox.clock: " .. err) end
+    end
+  end
+  if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
+    fail(2, "evalua.suite: 'agent' must come from evalua.agent.*")
+  end
+  if spec.gate ~= nil then
+    expect_type("evalua.suite", "gate", spec.gate, "table", 2)
+    local err = host.gate_error(spec.gate)
+    if err then fail(2, "evalua.suite.gate: " .. err) end
+  end
+  local s = setmetatable({
+    name = spec.name,
+    version = spec.version,
+    description = spec.description,
+    trials = spec.trials or 1,
+    budget = spec.budget or {},
+    sandbox = spec.sandbox or {},
+    agent = spec.agent,
+    gate = spec.gate or {},
+    _tools = {},
+    _tool_index = {},
+    _cases = {},
+    _case_index = {},
+    _where = host.caller(2),
+  }, Suite)
+  return s
+end
+
+--- Declare a tool the agent may request.
+function Suite:tool(spec)
+  check_keys("suite:tool", spec, TOOL_KEYS, 2)
+  if type(spec.name) ~= "string" or not spec.name:match("^[%a_][%w_%-%.]*$") then
+    fail(2, "suite:tool: 'name' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.name))
+  end
+  if self._tool_index[spec.name] then
+    fail(2, "suite:tool: duplicate tool name '" .. spec.name .. "'")
+  end
+  expect_type("suite:tool", "description", spec.description, "string", 2)
+  if type(spec.run) ~= "function" then
+    fail(2, "suite:tool '" .. spec.name .. "': 'run' must be a function(ctx, args)")
+  end
+  local params = spec.params or { type = "object" }
+  if type(params) ~= "table" then
+    fail(2, "suite:tool '" .. spec.name .. "': 'params' must be a JSON schema table")
+  end
+  local err = host.schema_error(params)
+  if err then
+    fail(2, "suite:tool '" .. spec.name .. "': 'params' is not a valid JSON schema: " .. err)
+  end
+  local effect = spec.effect or "read"
+  if not EFFECTS[effect] then
+    fail(2, "suite:tool '" .. spec.name .. "': 'effect' must be \"read\", \"write\" or \"external\", got " .. tostring(effect))
+  end
+  expect_list_of_strings("suite:tool", "requires", spec.requires, 2)
+  local tool = {
+    name = spec.name,
+    description = spec.description or "",
+    params = params,
+    effect = effect,
+    requires = spec.requires or {},
+    run = spec.run,
+    _where = host.caller(2),
+  }
+  self._tools[#self._tools + 1] = tool
+  self._tool_index[spec.name] = tool
+  return tool
+end
+
+--- Declare a case.
+function Suite:case(spec)
+  check_keys("suite:case", spec, CASE_KEYS, 2)
+  if type(spec.id) ~= "string" or not spec.id:match("^[%w_%-%.]+$") then
+    fail(2, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
+  end
+  local id = spec.id
+  if self._case_index[id] then
+    fail(2, string.format("suite:case: duplicate case id '%s' (first declared at %s)", id, self._case_index[id]._where))
+  end
+  local what = "suite:case '" .. id .. "'"
+  if spec.split ~= nil and not SPLITS[spec.split] then
+    fail(2, what .. ": 'split' must be \"dev\" or \"held_out\", got " .. tostring(spec.split))
+  end
+  expect_list_of_strings(what, "tags", spec.tags, 2)
+  expect_type(what, "difficulty", spec.difficulty, "string", 2)
+  if type(spec.input) ~= "string" then
+    fail(2, what .. ": 'input' is required (a string)")
+  end
+  check_positive_integer(what, "trials", spec.trials, 2)
+  if spec.weight ~= nil and (type(spec.weight) ~= "number" or spec.weight <= 0) then
+    fail(2, what .. ": 'weight' must be a positive number")
+  end
+  local fixture
+  if spec.fixture ~= nil then
+    expect_type(what, "fixture", spec.fixture, "string", 2)
+    fixture = host.abspath(spec.fixture)
+    if not host.exists(fixture) then
+      fail(2, what .. ": fixture not found: " .. fixture)
+    end
+  end
+  expect_list_of_strings(what, "tools", spec.tools, 2)
+  for _, name in ipairs(spec.tools or {}) do
+    if not self._tool_index[name] then
+      fail(2, what .. ": 'tools' names an undeclared tool '" .. name .. "'")
+    end
+  end
+  if spec.clock ~= nil then
+    expect_type(what, "clock", spec.clock, "string", 2)
+    local ok, err = host.instant(spec.clock, "UTC")
+    if not ok then fail(2, what .. ": 'clock': " .. err) end
+  end
+  if spec.user ~= nil and (type(spec.user) ~= "table" or type(spec.user.kind) ~= "string") then
+    fail(2, what .. ": 'user' must come from evalua.user.*")
+  end
+  if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
+    fail(2, what .. ": 'agent' must come from evalua.agent.*")
+  end
+
+  local checks = {}
+  expect_type(what, "expect", spec.expect, "table", 2)
+  for i, c in ipairs(spec.expect or {}) do
+    -- A constructor may return a group of checks (check.answer{set=...} does).
+    if type(c) == "table" and c.run == nil and c[1] ~= nil then
+      for _, member in ipairs(c) do checks[#checks + 1] = normalize_check(member, i, 2) end
+    else
+      checks[#checks + 1] = normalize_check(c, i, 2)
+    end
+  end
+  expect_type(what, "prohibited", spec.prohibited, "table", 2)
+  for i, q in ipairs(spec.prohibited or {}) do
+    checks[#checks + 1] = prohibited_check(q, i, 2)
+  end
+  -- Names identify checks in figures: make them unique within the case.
+  local seen = {}
+  for _, c in ipairs(checks) do
+    local base = c.name
+    local n = (seen[base] or 0) + 1
+    seen[base] = n
+    if n > 1 then c.name = base .. " #" .. n end
+  end
+
+  local case = {
+    id = id,
+    split = spec.split or "dev",
+    tags = spec.tags or {},
+    difficulty = spec.difficulty,
+    input = spec.input,
+    fixture = fixture,
+    trials = spec.trials,
+    weight = spec.weight or 1,
+    tools = spec.tools,
+    agent = spec.agent,
+    user = spec.user,
+    metadata = spec.metadata,
+    clock = spec.clock,
+    checks = checks,
+    _where = host.caller(2),
+  }
+  self._cases[#self._cases + 1] = case
+  self._case_index[id] = case
+  return case
+end
+
+return M
