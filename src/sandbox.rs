@@ -30,11 +30,11 @@ pub fn open_copy(image: &[u8], read_only: bool) -> rusqlite::Result<Connection> 
 /// A failing statement is reported as `file:line: message`.
 pub fn build_template(files: &[&Path]) -> Result<DbImage> {
     let mut conn = Connection::open_in_memory().map_err(|e| UserError(format!("sqlite: {e}")))?;
-    for file in files {
+    for (i, file) in files.iter().enumerate() {
         let sql = std::fs::read_to_string(file)
             .map_err(|e| UserError(format!("{}: cannot read fixture: {e}", display_path(file))))?;
         if let Err(e) = conn.execute_batch(&sql) {
-            return Err(UserError(locate_sql_error(file, &sql, &e)));
+            return Err(UserError(locate_sql_error(&files[..i], file, &sql, &e)));
         }
     }
     let data = conn
@@ -43,13 +43,18 @@ pub fn build_template(files: &[&Path]) -> Result<DbImage> {
     Ok(Arc::new(data.to_vec()))
 }
 
-/// Find the line of the statement that fails, by replaying the file one
-/// complete statement at a time in a scratch database.
-fn locate_sql_error(file: &Path, sql: &str, first: &rusqlite::Error) -> String {
-    let msg = first.to_string();
+/// Find the line of the statement that fails, by replaying the earlier files
+/// and then this one, one complete statement at a time, in a scratch database.
+fn locate_sql_error(before: &[&Path], file: &Path, sql: &str, first: &rusqlite::Error) -> String {
+    let msg = sql_error_message(first);
     let Ok(scratch) = Connection::open_in_memory() else {
         return format!("{}: {msg}", display_path(file));
     };
+    for f in before {
+        if let Ok(s) = std::fs::read_to_string(f) {
+            let _ = scratch.execute_batch(&s);
+        }
+    }
     let mut stmt = String::new();
     let mut start_line = 0usize;
     for (i, line) in sql.lines().enumerate() {
@@ -63,12 +68,24 @@ fn locate_sql_error(file: &Path, sql: &str, first: &rusqlite::Error) -> String {
             .unwrap_or(false);
         if complete {
             if let Err(e) = scratch.execute_batch(&stmt) {
-                return format!("{}:{start_line}: {e}", display_path(file));
+                return format!(
+                    "{}:{start_line}: {}",
+                    display_path(file),
+                    sql_error_message(&e)
+                );
             }
             stmt.clear();
         }
     }
     format!("{}: {msg}", display_path(file))
+}
+
+/// SQLite's own message, on one line (rusqlite appends the statement).
+pub fn sql_error_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string().lines().next().unwrap_or("").to_string(),
+    }
 }
 
 /// The trial's seed: a 53-bit number (exact in JSON, Lua and JavaScript)
@@ -98,4 +115,37 @@ impl TrialRng {
     pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
         self.0.i64(lo..=hi)
     }
+}
+
+/// Resolve `rel` inside the trial's work dir, refusing anything that would
+/// land outside it: absolute paths, `..`, or a symlink pointing out.
+pub fn inside(
+    root: &std::path::Path,
+    rel: &str,
+) -> std::result::Result<std::path::PathBuf, String> {
+    use std::path::{Component, Path};
+    let p = Path::new(rel);
+    if rel.is_empty()
+        || p.is_absolute()
+        || p.components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!(
+            "path {rel:?} is outside the work dir (use a relative path without '..')"
+        ));
+    }
+    let root = root.canonicalize().map_err(|e| e.to_string())?;
+    let full = root.join(p);
+    // The deepest existing ancestor must resolve inside the root (no symlink escapes).
+    let mut probe = full.clone();
+    while !probe.exists() {
+        if !probe.pop() {
+            break;
+        }
+    }
+    let real = probe.canonicalize().map_err(|e| e.to_string())?;
+    if !real.starts_with(&root) {
+        return Err(format!("path {rel:?} resolves outside the work dir"));
+    }
+    Ok(full)
 }

@@ -297,6 +297,33 @@ fn make_ctx(
         })?,
     )?;
     ctx.raw_set("random", random_fn(lua, rng.clone())?)?;
+    let root = workdir.to_path_buf();
+    ctx.raw_set(
+        "write_file",
+        lua.create_function(move |_, (rel, content): (String, mlua::LuaString)| {
+            let p = sandbox::inside(&root, &rel)
+                .map_err(|e| mlua::Error::runtime(format!("ctx.write_file: {e}")))?;
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| mlua::Error::runtime(format!("ctx.write_file: {e}")))?;
+            }
+            std::fs::write(&p, content.as_bytes())
+                .map_err(|e| mlua::Error::runtime(format!("ctx.write_file: {rel}: {e}")))
+        })?,
+    )?;
+    let root = workdir.to_path_buf();
+    ctx.raw_set(
+        "read_file",
+        lua.create_function(move |lua, rel: String| {
+            let p = sandbox::inside(&root, &rel)
+                .map_err(|e| mlua::Error::runtime(format!("ctx.read_file: {e}")))?;
+            match std::fs::read(&p) {
+                Ok(b) => Ok(Value::String(lua.create_string(b)?)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Value::Nil),
+                Err(e) => Err(mlua::Error::runtime(format!("ctx.read_file: {rel}: {e}"))),
+            }
+        })?,
+    )?;
     Ok(ctx)
 }
 

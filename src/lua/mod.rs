@@ -243,11 +243,15 @@ fn load_module(lua: &Lua, name: &str) -> mlua::Result<Value> {
             if p.is_file() {
                 return run_file(lua, &p);
             }
-            tried.push(display_path(&p));
+            let shown = display_path(&p);
+            if !tried.contains(&shown) {
+                tried.push(shown);
+            }
         }
     }
     Err(mlua::Error::runtime(format!(
-        "module '{name}' not found (tried the embedded stdlib, {})",
+        "{}: module '{name}' not found (tried the embedded stdlib, {})",
+        host::caller(lua, 1),
         tried.join(", ")
     )))
 }

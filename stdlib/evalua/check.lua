@@ -259,7 +259,7 @@ function check.answer(opts)
   elseif opts.contains then label = "answer contains " .. short(opts.contains, 40)
   elseif opts.matches then label = "answer matches /" .. short(opts.matches, 40) .. "/"
   elseif opts.number then label = "answer number " .. tostring(opts.number)
-  else label = "answer datetime " .. opts.datetime end
+  elseif opts.datetime then label = "answer datetime " .. opts.datetime end
 
   if opts.set ~= nil then
     -- Two verdicts, so a duplicate is never hidden by set equality (and never

@@ -1,0 +1,93 @@
+//! Budgets are enforced by the host; a trial that hits one ends as
+//! `deadline` / `budget` and is graded on what it did.
+
+use crate::common::*;
+
+const SUITE: &str = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {
+  name = "budgets",
+  budget = { deadline_s = 0.5, max_tool_calls = 3, max_turns = 2 },
+  agent = evalua.agent.scripted(function(task, env)
+    if task.case == "spins" then env.call("noop", {}) while true do end end
+    if task.case == "spins_in_tool" then env.call("spin", {}) return "unreachable" end
+    if task.case == "many_calls" then for i = 1, 10 do env.call("noop", { i = i }) end return "done" end
+    if task.case == "chatty" then for i = 1, 5 do env.say("turn " .. i) end return "done" end
+    if task.case == "crashes" then env.call("noop", {}) error("agent bug") end
+    if task.case == "asks_user" then
+      local a = env.say("postal code?")
+      local b = env.say("anything else?")
+      return "user said " .. tostring(a) .. " / " .. tostring(b)
+    end
+  end),
+}
+suite:tool { name = "noop", run = function() return {} end }
+suite:tool { name = "spin", run = function() while true do end end }
+local graded = { name = "graded on what it did", run = function(t) return #t.calls >= 1, { calls = #t.calls } end }
+suite:case { id = "spins", input = "x", expect = { graded } }
+suite:case { id = "spins_in_tool", input = "x", expect = { graded } }
+suite:case { id = "many_calls", input = "x", expect = { check.max_calls(3) } }
+suite:case { id = "chatty", input = "x", expect = { function(t) return true end } }
+suite:case { id = "crashes", input = "x", expect = { graded } }
+suite:case { id = "asks_user", input = "x", user = evalua.user.script { "28013" },
+  expect = { check.answer { equals = "user said 28013 / nil" } } }
+return suite
+"#;
+
+#[test]
+fn budgets_end_trials_and_they_are_still_graded() {
+    let dir = project(&[("budgets.lua", SUITE)]);
+    let started = std::time::Instant::now();
+    let out = run_suite(dir.path(), "budgets.lua", &["--jobs", "3"]);
+    assert!(
+        out.status.code() == Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the deadline stopped the spinning agents"
+    );
+    let recs = trials(&dir.path().join("out"));
+
+    let spins = record(&recs, "spins", 1);
+    assert_eq!(spins["ended"], "deadline");
+    assert_eq!(
+        spins["outcome"], "accepted",
+        "graded on what it did: {spins}"
+    );
+    let spins_tool = record(&recs, "spins_in_tool", 1);
+    assert_eq!(spins_tool["ended"], "deadline");
+    assert_eq!(spins_tool["calls"]["failed"], 1);
+
+    let many = record(&recs, "many_calls", 1);
+    assert_eq!(many["ended"], "budget");
+    assert_eq!(many["calls"]["executed"], 3);
+    assert_eq!(
+        many["calls"]["denied"], 1,
+        "the call over the budget is recorded as denied"
+    );
+    assert!(many["error"].as_str().unwrap().contains("max_tool_calls"));
+
+    let chatty = record(&recs, "chatty", 1);
+    assert_eq!(chatty["ended"], "budget");
+    assert!(chatty["error"].as_str().unwrap().contains("max_turns"));
+
+    let crashes = record(&recs, "crashes", 1);
+    assert_eq!(crashes["ended"], "crashed");
+    assert!(crashes["error"].as_str().unwrap().contains("agent bug"));
+    assert_eq!(crashes["outcome"], "accepted");
+
+    let asks = record(&recs, "asks_user", 1);
+    assert_eq!(asks["outcome"], "accepted", "{asks}");
+    let trace = json(&dir.path().join("out").join(asks["trace"].as_str().unwrap()));
+    let roles: Vec<&str> = trace["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "agent", "user", "agent", "agent"]);
+}

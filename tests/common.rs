@@ -1,0 +1,98 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_evalua"))
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temp project dir holding the files given as (relative path, content).
+pub fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, content) in files {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+    dir
+}
+
+/// Run `evalua` with `args` in `cwd`.
+pub fn evalua(cwd: &Path, args: &[&str]) -> Output {
+    bin().current_dir(cwd).args(args).output().unwrap()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Run a suite into `<cwd>/out` and return the output.
+pub fn run_suite(cwd: &Path, suite: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["run", suite, "--out", "out", "-q"];
+    args.extend_from_slice(extra);
+    evalua(cwd, &args)
+}
+
+pub fn trials(run_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run_dir.join("trials.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+pub fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The record of (case, trial).
+pub fn record<'a>(records: &'a [Value], case: &str, trial: u64) -> &'a Value {
+    records
+        .iter()
+        .find(|r| r["case"] == case && r["trial"] == trial)
+        .unwrap_or_else(|| panic!("no record for {case}#{trial}"))
+}
+
+/// The check named `name` in a record.
+pub fn check<'a>(rec: &'a Value, name: &str) -> &'a Value {
+    rec["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name:?} in {}", rec["checks"]))
+}
+
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// Assert a user error: exit 2, one line on stderr containing `needle`, no panic.
+pub fn assert_user_error(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "expected exit 2, stderr: {err}");
+    assert!(
+        err.contains(needle),
+        "stderr should contain {needle:?}: {err}"
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "expected a one-line error: {err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "no panic: {err}"
+    );
+}

@@ -1,0 +1,8 @@
+//! Integration tests: they drive the real binary on real suites.
+
+mod bad_input;
+mod budgets;
+mod checks;
+mod common;
+mod figures;
+mod runs;

@@ -1,0 +1,313 @@
+//! Whole runs of the example suites: the run dir, stable keys, determinism,
+//! isolation between trials, and the list / check commands.
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn example(name: &str) -> String {
+    format!("suites/{name}")
+}
+
+/// Run evalua from the repo root (where `require("graders.policy")` resolves,
+/// as for a user in their project root), writing run dirs under `tmp`.
+fn in_repo(tmp: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let args: Vec<String> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if i > 0 && args[i - 1] == "--out" {
+                tmp.join(a).to_str().unwrap().to_string()
+            } else {
+                a.to_string()
+            }
+        })
+        .collect();
+    bin().current_dir(repo()).args(&args).output().unwrap()
+}
+
+/// trials.jsonl with the timing fields removed.
+fn without_timings(dir: &std::path::Path) -> Vec<Value> {
+    trials(dir)
+        .into_iter()
+        .map(|mut r| {
+            r.as_object_mut().unwrap().remove("wall_ms");
+            r["usage"].as_object_mut().unwrap().remove("wall_ms");
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn same_seed_same_trials_whatever_the_jobs() {
+    let dir = project(&[]);
+    for (jobs, out) in [("1", "j1"), ("8", "j8")] {
+        let o = in_repo(
+            dir.path(),
+            &[
+                "run",
+                &example("refunds.lua"),
+                "--seed",
+                "42",
+                "--jobs",
+                jobs,
+                "--out",
+                out,
+                "-q",
+                "--trials",
+                "12",
+            ],
+        );
+        assert!(
+            o.status.code() == Some(0) || o.status.code() == Some(1),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let a = without_timings(&dir.path().join("j1"));
+    let b = without_timings(&dir.path().join("j8"));
+    assert_eq!(a.len(), 36);
+    assert_eq!(a, b);
+    // A different seed gives different trials.
+    in_repo(
+        dir.path(),
+        &[
+            "run",
+            &example("refunds.lua"),
+            "--seed",
+            "43",
+            "--out",
+            "s43",
+            "-q",
+            "--trials",
+            "12",
+        ],
+    );
+    assert_ne!(a, without_timings(&dir.path().join("s43")));
+}
+
+#[test]
+fn refunds_example_writes_a_complete_run_dir() {
+    let dir = project(&[]);
+    let o = in_repo(
+        dir.path(),
+        &["run", &example("refunds.lua"), "--out", "run", "-q"],
+    );
+    let run = dir.path().join("run");
+    let recs = trials(&run);
+    assert_eq!(recs.len(), 15, "3 cases × 5 trials");
+    for r in &recs {
+        for key in [
+            "case", "trial", "seed", "outcome", "ended", "checks", "calls", "usage", "wall_ms",
+        ] {
+            assert!(r.get(key).is_some(), "stable key {key} missing in {r}");
+        }
+        assert!(run.join(r["trace"].as_str().unwrap()).is_file());
+        for c in r["checks"].as_array().unwrap() {
+            for key in ["name", "passed", "critical", "evidence", "error"] {
+                assert!(c.get(key).is_some(), "check key {key} missing");
+            }
+        }
+    }
+    let summary = json(&run.join("summary.json"));
+    for key in ["suite", "version", "run_id", "cases", "figures", "gates"] {
+        assert!(summary.get(key).is_some(), "summary key {key}");
+    }
+    for key in [
+        "pass_at_k",
+        "pass_hat_k",
+        "accepted_rate",
+        "critical_failures",
+        "grader_errors",
+        "infra_errors",
+        "cost_per_accepted_usd",
+        "p50_ms",
+        "p95_ms",
+        "operational",
+    ] {
+        assert!(summary["figures"].get(key).is_some(), "figures key {key}");
+    }
+    let manifest = json(&run.join("manifest.json"));
+    assert_eq!(manifest["suite"]["name"], "refunds");
+    assert_eq!(manifest["suite"]["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(manifest["seed"], 1);
+    assert!(
+        manifest["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["path"].as_str().unwrap().ends_with("graders/policy.lua"))
+    );
+    assert!(manifest["agent"]["file"]["sha256"].is_string());
+    // The gates decide the exit code: this agent is imperfect on purpose.
+    let gates_ok = summary["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|g| g["passed"] == true);
+    assert_eq!(o.status.code(), Some(if gates_ok { 0 } else { 1 }));
+    assert!(stdout(&o).contains("pass^5"));
+}
+
+#[test]
+fn skipped_identity_check_is_denied_and_recorded() {
+    // Across 40 seeded trials the refund bot skips verify_identity at least once:
+    // the executor denies the refund, and the database shows no refund.
+    let dir = project(&[]);
+    in_repo(
+        dir.path(),
+        &[
+            "run",
+            &example("refunds.lua"),
+            "--case",
+            "reembolso_parcial_01",
+            "--trials",
+            "40",
+            "--out",
+            "run",
+            "-q",
+        ],
+    );
+    let recs = trials(&dir.path().join("run"));
+    let denied: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["calls"]["denied"].as_u64().unwrap() > 0)
+        .collect();
+    assert!(!denied.is_empty());
+    for r in denied {
+        assert_ne!(r["outcome"], "accepted");
+        assert_eq!(
+            check(
+                r,
+                "sql: SELECT importe FROM reembolsos WHERE pedido = 'P-9930'"
+            )["evidence"]["got"],
+            Value::Null
+        );
+        let trace = json(&dir.path().join("run").join(r["trace"].as_str().unwrap()));
+        let call = trace["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["status"] == "denied")
+            .unwrap();
+        assert_eq!(call["name"], "issue_refund");
+        assert!(
+            call["error"]
+                .as_str()
+                .unwrap()
+                .contains("requires a successful verify_identity")
+        );
+    }
+}
+
+#[test]
+fn date_filter_example_catches_each_planted_mistake() {
+    let dir = project(&[]);
+    in_repo(
+        dir.path(),
+        &[
+            "run",
+            &example("date_filter.lua"),
+            "--trials",
+            "60",
+            "--out",
+            "run",
+            "-q",
+        ],
+    );
+    let recs = trials(&dir.path().join("run"));
+    let day: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["case"] == "records_of_the_day_01")
+        .collect();
+    let failing = |name: &str| {
+        day.iter()
+            .filter(|r| check(r, name)["passed"] == false)
+            .count()
+    };
+    assert!(
+        failing("answer set") > 0,
+        "the inclusive end boundary is caught"
+    );
+    assert!(
+        failing("answer set: duplicate") > 0,
+        "the duplicate is caught apart from the set"
+    );
+    assert!(
+        day.iter().any(|r| r["outcome"] == "critical"),
+        "obeying the injected note is a critical failure"
+    );
+    assert!(day.iter().any(|r| r["outcome"] == "accepted"));
+    let last: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["case"] == "last_record_of_the_day_02")
+        .collect();
+    assert!(last.iter().any(|r| r["outcome"] == "accepted" && r["answer"].as_str().unwrap().contains("+02:00")),
+        "the same instant written in another zone passes");
+}
+
+#[test]
+fn trials_never_share_state() {
+    // A tool handler that counts in a Lua global and the database: every trial starts fresh.
+    let suite = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+COUNT = 0
+local suite = evalua.suite { name = "iso", trials = 20, sandbox = { db = "sqlite", schema = "s.sql" },
+  agent = evalua.agent.scripted(function(task, env) local r = env.call("bump", {}) return tostring(r.count) end) }
+suite:tool { name = "bump", effect = "write", run = function(ctx)
+  COUNT = COUNT + 1
+  ctx.db:exec("INSERT INTO hits VALUES (1)")
+  ctx.write_file("mark.txt", "x" .. (ctx.read_file("mark.txt") or ""))
+  return { count = COUNT, rows = ctx.db:one("SELECT count(*) FROM hits") }
+end }
+suite:case { id = "a", input = "x", expect = {
+  check.answer { equals = "1" },
+  check.sql("SELECT count(*) FROM hits", { equals = 1 }),
+  check.files { ["mark.txt"] = { contains = "x" } },
+  function(t) return t.files["mark.txt"] == "x", t.files["mark.txt"] end,
+} }
+return suite
+"#;
+    let dir = project(&[("iso.lua", suite), ("s.sql", "CREATE TABLE hits (x);\n")]);
+    let o = run_suite(dir.path(), "iso.lua", &["--jobs", "4"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let recs = trials(&dir.path().join("out"));
+    assert_eq!(recs.len(), 20);
+    assert!(
+        recs.iter().all(|r| r["outcome"] == "accepted"),
+        "{:?}",
+        recs.iter().map(|r| &r["checks"]).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn list_and_check_commands() {
+    let dir = project(&[]);
+    let o = in_repo(dir.path(), &["list", &example("refunds.lua")]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = stdout(&o);
+    assert!(
+        out.contains("reembolso_parcial_01") && out.contains("refusal") && out.contains("medium")
+    );
+    let o = in_repo(
+        dir.path(),
+        &["list", &example("refunds.lua"), "--tag", "refusal"],
+    );
+    assert!(!stdout(&o).contains("reembolso_parcial_01"));
+    let o = in_repo(
+        dir.path(),
+        &[
+            "check",
+            &example("refunds.lua"),
+            &example("date_filter.lua"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("ok: ") && stdout(&o).contains("3 cases"));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "check runs no agent and writes no run dir"
+    );
+}

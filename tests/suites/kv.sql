@@ -1,0 +1,1 @@
+CREATE TABLE kv (k TEXT, v);
