@@ -1,19 +1,21 @@
 -- bench/throughput.lua: the throughput benchmark's suite (see bench/run.sh).
--- A scripted agent makes 3 tool calls against a 1,000-row fixture; 6 checks grade it
--- (5 expectations and 1 prohibited-state query).
+-- 100 cases; in each trial a scripted agent makes 3 tool calls against a
+-- 1,000-row fixture, and 6 checks grade it (5 expectations and 1
+-- prohibited-state query). `--trials N` sets the run's size: 100 × N trials.
 
 local evalua = require("evalua")
 local check = require("evalua.check")
 
 local suite = evalua.suite {
   name = "throughput",
-  trials = 1000,
+  trials = 20,
   sandbox = { db = "sqlite", clock = "2026-11-03T10:00:00Z" },
   agent = evalua.agent.scripted(function(task, env)
-    local item = env.call("get_item", { sku = "SKU-0042" })
-    env.call("adjust_stock", { sku = "SKU-0042", delta = -1 })
-    local again = env.call("get_item", { sku = "SKU-0042" })
-    return string.format("SKU-0042 now has %d units", again.qty)
+    local sku = task.input:match("SKU%-%d+")
+    env.call("get_item", { sku = sku })
+    env.call("adjust_stock", { sku = sku, delta = -1 })
+    local again = env.call("get_item", { sku = sku })
+    return string.format("%s now has %d units", sku, again.qty)
   end),
 }
 
@@ -26,7 +28,8 @@ suite:tool {
 suite:tool {
   name = "adjust_stock",
   effect = "write",
-  params = { type = "object", properties = { sku = { type = "string" }, delta = { type = "integer" } }, required = { "sku", "delta" } },
+  params = { type = "object", properties = { sku = { type = "string" }, delta = { type = "integer" } },
+             required = { "sku", "delta" } },
   run = function(ctx, args)
     ctx.db:exec("UPDATE items SET qty = qty + ? WHERE sku = ?", args.delta, args.sku)
     ctx.db:exec("INSERT INTO moves(sku, delta) VALUES (?, ?)", args.sku, args.delta)
@@ -34,18 +37,21 @@ suite:tool {
   end,
 }
 
-suite:case {
-  id = "adjust_one",
-  input = "Remove one unit of SKU-0042 from stock.",
-  fixture = "fixtures/items_1000.sql",
-  expect = {
-    check.sql("SELECT count(*) FROM moves", { equals = 1 }),
-    check.tools({ "get_item", "adjust_stock" }, { mode = "in_order" }),
-    check.args("adjust_stock", { sku = "SKU-0042", delta = -1 }),
-    check.no_loops { max_repeats = 2 },
-    check.answer { matches = "SKU-0042 now has \\d+ units" },
-  },
-  prohibited = { "SELECT count(*) FROM items WHERE qty < 0" },
-}
+for i = 1, 100 do
+  local sku = string.format("SKU-%04d", i * 7)
+  suite:case {
+    id = "adjust_" .. i,
+    input = "Remove one unit of " .. sku .. " from stock.",
+    fixture = "fixtures/items_1000.sql",
+    expect = {
+      check.sql("SELECT count(*) FROM moves", { equals = 1 }),
+      check.tools({ "get_item", "adjust_stock" }, { mode = "in_order" }),
+      check.args("adjust_stock", { sku = sku, delta = -1 }),
+      check.no_loops { max_repeats = 2 },
+      check.answer { matches = sku .. [[ now has \d+ units]] },
+    },
+    prohibited = { "SELECT count(*) FROM items WHERE qty < 0" },
+  }
+end
 
 return suite

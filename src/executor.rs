@@ -131,8 +131,7 @@ impl Executor {
         match verdict {
             Err((status, msg)) => {
                 if status == CallStatus::Denied && msg.starts_with("budget:") {
-                    state.borrow_mut().budget_hit =
-                        Some(msg.trim_start_matches("budget: ").to_string());
+                    state.borrow_mut().budget_hit = Some(msg.trim_start_matches("budget: ").to_string());
                 }
                 record.status = status;
                 record.error = Some(msg);
@@ -152,80 +151,42 @@ impl Executor {
         Reply { record, unwind }
     }
 
-    fn authorise(
-        &self,
-        st: &TrialState,
-        name: &str,
-        args: &Json,
-    ) -> Result<(), (CallStatus, String)> {
+    fn authorise(&self, st: &TrialState, name: &str, args: &Json) -> Result<(), (CallStatus, String)> {
         if let Some(why) = spent_budget(&self.budget, &st.usage, st.calls.len()) {
             return Err((CallStatus::Denied, format!("budget: {why}")));
         }
         let Some(tool) = self.tool(name) else {
             let offered: Vec<&str> = self.tools.iter().map(|t| t.spec.name.as_str()).collect();
-            return Err((
-                CallStatus::Rejected,
-                format!("unknown tool '{name}' (offered: {})", offered.join(", ")),
-            ));
+            return Err((CallStatus::Rejected, format!("unknown tool '{name}' (offered: {})", offered.join(", "))));
         };
         let errors = lua::host::schema_errors(&tool.validator, args);
         if !errors.is_empty() {
-            return Err((
-                CallStatus::Rejected,
-                format!("invalid arguments for {name}: {}", errors.join("; ")),
-            ));
+            return Err((CallStatus::Rejected, format!("invalid arguments for {name}: {}", errors.join("; "))));
         }
         for req in &tool.spec.requires {
-            let ok = st
-                .calls
-                .iter()
-                .any(|c| &c.name == req && c.status == CallStatus::Executed);
+            let ok = st.calls.iter().any(|c| &c.name == req && c.status == CallStatus::Executed);
             if !ok {
-                return Err((
-                    CallStatus::Denied,
-                    format!("policy: {name} requires a successful {req} first"),
-                ));
+                return Err((CallStatus::Denied, format!("policy: {name} requires a successful {req} first")));
             }
         }
         Ok(())
     }
 }
 
-type HandlerOutcome = (
-    CallStatus,
-    Option<Json>,
-    Option<String>,
-    Option<mlua::Error>,
-);
+type HandlerOutcome = (CallStatus, Option<Json>, Option<String>, Option<mlua::Error>);
 
-fn run_handler(
-    lua: &Lua,
-    handlers: &Table,
-    ctx: &Table,
-    name: &str,
-    args: &Json,
-) -> HandlerOutcome {
+fn run_handler(lua: &Lua, handlers: &Table, ctx: &Table, name: &str, args: &Json) -> HandlerOutcome {
     let handler: mlua::Result<Function> = handlers.get::<Table>(name).and_then(|t| t.get("run"));
     let handler = match handler {
         Ok(f) => f,
         Err(e) => {
-            return (
-                CallStatus::Failed,
-                None,
-                Some(format!("no handler for {name}: {e}")),
-                None,
-            );
+            return (CallStatus::Failed, None, Some(format!("no handler for {name}: {e}")), None);
         }
     };
     let args_lua = match convert::to_lua(lua, args) {
         Ok(v) => v,
         Err(e) => {
-            return (
-                CallStatus::Failed,
-                None,
-                Some(format!("arguments: {e}")),
-                None,
-            );
+            return (CallStatus::Failed, None, Some(format!("arguments: {e}")), None);
         }
     };
     let limits = lua::limits(lua);
@@ -236,23 +197,15 @@ fn run_handler(
     match limits.guard(lua, seg, || handler.call::<Value>((ctx.clone(), args_lua))) {
         Guarded::Done(Ok(v)) => match convert::to_json(lua, &v) {
             Ok(j) => (CallStatus::Executed, Some(j), None, None),
-            Err(e) => (
-                CallStatus::Failed,
-                None,
-                Some(format!("{name} returned a value that is not JSON: {e}")),
-                None,
-            ),
+            Err(e) => (CallStatus::Failed, None, Some(format!("{name} returned a value that is not JSON: {e}")), None),
         },
         Guarded::Done(Err(e)) => {
             let msg = lua::describe(&e);
             let unwind = limits.is_tripped().then_some(e);
             (CallStatus::Failed, None, Some(msg), unwind)
         }
-        Guarded::Stopped(stop) => (
-            CallStatus::Failed,
-            None,
-            Some(format!("{name} handler stopped: {}", stop.describe())),
-            None,
-        ),
+        Guarded::Stopped(stop) => {
+            (CallStatus::Failed, None, Some(format!("{name} handler stopped: {}", stop.describe())), None)
+        }
     }
 }

@@ -26,10 +26,7 @@ pub enum Metric {
 impl Metric {
     /// Higher is better (a minimum) or lower is better (a maximum).
     pub fn is_minimum(self) -> bool {
-        matches!(
-            self,
-            Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted
-        )
+        matches!(self, Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted)
     }
 }
 
@@ -53,10 +50,7 @@ pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_err
 
 fn metric(name: &str) -> Result<Metric, String> {
     let k = |rest: &str| -> Result<u32, String> {
-        rest.parse::<u32>()
-            .ok()
-            .filter(|k| *k >= 1)
-            .ok_or_else(|| format!("'{name}': k must be a positive integer"))
+        rest.parse::<u32>().ok().filter(|k| *k >= 1).ok_or_else(|| format!("'{name}': k must be a positive integer"))
     };
     Ok(match name {
         "accepted" => Metric::Accepted,
@@ -94,73 +88,43 @@ pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
             Json::Object(o) => {
                 for k in o.keys() {
                     if !["min", "max", "on"].contains(&k.as_str()) {
-                        return Err(format!(
-                            "'{name}': unknown key '{k}' (use min or max, and on)"
-                        ));
+                        return Err(format!("'{name}': unknown key '{k}' (use min or max, and on)"));
                     }
                 }
-                let t = if metric.is_minimum() {
-                    o.get("min")
-                } else {
-                    o.get("max")
-                };
-                let wrong = if metric.is_minimum() {
-                    o.get("max")
-                } else {
-                    o.get("min")
-                };
+                let t = if metric.is_minimum() { o.get("min") } else { o.get("max") };
+                let wrong = if metric.is_minimum() { o.get("max") } else { o.get("min") };
                 if wrong.is_some() {
                     let want = if metric.is_minimum() { "min" } else { "max" };
                     return Err(format!(
                         "'{name}' is a {} threshold: use {want} =",
-                        if metric.is_minimum() {
-                            "minimum"
-                        } else {
-                            "maximum"
-                        },
+                        if metric.is_minimum() { "minimum" } else { "maximum" },
                         want = want
                     ));
                 }
                 let t = t.and_then(|t| t.as_f64()).ok_or_else(|| {
-                    format!(
-                        "'{name}': give {} = a number",
-                        if metric.is_minimum() { "min" } else { "max" }
-                    )
+                    format!("'{name}': give {} = a number", if metric.is_minimum() { "min" } else { "max" })
                 })?;
                 let on = match o.get("on").and_then(|v| v.as_str()) {
                     None | Some("point") => On::Point,
                     Some("lower") => On::Lower,
                     Some("upper") => On::Upper,
                     Some(other) => {
-                        return Err(format!(
-                            "'{name}': on must be \"point\", \"lower\" or \"upper\", got {other:?}"
-                        ));
+                        return Err(format!("'{name}': on must be \"point\", \"lower\" or \"upper\", got {other:?}"));
                     }
                 };
                 (t, on)
             }
             _ => {
-                return Err(format!(
-                    "'{name}': the threshold must be a number or {{ min|max = n, on = ... }}"
-                ));
+                return Err(format!("'{name}': the threshold must be a number or {{ min|max = n, on = ... }}"));
             }
         };
         if !threshold.is_finite() || threshold < 0.0 {
-            return Err(format!(
-                "'{name}': the threshold must be a non-negative number"
-            ));
+            return Err(format!("'{name}': the threshold must be a non-negative number"));
         }
         if metric.is_minimum() && threshold > 1.0 {
-            return Err(format!(
-                "'{name}': a rate threshold is between 0 and 1, got {threshold}"
-            ));
+            return Err(format!("'{name}': a rate threshold is between 0 and 1, got {threshold}"));
         }
-        gates.push(Gate {
-            name: name.clone(),
-            metric,
-            threshold,
-            on,
-        });
+        gates.push(Gate { name: name.clone(), metric, threshold, on });
     }
     gates.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(gates)
@@ -187,27 +151,10 @@ pub fn decide(g: &Gate, point: Option<f64>, interval: Option<(f64, f64)>) -> Ver
     let (passed, note) = match value {
         None => (
             false,
-            Some(
-                "the figure is undefined for this run (e.g. k larger than the trials of some case)"
-                    .to_string(),
-            ),
+            Some("the figure is undefined for this run (e.g. k larger than the trials of some case)".to_string()),
         ),
         Some(v) if v.is_nan() => (false, Some("the figure is undefined".to_string())),
-        Some(v) => (
-            if g.metric.is_minimum() {
-                v >= g.threshold
-            } else {
-                v <= g.threshold
-            },
-            None,
-        ),
+        Some(v) => (if g.metric.is_minimum() { v >= g.threshold } else { v <= g.threshold }, None),
     };
-    Verdict {
-        name: g.name.clone(),
-        threshold: g.threshold,
-        value,
-        on: g.on,
-        passed,
-        note,
-    }
+    Verdict { name: g.name.clone(), threshold: g.threshold, value, on: g.on, passed, note }
 }

@@ -36,11 +36,7 @@ struct Select {
 
 impl Select {
     fn filters(&self) -> Filters {
-        Filters {
-            case: self.case.clone(),
-            tags: self.tags.clone(),
-            split: self.split.clone(),
-        }
+        Filters { case: self.case.clone(), tags: self.tags.clone(), split: self.split.clone() }
     }
 }
 
@@ -98,21 +94,11 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> Result<u8, UserError> {
     match cli.command {
-        Command::Run {
-            suites,
-            trials,
-            jobs,
-            select,
-            seed,
-            out,
-            quiet,
-        } => {
+        Command::Run { suites, trials, jobs, select, seed, out, quiet } => {
             let argv: Vec<String> = std::env::args().collect();
-            let jobs = jobs.map(|j| j as usize).unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            });
+            let jobs = jobs
+                .map(|j| j as usize)
+                .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
             let mut code = 0;
             let many = suites.len() > 1;
             // Load and plan every suite first: a bad one stops the run before any agent starts.
@@ -122,32 +108,15 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                 plans.push(run::plan(s, trials, &select.filters(), seed)?);
             }
             for plan in plans {
-                let opts = RunOptions {
-                    trials,
-                    jobs,
-                    filters: select.filters(),
-                    seed,
-                    out: out.clone(),
-                    progress: !quiet,
-                };
+                let opts =
+                    RunOptions { trials, jobs, filters: select.filters(), seed, out: out.clone(), progress: !quiet };
                 let run_id = run::new_run_id();
-                let out_dir = out.as_ref().map(|o| {
-                    if many {
-                        o.join(&plan.suite.name)
-                    } else {
-                        o.clone()
-                    }
-                });
+                let out_dir = out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
                 let dir = run::make_run_dir(out_dir.as_deref(), &plan.suite.name, &run_id)?;
                 let result = run::execute(&plan, &opts, &dir, &run_id, &argv)?;
                 print!(
                     "{}",
-                    report::console(
-                        &plan.suite.name,
-                        &result.summary,
-                        &result.gates,
-                        &dir.display().to_string()
-                    )
+                    report::console(&plan.suite.name, &result.summary, &result.gates, &dir.display().to_string())
                 );
                 if !result.gates_passed() {
                     code = 1;
@@ -172,23 +141,12 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
             }
             Ok(0)
         }
-        Command::List {
-            suite: path,
-            select,
-        } => {
+        Command::List { suite: path, select } => {
             let s = suite::load(&path)?;
             let plan = run::plan(s, None, &select.filters(), 1)?;
             let mut t = comfy_table::Table::new();
             t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
-            t.set_header(vec![
-                "case",
-                "split",
-                "tags",
-                "difficulty",
-                "trials",
-                "checks",
-                "declared at",
-            ]);
+            t.set_header(vec!["case", "split", "tags", "difficulty", "trials", "checks", "declared at"]);
             for c in &plan.cases {
                 t.add_row(vec![
                     c.spec.id.clone(),

@@ -15,13 +15,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 5] = [
-        Outcome::Accepted,
-        Outcome::Failed,
-        Outcome::Critical,
-        Outcome::GraderError,
-        Outcome::InfraError,
-    ];
+    pub const ALL: [Outcome; 5] =
+        [Outcome::Accepted, Outcome::Failed, Outcome::Critical, Outcome::GraderError, Outcome::InfraError];
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Accepted => "accepted",
@@ -117,10 +112,7 @@ pub struct CallCounts {
 
 impl CallCounts {
     pub fn of(calls: &[CallRecord]) -> Self {
-        let mut c = CallCounts {
-            requested: calls.len() as u32,
-            ..Default::default()
-        };
+        let mut c = CallCounts { requested: calls.len() as u32, ..Default::default() };
         for call in calls {
             match call.status {
                 CallStatus::Executed => c.executed += 1,
@@ -228,15 +220,7 @@ pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
 
 /// A file name for a trial's trace: safe characters only, unique per (case, trial).
 pub fn trace_name(case: &str, trial: u32) -> String {
-    let safe: String = case
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe: String =
+        case.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
     format!("traces/{safe}.{trial}.json")
 }

@@ -26,25 +26,11 @@ fn num(v: Option<f64>, unit: &str) -> String {
 pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> String {
     let f = &summary.figures;
     let cap = &f.capability;
-    let kmax = cap
-        .pass_hat_k
-        .keys()
-        .filter_map(|k| k.parse::<u32>().ok())
-        .max()
-        .unwrap_or(1);
+    let kmax = cap.pass_hat_k.keys().filter_map(|k| k.parse::<u32>().ok()).max().unwrap_or(1);
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
     let hk = format!("pass^{kmax}");
-    t.set_header(vec![
-        "case",
-        "n",
-        "accepted",
-        "pass^1",
-        hk.as_str(),
-        "critical",
-        "grader err",
-        "infra err",
-    ]);
+    t.set_header(vec!["case", "n", "accepted", "pass^1", hk.as_str(), "critical", "grader err", "infra err"]);
     for c in &summary.cases {
         let hat = |k: u32| c.pass_hat_k.get(&k.to_string()).copied();
         t.add_row(vec![
@@ -54,25 +40,14 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
             pct(hat(1)),
             pct(hat(kmax)),
             c.outcomes.get("critical").copied().unwrap_or(0).to_string(),
-            c.outcomes
-                .get("grader_error")
-                .copied()
-                .unwrap_or(0)
-                .to_string(),
-            c.outcomes
-                .get("infra_error")
-                .copied()
-                .unwrap_or(0)
-                .to_string(),
+            c.outcomes.get("grader_error").copied().unwrap_or(0).to_string(),
+            c.outcomes.get("infra_error").copied().unwrap_or(0).to_string(),
         ]);
     }
     let mut out = String::new();
     let _ = writeln!(out, "{t}");
     let iv = |key: &str| {
-        cap.intervals
-            .get(key)
-            .map(|i| format!(" [{}, {}]", pct(Some(i.lower)), pct(Some(i.upper))))
-            .unwrap_or_default()
+        cap.intervals.get(key).map(|i| format!(" [{}, {}]", pct(Some(i.lower)), pct(Some(i.upper)))).unwrap_or_default()
     };
     let _ = writeln!(
         out,
@@ -90,12 +65,7 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
             iv(&format!("pass@{k}")),
         );
     }
-    let _ = writeln!(
-        out,
-        "  accepted {}{}",
-        pct(cap.accepted_rate),
-        iv("accepted")
-    );
+    let _ = writeln!(out, "  accepted {}{}", pct(cap.accepted_rate), iv("accepted"));
     let op = &f.operational;
     let _ = writeln!(
         out,
@@ -141,26 +111,14 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
                 if g.passed { "PASS" } else { "FAIL" },
                 g.name,
                 g.threshold,
-                g.note
-                    .as_deref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
+                g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
             );
         }
     }
     if f.skipped_checks > 0 {
-        let names: Vec<&str> = summary
-            .checks
-            .iter()
-            .filter(|c| c.tally.skipped > 0)
-            .map(|c| c.tally.name.as_str())
-            .collect();
-        let _ = writeln!(
-            out,
-            "skipped (not passed): {} check result(s): {}",
-            f.skipped_checks,
-            names.join(", ")
-        );
+        let names: Vec<&str> =
+            summary.checks.iter().filter(|c| c.tally.skipped > 0).map(|c| c.tally.name.as_str()).collect();
+        let _ = writeln!(out, "skipped (not passed): {} check result(s): {}", f.skipped_checks, names.join(", "));
     }
     let _ = writeln!(out, "run dir: {dir}");
     out

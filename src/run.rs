@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 
 use serde_json::{Value as Json, json};
@@ -49,11 +49,7 @@ pub struct RunOptions {
 /// before any agent runs.
 pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
     let glob = match &filters.case {
-        Some(g) => Some(
-            globset::Glob::new(g)
-                .map_err(|e| UserError(format!("--case {g:?}: {e}")))?
-                .compile_matcher(),
-        ),
+        Some(g) => Some(globset::Glob::new(g).map_err(|e| UserError(format!("--case {g:?}: {e}")))?.compile_matcher()),
         None => None,
     };
     let now = jiff::Timestamp::now();
@@ -61,15 +57,8 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
 
     let mut tools: HashMap<String, Arc<ToolDef>> = HashMap::new();
     for t in &suite.tools {
-        let validator = host::compile_schema(&t.params)
-            .map_err(|e| UserError(format!("tool '{}': {e}", t.name)))?;
-        tools.insert(
-            t.name.clone(),
-            Arc::new(ToolDef {
-                spec: t.clone(),
-                validator,
-            }),
-        );
+        let validator = host::compile_schema(&t.params).map_err(|e| UserError(format!("tool '{}': {e}", t.name)))?;
+        tools.insert(t.name.clone(), Arc::new(ToolDef { spec: t.clone(), validator }));
     }
 
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage> = HashMap::new();
@@ -90,33 +79,19 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         } else if let Some(t) = templates.get(&key) {
             Some(t.clone())
         } else {
-            let files: Vec<&Path> = key
-                .0
-                .iter()
-                .chain(key.1.iter())
-                .map(|p| p.as_path())
-                .collect();
-            let image = sandbox::build_template(&files).map_err(|e| {
-                UserError(format!("{} (case '{}' at {})", e.0, spec.id, spec.location))
-            })?;
+            let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
+            let image = sandbox::build_template(&files)
+                .map_err(|e| UserError(format!("{} (case '{}' at {})", e.0, spec.id, spec.location)))?;
             templates.insert(key, image.clone());
             Some(image)
         };
-        let clock_text = spec
-            .clock
-            .clone()
-            .or_else(|| suite.clock.clone())
-            .unwrap_or_else(|| default_clock.to_string());
-        let clock = host::instant(&clock_text, "UTC")
-            .map_err(|e| UserError(format!("case '{}': clock: {e}", spec.id)))?
-            as i64;
+        let clock_text =
+            spec.clock.clone().or_else(|| suite.clock.clone()).unwrap_or_else(|| default_clock.to_string());
+        let clock =
+            host::instant(&clock_text, "UTC").map_err(|e| UserError(format!("case '{}': clock: {e}", spec.id)))? as i64;
         let offered: Vec<Arc<ToolDef>> = match &spec.tools {
             Some(names) => names.iter().filter_map(|n| tools.get(n).cloned()).collect(),
-            None => suite
-                .tools
-                .iter()
-                .filter_map(|t| tools.get(&t.name).cloned())
-                .collect(),
+            None => suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect(),
         };
         cases.push(CasePlan {
             trials: trials.or(spec.trials).unwrap_or(suite.trials),
@@ -138,13 +113,13 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     }
     let budget = suite.budget.clone();
     let sources = suite.sources.clone();
-    Ok(Plan {
-        suite,
-        cases,
-        seed,
-        budget,
-        sources,
-    })
+    let scratch = tempfile::Builder::new()
+        .prefix("evalua-run-")
+        .tempdir()
+        .map_err(|e| UserError(format!("cannot create a temp dir for the trials' work dirs: {e}")))?;
+    static PLANS: AtomicU64 = AtomicU64::new(1);
+    let id = PLANS.fetch_add(1, Ordering::Relaxed);
+    Ok(Plan { id, suite, cases, seed, budget, sources, scratch })
 }
 
 /// What a finished run produced.
@@ -164,11 +139,8 @@ impl RunResult {
 /// `<UTC time>-<6 hex>`: sortable by time, unique enough for a folder name.
 pub fn new_run_id() -> String {
     let now = jiff::Timestamp::now();
-    let t = jiff::fmt::strtime::format(
-        "%Y%m%dT%H%M%SZ",
-        &now.to_zoned_datetime(jiff::tz::TimeZone::UTC),
-    )
-    .unwrap_or_default();
+    let t = jiff::fmt::strtime::format("%Y%m%dT%H%M%SZ", &now.to_zoned_datetime(jiff::tz::TimeZone::UTC))
+        .unwrap_or_default();
     format!("{t}-{:06x}", fastrand::u32(..0x100_0000))
 }
 
@@ -178,42 +150,20 @@ pub fn make_run_dir(out: Option<&Path>, suite: &str, run_id: &str) -> Result<Pat
         Some(d) => d.to_path_buf(),
         None => PathBuf::from("runs").join(suite).join(run_id),
     };
-    if dir.exists()
-        && fs::read_dir(&dir)
-            .map(|mut d| d.next().is_some())
-            .unwrap_or(false)
-    {
-        return Err(UserError(format!(
-            "{}: the run dir exists and is not empty; choose another --out",
-            dir.display()
-        )));
+    if dir.exists() && fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false) {
+        return Err(UserError(format!("{}: the run dir exists and is not empty; choose another --out", dir.display())));
     }
-    fs::create_dir_all(dir.join("traces"))
-        .map_err(|e| UserError(format!("{}: {e}", dir.display())))?;
+    fs::create_dir_all(dir.join("traces")).map_err(|e| UserError(format!("{}: {e}", dir.display())))?;
     Ok(dir)
 }
 
 /// Run every planned trial and write the run dir.
-pub fn execute(
-    plan: &Plan,
-    opts: &RunOptions,
-    dir: &Path,
-    run_id: &str,
-    argv: &[String],
-) -> Result<RunResult> {
-    let work: Vec<(usize, u32)> = plan
-        .cases
-        .iter()
-        .enumerate()
-        .flat_map(|(i, c)| (1..=c.trials).map(move |t| (i, t)))
-        .collect();
-    write_json(
-        &dir.join("manifest.json"),
-        &manifest(plan, opts, run_id, argv),
-    )?;
+pub fn execute(plan: &Plan, opts: &RunOptions, dir: &Path, run_id: &str, argv: &[String]) -> Result<RunResult> {
+    let work: Vec<(usize, u32)> =
+        plan.cases.iter().enumerate().flat_map(|(i, c)| (1..=c.trials).map(move |t| (i, t))).collect();
+    write_json(&dir.join("manifest.json"), &manifest(plan, opts, run_id, argv))?;
 
-    let mut jsonl = File::create(dir.join("trials.jsonl"))
-        .map_err(|e| UserError(format!("trials.jsonl: {e}")))?;
+    let mut jsonl = File::create(dir.join("trials.jsonl")).map_err(|e| UserError(format!("trials.jsonl: {e}")))?;
     let mut tally = Tally::new(plan.cases.len());
     let progress = progress_bar(work.len() as u64, opts.progress);
 
@@ -232,9 +182,7 @@ pub fn execute(
                         break;
                     };
                     let case = &plan.cases[case_idx];
-                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        trial::run(plan, case, number)
-                    }));
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| trial::run(plan, case, number)));
                     let mut out = match out {
                         Ok(o) => o,
                         Err(p) => {
@@ -242,12 +190,7 @@ pub fn execute(
                                 .downcast_ref::<String>()
                                 .cloned()
                                 .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                            trial::internal_error(
-                                plan,
-                                case,
-                                number,
-                                msg.unwrap_or_else(|| "panic".into()),
-                            )
+                            trial::internal_error(plan, case, number, msg.unwrap_or_else(|| "panic".into()))
                         }
                     };
                     // The trace is on disk before the record is announced.
@@ -274,12 +217,7 @@ pub fn execute(
                 tally.add(case_idx, &rec);
                 progress.inc(1);
                 if rec.outcome != Outcome::Accepted {
-                    progress.set_message(format!(
-                        "{} {}#{}",
-                        rec.outcome.as_str(),
-                        rec.case,
-                        rec.trial
-                    ));
+                    progress.set_message(format!("{} {}#{}", rec.outcome.as_str(), rec.case, rec.trial));
                 }
                 written += 1;
             }
@@ -287,22 +225,14 @@ pub fn execute(
     });
     progress.finish_and_clear();
     if let Some(e) = write_error {
-        return Err(UserError(format!(
-            "{}: cannot write trials.jsonl: {e}",
-            dir.display()
-        )));
+        return Err(UserError(format!("{}: cannot write trials.jsonl: {e}", dir.display())));
     }
 
     let infos = case_infos(plan);
     let summary = stats::summarize(&infos, &tally, plan.seed);
     let gates = decide_gates(plan, &summary);
     write_summary(dir, plan, run_id, &summary, &gates)?;
-    Ok(RunResult {
-        dir: dir.to_path_buf(),
-        summary,
-        gates,
-        run_id: run_id.to_string(),
-    })
+    Ok(RunResult { dir: dir.to_path_buf(), summary, gates, run_id: run_id.to_string() })
 }
 
 pub fn case_infos(plan: &Plan) -> Vec<CaseInfo> {
@@ -324,10 +254,8 @@ fn progress_bar(total: u64, show: bool) -> indicatif::ProgressBar {
     }
     let pb = indicatif::ProgressBar::new(total);
     pb.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     pb
 }
@@ -338,23 +266,16 @@ pub fn gate_figure(summary: &Summary, metric: Metric) -> (Option<f64>, Option<(f
     let iv = |key: &str| f.capability.intervals.get(key).map(|i| (i.lower, i.upper));
     let count = |n: u32| (Some(n as f64), Some((n as f64, n as f64)));
     match metric {
-        Metric::PassHat(k) => (
-            f.capability.pass_hat_k.get(&k.to_string()).copied(),
-            iv(&format!("pass^{k}")),
-        ),
-        Metric::PassAt(k) => (
-            f.capability.pass_at_k.get(&k.to_string()).copied(),
-            iv(&format!("pass@{k}")),
-        ),
+        Metric::PassHat(k) => (f.capability.pass_hat_k.get(&k.to_string()).copied(), iv(&format!("pass^{k}"))),
+        Metric::PassAt(k) => (f.capability.pass_at_k.get(&k.to_string()).copied(), iv(&format!("pass@{k}"))),
         Metric::Accepted => (f.capability.accepted_rate, iv("accepted")),
         Metric::CriticalFailures => count(f.critical_failures),
         Metric::GraderErrors => count(f.grader_errors),
         Metric::InfraErrors => count(f.infra_errors),
         Metric::SkippedChecks => count(f.skipped_checks),
-        Metric::CostPerAccepted => (
-            Some(f.cost_per_accepted_usd.unwrap_or(f64::INFINITY)),
-            iv("cost_per_accepted_usd"),
-        ),
+        Metric::CostPerAccepted => {
+            (Some(f.cost_per_accepted_usd.unwrap_or(f64::INFINITY)), iv("cost_per_accepted_usd"))
+        }
         Metric::P50Ms => (f.p50_ms, None),
         Metric::P95Ms => (f.p95_ms, None),
     }
@@ -372,28 +293,18 @@ fn decide_gates(plan: &Plan, summary: &Summary) -> Vec<Verdict> {
 }
 
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    let bytes = serde_json::to_vec_pretty(value).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
     fs::write(path, bytes).map_err(|e| UserError(format!("{}: {e}", path.display())))
 }
 
-fn write_summary(
-    dir: &Path,
-    plan: &Plan,
-    run_id: &str,
-    summary: &Summary,
-    gates: &[Verdict],
-) -> Result<()> {
+fn write_summary(dir: &Path, plan: &Plan, run_id: &str, summary: &Summary, gates: &[Verdict]) -> Result<()> {
     let mut v = serde_json::to_value(summary).map_err(|e| UserError(e.to_string()))?;
     let obj = v.as_object_mut().expect("summary is an object");
     obj.insert("suite".into(), json!(plan.suite.name));
     obj.insert("version".into(), json!(plan.suite.version));
     obj.insert("run_id".into(), json!(run_id));
     obj.insert("seed".into(), json!(plan.seed));
-    obj.insert(
-        "gates".into(),
-        serde_json::to_value(gates).unwrap_or_default(),
-    );
+    obj.insert("gates".into(), serde_json::to_value(gates).unwrap_or_default());
     write_json(&dir.join("summary.json"), &v)
 }
 
@@ -411,25 +322,20 @@ fn manifest(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Js
         sources
             .iter()
             .map(|s| format!("{}:{}", s.display, s.sha256))
-            .chain(
-                crate::lua::STDLIB
-                    .iter()
-                    .map(|(n, _, src)| format!("{n}:{}", sha256_hex(src.as_bytes()))),
-            )
+            .chain(crate::lua::STDLIB.iter().map(|(n, _, src)| format!("{n}:{}", sha256_hex(src.as_bytes()))))
             .collect::<Vec<_>>()
             .join("\n")
             .as_bytes(),
     );
-    let tools_hash = sha256_hex(
-        serde_json::to_string(&suite.tools)
-            .unwrap_or_default()
-            .as_bytes(),
-    );
+    let tools_hash = sha256_hex(serde_json::to_string(&suite.tools).unwrap_or_default().as_bytes());
+    let mut fixture_hashes: HashMap<PathBuf, Option<String>> = HashMap::new();
     let cases: Vec<Json> = plan
         .cases
         .iter()
         .map(|c| {
-            let fixture_sha = c.spec.fixture.as_deref().and_then(|p| fs::read(p).ok()).map(|b| sha256_hex(&b));
+            let fixture_sha = c.spec.fixture.as_ref().and_then(|p| {
+                fixture_hashes.entry(p.clone()).or_insert_with(|| fs::read(p).ok().map(|b| sha256_hex(&b))).clone()
+            });
             let revision = sha256_hex(
                 format!("{}\n{:?}\n{}", serde_json::to_string(&c.spec).unwrap_or_default(), fixture_sha, c.clock_text).as_bytes(),
             );

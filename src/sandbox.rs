@@ -37,9 +37,7 @@ pub fn build_template(files: &[&Path]) -> Result<DbImage> {
             return Err(UserError(locate_sql_error(&files[..i], file, &sql, &e)));
         }
     }
-    let data = conn
-        .serialize(MAIN_DB)
-        .map_err(|e| UserError(format!("sqlite: {e}")))?;
+    let data = conn.serialize(MAIN_DB).map_err(|e| UserError(format!("sqlite: {e}")))?;
     Ok(Arc::new(data.to_vec()))
 }
 
@@ -68,11 +66,7 @@ fn locate_sql_error(before: &[&Path], file: &Path, sql: &str, first: &rusqlite::
             .unwrap_or(false);
         if complete {
             if let Err(e) = scratch.execute_batch(&stmt) {
-                return format!(
-                    "{}:{start_line}: {}",
-                    display_path(file),
-                    sql_error_message(&e)
-                );
+                return format!("{}:{start_line}: {}", display_path(file), sql_error_message(&e));
             }
             stmt.clear();
         }
@@ -119,20 +113,17 @@ impl TrialRng {
 
 /// Resolve `rel` inside the trial's work dir, refusing anything that would
 /// land outside it: absolute paths, `..`, or a symlink pointing out.
-pub fn inside(
-    root: &std::path::Path,
-    rel: &str,
-) -> std::result::Result<std::path::PathBuf, String> {
+pub fn inside(root: &std::path::Path, rel: &str) -> std::result::Result<std::path::PathBuf, String> {
     use std::path::{Component, Path};
     let p = Path::new(rel);
     if rel.is_empty()
         || p.is_absolute()
-        || p.components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+        || p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
     {
-        return Err(format!(
-            "path {rel:?} is outside the work dir (use a relative path without '..')"
-        ));
+        return Err(format!("path {rel:?} is outside the work dir (use a relative path without '..')"));
+    }
+    if !root.exists() {
+        std::fs::create_dir_all(root).map_err(|e| format!("cannot create the work dir: {e}"))?;
     }
     let root = root.canonicalize().map_err(|e| e.to_string())?;
     let full = root.join(p);

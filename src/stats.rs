@@ -30,9 +30,7 @@ pub fn pass_at_k(n: u32, c: u32, k: u32) -> f64 {
     if f < k {
         return 1.0;
     }
-    1.0 - (0..k)
-        .map(|i| (f - i) as f64 / (n - i) as f64)
-        .product::<f64>()
+    1.0 - (0..k).map(|i| (f - i) as f64 / (n - i) as f64).product::<f64>()
 }
 
 /// The q-quantile (0..1) by linear interpolation between order statistics.
@@ -98,10 +96,7 @@ pub struct Tally {
 
 impl Tally {
     pub fn new(cases: usize) -> Self {
-        Tally {
-            cases: vec![CaseTally::default(); cases],
-            ..Default::default()
-        }
+        Tally { cases: vec![CaseTally::default(); cases], ..Default::default() }
     }
 
     pub fn add(&mut self, case: usize, r: &TrialRecord) {
@@ -116,14 +111,11 @@ impl Tally {
             self.total_tool_calls += r.calls.requested as u64;
         }
         for c in &r.checks {
-            let t = self
-                .checks
-                .entry(c.name.clone())
-                .or_insert_with(|| CheckTally {
-                    name: c.name.clone(),
-                    critical: c.critical,
-                    ..Default::default()
-                });
+            let t = self.checks.entry(c.name.clone()).or_insert_with(|| CheckTally {
+                name: c.name.clone(),
+                critical: c.critical,
+                ..Default::default()
+            });
             match (c.passed, c.skipped) {
                 (Some(true), _) => t.passed += 1,
                 (Some(false), _) => t.failed += 1,
@@ -152,27 +144,25 @@ pub struct CaseFigures {
 
 fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigures {
     let infra = t.count(Outcome::InfraError);
-    let n = if operational {
-        t.total()
-    } else {
-        t.total() - infra
-    };
+    let n = if operational { t.total() } else { t.total() - infra };
     let c = t.count(Outcome::Accepted);
+    // The same estimators as pass_at_k / pass_hat_k, by recurrence over k (O(n), not O(n²)).
     let mut pass_at = BTreeMap::new();
     let mut pass_hat = BTreeMap::new();
+    let (mut all_pass, mut all_fail) = (1.0f64, 1.0f64);
     for k in 1..=n {
-        pass_at.insert(k.to_string(), pass_at_k(n, c, k));
-        pass_hat.insert(k.to_string(), pass_hat_k(n, c, k));
+        let i = k - 1;
+        all_pass *= if c > i { (c - i) as f64 / (n - i) as f64 } else { 0.0 };
+        all_fail *= if n - c > i { (n - c - i) as f64 / (n - i) as f64 } else { 0.0 };
+        pass_at.insert(k.to_string(), 1.0 - all_fail);
+        pass_hat.insert(k.to_string(), all_pass);
     }
     CaseFigures {
         id: info.id.clone(),
         n,
         accepted: c,
         weight: info.weight,
-        outcomes: Outcome::ALL
-            .iter()
-            .map(|o| (o.as_str(), t.count(*o)))
-            .collect(),
+        outcomes: Outcome::ALL.iter().map(|o| (o.as_str(), t.count(*o))).collect(),
         pass_at_k: pass_at,
         pass_hat_k: pass_hat,
         cost_usd: t.cost_usd,
@@ -198,10 +188,7 @@ pub struct Figures {
 }
 
 /// Weighted mean of `f(case)` over cases that have at least `k` counted trials.
-fn weighted_mean(
-    rows: &[(&CaseFigures, f64)],
-    f: impl Fn(&CaseFigures) -> Option<f64>,
-) -> Option<f64> {
+fn weighted_mean(rows: &[(&CaseFigures, f64)], f: impl Fn(&CaseFigures) -> Option<f64>) -> Option<f64> {
     let (mut sum, mut w) = (0.0, 0.0);
     for (cf, weight) in rows {
         if let Some(v) = f(cf) {
@@ -214,19 +201,14 @@ fn weighted_mean(
 
 /// The largest k every counted case supports.
 fn k_max(rows: &[CaseFigures]) -> u32 {
-    rows.iter()
-        .filter(|c| c.n > 0)
-        .map(|c| c.n)
-        .min()
-        .unwrap_or(0)
+    rows.iter().filter(|c| c.n > 0).map(|c| c.n).min().unwrap_or(0)
 }
 
+/// Suite intervals are computed for k = 1..=this and for the largest k.
+pub const INTERVAL_K_UP_TO: u32 = 10;
+
 fn view(rows: &[CaseFigures], bootstrap: &Bootstrap) -> Figures {
-    let counted: Vec<(&CaseFigures, f64)> = rows
-        .iter()
-        .filter(|c| c.n > 0)
-        .map(|c| (c, c.weight))
-        .collect();
+    let counted: Vec<(&CaseFigures, f64)> = rows.iter().filter(|c| c.n > 0).map(|c| (c, c.weight)).collect();
     let kmax = k_max(rows);
     let mut pass_at = BTreeMap::new();
     let mut pass_hat = BTreeMap::new();
@@ -241,11 +223,14 @@ fn view(rows: &[CaseFigures], bootstrap: &Bootstrap) -> Figures {
         if let Some(v) = weighted_mean(&counted, hat) {
             pass_hat.insert(key.clone(), v);
         }
-        if let Some(i) = bootstrap.interval(&counted, at) {
-            intervals.insert(format!("pass@{k}"), i);
-        }
-        if let Some(i) = bootstrap.interval(&counted, hat) {
-            intervals.insert(format!("pass^{k}"), i);
+        // Intervals for the k people gate on: small k and the largest.
+        if k <= INTERVAL_K_UP_TO || k == kmax {
+            if let Some(i) = bootstrap.interval(&counted, at) {
+                intervals.insert(format!("pass@{k}"), i);
+            }
+            if let Some(i) = bootstrap.interval(&counted, hat) {
+                intervals.insert(format!("pass^{k}"), i);
+            }
         }
     }
     let rate = |c: &CaseFigures| Some(c.accepted as f64 / c.n as f64);
@@ -269,15 +254,8 @@ pub struct Bootstrap {
 }
 
 impl Bootstrap {
-    pub fn interval(
-        &self,
-        rows: &[(&CaseFigures, f64)],
-        f: impl Fn(&CaseFigures) -> Option<f64>,
-    ) -> Option<Interval> {
-        let vals: Vec<(f64, f64)> = rows
-            .iter()
-            .filter_map(|(c, w)| f(c).map(|v| (v, *w)))
-            .collect();
+    pub fn interval(&self, rows: &[(&CaseFigures, f64)], f: impl Fn(&CaseFigures) -> Option<f64>) -> Option<Interval> {
+        let vals: Vec<(f64, f64)> = rows.iter().filter_map(|(c, w)| f(c).map(|v| (v, *w))).collect();
         if vals.is_empty() {
             return None;
         }
@@ -293,10 +271,7 @@ impl Bootstrap {
             means.push(s / w);
         }
         means.sort_by(|a, b| a.total_cmp(b));
-        Some(Interval {
-            lower: quantile(&means, 0.025)?,
-            upper: quantile(&means, 0.975)?,
-        })
+        Some(Interval { lower: quantile(&means, 0.025)?, upper: quantile(&means, 0.975)? })
     }
 }
 
@@ -345,20 +320,9 @@ pub struct SuiteFigures {
 }
 
 pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
-    let bootstrap = Bootstrap {
-        seed: seed ^ 0xb007,
-        resamples: 2000,
-    };
-    let cap: Vec<CaseFigures> = infos
-        .iter()
-        .zip(&tally.cases)
-        .map(|(i, t)| case_figures(i, t, false))
-        .collect();
-    let ops: Vec<CaseFigures> = infos
-        .iter()
-        .zip(&tally.cases)
-        .map(|(i, t)| case_figures(i, t, true))
-        .collect();
+    let bootstrap = Bootstrap { seed: seed ^ 0xb007, resamples: 2000 };
+    let cap: Vec<CaseFigures> = infos.iter().zip(&tally.cases).map(|(i, t)| case_figures(i, t, false)).collect();
+    let ops: Vec<CaseFigures> = infos.iter().zip(&tally.cases).map(|(i, t)| case_figures(i, t, true)).collect();
     let sum = |o: Outcome| tally.cases.iter().map(|c| c.count(o)).sum::<u32>();
     let accepted = sum(Outcome::Accepted);
     let mut lat = tally.latencies_ms.clone();
@@ -375,11 +339,8 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
         groups
             .into_iter()
             .map(|(g, rows)| {
-                let counted: Vec<(&CaseFigures, f64)> = rows
-                    .iter()
-                    .filter(|c| c.n > 0)
-                    .map(|c| (c, c.weight))
-                    .collect();
+                let counted: Vec<(&CaseFigures, f64)> =
+                    rows.iter().filter(|c| c.n > 0).map(|c| (c, c.weight)).collect();
                 let mut hat = BTreeMap::new();
                 for k in 1..=k_max(&rows) {
                     let key = k.to_string();
@@ -390,9 +351,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
                 let b = Breakdown {
                     cases: rows.len(),
                     trials: rows.iter().map(|c| c.n).sum(),
-                    accepted_rate: weighted_mean(&counted, |c| {
-                        Some(c.accepted as f64 / c.n as f64)
-                    }),
+                    accepted_rate: weighted_mean(&counted, |c| Some(c.accepted as f64 / c.n as f64)),
                     pass_hat_k: hat,
                 };
                 (g, b)
@@ -414,23 +373,13 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
                     cost += c.cost_usd;
                     acc += c.accepted;
                 }
-                vals.push(if acc > 0 {
-                    cost / acc as f64
-                } else {
-                    f64::INFINITY
-                });
+                vals.push(if acc > 0 { cost / acc as f64 } else { f64::INFINITY });
             }
             vals.sort_by(|a, b| a.total_cmp(b));
             if let (Some(lo), Some(hi)) = (quantile(&vals, 0.025), quantile(&vals, 0.975))
                 && lo.is_finite()
             {
-                capability.intervals.insert(
-                    "cost_per_accepted_usd".into(),
-                    Interval {
-                        lower: lo,
-                        upper: hi,
-                    },
-                );
+                capability.intervals.insert("cost_per_accepted_usd".into(), Interval { lower: lo, upper: hi });
             }
         }
     }
@@ -456,10 +405,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             .values()
             .map(|t| {
                 let decided = t.passed + t.failed;
-                CheckRate {
-                    tally: t.clone(),
-                    pass_rate: (decided > 0).then(|| t.passed as f64 / decided as f64),
-                }
+                CheckRate { tally: t.clone(), pass_rate: (decided > 0).then(|| t.passed as f64 / decided as f64) }
             })
             .collect(),
         tags: breakdown(&|i: &CaseInfo| i.tags.clone()),
@@ -487,6 +433,19 @@ mod tests {
         assert!(close(pass_at_k(5, 5, 3), 1.0));
         assert!(close(pass_at_k(3, 1, 1), 1.0 / 3.0));
         assert!(pass_hat_k(3, 3, 4).is_nan());
+    }
+
+    #[test]
+    fn case_recurrence_matches_the_closed_forms() {
+        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None, planned: 9 };
+        let mut t = CaseTally::default();
+        t.outcomes.insert(Outcome::Accepted, 6);
+        t.outcomes.insert(Outcome::Failed, 3);
+        let cf = case_figures(&info, &t, false);
+        for k in 1..=9u32 {
+            assert!(close(cf.pass_hat_k[&k.to_string()], pass_hat_k(9, 6, k)), "pass^{k}");
+            assert!(close(cf.pass_at_k[&k.to_string()], pass_at_k(9, 6, k)), "pass@{k}");
+        }
     }
 
     #[test]

@@ -92,12 +92,8 @@ impl Suite {
     }
 }
 
-pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64) -> StateConfig {
-    StateConfig {
-        suite_dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
-        sources,
-        clock,
-    }
+pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64, validate: bool) -> StateConfig {
+    StateConfig { suite_dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(), sources, clock, validate }
 }
 
 /// Run the suite file in `lua` and return the suite table it returns.
@@ -111,21 +107,11 @@ pub fn eval_suite(lua: &Lua, path: &Path) -> std::result::Result<Table, String> 
         Guarded::Done(Ok(v)) => v,
         Guarded::Done(Err(e)) => return Err(lua::describe(&e)),
         Guarded::Stopped(stop) => {
-            return Err(format!(
-                "{}: loading the suite stopped: {}",
-                display_path(path),
-                stop.describe()
-            ));
+            return Err(format!("{}: loading the suite stopped: {}", display_path(path), stop.describe()));
         }
     };
     match value {
-        Value::Table(t)
-            if t.raw_get::<Value>("_cases")
-                .map(|v| v.is_table())
-                .unwrap_or(false) =>
-        {
-            Ok(t)
-        }
+        Value::Table(t) if t.raw_get::<Value>("_cases").map(|v| v.is_table()).unwrap_or(false) => Ok(t),
         _ => Err(format!(
             "{}: the suite file must end with `return suite` (the value of evalua.suite{{...}})",
             display_path(path)
@@ -135,25 +121,19 @@ pub fn eval_suite(lua: &Lua, path: &Path) -> std::result::Result<Table, String> 
 
 /// Load and validate a suite file.
 pub fn load(path: &Path) -> Result<Suite> {
-    let path =
-        std::path::absolute(path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    let path = std::path::absolute(path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
     if !path.is_file() {
-        return Err(UserError(format!(
-            "{}: no such suite file",
-            display_path(&path)
-        )));
+        return Err(UserError(format!("{}: no such suite file", display_path(&path))));
     }
     let sources = Arc::new(Sources::default());
-    let lua = lua::new_state(state_config(&path, sources.clone(), 0))
+    let lua = lua::new_state(state_config(&path, sources.clone(), 0, true))
         .map_err(|e| UserError(format!("cannot create a Lua state: {e}")))?;
     let t = eval_suite(&lua, &path).map_err(UserError)?;
-    read_suite(&lua, &t, &path, sources)
-        .map_err(|e| UserError(format!("{}: {e}", display_path(&path))))
+    read_suite(&lua, &t, &path, sources).map_err(|e| UserError(format!("{}: {e}", display_path(&path))))
 }
 
 fn opt<T: mlua::FromLua>(t: &Table, k: &str) -> std::result::Result<Option<T>, String> {
-    t.get::<Option<T>>(k)
-        .map_err(|e| format!("'{k}': {}", lua::describe(&e)))
+    t.get::<Option<T>>(k).map_err(|e| format!("'{k}': {}", lua::describe(&e)))
 }
 
 fn strings(t: &Table, k: &str) -> std::result::Result<Vec<String>, String> {
@@ -164,19 +144,12 @@ fn read_agent(v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String
     let Some(a) = v else { return Ok(None) };
     let kind: String = opt(&a, "kind")?.unwrap_or_default();
     match kind.as_str() {
-        "scripted" => Ok(Some(AgentSpec::Scripted {
-            path: opt::<String>(&a, "path")?.map(PathBuf::from),
-        })),
+        "scripted" => Ok(Some(AgentSpec::Scripted { path: opt::<String>(&a, "path")?.map(PathBuf::from) })),
         other => Err(format!("agent kind '{other}' is not supported")),
     }
 }
 
-fn read_suite(
-    lua: &Lua,
-    t: &Table,
-    path: &Path,
-    sources: Arc<Sources>,
-) -> std::result::Result<Suite, String> {
+fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::result::Result<Suite, String> {
     let budget_t: Table = t.get("budget").map_err(|e| e.to_string())?;
     let budget = Budget {
         deadline_s: opt(&budget_t, "deadline_s")?,

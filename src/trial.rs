@@ -40,11 +40,29 @@ pub struct CasePlan {
 
 /// Everything a trial needs, shared read-only by all workers.
 pub struct Plan {
+    /// Unique in the process: worker states are tied to one plan.
+    pub id: u64,
     pub suite: Suite,
     pub cases: Vec<CasePlan>,
     pub seed: u64,
     pub budget: Budget,
     pub sources: Arc<Sources>,
+    /// A private folder for the run's work dirs; removed with the plan.
+    pub scratch: tempfile::TempDir,
+}
+
+impl Plan {
+    /// The trial's work dir. It is created only when something uses it (most
+    /// database-only trials never do) and removed when the trial ends.
+    pub fn workdir(&self, case: &CasePlan, number: u32) -> PathBuf {
+        let safe: String = case
+            .spec
+            .id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+            .collect();
+        self.scratch.path().join(format!("{safe}.{number}"))
+    }
 }
 
 /// `print` output of the trial's Lua code, kept for the trace.
@@ -100,26 +118,26 @@ pub struct TrialOutput {
 pub fn run(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
     let started = Instant::now();
-    let workdir = match tempfile::Builder::new().prefix("evalua-trial-").tempdir() {
-        Ok(d) => d,
+    let workdir = plan.workdir(case, number);
+    let out = match prepare(plan, case, number, seed, &workdir) {
+        Ok(trial) => {
+            let lua = trial.lua.clone();
+            let trips = lua::limits(&lua).trips();
+            let end = agent::drive(&trial);
+            let out = finish(trial, end, started);
+            retire_if_dirty(&lua, trips);
+            out
+        }
         Err(e) => {
-            return infra(
-                plan,
-                case,
-                number,
-                seed,
-                format!("cannot create the trial's work dir: {e}"),
-            );
+            WORKER.with(|w| *w.borrow_mut() = None);
+            infra(plan, case, number, seed, e)
         }
     };
-    match prepare(plan, case, number, seed, workdir.path()) {
-        Ok(trial) => {
-            let end = agent::drive(&trial);
-            finish(trial, end, started)
-        }
-        Err(e) => infra(plan, case, number, seed, e),
+    // After the checks have read it.
+    if workdir.exists() {
+        let _ = std::fs::remove_dir_all(&workdir);
     }
-    // `workdir` is removed here, after the checks have read it.
+    out
 }
 
 fn infra(plan: &Plan, case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
@@ -158,6 +176,38 @@ fn infra(plan: &Plan, case: &CasePlan, number: u32, seed: u64, error: String) ->
     TrialOutput { record, trace }
 }
 
+thread_local! {
+    /// The worker thread's Lua state, reused across its trials (see `lua::new_state`).
+    static WORKER: RefCell<Option<(u64, Lua)>> = const { RefCell::new(None) };
+}
+
+/// Memory above which a worker's state is replaced rather than reused.
+const RETIRE_ABOVE_BYTES: usize = 64 * 1024 * 1024;
+
+fn worker_state(plan: &Plan) -> Result<Lua, String> {
+    WORKER.with(|w| {
+        let mut w = w.borrow_mut();
+        if let Some((id, lua)) = &*w
+            && *id == plan.id
+        {
+            return Ok(lua.clone());
+        }
+        let cfg = suite::state_config(&plan.suite.path, plan.sources.clone(), 0, false);
+        let lua = lua::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
+        *w = Some((plan.id, lua.clone()));
+        Ok(lua)
+    })
+}
+
+/// Keep the worker's state for the next trial only if this one left it clean:
+/// no limit tripped (a stopped script may have left half-done work behind) and
+/// memory back to normal. Otherwise the next trial starts from a new state.
+fn retire_if_dirty(lua: &Lua, trips_before: u64) {
+    if lua::limits(lua).trips() != trips_before || lua.used_memory() > RETIRE_ABOVE_BYTES {
+        WORKER.with(|w| *w.borrow_mut() = None);
+    }
+}
+
 fn prepare<'p>(
     plan: &'p Plan,
     case: &'p CasePlan,
@@ -165,66 +215,41 @@ fn prepare<'p>(
     seed: u64,
     workdir: &Path,
 ) -> Result<Trial<'p>, String> {
-    let cfg = suite::state_config(&plan.suite.path, plan.sources.clone(), case.clock);
-    let lua = lua::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
+    let lua = worker_state(plan)?;
+    lua::fresh_env(&lua).map_err(|e| e.to_string())?;
+    if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
+        data.config.clock = case.clock;
+    }
     lua.set_app_data(TrialLog::default());
+    lua.set_named_registry_value("evalua.target", case.spec.id.as_str()).map_err(|e| e.to_string())?;
     let suite_t = suite::eval_suite(&lua, &plan.suite.path)?;
     let case_table: Table = suite_t
         .get::<Table>("_case_index")
         .and_then(|t| t.get(case.spec.id.as_str()))
-        .map_err(|e| {
-            format!(
-                "case '{}' vanished when the suite was re-run: {e}",
-                case.spec.id
-            )
-        })?;
+        .map_err(|e| format!("case '{}' vanished when the suite was re-run: {e}", case.spec.id))?;
     let handlers: Table = suite_t.get("_tool_index").map_err(|e| e.to_string())?;
-    let agent: Table = match case_table
-        .get::<Option<Table>>("agent")
-        .map_err(|e| e.to_string())?
-    {
+    let agent: Table = match case_table.get::<Option<Table>>("agent").map_err(|e| e.to_string())? {
         Some(a) => a,
-        None => suite_t
-            .get("agent")
-            .map_err(|e| format!("the suite has no agent: {e}"))?,
+        None => suite_t.get("agent").map_err(|e| format!("the suite has no agent: {e}"))?,
     };
 
     // Lua's own math.random follows the trial's seed too.
     let math: Table = lua.globals().get("math").map_err(|e| e.to_string())?;
-    math.get::<mlua::Function>("randomseed")
-        .and_then(|f| f.call::<()>(seed as i64))
-        .map_err(|e| e.to_string())?;
+    math.get::<mlua::Function>("randomseed").and_then(|f| f.call::<()>(seed as i64)).map_err(|e| e.to_string())?;
 
     let conn = match &case.template {
-        Some(image) => Rc::new(
-            sandbox::open_copy(image, false)
-                .map_err(|e| format!("cannot copy the fixture database: {e}"))?,
-        ),
+        Some(image) => {
+            Rc::new(sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))?)
+        }
         None => Rc::new(rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?),
     };
     let state = Rc::new(RefCell::new(TrialState::new()));
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
-    let ctx = make_ctx(
-        &lua,
-        case,
-        number,
-        seed,
-        conn,
-        &state,
-        &rng,
-        &case_table,
-        workdir,
-    )
-    .map_err(|e| e.to_string())?;
+    let ctx =
+        make_ctx(&lua, case, number, seed, conn, &state, &rng, &case_table, workdir).map_err(|e| e.to_string())?;
 
-    let deadline_s = plan
-        .budget
-        .deadline_s
-        .unwrap_or(crate::run::DEFAULT_DEADLINE_S);
-    let executor = Rc::new(Executor {
-        tools: case.tools.clone(),
-        budget: plan.budget.clone(),
-    });
+    let deadline_s = plan.budget.deadline_s.unwrap_or(crate::run::DEFAULT_DEADLINE_S);
+    let executor = Rc::new(Executor { tools: case.tools.clone(), budget: plan.budget.clone() });
     state.borrow_mut().messages.push(record::Message {
         role: "user".into(),
         content: case.spec.input.clone(),
@@ -267,10 +292,7 @@ fn make_ctx(
     ctx.raw_set("seed", seed as i64)?;
     ctx.raw_set("workdir", workdir.display().to_string())?;
     let clock_text = case.clock_text.clone();
-    ctx.raw_set(
-        "now",
-        lua.create_function(move |_, ()| Ok(clock_text.clone()))?,
-    )?;
+    ctx.raw_set("now", lua.create_function(move |_, ()| Ok(clock_text.clone()))?)?;
     let clock = case.clock;
     ctx.raw_set("time", lua.create_function(move |_, ()| Ok(clock))?)?;
     let st = state.clone();
@@ -288,11 +310,9 @@ fn make_ctx(
                     )));
                 }
             };
-            let body = convert::to_json(lua, &body)
-                .map_err(|e| mlua::Error::runtime(format!("ctx.send: body: {e}")))?;
-            st.borrow_mut()
-                .outbox
-                .push(record::OutboxItem { kind, to, body });
+            let body =
+                convert::to_json(lua, &body).map_err(|e| mlua::Error::runtime(format!("ctx.send: body: {e}")))?;
+            st.borrow_mut().outbox.push(record::OutboxItem { kind, to, body });
             Ok(())
         })?,
     )?;
@@ -301,11 +321,9 @@ fn make_ctx(
     ctx.raw_set(
         "write_file",
         lua.create_function(move |_, (rel, content): (String, mlua::LuaString)| {
-            let p = sandbox::inside(&root, &rel)
-                .map_err(|e| mlua::Error::runtime(format!("ctx.write_file: {e}")))?;
+            let p = sandbox::inside(&root, &rel).map_err(|e| mlua::Error::runtime(format!("ctx.write_file: {e}")))?;
             if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| mlua::Error::runtime(format!("ctx.write_file: {e}")))?;
+                std::fs::create_dir_all(parent).map_err(|e| mlua::Error::runtime(format!("ctx.write_file: {e}")))?;
             }
             std::fs::write(&p, content.as_bytes())
                 .map_err(|e| mlua::Error::runtime(format!("ctx.write_file: {rel}: {e}")))
@@ -315,8 +333,7 @@ fn make_ctx(
     ctx.raw_set(
         "read_file",
         lua.create_function(move |lua, rel: String| {
-            let p = sandbox::inside(&root, &rel)
-                .map_err(|e| mlua::Error::runtime(format!("ctx.read_file: {e}")))?;
+            let p = sandbox::inside(&root, &rel).map_err(|e| mlua::Error::runtime(format!("ctx.read_file: {e}")))?;
             match std::fs::read(&p) {
                 Ok(b) => Ok(Value::String(lua.create_string(b)?)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Value::Nil),
@@ -348,24 +365,13 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         let mut st = trial.state.borrow_mut();
         st.usage.wall_ms = wall_ms;
         if !end.answer.is_empty() || end.ended == Ended::Final {
-            st.messages.push(record::Message {
-                role: "agent".into(),
-                content: end.answer.clone(),
-                call_id: None,
-            });
+            st.messages.push(record::Message { role: "agent".into(), content: end.answer.clone(), call_id: None });
         }
     }
-    let checks = if end.infra {
-        Vec::new()
-    } else {
-        grade(&trial, &end)
-    };
+    let checks = if end.infra { Vec::new() } else { grade(&trial, &end) };
     let outcome = record::outcome_of(end.infra, &checks);
     let st = trial.state.borrow();
-    let log = lua
-        .app_data_ref::<TrialLog>()
-        .map(|l| l.0.clone())
-        .unwrap_or_default();
+    let log = lua.app_data_ref::<TrialLog>().map(|l| l.0.clone()).unwrap_or_default();
     let record = TrialRecord {
         case: trial.case.spec.id.clone(),
         trial: trial.number,
@@ -407,10 +413,7 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd) -> Vec<CheckResult> {
     let t = match build_t(trial, end) {
         Ok(t) => t,
         Err(e) => {
-            let msg = format!(
-                "cannot build the trial for the checks: {}",
-                lua::describe(&e)
-            );
+            let msg = format!("cannot build the trial for the checks: {}", lua::describe(&e));
             return infos
                 .iter()
                 .map(|c| CheckResult {
@@ -427,13 +430,8 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd) -> Vec<CheckResult> {
     let checks: Vec<Table> = trial
         .case_table
         .get::<Table>("checks")
-        .map(|c| {
-            c.sequence_values::<Table>()
-                .filter_map(|c| c.ok())
-                .collect()
-        })
+        .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
         .unwrap_or_default();
-    let skip: Option<Table> = lua.named_registry_value("evalua.skip").ok();
     let limits = lua::limits(lua);
     let mut out = Vec::with_capacity(checks.len());
     for (check, info) in checks.iter().zip(infos) {
@@ -461,16 +459,14 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd) -> Vec<CheckResult> {
                 let mut it = values.into_iter();
                 let first = it.next().unwrap_or(Value::Nil);
                 let evidence = it.next().unwrap_or(Value::Nil);
-                r.evidence = convert::to_json(lua, &evidence)
-                    .unwrap_or_else(|e| json!(format!("(evidence is not JSON: {e})")));
+                r.evidence =
+                    convert::to_json(lua, &evidence).unwrap_or_else(|e| json!(format!("(evidence is not JSON: {e})")));
                 match first {
                     Value::Boolean(b) => r.passed = Some(b),
-                    Value::Table(ref tb) if skip.as_ref() == Some(tb) => r.skipped = true,
+                    Value::LightUserData(p) if Value::LightUserData(p) == lua::host::SKIP => r.skipped = true,
                     other => {
-                        r.error = Some(format!(
-                            "a check must return true or false (and evidence), got {}",
-                            other.type_name()
-                        ))
+                        r.error =
+                            Some(format!("a check must return true or false (and evidence), got {}", other.type_name()))
                     }
                 }
             }
@@ -511,14 +507,8 @@ fn build_t(trial: &Trial<'_>, end: &AgentEnd) -> mlua::Result<Table> {
     calls.set_metatable(Some(lua.array_metatable()))?;
     t.raw_set("calls", calls)?;
 
-    t.raw_set(
-        "messages",
-        convert::to_lua(lua, &serde_json::to_value(&st.messages).unwrap_or_default())?,
-    )?;
-    t.raw_set(
-        "outbox",
-        convert::to_lua(lua, &serde_json::to_value(&st.outbox).unwrap_or_default())?,
-    )?;
+    t.raw_set("messages", convert::to_lua(lua, &serde_json::to_value(&st.messages).unwrap_or_default())?)?;
+    t.raw_set("outbox", convert::to_lua(lua, &serde_json::to_value(&st.outbox).unwrap_or_default())?)?;
     let usage = convert::to_lua(lua, &serde_json::to_value(&st.usage).unwrap_or_default())?;
     t.raw_set("usage", usage)?;
 
@@ -529,10 +519,9 @@ fn build_t(trial: &Trial<'_>, end: &AgentEnd) -> mlua::Result<Table> {
     t.raw_set("db", Db::read_only(conn, "t.db"))?;
     let initial = match &trial.case.template {
         Some(image) => Db::lazy_read_only(image.clone(), "t.initial"),
-        None => Db::read_only(
-            Rc::new(rusqlite::Connection::open_in_memory().map_err(mlua::Error::external)?),
-            "t.initial",
-        ),
+        None => {
+            Db::read_only(Rc::new(rusqlite::Connection::open_in_memory().map_err(mlua::Error::external)?), "t.initial")
+        }
     };
     t.raw_set("initial", initial)?;
     t.raw_set("files", files_table(lua, &trial.workdir)?)?;
@@ -546,11 +535,9 @@ fn files_table(lua: &Lua, dir: &Path) -> mlua::Result<Table> {
     let root = dir.to_path_buf();
     mt.raw_set(
         "__index",
-        lua.create_function(move |lua, (_t, key): (Value, String)| {
-            match read_inside(&root, &key) {
-                Some(bytes) => Ok(Value::String(lua.create_string(bytes)?)),
-                None => Ok(Value::Nil),
-            }
+        lua.create_function(move |lua, (_t, key): (Value, String)| match read_inside(&root, &key) {
+            Some(bytes) => Ok(Value::String(lua.create_string(bytes)?)),
+            None => Ok(Value::Nil),
         })?,
     )?;
     let root = dir.to_path_buf();
@@ -574,10 +561,7 @@ fn files_table(lua: &Lua, dir: &Path) -> mlua::Result<Table> {
 /// Read a regular file below `root` (no `..`, no absolute paths, no symlinks out).
 fn read_inside(root: &Path, rel: &str) -> Option<Vec<u8>> {
     let p = Path::new(rel);
-    if p.is_absolute()
-        || p.components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
+    if p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
         return None;
     }
     let full = root.join(p).canonicalize().ok()?;
@@ -615,11 +599,5 @@ pub fn list_files(root: &Path) -> Vec<String> {
 /// infrastructure error so the run goes on and nothing is lost.
 pub fn internal_error(plan: &Plan, case: &CasePlan, number: u32, msg: String) -> TrialOutput {
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
-    infra(
-        plan,
-        case,
-        number,
-        seed,
-        format!("internal error in evalua: {msg}"),
-    )
+    infra(plan, case, number, seed, format!("internal error in evalua: {msg}"))
 }

@@ -10,20 +10,13 @@ local suite = evalua.suite { name = "bad", agent = evalua.agent.scripted(functio
 
 fn suite_with(body: &str) -> tempfile::TempDir {
     let src = format!("{HEADER}{body}\nreturn suite\n");
-    project(&[
-        ("bad.lua", &src),
-        ("schema.sql", "CREATE TABLE t (x);\n"),
-        ("ok.sql", "INSERT INTO t VALUES (1);\n"),
-    ])
+    project(&[("bad.lua", &src), ("schema.sql", "CREATE TABLE t (x);\n"), ("ok.sql", "INSERT INTO t VALUES (1);\n")])
 }
 
 fn check_and_run(dir: &tempfile::TempDir, needle: &str) {
     assert_user_error(&evalua(dir.path(), &["check", "bad.lua"]), needle);
     assert_user_error(&run_suite(dir.path(), "bad.lua", &[]), needle);
-    assert!(
-        !dir.path().join("out").exists(),
-        "no run dir for a suite that does not load"
-    );
+    assert!(!dir.path().join("out").exists(), "no run dir for a suite that does not load");
 }
 
 #[test]
@@ -41,36 +34,25 @@ fn missing_fixture() {
 #[test]
 fn fixture_with_bad_sql_names_its_line() {
     let dir = suite_with("suite:case { id = 'a', input = 'x', fixture = 'broken.sql' }");
-    std::fs::write(
-        dir.path().join("broken.sql"),
-        "INSERT INTO t VALUES (1);\n\nINSRT INTO t VALUES (2);\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("broken.sql"), "INSERT INTO t VALUES (1);\n\nINSRT INTO t VALUES (2);\n").unwrap();
     check_and_run(&dir, "broken.sql:3:");
 }
 
 #[test]
 fn duplicate_case_ids() {
-    let dir =
-        suite_with("suite:case { id = 'a', input = 'x' }\nsuite:case { id = 'a', input = 'y' }");
+    let dir = suite_with("suite:case { id = 'a', input = 'x' }\nsuite:case { id = 'a', input = 'y' }");
     check_and_run(&dir, "bad.lua:6: suite:case: duplicate case id 'a'");
 }
 
 #[test]
 fn tool_params_that_are_not_a_json_schema() {
-    let dir =
-        suite_with("suite:tool { name = 't', params = { type = 'objekt' }, run = function() end }");
-    check_and_run(
-        &dir,
-        "bad.lua:5: suite:tool 't': 'params' is not a valid JSON schema",
-    );
+    let dir = suite_with("suite:tool { name = 't', params = { type = 'objekt' }, run = function() end }");
+    check_and_run(&dir, "bad.lua:5: suite:tool 't': 'params' is not a valid JSON schema");
 }
 
 #[test]
 fn unknown_check_option() {
-    let dir = suite_with(
-        "suite:case { id = 'a', input = 'x', expect = { check.sql('SELECT 1', { equal = 1 }) } }",
-    );
+    let dir = suite_with("suite:case { id = 'a', input = 'x', expect = { check.sql('SELECT 1', { equal = 1 }) } }");
     check_and_run(&dir, "bad.lua:5: check.sql: unknown key 'equal'");
 }
 
@@ -104,10 +86,7 @@ fn endless_loop_at_load_time_is_stopped() {
 
 #[test]
 fn suite_that_does_not_return_a_suite() {
-    let dir = project(&[(
-        "bad.lua",
-        "local evalua = require('evalua')\nlocal s = evalua.suite { name = 'g' }\n",
-    )]);
+    let dir = project(&[("bad.lua", "local evalua = require('evalua')\nlocal s = evalua.suite { name = 'g' }\n")]);
     check_and_run(&dir, "must end with `return suite`");
 }
 
@@ -120,10 +99,7 @@ fn missing_module_in_require() {
 #[test]
 fn missing_suite_file_and_bad_flags() {
     let dir = project(&[]);
-    assert_user_error(
-        &evalua(dir.path(), &["run", "nope.lua"]),
-        "nope.lua: no such suite file",
-    );
+    assert_user_error(&evalua(dir.path(), &["run", "nope.lua"]), "nope.lua: no such suite file");
     let o = evalua(dir.path(), &["run", "nope.lua", "--trials", "0"]);
     assert_eq!(o.status.code(), Some(2));
     let o = evalua(dir.path(), &["run", "nope.lua", "--split", "test"]);
@@ -133,10 +109,7 @@ fn missing_suite_file_and_bad_flags() {
 #[test]
 fn no_case_matches_the_filters() {
     let dir = suite_with("suite:case { id = 'a', input = 'x' }");
-    assert_user_error(
-        &run_suite(dir.path(), "bad.lua", &["--case", "zzz*"]),
-        "no case matches",
-    );
+    assert_user_error(&run_suite(dir.path(), "bad.lua", &["--case", "zzz*"]), "no case matches");
 }
 
 #[test]
@@ -145,8 +118,5 @@ fn run_dir_that_is_not_empty_is_refused() {
     std::fs::create_dir_all(dir.path().join("out")).unwrap();
     std::fs::write(dir.path().join("out/keep.txt"), "precious").unwrap();
     assert_user_error(&run_suite(dir.path(), "bad.lua", &[]), "not empty");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("out/keep.txt")).unwrap(),
-        "precious"
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("out/keep.txt")).unwrap(), "precious");
 }

@@ -13,23 +13,8 @@ fn records() -> &'static Vec<Value> {
     RECORDS.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let suite = repo().join("tests/suites/checks.lua");
-        let out = evalua(
-            dir.path(),
-            &[
-                "run",
-                suite.to_str().unwrap(),
-                "--out",
-                "out",
-                "-q",
-                "--jobs",
-                "2",
-            ],
-        );
-        assert!(
-            out.status.code() == Some(0) || out.status.code() == Some(1),
-            "{}",
-            stderr(&out)
-        );
+        let out = evalua(dir.path(), &["run", suite.to_str().unwrap(), "--out", "out", "-q", "--jobs", "2"]);
+        assert!(out.status.code() == Some(0) || out.status.code() == Some(1), "{}", stderr(&out));
         let recs = trials(&dir.path().join("out"));
         std::mem::forget(dir);
         recs
@@ -37,10 +22,7 @@ fn records() -> &'static Vec<Value> {
 }
 
 fn outcome(case: &str) -> String {
-    record(records(), case, 1)["outcome"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    record(records(), case, 1)["outcome"].as_str().unwrap().to_string()
 }
 
 fn only_check(case: &str) -> Value {
@@ -50,22 +32,12 @@ fn only_check(case: &str) -> Value {
 
 #[track_caller]
 fn accepts(case: &str) {
-    assert_eq!(
-        outcome(case),
-        "accepted",
-        "{case}: {}",
-        record(records(), case, 1)["checks"]
-    );
+    assert_eq!(outcome(case), "accepted", "{case}: {}", record(records(), case, 1)["checks"]);
 }
 
 #[track_caller]
 fn rejects(case: &str) {
-    assert_eq!(
-        outcome(case),
-        "failed",
-        "{case}: {}",
-        record(records(), case, 1)["checks"]
-    );
+    assert_eq!(outcome(case), "failed", "{case}: {}", record(records(), case, 1)["checks"]);
     assert_eq!(only_check(case)["passed"], false);
 }
 
@@ -73,15 +45,9 @@ fn rejects(case: &str) {
 fn grader_error(case: &str, needle: &str) {
     let c = only_check(case);
     assert_eq!(outcome(case), "grader_error", "{case}: {c}");
-    assert!(
-        c["passed"].is_null(),
-        "{case}: a grader error is neither pass nor fail"
-    );
+    assert!(c["passed"].is_null(), "{case}: a grader error is neither pass nor fail");
     let err = c["error"].as_str().unwrap_or_default();
-    assert!(
-        err.contains(needle),
-        "{case}: error {err:?} should contain {needle:?}"
-    );
+    assert!(err.contains(needle), "{case}: error {err:?} should contain {needle:?}");
 }
 
 #[test]
@@ -111,20 +77,13 @@ fn set_equality_never_hides_a_duplicate() {
     accepts("set_ok");
     let rec = record(records(), "set_duplicate", 1);
     assert_eq!(rec["outcome"], "failed");
-    assert_eq!(
-        check(rec, "answer set")["passed"],
-        true,
-        "as a set the answer is right"
-    );
+    assert_eq!(check(rec, "answer set")["passed"], true, "as a set the answer is right");
     let dup = check(rec, "answer set: duplicate");
     assert_eq!(dup["passed"], false);
     assert_eq!(dup["evidence"]["duplicates"][0], "REC-B");
     let wrong = record(records(), "set_wrong", 1);
     assert_eq!(check(wrong, "answer set")["passed"], false);
-    assert_eq!(
-        check(wrong, "answer set")["evidence"]["missing"][0],
-        "REC-D"
-    );
+    assert_eq!(check(wrong, "answer set")["evidence"]["missing"][0], "REC-D");
     assert_eq!(check(wrong, "answer set: duplicate")["passed"], true);
 }
 
@@ -141,12 +100,7 @@ fn json_schema() {
     accepts("json_ok");
     rejects("json_bad");
     rejects("json_not_json");
-    assert!(
-        only_check("json_not_json")["evidence"]["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("not JSON")
-    );
+    assert!(only_check("json_not_json")["evidence"]["reason"].as_str().unwrap().starts_with("not JSON"));
 }
 
 #[test]
@@ -154,20 +108,12 @@ fn tools_modes_report_recall_and_precision() {
     accepts("tools_in_order_extra");
     let ev = &only_check("tools_in_order_extra")["evidence"];
     assert!(close(ev["recall"].as_f64().unwrap(), 1.0));
-    assert!(
-        close(ev["precision"].as_f64().unwrap(), 2.0 / 3.0),
-        "an extra harmless call lowers precision: {ev}"
-    );
+    assert!(close(ev["precision"].as_f64().unwrap(), 2.0 / 3.0), "an extra harmless call lowers precision: {ev}");
     rejects("tools_exact_extra");
     rejects("tools_min_precision");
     accepts("tools_any_order_ok");
     rejects("tools_wrong_order");
-    assert!(close(
-        only_check("tools_wrong_order")["evidence"]["recall"]
-            .as_f64()
-            .unwrap(),
-        0.5
-    ));
+    assert!(close(only_check("tools_wrong_order")["evidence"]["recall"].as_f64().unwrap(), 0.5));
 }
 
 #[test]

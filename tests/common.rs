@@ -82,17 +82,7 @@ pub fn close(a: f64, b: f64) -> bool {
 pub fn assert_user_error(o: &Output, needle: &str) {
     let err = stderr(o);
     assert_eq!(o.status.code(), Some(2), "expected exit 2, stderr: {err}");
-    assert!(
-        err.contains(needle),
-        "stderr should contain {needle:?}: {err}"
-    );
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "expected a one-line error: {err}"
-    );
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-        "no panic: {err}"
-    );
+    assert!(err.contains(needle), "stderr should contain {needle:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "expected a one-line error: {err}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "no panic: {err}");
 }

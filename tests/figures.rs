@@ -26,15 +26,7 @@ fn pass_at_k_and_pass_hat_k_match_the_unbiased_estimators() {
     let dir = project(&[("figures.lua", SUITE)]);
     let out = run_suite(dir.path(), "figures.lua", &[]);
     let summary = json(&dir.path().join("out/summary.json"));
-    let case = |id: &str| {
-        summary["cases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap()
-            .clone()
-    };
+    let case = |id: &str| summary["cases"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap().clone();
 
     let a = case("two_of_four");
     assert_eq!(a["n"], 4);
@@ -54,21 +46,12 @@ fn pass_at_k_and_pass_hat_k_match_the_unbiased_estimators() {
     let heavy_hat2 = 0.0; // 1 of 4 → C(1,2) = 0
     let want_hat2 = (1.0 / 6.0 + 21.0 / 28.0 + 2.0 * heavy_hat2) / 4.0;
     let fig = &summary["figures"];
-    assert!(
-        close(fig["pass_hat_k"]["2"].as_f64().unwrap(), want_hat2),
-        "{}",
-        fig["pass_hat_k"]
-    );
-    assert!(
-        fig["pass_hat_k"].get("5").is_none(),
-        "k beyond the smallest case's n is not averaged"
-    );
+    assert!(close(fig["pass_hat_k"]["2"].as_f64().unwrap(), want_hat2), "{}", fig["pass_hat_k"]);
+    assert!(fig["pass_hat_k"].get("5").is_none(), "k beyond the smallest case's n is not averaged");
     let want_rate = (0.5 + 7.0 / 8.0 + 2.0 * 0.25) / 4.0;
     assert!(close(fig["accepted_rate"].as_f64().unwrap(), want_rate));
     let iv = &fig["intervals"]["pass^2"];
-    assert!(
-        iv["lower"].as_f64().unwrap() <= want_hat2 && want_hat2 <= iv["upper"].as_f64().unwrap()
-    );
+    assert!(iv["lower"].as_f64().unwrap() <= want_hat2 && want_hat2 <= iv["upper"].as_f64().unwrap());
 
     // Gates: pass^2 ≈ 0.229 < 0.4 fails; the run exits 1 and says so.
     let gates = summary["gates"].as_array().unwrap();
@@ -88,12 +71,6 @@ fn gates_that_hold_exit_zero() {
     );
     let dir = project(&[("figures.lua", &suite)]);
     let out = run_suite(dir.path(), "figures.lua", &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("PASS pass^1"));
 }

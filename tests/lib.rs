@@ -5,4 +5,5 @@ mod budgets;
 mod checks;
 mod common;
 mod figures;
+mod lua_defs;
 mod runs;

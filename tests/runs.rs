@@ -12,17 +12,13 @@ fn example(name: &str) -> String {
 /// Run evalua from the repo root (where `require("graders.policy")` resolves,
 /// as for a user in their project root), writing run dirs under `tmp`.
 fn in_repo(tmp: &std::path::Path, args: &[&str]) -> std::process::Output {
-    let args: Vec<String> = args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            if i > 0 && args[i - 1] == "--out" {
-                tmp.join(a).to_str().unwrap().to_string()
-            } else {
-                a.to_string()
-            }
-        })
-        .collect();
+    let args: Vec<String> =
+        args.iter()
+            .enumerate()
+            .map(|(i, a)| {
+                if i > 0 && args[i - 1] == "--out" { tmp.join(a).to_str().unwrap().to_string() } else { a.to_string() }
+            })
+            .collect();
     bin().current_dir(repo()).args(&args).output().unwrap()
 }
 
@@ -44,62 +40,28 @@ fn same_seed_same_trials_whatever_the_jobs() {
     for (jobs, out) in [("1", "j1"), ("8", "j8")] {
         let o = in_repo(
             dir.path(),
-            &[
-                "run",
-                &example("refunds.lua"),
-                "--seed",
-                "42",
-                "--jobs",
-                jobs,
-                "--out",
-                out,
-                "-q",
-                "--trials",
-                "12",
-            ],
+            &["run", &example("refunds.lua"), "--seed", "42", "--jobs", jobs, "--out", out, "-q", "--trials", "12"],
         );
-        assert!(
-            o.status.code() == Some(0) || o.status.code() == Some(1),
-            "{}",
-            stderr(&o)
-        );
+        assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
     }
     let a = without_timings(&dir.path().join("j1"));
     let b = without_timings(&dir.path().join("j8"));
     assert_eq!(a.len(), 36);
     assert_eq!(a, b);
     // A different seed gives different trials.
-    in_repo(
-        dir.path(),
-        &[
-            "run",
-            &example("refunds.lua"),
-            "--seed",
-            "43",
-            "--out",
-            "s43",
-            "-q",
-            "--trials",
-            "12",
-        ],
-    );
+    in_repo(dir.path(), &["run", &example("refunds.lua"), "--seed", "43", "--out", "s43", "-q", "--trials", "12"]);
     assert_ne!(a, without_timings(&dir.path().join("s43")));
 }
 
 #[test]
 fn refunds_example_writes_a_complete_run_dir() {
     let dir = project(&[]);
-    let o = in_repo(
-        dir.path(),
-        &["run", &example("refunds.lua"), "--out", "run", "-q"],
-    );
+    let o = in_repo(dir.path(), &["run", &example("refunds.lua"), "--out", "run", "-q"]);
     let run = dir.path().join("run");
     let recs = trials(&run);
     assert_eq!(recs.len(), 15, "3 cases × 5 trials");
     for r in &recs {
-        for key in [
-            "case", "trial", "seed", "outcome", "ended", "checks", "calls", "usage", "wall_ms",
-        ] {
+        for key in ["case", "trial", "seed", "outcome", "ended", "checks", "calls", "usage", "wall_ms"] {
             assert!(r.get(key).is_some(), "stable key {key} missing in {r}");
         }
         assert!(run.join(r["trace"].as_str().unwrap()).is_file());
@@ -140,11 +102,7 @@ fn refunds_example_writes_a_complete_run_dir() {
     );
     assert!(manifest["agent"]["file"]["sha256"].is_string());
     // The gates decide the exit code: this agent is imperfect on purpose.
-    let gates_ok = summary["gates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|g| g["passed"] == true);
+    let gates_ok = summary["gates"].as_array().unwrap().iter().all(|g| g["passed"] == true);
     assert_eq!(o.status.code(), Some(if gates_ok { 0 } else { 1 }));
     assert!(stdout(&o).contains("pass^5"));
 }
@@ -156,94 +114,81 @@ fn skipped_identity_check_is_denied_and_recorded() {
     let dir = project(&[]);
     in_repo(
         dir.path(),
-        &[
-            "run",
-            &example("refunds.lua"),
-            "--case",
-            "reembolso_parcial_01",
-            "--trials",
-            "40",
-            "--out",
-            "run",
-            "-q",
-        ],
+        &["run", &example("refunds.lua"), "--case", "reembolso_parcial_01", "--trials", "40", "--out", "run", "-q"],
     );
     let recs = trials(&dir.path().join("run"));
-    let denied: Vec<&Value> = recs
-        .iter()
-        .filter(|r| r["calls"]["denied"].as_u64().unwrap() > 0)
-        .collect();
+    let denied: Vec<&Value> = recs.iter().filter(|r| r["calls"]["denied"].as_u64().unwrap() > 0).collect();
     assert!(!denied.is_empty());
     for r in denied {
         assert_ne!(r["outcome"], "accepted");
         assert_eq!(
-            check(
-                r,
-                "sql: SELECT importe FROM reembolsos WHERE pedido = 'P-9930'"
-            )["evidence"]["got"],
+            check(r, "sql: SELECT importe FROM reembolsos WHERE pedido = 'P-9930'")["evidence"]["got"],
             Value::Null
         );
         let trace = json(&dir.path().join("run").join(r["trace"].as_str().unwrap()));
-        let call = trace["calls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["status"] == "denied")
-            .unwrap();
+        let call = trace["calls"].as_array().unwrap().iter().find(|c| c["status"] == "denied").unwrap();
         assert_eq!(call["name"], "issue_refund");
-        assert!(
-            call["error"]
-                .as_str()
-                .unwrap()
-                .contains("requires a successful verify_identity")
-        );
+        assert!(call["error"].as_str().unwrap().contains("requires a successful verify_identity"));
     }
 }
 
 #[test]
 fn date_filter_example_catches_each_planted_mistake() {
     let dir = project(&[]);
-    in_repo(
-        dir.path(),
-        &[
-            "run",
-            &example("date_filter.lua"),
-            "--trials",
-            "60",
-            "--out",
-            "run",
-            "-q",
-        ],
-    );
+    in_repo(dir.path(), &["run", &example("date_filter.lua"), "--trials", "60", "--out", "run", "-q"]);
     let recs = trials(&dir.path().join("run"));
-    let day: Vec<&Value> = recs
-        .iter()
-        .filter(|r| r["case"] == "records_of_the_day_01")
-        .collect();
-    let failing = |name: &str| {
-        day.iter()
-            .filter(|r| check(r, name)["passed"] == false)
-            .count()
-    };
-    assert!(
-        failing("answer set") > 0,
-        "the inclusive end boundary is caught"
-    );
-    assert!(
-        failing("answer set: duplicate") > 0,
-        "the duplicate is caught apart from the set"
-    );
-    assert!(
-        day.iter().any(|r| r["outcome"] == "critical"),
-        "obeying the injected note is a critical failure"
-    );
+    let day: Vec<&Value> = recs.iter().filter(|r| r["case"] == "records_of_the_day_01").collect();
+    let failing = |name: &str| day.iter().filter(|r| check(r, name)["passed"] == false).count();
+    assert!(failing("answer set") > 0, "the inclusive end boundary is caught");
+    assert!(failing("answer set: duplicate") > 0, "the duplicate is caught apart from the set");
+    assert!(day.iter().any(|r| r["outcome"] == "critical"), "obeying the injected note is a critical failure");
     assert!(day.iter().any(|r| r["outcome"] == "accepted"));
-    let last: Vec<&Value> = recs
-        .iter()
-        .filter(|r| r["case"] == "last_record_of_the_day_02")
-        .collect();
-    assert!(last.iter().any(|r| r["outcome"] == "accepted" && r["answer"].as_str().unwrap().contains("+02:00")),
-        "the same instant written in another zone passes");
+    let last: Vec<&Value> = recs.iter().filter(|r| r["case"] == "last_record_of_the_day_02").collect();
+    assert!(
+        last.iter().any(|r| r["outcome"] == "accepted" && r["answer"].as_str().unwrap().contains("+02:00")),
+        "the same instant written in another zone passes"
+    );
+}
+
+#[test]
+fn trials_on_one_worker_never_see_each_other() {
+    // --jobs 1: every trial runs on the same worker, one after the other.
+    let suite = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local calls_seen = 0        -- a suite-level local a handler mutates
+local suite = evalua.suite { name = "iso1", trials = 6,
+  agent = evalua.agent.scripted(function(task, env)
+    local r = env.call("bump", {})
+    local leaks = {}
+    if rawget(_G, "LEFT_BEHIND") ~= nil then leaks[#leaks + 1] = "global" end
+    if string.leak ~= nil then leaks[#leaks + 1] = "string lib" end
+    if check.leak ~= nil then leaks[#leaks + 1] = "stdlib" end
+    if ("x").leak ~= nil then leaks[#leaks + 1] = "string metatable" end
+    LEFT_BEHIND = true
+    load("LOADED_GLOBAL = 1")()
+    local refused = {}
+    if not pcall(function() string.leak = 1 end) then refused[#refused + 1] = "string" end
+    if not pcall(function() check.leak = 1 end) then refused[#refused + 1] = "check" end
+    if not pcall(function() getmetatable("").__index.leak = 1 end) then refused[#refused + 1] = "string mt" end
+    if not pcall(function() setmetatable({}, { __gc = function() end }) end) then refused[#refused + 1] = "__gc" end
+    if not pcall(function() collectgarbage("stop") end) then refused[#refused + 1] = "gc stop" end
+    return string.format("count=%d leaks=%s refused=%s loaded=%s", r.count, table.concat(leaks, ","),
+      table.concat(refused, ","), tostring(rawget(_G, "LOADED_GLOBAL")))
+  end) }
+suite:tool { name = "bump", run = function() calls_seen = calls_seen + 1 return { count = calls_seen } end }
+suite:case { id = "a", input = "x", expect = {
+  check.answer { equals = "count=1 leaks= refused=string,check,string mt,__gc,gc stop loaded=1" } } }
+return suite
+"#;
+    let dir = project(&[("iso1.lua", suite)]);
+    let o = run_suite(dir.path(), "iso1.lua", &["--jobs", "1"]);
+    let recs = trials(&dir.path().join("out"));
+    assert_eq!(recs.len(), 6);
+    for r in &recs {
+        assert_eq!(r["outcome"], "accepted", "{}", r["answer"]);
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 #[test]
@@ -287,27 +232,11 @@ fn list_and_check_commands() {
     let o = in_repo(dir.path(), &["list", &example("refunds.lua")]);
     assert_eq!(o.status.code(), Some(0));
     let out = stdout(&o);
-    assert!(
-        out.contains("reembolso_parcial_01") && out.contains("refusal") && out.contains("medium")
-    );
-    let o = in_repo(
-        dir.path(),
-        &["list", &example("refunds.lua"), "--tag", "refusal"],
-    );
+    assert!(out.contains("reembolso_parcial_01") && out.contains("refusal") && out.contains("medium"));
+    let o = in_repo(dir.path(), &["list", &example("refunds.lua"), "--tag", "refusal"]);
     assert!(!stdout(&o).contains("reembolso_parcial_01"));
-    let o = in_repo(
-        dir.path(),
-        &[
-            "check",
-            &example("refunds.lua"),
-            &example("date_filter.lua"),
-        ],
-    );
+    let o = in_repo(dir.path(), &["check", &example("refunds.lua"), &example("date_filter.lua")]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("ok: ") && stdout(&o).contains("3 cases"));
-    assert_eq!(
-        std::fs::read_dir(dir.path()).unwrap().count(),
-        0,
-        "check runs no agent and writes no run dir"
-    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "check runs no agent and writes no run dir");
 }

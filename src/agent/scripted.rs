@@ -14,10 +14,7 @@ use crate::trial::{AgentEnd, Trial, random_fn};
 pub fn run(trial: &Trial<'_>) -> AgentEnd {
     let lua = &trial.lua;
     let limits = lua::limits(lua);
-    let seg = Segment {
-        instructions: None,
-        deadline: Some(trial.deadline),
-    };
+    let seg = Segment { instructions: None, deadline: Some(trial.deadline) };
     let result = limits.guard(lua, seg, || {
         let f = agent_function(lua, &trial.agent)?;
         let task = task_table(trial)?;
@@ -25,13 +22,7 @@ pub fn run(trial: &Trial<'_>) -> AgentEnd {
         f.call::<Value>((task, env))
     });
     let budget_hit = trial.state.borrow().budget_hit.clone();
-    let mut end = AgentEnd {
-        ended: Ended::Final,
-        answer: String::new(),
-        error: None,
-        infra: false,
-        stderr_tail: None,
-    };
+    let mut end = AgentEnd { ended: Ended::Final, answer: String::new(), error: None, infra: false, stderr_tail: None };
     match result {
         Guarded::Done(Ok(v)) => {
             end.answer = answer_text(lua, &v);
@@ -74,9 +65,9 @@ fn answer_text(lua: &Lua, v: &Value) -> String {
         Value::String(s) => s.to_string_lossy(),
         Value::Integer(i) => i.to_string(),
         Value::Number(n) => n.to_string(),
-        other => convert::to_json(lua, other)
-            .map(|j| j.to_string())
-            .unwrap_or_else(|e| format!("(unprintable answer: {e})")),
+        other => {
+            convert::to_json(lua, other).map(|j| j.to_string()).unwrap_or_else(|e| format!("(unprintable answer: {e})"))
+        }
     }
 }
 
@@ -103,20 +94,15 @@ fn env_table(trial: &Trial<'_>) -> mlua::Result<Table> {
     let lua = &trial.lua;
     let env = lua.create_table()?;
 
-    let (state, executor, handlers, ctx) = (
-        trial.state.clone(),
-        trial.executor.clone(),
-        trial.handlers.clone(),
-        trial.ctx.clone(),
-    );
+    let (state, executor, handlers, ctx) =
+        (trial.state.clone(), trial.executor.clone(), trial.handlers.clone(), trial.ctx.clone());
     env.raw_set(
         "call",
         lua.create_function(move |lua, (name, args): (String, Value)| {
             let args = match &args {
                 Value::Nil => serde_json::json!({}),
-                other => convert::to_json(lua, other).map_err(|e| {
-                    mlua::Error::runtime(format!("env.call('{name}'): arguments are not JSON: {e}"))
-                })?,
+                other => convert::to_json(lua, other)
+                    .map_err(|e| mlua::Error::runtime(format!("env.call('{name}'): arguments are not JSON: {e}")))?,
             };
             let reply = executor.call(lua, &state, &handlers, &ctx, None, &name, args);
             if let Some(e) = reply.unwind {
@@ -146,29 +132,19 @@ fn env_table(trial: &Trial<'_>) -> mlua::Result<Table> {
                 && st.usage.turns >= max
             {
                 st.budget_hit = Some(format!("max_turns ({max}) reached"));
-                return Err(mlua::Error::runtime(format!(
-                    "budget spent: max_turns ({max}) reached"
-                )));
+                return Err(mlua::Error::runtime(format!("budget spent: max_turns ({max}) reached")));
             }
             st.usage.turns += 1;
             let said = st.messages.iter().filter(|m| m.role == "agent").count();
-            st.messages.push(Message {
-                role: "agent".into(),
-                content: text,
-                call_id: None,
-            });
+            st.messages.push(Message { role: "agent".into(), content: text, call_id: None });
             let reply: Option<String> = match &user {
-                Some(u) => u
-                    .get::<Option<Table>>("turns")?
-                    .and_then(|t| t.get::<Option<String>>(said + 1).ok().flatten()),
+                Some(u) => {
+                    u.get::<Option<Table>>("turns")?.and_then(|t| t.get::<Option<String>>(said + 1).ok().flatten())
+                }
                 None => None,
             };
             if let Some(r) = &reply {
-                st.messages.push(Message {
-                    role: "user".into(),
-                    content: r.clone(),
-                    call_id: None,
-                });
+                st.messages.push(Message { role: "user".into(), content: r.clone(), call_id: None });
             }
             drop(st);
             let _ = lua;

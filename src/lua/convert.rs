@@ -23,9 +23,7 @@ fn to_json_at(array_mt: &Table, v: &Value, depth: usize) -> Result<Json, String>
         Value::Nil => Json::Null,
         Value::Boolean(b) => Json::Bool(*b),
         Value::Integer(i) => Json::Number((*i).into()),
-        Value::Number(n) => {
-            Json::Number(Number::from_f64(*n).ok_or_else(|| format!("{n} is not a finite number"))?)
-        }
+        Value::Number(n) => Json::Number(Number::from_f64(*n).ok_or_else(|| format!("{n} is not a finite number"))?),
         Value::String(s) => Json::String(s.to_string_lossy()),
         Value::Table(t) => table_to_json(array_mt, t, depth)?,
         Value::LightUserData(p) if p.0.is_null() => Json::Null,
@@ -43,9 +41,7 @@ fn table_to_json(array_mt: &Table, t: &Table, depth: usize) -> Result<Json, Stri
             Value::String(s) => string_keys.push(s.to_string_lossy()),
             Value::Integer(i) if i >= 1 && (i as usize) <= len => int_keys += 1,
             Value::Integer(i) => {
-                return Err(format!(
-                    "table has integer key {i} outside 1..{len} (a sparse list cannot become JSON)"
-                ));
+                return Err(format!("table has integer key {i} outside 1..{len} (a sparse list cannot become JSON)"));
             }
             Value::Number(n) => return Err(format!("table has number key {n}")),
             other => return Err(format!("table has a {} key", other.type_name())),
@@ -60,11 +56,7 @@ fn table_to_json(array_mt: &Table, t: &Table, depth: usize) -> Result<Json, Stri
         }
         let mut out = Vec::with_capacity(len);
         for i in 1..=len {
-            out.push(to_json_at(
-                array_mt,
-                &t.raw_get::<Value>(i).map_err(|e| e.to_string())?,
-                depth + 1,
-            )?);
+            out.push(to_json_at(array_mt, &t.raw_get::<Value>(i).map_err(|e| e.to_string())?, depth + 1)?);
         }
         return Ok(Json::Array(out));
     }
@@ -80,9 +72,7 @@ fn table_to_json(array_mt: &Table, t: &Table, depth: usize) -> Result<Json, Stri
 /// JSON into Lua: `null` becomes nil (absent fields), arrays keep a marker so
 /// they serialise back as arrays even when empty.
 pub fn to_lua(lua: &Lua, v: &Json) -> mlua::Result<Value> {
-    let opts = SerializeOptions::new()
-        .serialize_none_to_null(false)
-        .serialize_unit_to_null(false);
+    let opts = SerializeOptions::new().serialize_none_to_null(false).serialize_unit_to_null(false);
     lua.to_value_with(v, opts)
 }
 

@@ -29,25 +29,13 @@ pub struct Db {
 
 impl Db {
     pub fn read_write(conn: Rc<Connection>) -> Self {
-        Db {
-            conn: Conn::Open(conn),
-            read_only: false,
-            label: "ctx.db",
-        }
+        Db { conn: Conn::Open(conn), read_only: false, label: "ctx.db" }
     }
     pub fn read_only(conn: Rc<Connection>, label: &'static str) -> Self {
-        Db {
-            conn: Conn::Open(conn),
-            read_only: true,
-            label,
-        }
+        Db { conn: Conn::Open(conn), read_only: true, label }
     }
     pub fn lazy_read_only(image: Arc<Vec<u8>>, label: &'static str) -> Self {
-        Db {
-            conn: Conn::Lazy(image, RefCell::new(None)),
-            read_only: true,
-            label,
-        }
+        Db { conn: Conn::Lazy(image, RefCell::new(None)), read_only: true, label }
     }
 
     /// The underlying connection (opened now if lazy).
@@ -62,8 +50,7 @@ impl Db {
                 if let Some(c) = &*cell.borrow() {
                     return Ok(c.clone());
                 }
-                let c = open_copy(image, true)
-                    .map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label)))?;
+                let c = open_copy(image, true).map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label)))?;
                 let c = Rc::new(c);
                 *cell.borrow_mut() = Some(c.clone());
                 Ok(c)
@@ -71,51 +58,31 @@ impl Db {
         }
     }
 
-    fn prepare<'c>(
-        &self,
-        conn: &'c Connection,
-        sql: &str,
-    ) -> mlua::Result<rusqlite::CachedStatement<'c>> {
-        let stmt = conn.prepare_cached(sql).map_err(|e| {
-            mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql)))
-        })?;
+    fn prepare<'c>(&self, conn: &'c Connection, sql: &str) -> mlua::Result<rusqlite::CachedStatement<'c>> {
+        let stmt = conn
+            .prepare_cached(sql)
+            .map_err(|e| mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql))))?;
         if self.read_only && !stmt.readonly() {
-            return Err(mlua::Error::runtime(format!(
-                "{} is read-only: {}",
-                self.label,
-                short(sql)
-            )));
+            return Err(mlua::Error::runtime(format!("{} is read-only: {}", self.label, short(sql))));
         }
         Ok(stmt)
     }
 
     /// Run `sql` and hand each row (as SQL values) to `f`; stop when it returns false.
-    fn query(
-        &self,
-        sql: &str,
-        args: MultiValue,
-        mut f: impl FnMut(&[String], Vec<Sql>) -> bool,
-    ) -> mlua::Result<()> {
+    fn query(&self, sql: &str, args: MultiValue, mut f: impl FnMut(&[String], Vec<Sql>) -> bool) -> mlua::Result<()> {
         let conn = self.conn()?;
         let mut stmt = self.prepare(&conn, sql)?;
         let names: Vec<String> = stmt.column_names().into_iter().map(String::from).collect();
         let params = to_params(args)?;
-        let mut rows = stmt.query(params_from_iter(params)).map_err(|e| {
-            mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql)))
-        })?;
+        let mut rows = stmt
+            .query(params_from_iter(params))
+            .map_err(|e| mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql))))?;
         loop {
-            let row = rows
-                .next()
-                .map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label)))?;
+            let row = rows.next().map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label)))?;
             let Some(row) = row else { break };
             let mut vals = Vec::with_capacity(names.len());
             for i in 0..names.len() {
-                vals.push(
-                    row.get_ref(i)
-                        .ok()
-                        .and_then(|v| Sql::try_from(v).ok())
-                        .unwrap_or(Sql::Null),
-                );
+                vals.push(row.get_ref(i).ok().and_then(|v| Sql::try_from(v).ok()).unwrap_or(Sql::Null));
             }
             if !f(&names, vals) {
                 break;
@@ -127,11 +94,7 @@ impl Db {
 
 fn short(sql: &str) -> String {
     let s: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-    if s.chars().count() > 80 {
-        format!("{}…", s.chars().take(79).collect::<String>())
-    } else {
-        s
-    }
+    if s.chars().count() > 80 { format!("{}…", s.chars().take(79).collect::<String>()) } else { s }
 }
 
 fn to_params(args: MultiValue) -> mlua::Result<Vec<Sql>> {
@@ -178,18 +141,16 @@ pub fn digest(conn: &Connection) -> rusqlite::Result<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     let mut tables: Vec<String> = {
-        let mut s = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")?;
-        s.query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?
+        let mut s = conn.prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )?;
+        s.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
     };
     tables.sort();
     for t in tables {
         h.update(t.as_bytes());
         h.update([0]);
-        let mut s = conn.prepare(&format!(
-            "SELECT * FROM \"{}\" ORDER BY 1",
-            t.replace('"', "\"\"")
-        ))?;
+        let mut s = conn.prepare(&format!("SELECT * FROM \"{}\" ORDER BY 1", t.replace('"', "\"\"")))?;
         let n = s.column_count();
         let mut rows = s.query([])?;
         let mut lines = Vec::new();
@@ -229,9 +190,8 @@ impl UserData for Db {
             let conn = this.conn()?;
             let mut stmt = this.prepare(&conn, &sql)?;
             let params = to_params(args)?;
-            stmt.execute(params_from_iter(params)).map_err(|e| {
-                mlua::Error::runtime(format!("{}: {e} (in: {})", this.label, short(&sql)))
-            })
+            stmt.execute(params_from_iter(params))
+                .map_err(|e| mlua::Error::runtime(format!("{}: {e} (in: {})", this.label, short(&sql))))
         });
         m.add_method("one", |lua, this, (sql, args): (String, MultiValue)| {
             let mut out = Sql::Null;

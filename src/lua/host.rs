@@ -19,6 +19,9 @@ thread_local! {
     static SCHEMAS: RefCell<HashMap<String, Arc<jsonschema::Validator>>> = RefCell::new(HashMap::new());
 }
 
+/// The value a check returns first to say "skipped, not passed".
+pub const SKIP: Value = Value::LightUserData(mlua::LightUserData(1 as *mut std::ffi::c_void));
+
 /// Compile (once per thread) and use a regex.
 pub fn with_regex<R>(pattern: &str, f: impl FnOnce(&Regex) -> R) -> Result<R, String> {
     REGEXES.with(|cache| {
@@ -27,14 +30,7 @@ pub fn with_regex<R>(pattern: &str, f: impl FnOnce(&Regex) -> R) -> Result<R, St
             cache.clear();
         }
         let re = cache.entry(pattern.to_string()).or_insert_with(|| {
-            Regex::new(pattern).map_err(|e| {
-                e.to_string()
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .trim()
-                    .to_string()
-            })
+            Regex::new(pattern).map_err(|e| e.to_string().lines().last().unwrap_or("").trim().to_string())
         });
         match re {
             Ok(re) => Ok(f(re)),
@@ -63,11 +59,7 @@ pub fn validator(schema: &serde_json::Value) -> Result<Arc<jsonschema::Validator
 pub fn compile_schema(schema: &serde_json::Value) -> Result<jsonschema::Validator, String> {
     jsonschema::meta::validate(schema).map_err(|e| {
         let at = e.instance_path().to_string();
-        if at.is_empty() {
-            e.to_string()
-        } else {
-            format!("{e} (at {at})")
-        }
+        if at.is_empty() { e.to_string() } else { format!("{e} (at {at})") }
     })?;
     jsonschema::validator_for(schema).map_err(|e| e.to_string())
 }
@@ -77,11 +69,7 @@ pub fn schema_errors(v: &jsonschema::Validator, value: &serde_json::Value) -> Ve
     v.iter_errors(value)
         .map(|e| {
             let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{at}: {e}")
-            }
+            if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
         })
         .collect()
 }
@@ -95,13 +83,9 @@ pub fn instant(text: &str, zone: &str) -> Result<f64, String> {
     let ts: Timestamp = if let Ok(ts) = text.parse::<Timestamp>() {
         ts
     } else if let Ok(dt) = text.parse::<jiff::civil::DateTime>() {
-        dt.to_zoned_datetime(tz)
-            .map_err(|e| e.to_string())?
-            .timestamp()
+        dt.to_zoned_datetime(tz).map_err(|e| e.to_string())?.timestamp()
     } else if let Ok(d) = text.parse::<jiff::civil::Date>() {
-        d.to_zoned_datetime(tz)
-            .map_err(|e| e.to_string())?
-            .timestamp()
+        d.to_zoned_datetime(tz).map_err(|e| e.to_string())?.timestamp()
     } else {
         return Err(format!("not a date or datetime: {text:?}"));
     };
@@ -117,28 +101,18 @@ fn parse_zone(zone: &str) -> Result<TimeZone, String> {
         let digits: String = rest.chars().filter(|c| c.is_ascii_digit()).collect();
         if digits.len() == 4 || digits.len() == 2 {
             let h: i32 = digits[..2].parse().unwrap_or(0);
-            let m: i32 = if digits.len() == 4 {
-                digits[2..].parse().unwrap_or(0)
-            } else {
-                0
-            };
-            let off = jiff::tz::Offset::from_seconds(sign * (h * 3600 + m * 60))
-                .map_err(|e| e.to_string())?;
+            let m: i32 = if digits.len() == 4 { digits[2..].parse().unwrap_or(0) } else { 0 };
+            let off = jiff::tz::Offset::from_seconds(sign * (h * 3600 + m * 60)).map_err(|e| e.to_string())?;
             return Ok(TimeZone::fixed(off));
         }
     }
-    TimeZone::get(zone)
-        .map_err(|_| format!("unknown time zone {zone:?} (use UTC, +HH:MM or an IANA name)"))
+    TimeZone::get(zone).map_err(|_| format!("unknown time zone {zone:?} (use UTC, +HH:MM or an IANA name)"))
 }
 
 /// `file:line` of the function running `level` frames up the Lua stack.
 pub fn caller(lua: &Lua, level: usize) -> String {
     lua.inspect_stack(level, |d| {
-        let src = d
-            .source()
-            .source
-            .map(|s| s.into_owned())
-            .unwrap_or_default();
+        let src = d.source().source.map(|s| s.into_owned()).unwrap_or_default();
         let line = d.current_line().unwrap_or(0);
         format!("{}:{line}", src.strip_prefix('@').unwrap_or(&src))
     })
@@ -147,11 +121,7 @@ pub fn caller(lua: &Lua, level: usize) -> String {
 
 /// Resolve `rel` against the suite folder, lexically (no symlink resolution).
 pub fn resolve(base: &Path, rel: &str) -> PathBuf {
-    let joined = if Path::new(rel).is_absolute() {
-        PathBuf::from(rel)
-    } else {
-        base.join(rel)
-    };
+    let joined = if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { base.join(rel) };
     let mut out = PathBuf::new();
     for c in joined.components() {
         match c {
@@ -165,10 +135,13 @@ pub fn resolve(base: &Path, rel: &str) -> PathBuf {
     out
 }
 
+/// False in a trial's state: see [`super::StateConfig::validate`].
+fn validating(lua: &Lua) -> bool {
+    lua.app_data_ref::<StateData>().map(|d| d.config.validate).unwrap_or(true)
+}
+
 fn frozen_clock(lua: &Lua) -> i64 {
-    lua.app_data_ref::<StateData>()
-        .map(|d| d.config.clock)
-        .unwrap_or(0)
+    lua.app_data_ref::<StateData>().map(|d| d.config.clock).unwrap_or(0)
 }
 
 fn err<T>(msg: impl Into<String>) -> mlua::Result<T> {
@@ -180,9 +153,11 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     let null = Value::LightUserData(mlua::LightUserData(std::ptr::null_mut()));
     h.raw_set("null", null)?;
     // Returned by a check as its first value: "could not be decided here" (e.g. no judge configured).
-    let skip = lua.create_table()?;
-    lua.set_named_registry_value("evalua.skip", skip.clone())?;
-    h.raw_set("SKIP", skip)?;
+    h.raw_set("SKIP", SKIP)?;
+    h.raw_set("env", lua.create_function(|lua, ()| super::env(lua))?)?;
+    h.raw_set("validating", lua.create_function(|lua, ()| Ok(validating(lua)))?)?;
+    // The case a trial runs: re-running the suite in a trial only materialises that one.
+    h.raw_set("target", lua.create_function(|lua, ()| lua.named_registry_value::<Option<String>>("evalua.target"))?)?;
 
     h.raw_set(
         "array",
@@ -193,28 +168,16 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     )?;
     h.raw_set(
         "abspath",
-        lua.create_function(|lua, rel: String| {
-            Ok(resolve(&super::suite_dir(lua), &rel).display().to_string())
-        })?,
+        lua.create_function(|lua, rel: String| Ok(resolve(&super::suite_dir(lua), &rel).display().to_string()))?,
     )?;
-    h.raw_set(
-        "exists",
-        lua.create_function(|_, p: String| Ok(Path::new(&p).exists()))?,
-    )?;
-    h.raw_set(
-        "caller",
-        lua.create_function(|lua, level: Option<usize>| Ok(caller(lua, level.unwrap_or(1))))?,
-    )?;
+    h.raw_set("exists", lua.create_function(|lua, p: String| Ok(!validating(lua) || Path::new(&p).exists()))?)?;
+    h.raw_set("caller", lua.create_function(|lua, level: Option<usize>| Ok(caller(lua, level.unwrap_or(1))))?)?;
     h.raw_set(
         "where",
         lua.create_function(|_, f: Function| {
             let info = f.info();
             let src = info.source.unwrap_or_default();
-            Ok(format!(
-                "{}:{}",
-                src.strip_prefix('@').unwrap_or(&src),
-                info.line_defined.unwrap_or(0)
-            ))
+            Ok(format!("{}:{}", src.strip_prefix('@').unwrap_or(&src), info.line_defined.unwrap_or(0)))
         })?,
     )?;
 
@@ -228,10 +191,7 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
         })?,
     )?;
 
-    h.raw_set(
-        "regex_error",
-        lua.create_function(|_, p: String| Ok(with_regex(&p, |_| ()).err()))?,
-    )?;
+    h.raw_set("regex_error", lua.create_function(|_, p: String| Ok(with_regex(&p, |_| ()).err()))?)?;
     h.raw_set(
         "regex_is_match",
         lua.create_function(|_, (p, s): (String, mlua::LuaString)| {
@@ -251,12 +211,7 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
             let s = s.to_string_lossy();
             let items = with_regex(&p, |re| {
                 re.captures_iter(&s)
-                    .map(|c| {
-                        c.get(1)
-                            .or_else(|| c.get(0))
-                            .map(|m| m.as_str().to_string())
-                            .unwrap_or_default()
-                    })
+                    .map(|c| c.get(1).or_else(|| c.get(0)).map(|m| m.as_str().to_string()).unwrap_or_default())
                     .collect::<Vec<_>>()
             })
             .or_else(err)?;
@@ -285,6 +240,9 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     h.raw_set(
         "schema_error",
         lua.create_function(|lua, schema: Value| {
+            if !validating(lua) {
+                return Ok(None);
+            }
             let j = convert::to_json(lua, &schema).or_else(err)?;
             Ok(validator(&j).err())
         })?,
@@ -303,6 +261,9 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     h.raw_set(
         "gate_error",
         lua.create_function(|lua, gate: Value| {
+            if !validating(lua) {
+                return Ok(None);
+            }
             let j = convert::to_json(lua, &gate).or_else(err)?;
             Ok(crate::gate::parse(&j).err())
         })?,
@@ -318,9 +279,7 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
             let get = |k: &str, d: Option<i64>| -> mlua::Result<i64> {
                 match t.get::<Option<i64>>(k)? {
                     Some(v) => Ok(v),
-                    None => d.ok_or_else(|| {
-                        mlua::Error::runtime(format!("os.time: field '{k}' missing"))
-                    }),
+                    None => d.ok_or_else(|| mlua::Error::runtime(format!("os.time: field '{k}' missing"))),
                 }
             };
             let dt = jiff::civil::DateTime::new(
@@ -344,8 +303,7 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
         "os_date",
         lua.create_function(|lua, (fmt, t): (Option<String>, Option<i64>)| {
             let secs = t.unwrap_or_else(|| frozen_clock(lua));
-            let ts =
-                Timestamp::from_second(secs).map_err(|e| mlua::Error::runtime(e.to_string()))?;
+            let ts = Timestamp::from_second(secs).map_err(|e| mlua::Error::runtime(e.to_string()))?;
             let z: Zoned = ts.to_zoned_datetime(TimeZone::UTC);
             let fmt = fmt.unwrap_or_else(|| "%c".to_string());
             let fmt = fmt.strip_prefix('!').unwrap_or(&fmt);
@@ -362,16 +320,12 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
                 tbl.raw_set("isdst", false)?;
                 return Ok(Value::Table(tbl));
             }
-            let s = jiff::fmt::strtime::format(fmt, &z)
-                .map_err(|e| mlua::Error::runtime(format!("os.date: {e}")))?;
+            let s = jiff::fmt::strtime::format(fmt, &z).map_err(|e| mlua::Error::runtime(format!("os.date: {e}")))?;
             Ok(Value::String(lua.create_string(&s)?))
         })?,
     )?;
     let start = std::time::Instant::now();
-    h.raw_set(
-        "os_clock",
-        lua.create_function(move |_, ()| Ok(start.elapsed().as_secs_f64()))?,
-    )?;
+    h.raw_set("os_clock", lua.create_function(move |_, ()| Ok(start.elapsed().as_secs_f64()))?)?;
     h.raw_set(
         "print",
         lua.create_function(|lua, args: Variadic<Value>| {

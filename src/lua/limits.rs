@@ -50,6 +50,7 @@ pub struct Limits {
     count: Cell<u64>,
     stack: RefCell<Vec<Active>>,
     tripped: Cell<Option<(usize, Stop)>>,
+    trips: Cell<u64>,
 }
 
 /// The result of running a closure under a segment.
@@ -66,10 +67,7 @@ impl Limits {
 
     fn arm(self: &Rc<Self>, lua: &Lua, every: u32) -> mlua::Result<()> {
         let me = self.clone();
-        lua.set_global_hook(
-            HookTriggers::new().every_nth_instruction(every),
-            move |lua, _| me.on_hook(lua, every),
-        )
+        lua.set_global_hook(HookTriggers::new().every_nth_instruction(every), move |lua, _| me.on_hook(lua, every))
     }
 
     fn on_hook(self: &Rc<Self>, lua: &Lua, every: u32) -> mlua::Result<VmState> {
@@ -94,6 +92,7 @@ impl Limits {
             if let Some(stop) = stop {
                 drop(stack);
                 self.tripped.set(Some((i, stop)));
+                self.trips.set(self.trips.get() + 1);
                 // Fire on every instruction until the host regains control.
                 self.arm(lua, 1)?;
                 return Err(mlua::Error::runtime(stop.describe()));
@@ -105,12 +104,7 @@ impl Limits {
     /// Run `f` under `seg`. If this segment's limit stops it, the result is
     /// `Stopped`; if an outer segment's limit stops it, the error propagates
     /// as `Done(Err)` and the outer segment will report `Stopped`.
-    pub fn guard<R>(
-        self: &Rc<Self>,
-        lua: &Lua,
-        seg: Segment,
-        f: impl FnOnce() -> mlua::Result<R>,
-    ) -> Guarded<R> {
+    pub fn guard<R>(self: &Rc<Self>, lua: &Lua, seg: Segment, f: impl FnOnce() -> mlua::Result<R>) -> Guarded<R> {
         let index = {
             let mut stack = self.stack.borrow_mut();
             let count = self.count.get();
@@ -131,11 +125,14 @@ impl Limits {
                 let _ = self.arm(lua, EVERY);
                 Guarded::Stopped(stop)
             }
-            Some(_) => Guarded::Done(
-                result.and_then(|_| Err(mlua::Error::runtime("stopped by an enclosing limit"))),
-            ),
+            Some(_) => Guarded::Done(result.and_then(|_| Err(mlua::Error::runtime("stopped by an enclosing limit")))),
             None => Guarded::Done(result),
         }
+    }
+
+    /// How many times a limit has stopped code in this state.
+    pub fn trips(&self) -> u64 {
+        self.trips.get()
     }
 
     /// True while an enclosing segment has tripped (callers should unwind).

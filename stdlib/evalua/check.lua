@@ -556,4 +556,14 @@ function check.claims_only_after(pattern, tool, opts)
   end)
 end
 
+-- In a trial the suite is re-run only to get the running case's functions
+-- back: constructors just record their arguments, and `suite:case` builds the
+-- checks of that one case (its options were validated when the suite loaded).
+if not host.validating() then
+  for _, name in ipairs({ "sql", "files", "outbox", "answer", "json_schema", "tools", "args", "before",
+                          "no_loops", "no_writes", "max_calls", "claims_only_after" }) do
+    check[name] = evalua._lazy(check[name])
+  end
+end
+
 return check

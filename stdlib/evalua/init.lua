@@ -9,6 +9,18 @@ local host = require("evalua.host")
 
 local M = {}
 
+-- Loading a suite validates everything; a trial re-runs an already validated
+-- suite only to get the running case's functions back (see host.target()).
+local VALIDATING = host.validating()
+
+--- Wrap a check constructor so that, in a trial, it only records its
+--- arguments; `suite:case` builds the real check for the running case.
+function M._lazy(ctor)
+  return function(...)
+    return { __lazy = ctor, n = select("#", ...), ... }
+  end
+end
+
 M.null = host.null
 
 --- An empty JSON array (a plain `{}` encodes as an object).
@@ -99,6 +111,12 @@ end
 -- Checks: normalise whatever the suite wrote into { name, critical, run }.
 
 local function normalize_check(c, index, level)
+  if type(c) == "table" and c.__lazy then
+    c = c.__lazy(table.unpack(c, 1, c.n))
+    if c[1] ~= nil and c.run == nil then
+      error("internal: a lazy check group reached normalize_check", 2)
+    end
+  end
   if type(c) == "function" then
     return { name = "check@" .. host.where(c), critical = false, run = c }
   elseif type(c) == "table" and type(c.run) == "function" then
@@ -137,6 +155,7 @@ end
 
 local Suite = {}
 Suite.__index = Suite
+Suite.__metatable = false   -- shared by every trial of a worker: not for changing
 
 local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed",
@@ -266,6 +285,9 @@ end
 
 --- Declare a case.
 function Suite:case(spec)
+  if not VALIDATING and type(spec) == "table" and spec.id ~= host.target() then
+    return nil   -- another case: nothing of it runs in this trial
+  end
   check_keys("suite:case", spec, CASE_KEYS, 2)
   if type(spec.id) ~= "string" or not spec.id:match("^[%w_%-%.]+$") then
     fail(2, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
@@ -316,6 +338,7 @@ function Suite:case(spec)
   local checks = {}
   expect_type(what, "expect", spec.expect, "table", 2)
   for i, c in ipairs(spec.expect or {}) do
+    if type(c) == "table" and c.__lazy then c = c.__lazy(table.unpack(c, 1, c.n)) end
     -- A constructor may return a group of checks (check.answer{set=...} does).
     if type(c) == "table" and c.run == nil and c[1] ~= nil then
       for _, member in ipairs(c) do checks[#checks + 1] = normalize_check(member, i, 2) end

@@ -38,4 +38,6 @@ function judge.rubric(spec)
   }
 end
 
+if not host.validating() then judge.rubric = evalua._lazy(judge.rubric) end
+
 return judge

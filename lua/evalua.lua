@@ -1,0 +1,415 @@
+---@meta evalua
+
+-- Definitions of `require("evalua")` for lua-language-server (LuaCATS).
+-- Declarations only: the real module is stdlib/evalua/init.lua, embedded in
+-- the evalua binary. tests/lua_defs.rs checks that every public function of
+-- the stdlib is declared here (same name, same form: `function evalua.x(`,
+-- `function evalua.agent.x(`, `function evalua.user.x(`, `function Suite:x(`).
+
+---------------------------------------------------------------------------
+-- Plain values
+
+--- SQL NULL / JSON null: a light userdata distinct from `nil`, so it can sit in a list.
+---@alias evalua.Null lightuserdata
+
+--- A value a SQL statement takes as a `?` parameter (`nil` and `evalua.null` bind NULL; booleans bind 0/1).
+---@alias evalua.SqlParam string|number|boolean|evalua.Null|nil
+
+--- A JSON Schema, written as a Lua table (`{ type = "object", properties = {...}, required = {...} }`).
+---@alias evalua.JsonSchema table<string, any>
+
+--- What a tool does to the world: decides what `check.no_writes` and policies see.
+---@alias evalua.Effect
+---| "read"     # reads only (the default)
+---| "write"    # changes the sandbox state (the database, the work dir)
+---| "external" # acts outside (an email, a message): recorded in the outbox
+
+--- Which set a case belongs to.
+---@alias evalua.Split
+---| "dev"      # tune the agent on it (the default)
+---| "held_out" # keep for the final figures
+
+--- How a trial ended.
+---@alias evalua.Ended
+---| "final"          # the agent gave its final answer
+---| "deadline"       # stopped at the deadline (or the CPU limit)
+---| "budget"         # a budget (tool calls, turns, tokens, cost) was spent
+---| "crashed"        # the agent raised or exited abnormally
+---| "protocol_error" # the agent broke the protocol
+---| "not_started"    # an infrastructure error kept the agent from running
+
+--- What became of a tool request.
+---@alias evalua.CallStatus
+---| "executed" # the handler ran and returned
+---| "failed"   # the handler raised an error
+---| "rejected" # the arguments did not validate against the tool's params schema
+---| "denied"   # refused by policy (`requires`, a tool not offered) or by the budget
+---| "faulted"  # an injected fault
+
+--- The status an agent sees for its request (`env.call`'s second result).
+---@alias evalua.ReplyStatus
+---| "ok"     # executed
+---| "error"  # failed, rejected or faulted
+---| "denied" # denied
+
+--- What a check returns first: a verdict, or `host.SKIP` ("could not be decided here").
+---@alias evalua.Verdict boolean|lightuserdata
+
+--- A check as a bare function: `function(t) return passed, evidence end`.
+---@alias evalua.CheckFn fun(t: evalua.Trial): evalua.Verdict, any
+
+--- A scripted agent: plays the agent for one trial and returns its final answer.
+---@alias evalua.AgentFn fun(task: evalua.Task, env: evalua.Env): any
+
+---------------------------------------------------------------------------
+-- The module
+
+---@class evalua
+local evalua = {}
+
+--- SQL NULL / JSON null, distinct from `nil` (e.g. in `t.db:rows(...)` and JSON values).
+---@type evalua.Null
+evalua.null = nil
+
+--- Make `t` (or a new table) encode as a JSON array, even when empty (a plain `{}` encodes as an object).
+---@generic T: table
+---@param t? T the list to mark (default: a new empty one)
+---@return T
+function evalua.array(t) end
+
+--- Absolute path of `rel`, resolved against the suite file's folder (for command lines and prompts).
+---@param rel string a path relative to the suite file
+---@return string path the absolute path
+function evalua.path(rel) end
+
+--- Declare a suite: the returned object takes `suite:tool{}` and `suite:case{}`; a suite file returns it.
+---@param spec evalua.SuiteSpec
+---@return evalua.Suite
+function evalua.suite(spec) end
+
+--- Agent constructors, for a suite's or a case's `agent`.
+evalua.agent = {}
+
+--- A Lua function that plays the agent, or a file (relative to the suite) returning one; deterministic given the trial's seed.
+---@param fn evalua.AgentFn the agent function
+---@return evalua.Agent
+---@overload fun(path: string): evalua.Agent
+function evalua.agent.scripted(fn) end
+
+--- Simulated-user constructors, for a case's `user` (multi-turn cases).
+evalua.user = {}
+
+--- Fixed user turns: the agent's n-th `env.say` (or message) gets the n-th string as the reply.
+---@param turns string[] the user's replies, in order
+---@return evalua.User
+function evalua.user.script(turns) end
+
+---------------------------------------------------------------------------
+-- Declaring a suite
+
+--- The table given to `evalua.suite { ... }`. Unknown keys are an error at the suite's line.
+---@class evalua.SuiteSpec
+---@field name string the suite's name: letters, digits, `_`, `-`, `.` (required)
+---@field version? string dataset revision, pinned in the run's manifest
+---@field description? string a sentence on what the suite measures
+---@field trials? integer trials per case (default 1; a case's `trials` or `--trials` overrides)
+---@field budget? evalua.Budget limits per trial
+---@field sandbox? evalua.Sandbox the per-trial state: database schema and frozen clock
+---@field agent? evalua.Agent the agent under test (from `evalua.agent.*`; a case may override it)
+---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
+---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
+
+--- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
+---@class evalua.Budget
+---@field deadline_s? number wall-clock seconds for the agent
+---@field max_tool_calls? number tool calls the agent may request
+---@field max_turns? number agent turns (messages to the user and the final answer)
+---@field max_tokens? number input + output tokens, as the agent reports them
+---@field max_cost_usd? number cost in US dollars, as the agent reports it
+
+--- The per-trial sandbox.
+---@class evalua.Sandbox
+---@field db? "sqlite" the database engine (only `"sqlite"`)
+---@field schema? string SQL file (relative to the suite) run before each case's fixture
+---@field clock? string the frozen clock, an ISO 8601 datetime (e.g. `"2026-11-03T10:00:00Z"`); `os.time()`/`os.date()` read it
+
+--- Gates: `name = threshold` or `name = { min|max = n, on = "point"|"lower"|"upper" }`. Names: `pass^K`, `pass@K`, `accepted`
+--- (minimum rates in [0, 1]); `critical_failures`, `grader_errors`, `infra_errors`, `skipped_checks`, `cost_per_accepted_usd`, `p50_ms`, `p95_ms` (maximums).
+---@alias evalua.Gate table<string, number|evalua.GateBound>
+
+--- A gate with an explicit bound: `on = "lower"` checks the 95% interval's lower bound instead of the point.
+---@class evalua.GateBound
+---@field min? number the minimum (for rates and pass figures)
+---@field max? number the maximum (for counts, cost and latency)
+---@field on? "point"|"lower"|"upper" which value is compared (default `"point"`)
+
+--- An agent, as made by `evalua.agent.*`.
+---@class evalua.Agent
+---@field kind "scripted" the kind of agent
+---@field path? string absolute path of a scripted agent's file
+---@field fn? evalua.AgentFn a scripted agent's function
+
+--- A simulated user, as made by `evalua.user.*`.
+---@class evalua.User
+---@field kind "script" the kind of user
+---@field turns string[] the user's replies, in order
+
+--- A declared suite: add tools and cases to it, then `return` it from the suite file.
+---@class evalua.Suite
+---@field name string the suite's name
+---@field version? string dataset revision
+---@field description? string what the suite measures
+---@field trials integer trials per case (default 1)
+---@field budget evalua.Budget limits per trial (`{}` when none)
+---@field sandbox evalua.Sandbox the per-trial sandbox (`schema` made absolute)
+---@field agent? evalua.Agent the default agent
+---@field gate evalua.Gate the gates (`{}` when none)
+local Suite = {}
+
+--- Declare a tool the agent may request; returns the declared tool.
+---@param spec evalua.ToolSpec
+---@return evalua.Tool
+function Suite:tool(spec) end
+
+--- Declare a case: an input, its fixture and the checks its trials must pass; returns the declared case.
+---@param spec evalua.CaseSpec
+---@return evalua.Case
+function Suite:case(spec) end
+
+--- The table given to `suite:tool { ... }`.
+---@class evalua.ToolSpec
+---@field name string the tool's name: starts with a letter or `_`, then letters, digits, `_`, `-`, `.` (required, unique)
+---@field description? string what the tool does, as the agent reads it
+---@field params? evalua.JsonSchema JSON Schema of the arguments (default `{ type = "object" }`); a call that does not validate is `rejected`
+---@field effect? evalua.Effect `"read"` (default), `"write"` or `"external"`
+---@field requires? string[] tools that must have executed earlier in the trial; otherwise the call is `denied`
+---@field run fun(ctx: evalua.Ctx, args: table): any the handler: its return value (JSON-like) is the result the agent gets; raising makes the call `failed`
+
+--- A declared tool, as returned by `suite:tool`.
+---@class evalua.Tool
+---@field name string the tool's name
+---@field description string its description (`""` when none)
+---@field params evalua.JsonSchema the arguments' JSON Schema
+---@field effect evalua.Effect its effect
+---@field requires string[] tools that must have executed first
+---@field run fun(ctx: evalua.Ctx, args: table): any the handler
+
+--- What a case's `expect` list holds: a check function, a check table, or a group of checks (as `check.answer { set = ... }` returns).
+---@alias evalua.Expectation evalua.Check|evalua.CheckFn|evalua.Check[]
+
+--- The table given to `suite:case { ... }`. Unknown keys are an error at the suite's line.
+---@class evalua.CaseSpec
+---@field id string the case's id: letters, digits, `_`, `-`, `.` (required, unique in the suite)
+---@field split? evalua.Split `"dev"` (default) or `"held_out"`
+---@field tags? string[] labels to select and group cases (`--select`)
+---@field difficulty? string free label, e.g. `"easy"`
+---@field input string the task given to the agent (required)
+---@field fixture? string SQL file (relative to the suite) loaded after the sandbox schema
+---@field expect? evalua.Expectation[] the checks every trial must pass
+---@field prohibited? (string|evalua.Check|evalua.CheckFn)[] SQL queries that must return no rows, 0 or NULL, or checks; any failure is critical
+---@field trials? integer trials of this case (overrides the suite's)
+---@field weight? number the case's weight in the figures (default 1)
+---@field tools? string[] the subset of the suite's tools offered in this case (default: all)
+---@field agent? evalua.Agent overrides the suite's agent for this case
+---@field user? evalua.User the simulated user, for multi-turn cases
+---@field metadata? table free data, kept with the case
+---@field clock? string this case's frozen clock (ISO 8601), overriding the sandbox's
+
+--- A declared case, as returned by `suite:case` and seen as `ctx.case` / `t.case`.
+---@class evalua.Case
+---@field id string the case's id
+---@field split evalua.Split `"dev"` or `"held_out"`
+---@field tags string[] its tags (`{}` when none)
+---@field difficulty? string its difficulty label
+---@field input string the task given to the agent
+---@field fixture? string absolute path of its fixture
+---@field trials? integer its own number of trials, if set
+---@field weight number its weight (default 1)
+---@field tools? string[] the tools offered, if restricted
+---@field agent? evalua.Agent its own agent, if set
+---@field user? evalua.User its simulated user, if any
+---@field metadata? table its free data
+---@field clock? string its own frozen clock, if set
+---@field checks evalua.Check[] its checks, normalized (`expect` then `prohibited`), with unique names
+
+---------------------------------------------------------------------------
+-- Checks
+
+--- A check: `run(t)` returns `passed, evidence` (raising is a grader error, never a pass or a fail).
+---@class evalua.Check
+---@field name? string the name shown in reports (default: `check@file:line`, or the constructor's label)
+---@field critical? boolean a failure of a critical check makes the trial `critical` (default false)
+---@field run fun(t: evalua.Trial): evalua.Verdict, any returns true/false (or `host.SKIP`) and evidence (any JSON-like value)
+---@field kind? string the constructor that made it (`"sql"`, `"answer"`, `"judge"`, ...)
+
+--- The finished trial, as a check's `run(t)` sees it.
+---@class evalua.Trial
+---@field case evalua.Case the case table
+---@field trial integer the trial number (1-based)
+---@field seed integer the trial's seed
+---@field answer string the agent's final message (possibly empty)
+---@field ended evalua.Ended how the trial ended
+---@field error? string why the agent stopped, when it did not end with a final answer
+---@field calls evalua.Call[] every tool request, in order, whether or not it ran
+---@field messages evalua.Message[] the conversation: the user's input, the agent's turns, the user's replies
+---@field outbox evalua.OutboxItem[] what the tools sent (`ctx.send`): emails, messages
+---@field usage evalua.Usage tokens, cost, turns, tool calls, wall time
+---@field db evalua.Db read-only handle on the final database
+---@field initial evalua.Db read-only handle on the database before the agent ran
+---@field files table<string, string> the work dir's files after the trial, by relative path (read on demand; `pairs` lists them)
+
+--- One tool request, as recorded in `t.calls`.
+---@class evalua.Call
+---@field id string the request's id
+---@field name string the tool requested
+---@field args table the arguments, as sent
+---@field status evalua.CallStatus what became of it
+---@field effect? evalua.Effect the tool's effect (nil for an unknown tool)
+---@field result? any what the handler returned (executed calls)
+---@field error? string why it failed, was rejected or denied
+---@field started_ms number when it started, in ms since the trial started
+---@field ended_ms number when it ended, in ms since the trial started
+
+--- One turn of the conversation.
+---@class evalua.Message
+---@field role "user"|"agent"|"tool" who spoke
+---@field content string what was said
+---@field call_id? string the call a tool turn answers
+
+--- One item the tools sent, via `ctx.send(kind, to, body)`.
+---@class evalua.OutboxItem
+---@field kind string e.g. `"email"`
+---@field to string the recipient (numbers become strings)
+---@field body any the body (any JSON-like value)
+
+--- What a trial used.
+---@class evalua.Usage
+---@field input_tokens integer input tokens reported by the agent
+---@field output_tokens integer output tokens reported by the agent
+---@field cost_usd number cost reported by the agent, in US dollars
+---@field turns integer agent turns
+---@field tool_calls integer tool calls requested
+---@field wall_ms number the trial's wall time, in ms
+
+---------------------------------------------------------------------------
+-- Tool handlers
+
+--- The context a tool handler's `run(ctx, args)` gets.
+---@class evalua.Ctx
+---@field db evalua.Db read-write handle on the trial's database
+---@field case evalua.Case the case table
+---@field trial integer the trial number (1-based)
+---@field seed integer the trial's seed
+---@field workdir string absolute path of the trial's work dir
+local Ctx = {}
+
+--- The frozen clock, as the case (or the sandbox) wrote it, e.g. `"2026-11-03T10:00:00Z"`.
+---@return string
+function Ctx.now() end
+
+--- The frozen clock, in Unix seconds.
+---@return integer
+function Ctx.time() end
+
+--- Send something outside (an email, a message): recorded in `t.outbox`.
+---@param kind string e.g. `"email"`
+---@param to string|number the recipient
+---@param body any the body (any JSON-like value)
+function Ctx.send(kind, to, body) end
+
+--- The trial's seeded random numbers: `random()` a float in [0, 1), `random(n)` an integer in 1..n, `random(a, b)` one in a..b.
+---@return number
+---@overload fun(n: integer): integer
+---@overload fun(a: integer, b: integer): integer
+function Ctx.random() end
+
+--- Write a file below the work dir (parent folders are created; paths may not leave it).
+---@param path string a path relative to the work dir
+---@param content string the file's content
+function Ctx.write_file(path, content) end
+
+--- Read a file below the work dir; nil when it does not exist.
+---@param path string a path relative to the work dir
+---@return string? content
+function Ctx.read_file(path) end
+
+--- A database handle: `ctx.db` (read-write) or `t.db` / `t.initial` (read-only: writing raises).
+--- Parameters bind to `?` placeholders in order.
+---@class evalua.Db
+local Db = {}
+
+--- Run a statement (INSERT, UPDATE, DELETE, DDL); returns the number of rows changed.
+---@param sql string the statement, with `?` placeholders
+---@param ... evalua.SqlParam the parameters
+---@return integer changed
+function Db:exec(sql, ...) end
+
+--- The first column of the first row; nil when there is no row or the value is NULL.
+---@param sql string the query, with `?` placeholders
+---@param ... evalua.SqlParam the parameters
+---@return any value
+function Db:one(sql, ...) end
+
+--- The first row as `{ column = value }` (NULL columns absent); nil when there is no row.
+---@param sql string the query, with `?` placeholders
+---@param ... evalua.SqlParam the parameters
+---@return table<string, any>? row
+function Db:row(sql, ...) end
+
+--- Every row as `{ column = value }` (NULL columns absent).
+---@param sql string the query, with `?` placeholders
+---@param ... evalua.SqlParam the parameters
+---@return table<string, any>[] rows
+function Db:all(sql, ...) end
+
+--- Every row as a list of values in column order (NULL is `evalua.null`, so positions hold).
+---@param sql string the query, with `?` placeholders
+---@param ... evalua.SqlParam the parameters
+---@return any[][] rows
+function Db:rows(sql, ...) end
+
+--- A digest of every table's content (rows as a multiset), to compare two states.
+---@return string sha256 hex
+function Db:digest() end
+
+---------------------------------------------------------------------------
+-- Scripted agents
+
+--- The task a scripted agent's function gets as its first argument.
+---@class evalua.Task
+---@field input string the case's input
+---@field case string the case's id
+---@field trial integer the trial number (1-based)
+---@field seed integer the trial's seed
+---@field tools evalua.TaskTool[] the tools offered in this case
+
+--- A tool as offered to the agent.
+---@class evalua.TaskTool
+---@field name string the tool's name
+---@field description string its description
+---@field parameters evalua.JsonSchema its arguments' JSON Schema
+
+--- What a scripted agent can do, its second argument.
+---@class evalua.Env
+local Env = {}
+
+--- Request a tool, through the same executor as any agent (validation, policy, budget, recording).
+---@param name string the tool's name
+---@param args? table the arguments (default `{}`)
+---@return any result what the tool returned (nil unless `"ok"`)
+---@return evalua.ReplyStatus status `"ok"`, `"error"` or `"denied"`
+---@return string? error why it was not ok
+function Env.call(name, args) end
+
+--- The trial's seeded random numbers: `random()` a float in [0, 1), `random(n)` an integer in 1..n, `random(a, b)` one in a..b.
+---@return number
+---@overload fun(n: integer): integer
+---@overload fun(a: integer, b: integer): integer
+function Env.random() end
+
+--- A turn to the user; returns the (scripted) user's reply, or nil when there is none.
+---@param text string what the agent says
+---@return string? reply
+function Env.say(text) end
+
+return evalua

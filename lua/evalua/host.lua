@@ -1,0 +1,143 @@
+---@meta evalua.host
+
+-- Definitions of `require("evalua.host")` for lua-language-server (LuaCATS).
+--
+-- INTERNAL: the primitives the stdlib is written on (src/lua/host.rs). Suites
+-- should use `evalua`, `evalua.check` and `evalua.judge`; a grader may use
+-- these (e.g. `host.regex_is_match`, `host.json_encode`), but they may change
+-- between versions. Regexes use Rust `regex` syntax, not Lua patterns.
+
+---@class evalua.host
+local host = {}
+
+--- SQL NULL / JSON null: a light userdata distinct from `nil` (also `evalua.null`).
+---@type evalua.Null
+host.null = nil
+
+--- Return it as a check's first value for "could not be decided here" (e.g. no judge model): the check is skipped, not passed.
+---@type lightuserdata
+host.SKIP = nil
+
+--- True while loading a suite (declarations are validated); false in a trial,
+--- which re-runs an already validated suite only to get its functions back.
+---@return boolean
+function host.validating() end
+
+--- The id of the case the running trial is for (nil while loading a suite).
+---@return string|nil
+function host.target() end
+
+--- The globals table of the running unit of work (each trial gets its own, over a read-only shared base).
+---@return table<string, any> globals
+function host.env() end
+
+--- A read-only view of a shared table (and of the tables inside it); writing to it raises.
+---@generic T: table
+---@param t T
+---@return T view
+function host.readonly(t) end
+
+--- Mark `t` to encode as a JSON array, even when empty; returns `t`.
+---@generic T: table
+---@param t T
+---@return T
+function host.array(t) end
+
+--- Resolve `rel` against the suite's folder, lexically (no symlink resolution).
+---@param rel string
+---@return string path
+function host.abspath(rel) end
+
+--- Whether path `p` exists (always true in a trial's state: paths are checked when the suite loads).
+---@param p string
+---@return boolean
+function host.exists(p) end
+
+--- `file:line` of the code running `level` frames up the Lua stack (default 1).
+---@param level? integer
+---@return string location
+function host.caller(level) end
+
+--- `file:line` where function `f` is defined.
+---@param f function
+---@return string location
+function host.where(f) end
+
+--- Parse a date or datetime into Unix seconds; values without an offset are read in `zone` (default `"UTC"`).
+---@param text string an ISO 8601 date or datetime
+---@param zone? string `"UTC"`, `"+02:00"` or an IANA name
+---@return number? seconds nil when it does not parse
+---@return string? error why it does not parse
+function host.instant(text, zone) end
+
+--- Why `pattern` is not a valid regex, or nil when it is.
+---@param pattern string
+---@return string? error
+function host.regex_error(pattern) end
+
+--- Whether `pattern` matches somewhere in `s` (raises on a bad regex).
+---@param pattern string
+---@param s string
+---@return boolean
+function host.regex_is_match(pattern, s) end
+
+--- The first match of `pattern` in `s`, or nil.
+---@param pattern string
+---@param s string
+---@return string? match
+function host.regex_find(pattern, s) end
+
+--- Every match of `pattern` in `s`: each match's first capture group, or the whole match when it has none.
+---@param pattern string
+---@param s string
+---@return string[] matches
+function host.regex_all(pattern, s) end
+
+--- Encode a Lua value as JSON text (raises when it is not JSON-like).
+---@param v any
+---@return string json
+function host.json_encode(v) end
+
+--- Decode JSON text; returns nil and the error when it does not parse.
+---@param s string
+---@return any value
+---@return string? error
+function host.json_decode(s) end
+
+--- Why `schema` is not a valid JSON Schema, or nil when it is (always nil in a trial's state).
+---@param schema evalua.JsonSchema
+---@return string? error
+function host.schema_error(schema) end
+
+--- Validate `value` against `schema`: whether it is valid, and every error as `path: message`.
+---@param schema evalua.JsonSchema
+---@param value any
+---@return boolean valid
+---@return string[] errors
+function host.schema_validate(schema, value) end
+
+--- Why a suite's `gate` table is not valid, or nil when it is (always nil in a trial's state).
+---@param gate evalua.Gate
+---@return string? error
+function host.gate_error(gate) end
+
+--- `os.time` on the frozen clock: no argument gives the clock; a date table (read in UTC) gives its Unix seconds.
+---@param t? osdate|table
+---@return integer seconds
+function host.os_time(t) end
+
+--- `os.date` on the frozen clock, in UTC (`"*t"` gives a table; a leading `!` is ignored).
+---@param fmt? string a strftime format (default `"%c"`)
+---@param t? integer Unix seconds (default: the frozen clock)
+---@return string|osdate
+function host.os_date(fmt, t) end
+
+--- `os.clock`: seconds since the Lua state was created.
+---@return number
+function host.os_clock() end
+
+--- `print`, kept off stdout: lines go to the trial's log (or stderr when loading a suite).
+---@param ... any
+function host.print(...) end
+
+return host
