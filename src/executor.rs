@@ -60,13 +60,18 @@ impl Default for TrialState {
     }
 }
 
-/// Which budget, if any, the trial's usage has spent.
+/// Which budget, if any, a trial with `calls` requests so far has spent.
 pub fn spent_budget(budget: &Budget, usage: &Usage, calls: usize) -> Option<String> {
     if let Some(max) = budget.max_tool_calls
         && calls >= max as usize
     {
         return Some(format!("max_tool_calls ({max}) reached"));
     }
+    usage_budget(budget, usage)
+}
+
+/// Which token or cost budget, if any, the usage so far has spent.
+pub fn usage_budget(budget: &Budget, usage: &Usage) -> Option<String> {
     if let Some(max) = budget.max_tokens
         && usage.input_tokens + usage.output_tokens > max
     {

@@ -42,6 +42,10 @@ pub struct ToolSpec {
 pub enum AgentSpec {
     /// A scripted agent: a Lua file, or a function defined in the suite.
     Scripted { path: Option<PathBuf> },
+    /// A program speaking JSON Lines (SPEC §4), one process per trial.
+    Command { cmd: Vec<String>, env: Vec<String>, setup: Option<Vec<String>> },
+    /// A recorded trace's tool calls, fed back through the executor.
+    Replay { path: PathBuf },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -145,6 +149,12 @@ fn read_agent(v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String
     let kind: String = opt(&a, "kind")?.unwrap_or_default();
     match kind.as_str() {
         "scripted" => Ok(Some(AgentSpec::Scripted { path: opt::<String>(&a, "path")?.map(PathBuf::from) })),
+        "command" => Ok(Some(AgentSpec::Command {
+            cmd: strings(&a, "cmd")?,
+            env: strings(&a, "env")?,
+            setup: opt::<Vec<String>>(&a, "setup")?,
+        })),
+        "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
         other => Err(format!("agent kind '{other}' is not supported")),
     }
 }

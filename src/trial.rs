@@ -97,6 +97,41 @@ pub struct Trial<'p> {
     pub rng: Rc<RefCell<TrialRng>>,
     pub deadline: Instant,
     pub workdir: PathBuf,
+    /// The case's scripted user turns (`evalua.user.script`), in order.
+    pub user_turns: Rc<Vec<String>>,
+}
+
+/// The agent speaks to the user: a turn, counted against `max_turns`.
+/// Returns the user's reply (the next of the case's `evalua.user.script`
+/// turns), or Err(why) when the turn budget is spent.
+pub fn agent_turn(
+    state: &RefCell<TrialState>,
+    max_turns: Option<u32>,
+    user_turns: &[String],
+    text: String,
+) -> Result<Option<String>, String> {
+    let mut st = state.borrow_mut();
+    if let Some(max) = max_turns
+        && st.usage.turns >= max
+    {
+        let why = format!("max_turns ({max}) reached");
+        st.budget_hit = Some(why.clone());
+        return Err(why);
+    }
+    st.usage.turns += 1;
+    let said = st.messages.iter().filter(|m| m.role == "agent").count();
+    st.messages.push(record::Message { role: "agent".into(), content: text, call_id: None });
+    let reply = user_turns.get(said).cloned();
+    if let Some(r) = &reply {
+        st.messages.push(record::Message { role: "user".into(), content: r.clone(), call_id: None });
+    }
+    Ok(reply)
+}
+
+impl Trial<'_> {
+    pub fn agent_says(&self, text: String) -> Result<Option<String>, String> {
+        agent_turn(&self.state, self.plan.budget.max_turns, &self.user_turns, text)
+    }
 }
 
 /// How the agent's part ended.
@@ -248,6 +283,12 @@ fn prepare<'p>(
     let ctx =
         make_ctx(&lua, case, number, seed, conn, &state, &rng, &case_table, workdir).map_err(|e| e.to_string())?;
 
+    let user_turns: Vec<String> = case_table
+        .get::<Option<Table>>("user")
+        .ok()
+        .flatten()
+        .and_then(|u| u.get::<Option<Vec<String>>>("turns").ok().flatten())
+        .unwrap_or_default();
     let deadline_s = plan.budget.deadline_s.unwrap_or(crate::run::DEFAULT_DEADLINE_S);
     let executor = Rc::new(Executor { tools: case.tools.clone(), budget: plan.budget.clone() });
     state.borrow_mut().messages.push(record::Message {
@@ -270,6 +311,7 @@ fn prepare<'p>(
         rng,
         deadline: Instant::now() + Duration::from_secs_f64(deadline_s),
         workdir: workdir.to_path_buf(),
+        user_turns: Rc::new(user_turns),
     })
 }
 

@@ -1,6 +1,8 @@
 //! Agents: whatever plays the agent speaks to the same executor.
 //! `drive` runs the case's agent to its end and says how it ended.
 
+pub mod command;
+pub mod replay;
 pub mod scripted;
 
 use crate::record::Ended;
@@ -10,6 +12,8 @@ use crate::trial::{AgentEnd, Trial};
 pub fn drive(trial: &Trial<'_>) -> AgentEnd {
     match trial.plan.suite.case_agent(&trial.case.spec) {
         Some(AgentSpec::Scripted { .. }) => scripted::run(trial),
+        Some(AgentSpec::Command { cmd, env, setup }) => command::run(trial, cmd, env, setup.as_deref()),
+        Some(AgentSpec::Replay { path }) => replay::run(trial, path),
         None => AgentEnd {
             ended: Ended::NotStarted,
             answer: String::new(),

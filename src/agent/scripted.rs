@@ -8,8 +8,8 @@
 use mlua::{Function, Lua, Table, Value};
 
 use crate::lua::{self, Segment, convert, limits::Guarded};
-use crate::record::{Ended, Message};
-use crate::trial::{AgentEnd, Trial, random_fn};
+use crate::record::Ended;
+use crate::trial::{AgentEnd, Trial, agent_turn, random_fn};
 
 pub fn run(trial: &Trial<'_>) -> AgentEnd {
     let lua = &trial.lua;
@@ -121,34 +121,12 @@ fn env_table(trial: &Trial<'_>) -> mlua::Result<Table> {
 
     env.raw_set("random", random_fn(lua, trial.rng.clone())?)?;
 
-    let state = trial.state.clone();
-    let max_turns = trial.plan.budget.max_turns;
-    let user: Option<Table> = trial.case_table.get("user")?;
+    let (state, max_turns, user_turns) = (trial.state.clone(), trial.plan.budget.max_turns, trial.user_turns.clone());
     env.raw_set(
         "say",
-        lua.create_function(move |lua, text: String| {
-            let mut st = state.borrow_mut();
-            if let Some(max) = max_turns
-                && st.usage.turns >= max
-            {
-                st.budget_hit = Some(format!("max_turns ({max}) reached"));
-                return Err(mlua::Error::runtime(format!("budget spent: max_turns ({max}) reached")));
-            }
-            st.usage.turns += 1;
-            let said = st.messages.iter().filter(|m| m.role == "agent").count();
-            st.messages.push(Message { role: "agent".into(), content: text, call_id: None });
-            let reply: Option<String> = match &user {
-                Some(u) => {
-                    u.get::<Option<Table>>("turns")?.and_then(|t| t.get::<Option<String>>(said + 1).ok().flatten())
-                }
-                None => None,
-            };
-            if let Some(r) = &reply {
-                st.messages.push(Message { role: "user".into(), content: r.clone(), call_id: None });
-            }
-            drop(st);
-            let _ = lua;
-            Ok(reply)
+        lua.create_function(move |_, text: String| {
+            agent_turn(&state, max_turns, &user_turns, text)
+                .map_err(|why| mlua::Error::runtime(format!("budget spent: {why}")))
         })?,
     )?;
     Ok(env)

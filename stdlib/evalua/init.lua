@@ -96,6 +96,43 @@ function M.agent.scripted(f)
   fail(2, "evalua.agent.scripted expects a file path or a function, got " .. type(f))
 end
 
+local COMMAND_KEYS = set { "cmd", "env", "cwd", "setup", "tools", "io" }
+
+--- Any program, any language, speaking JSON Lines on stdin/stdout (SPEC §4).
+--- One process per trial, in a fresh work dir, with a scrubbed environment
+--- (PATH, HOME, LANG and the names in `env`), in its own process group.
+function M.agent.command(spec)
+  check_keys("evalua.agent.command", spec, COMMAND_KEYS, 2)
+  if type(spec.cmd) ~= "table" or type(spec.cmd[1]) ~= "string" then
+    fail(2, "evalua.agent.command: 'cmd' is required: a list like { \"python3\", evalua.path(\"agents/my_agent.py\") }")
+  end
+  expect_list_of_strings("evalua.agent.command", "cmd", spec.cmd, 2)
+  expect_list_of_strings("evalua.agent.command", "env", spec.env, 2)
+  if spec.cwd ~= nil and spec.cwd ~= "workdir" then
+    fail(2, "evalua.agent.command: 'cwd' may only be \"workdir\" (the trial's fresh work dir, the default)")
+  end
+  if spec.setup ~= nil then
+    expect_list_of_strings("evalua.agent.command", "setup", spec.setup, 2)
+  end
+  if spec.tools ~= nil and spec.tools ~= "protocol" then
+    fail(2, "evalua.agent.command: tools = \"" .. tostring(spec.tools) .. "\" is not available in this build (only \"protocol\")")
+  end
+  if spec.io ~= nil and spec.io ~= "jsonl" then
+    fail(2, "evalua.agent.command: io = \"" .. tostring(spec.io) .. "\" is not available in this build (only \"jsonl\")")
+  end
+  return { kind = "command", cmd = spec.cmd, env = spec.env or {}, setup = spec.setup }
+end
+
+--- Feed a recorded trace's tool calls back through the executor (no agent
+--- runs): re-check yesterday's behaviour with today's graders. `path` is a
+--- trace file or a run dir (its traces/<case>.<trial>.json is used).
+function M.agent.replay(path)
+  if type(path) ~= "string" then fail(2, "evalua.agent.replay expects a trace file or run dir path") end
+  local p = host.abspath(path)
+  if not host.exists(p) then fail(2, "evalua.agent.replay: not found: " .. p) end
+  return { kind = "replay", path = p }
+end
+
 M.user = {}
 
 --- Fixed user turns for multi-turn cases: each `env.say` / agent message gets the next one.

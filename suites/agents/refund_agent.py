@@ -49,7 +49,7 @@ def main():
         fail("issue_refund", status, error)
 
     status, _, error = call("send_email", {
-        "to": str(customer_id),
+        "customer_id": customer_id,
         "subject": "Refund for order %s" % order_id,
         "body": "We have refunded %.2f EUR for the undelivered units of order %s." % (amount, order_id),
     })

@@ -1,0 +1,339 @@
+//! Command agents: any program speaking JSON Lines on stdin/stdout (SPEC §4).
+//!
+//! One process per trial, started in the trial's fresh work dir (never the
+//! suite's folder) with an environment scrubbed to PATH, HOME, LANG and the
+//! names the suite lists, in its own process group, which is killed when the
+//! trial ends, whatever the agent left running. Everything a process does
+//! wrong becomes a recorded outcome: it never started (infra error), exited
+//! before `final` (crashed), hung (deadline), printed something that is not a
+//! protocol message (protocol_error), or spent a budget (budget). Output is
+//! read with fixed bounds: a line longer than [`MAX_LINE`] is a protocol
+//! error, and only the last [`STDERR_TAIL`] bytes of stderr are kept.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value as Json, json};
+
+use crate::executor::usage_budget;
+use crate::record::Ended;
+use crate::trial::{AgentEnd, Trial};
+
+/// The longest line an agent may print.
+pub const MAX_LINE: usize = 1024 * 1024;
+/// How much of the agent's stderr is kept (the end of it).
+pub const STDERR_TAIL: usize = 8 * 1024;
+/// How much of an offending line a protocol error quotes.
+const QUOTE: usize = 200;
+/// How long a process may take to exit after its final message.
+const GRACE: Duration = Duration::from_millis(200);
+
+enum Line {
+    Text(Vec<u8>),
+    TooLong(Vec<u8>),
+}
+
+/// The trial's process group; killed (all of it) when dropped.
+struct Group {
+    child: Child,
+}
+
+impl Group {
+    fn kill(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: killpg only sends a signal; the group is the child's own (process_group(0)).
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Wait up to `grace` for the process to exit by itself.
+    fn exit_status(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let until = Instant::now() + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return Some(s),
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                _ => return None,
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn describe_status(s: Option<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match s {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig}"),
+            _ => "unknown exit".to_string(),
+        },
+        None => "still running (killed)".to_string(),
+    }
+}
+
+fn quote(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let s = s.trim_end();
+    if s.chars().count() > QUOTE { format!("{}…", s.chars().take(QUOTE).collect::<String>()) } else { s.to_string() }
+}
+
+/// The scrubbed environment: PATH, HOME, LANG and the names the suite lists.
+fn command(argv: &[String], env: &[String], cwd: &std::path::Path) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(&argv[0]);
+    c.args(&argv[1..]).current_dir(cwd).env_clear().process_group(0);
+    for name in ["PATH", "HOME", "LANG"].iter().copied().chain(env.iter().map(|s| s.as_str())) {
+        if let Some(v) = std::env::var_os(name) {
+            c.env(name, v);
+        }
+    }
+    c
+}
+
+fn infra(error: String) -> AgentEnd {
+    AgentEnd { ended: Ended::NotStarted, answer: String::new(), error: Some(error), infra: true, stderr_tail: None }
+}
+
+/// Keep draining stderr (so the agent never blocks on it), keeping only its tail.
+fn drain_stderr(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+    let tail = Arc::new(Mutex::new(Vec::new()));
+    let t = tail.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let mut tail = t.lock().unwrap();
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > STDERR_TAIL {
+                let cut = tail.len() - STDERR_TAIL;
+                tail.drain(..cut);
+            }
+        }
+    });
+    tail
+}
+
+/// Read stdout line by line, each at most MAX_LINE bytes, into a bounded channel.
+fn read_lines(r: impl Read + Send + 'static) -> Receiver<Line> {
+    let (tx, rx) = mpsc::sync_channel(64);
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(r);
+        loop {
+            let mut buf = Vec::new();
+            match r.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+                        buf.truncate(QUOTE * 4);
+                        let _ = tx.send(Line::TooLong(buf));
+                        break;
+                    }
+                    if tx.send(Line::Text(buf)).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+fn send(stdin: &mut Option<ChildStdin>, msg: &Json) -> bool {
+    let Some(w) = stdin.as_mut() else { return false };
+    let mut line = msg.to_string();
+    line.push('\n');
+    w.write_all(line.as_bytes()).and_then(|_| w.flush()).is_ok()
+}
+
+fn tail_of(t: &Arc<Mutex<Vec<u8>>>) -> Option<String> {
+    let t = t.lock().unwrap();
+    (!t.is_empty()).then(|| String::from_utf8_lossy(&t).into_owned())
+}
+
+/// Run a setup command in the work dir before the agent; a failure is an infrastructure error.
+fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), String> {
+    let mut c = command(argv, env, &trial.workdir);
+    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let child = c.spawn().map_err(|e| format!("setup: cannot start `{}`: {e}", argv[0]))?;
+    let mut g = Group { child };
+    let tail = drain_stderr(g.child.stderr.take().expect("piped"));
+    let status = g.exit_status(trial.deadline.saturating_duration_since(Instant::now()));
+    match status {
+        Some(s) if s.success() => Ok(()),
+        s => Err(format!(
+            "setup `{}` failed: {}{}",
+            argv.join(" "),
+            describe_status(s),
+            tail_of(&tail).map(|t| format!("; stderr: {}", quote(t.as_bytes()))).unwrap_or_default()
+        )),
+    }
+}
+
+pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option<&[String]>) -> AgentEnd {
+    if let Err(e) = std::fs::create_dir_all(&trial.workdir) {
+        return infra(format!("cannot create the trial's work dir: {e}"));
+    }
+    if let Some(s) = setup_cmd
+        && !s.is_empty()
+        && let Err(e) = setup(s, env, trial)
+    {
+        return infra(e);
+    }
+    let mut c = command(argv, env, &trial.workdir);
+    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = match c.spawn() {
+        Ok(ch) => ch,
+        Err(e) => return infra(format!("cannot start `{}`: {e}", argv[0])),
+    };
+    let mut group = Group { child };
+    let mut stdin = group.child.stdin.take();
+    let lines = read_lines(group.child.stdout.take().expect("piped"));
+    let stderr = drain_stderr(group.child.stderr.take().expect("piped"));
+
+    let mut end = converse(trial, &mut stdin, &lines, &mut group);
+    drop(stdin);
+    if end.ended == Ended::Final {
+        // Let it exit by itself; whatever it leaves behind dies with the group.
+        group.exit_status(GRACE);
+    }
+    group.kill();
+    end.stderr_tail = tail_of(&stderr);
+    end
+}
+
+/// The protocol loop: returns how the agent's part ended.
+fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<Line>, group: &mut Group) -> AgentEnd {
+    let mut end = AgentEnd { ended: Ended::Final, answer: String::new(), error: None, infra: false, stderr_tail: None };
+    let tools: Vec<Json> = trial
+        .case
+        .tools
+        .iter()
+        .map(|t| json!({ "name": t.spec.name, "description": t.spec.description, "parameters": t.spec.params }))
+        .collect();
+    let start = json!({
+        "type": "start", "case": trial.case.spec.id, "trial": trial.number, "seed": trial.seed,
+        "input": trial.case.spec.input, "tools": tools, "budget": trial.plan.budget,
+    });
+    send(stdin, &start);
+
+    let stop = |end: &mut AgentEnd, ended: Ended, error: String| {
+        end.ended = ended;
+        end.error = Some(error);
+    };
+    loop {
+        let left = trial.deadline.saturating_duration_since(Instant::now());
+        let line = match lines.recv_timeout(left) {
+            Ok(l) => l,
+            Err(RecvTimeoutError::Timeout) => {
+                stop(&mut end, Ended::Deadline, "the agent did not finish before the deadline".into());
+                return end;
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = group.exit_status(GRACE);
+                stop(
+                    &mut end,
+                    Ended::Crashed,
+                    format!("the agent exited before its final message ({})", describe_status(status)),
+                );
+                return end;
+            }
+        };
+        let bytes = match line {
+            Line::TooLong(prefix) => {
+                stop(
+                    &mut end,
+                    Ended::ProtocolError,
+                    format!("a line longer than {MAX_LINE} bytes: {}", quote(&prefix)),
+                );
+                return end;
+            }
+            Line::Text(b) => b,
+        };
+        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        let msg: Json = match serde_json::from_slice(&bytes) {
+            Ok(m @ Json::Object(_)) => m,
+            _ => {
+                stop(&mut end, Ended::ProtocolError, format!("not a JSON object: {}", quote(&bytes)));
+                return end;
+            }
+        };
+        match msg.get("type").and_then(|t| t.as_str()).unwrap_or("") {
+            "tool_call" => {
+                let id = msg.get("id").and_then(|v| v.as_str()).map(String::from);
+                let name = msg.get("name").and_then(|v| v.as_str()).unwrap_or("").to_string();
+                let args = msg.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                let reply = trial.executor.call(&trial.lua, &trial.state, &trial.handlers, &trial.ctx, id, &name, args);
+                let r = &reply.record;
+                let mut out =
+                    json!({ "type": "tool_result", "id": r.id, "status": r.status.reply(), "content": r.result });
+                if let Some(e) = &r.error {
+                    out["error"] = json!(e);
+                }
+                send(stdin, &out);
+                if let Some(why) = trial.state.borrow().budget_hit.clone() {
+                    stop(&mut end, Ended::Budget, format!("budget spent: {why}"));
+                    return end;
+                }
+            }
+            "usage" => {
+                let n = |k: &str| msg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+                let mut st = trial.state.borrow_mut();
+                st.usage.input_tokens += n("input_tokens");
+                st.usage.output_tokens += n("output_tokens");
+                st.usage.cost_usd += msg.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                if let Some(why) = usage_budget(&trial.plan.budget, &st.usage) {
+                    st.budget_hit = Some(why.clone());
+                    drop(st);
+                    stop(&mut end, Ended::Budget, format!("budget spent: {why}"));
+                    return end;
+                }
+            }
+            "message" => {
+                let text = msg.get("content").and_then(|v| v.as_str()).unwrap_or("").to_string();
+                match trial.agent_says(text) {
+                    Ok(reply) => {
+                        send(stdin, &json!({ "type": "user", "content": reply }));
+                    }
+                    Err(why) => {
+                        stop(&mut end, Ended::Budget, format!("budget spent: {why}"));
+                        return end;
+                    }
+                }
+            }
+            "final" => {
+                end.answer = match msg.get("content") {
+                    Some(Json::String(s)) => s.clone(),
+                    Some(Json::Null) | None => String::new(),
+                    Some(other) => other.to_string(),
+                };
+                trial.state.borrow_mut().usage.turns += 1;
+                return end;
+            }
+            other => {
+                let what = if other.is_empty() {
+                    "a message without a \"type\"".to_string()
+                } else {
+                    format!("unknown message type {other:?}")
+                };
+                stop(&mut end, Ended::ProtocolError, format!("{what}: {}", quote(&bytes)));
+                return end;
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The replay agent: a recorded trace's tool calls, fed back through today's
+//! executor in the same order with the same ids, and its final answer — so a
+//! grader change can be re-checked against yesterday's behaviour without
+//! calling the agent again. Calls are re-validated and re-authorised, so a
+//! stricter schema or policy shows up as `rejected` / `denied` now.
+
+use std::path::Path;
+
+use crate::lua::display_path;
+use crate::record::{Ended, Trace};
+use crate::trial::{AgentEnd, Trial};
+
+fn infra(error: String) -> AgentEnd {
+    AgentEnd { ended: Ended::NotStarted, answer: String::new(), error: Some(error), infra: true, stderr_tail: None }
+}
+
+pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
+    // A run dir replays the trace of the same (case, trial); a file replays itself.
+    let file = if path.is_dir() {
+        path.join(crate::record::trace_name(&trial.case.spec.id, trial.number))
+    } else {
+        path.to_path_buf()
+    };
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => return infra(format!("replay: {}: {e}", display_path(&file))),
+    };
+    let trace: Trace = match serde_json::from_str(&text) {
+        Ok(t) => t,
+        Err(e) => return infra(format!("replay: {}: not an evalua trace: {e}", display_path(&file))),
+    };
+    // Agent turns other than the final answer (recorded as the last agent
+    // message when the trial ended with one).
+    let turns: Vec<_> = trace.messages.iter().filter(|m| m.role == "agent").collect();
+    let has_final = trace.ended == Ended::Final || !trace.answer.is_empty();
+    for m in turns.iter().take(if has_final { turns.len().saturating_sub(1) } else { turns.len() }) {
+        if let Err(why) = trial.agent_says(m.content.clone()) {
+            return AgentEnd {
+                ended: Ended::Budget,
+                answer: String::new(),
+                error: Some(format!("budget spent: {why}")),
+                infra: false,
+                stderr_tail: None,
+            };
+        }
+    }
+    for call in &trace.calls {
+        trial.executor.call(
+            &trial.lua,
+            &trial.state,
+            &trial.handlers,
+            &trial.ctx,
+            Some(call.id.clone()),
+            &call.name,
+            call.args.clone(),
+        );
+        if let Some(why) = trial.state.borrow().budget_hit.clone() {
+            return AgentEnd {
+                ended: Ended::Budget,
+                answer: String::new(),
+                error: Some(format!("budget spent: {why}")),
+                infra: false,
+                stderr_tail: None,
+            };
+        }
+    }
+    trial.state.borrow_mut().usage.turns += 1;
+    AgentEnd { ended: trace.ended, answer: trace.answer, error: trace.error, infra: false, stderr_tail: None }
+}
