@@ -96,6 +96,24 @@ evalua.agent = {}
 ---@overload fun(path: string): evalua.Agent
 function evalua.agent.scripted(fn) end
 
+---@class evalua.CommandAgentSpec
+---@field cmd string[] the program and its arguments (use evalua.path() for files beside the suite)
+---@field env? string[] names of environment variables passed through (besides PATH, HOME, LANG)
+---@field cwd? "workdir" where it runs: the trial's fresh work dir (the default and only choice)
+---@field setup? string[] a command run in the work dir before the agent; failure is an infra error
+---@field tools? "protocol" how tools are offered (only the JSON Lines protocol in this build)
+---@field io? "jsonl" how input and the final answer travel (only JSON Lines in this build)
+
+--- Any program speaking JSON Lines on stdin/stdout (SPEC §4): one process per trial, scrubbed environment, own process group.
+---@param spec evalua.CommandAgentSpec
+---@return evalua.Agent
+function evalua.agent.command(spec) end
+
+--- Replay a recorded trace (a trace file, or a run dir whose trace of the same case and trial is used) through today's executor.
+---@param path string
+---@return evalua.Agent
+function evalua.agent.replay(path) end
+
 --- Simulated-user constructors, for a case's `user` (multi-turn cases).
 evalua.user = {}
 

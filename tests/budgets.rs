@@ -8,7 +8,7 @@ local evalua = require("evalua")
 local check = require("evalua.check")
 local suite = evalua.suite {
   name = "budgets",
-  budget = { deadline_s = 0.5, max_tool_calls = 3, max_turns = 2 },
+  budget = { deadline_s = 3, max_tool_calls = 3, max_turns = 2 },
   agent = evalua.agent.scripted(function(task, env)
     if task.case == "spins" then env.call("noop", {}) while true do end end
     if task.case == "spins_in_tool" then env.call("spin", {}) return "unreachable" end
