@@ -39,26 +39,43 @@ enum Line {
 /// The trial's process group; killed (all of it) when dropped.
 struct Group {
     child: Child,
+    /// Set once the group was signalled and its leader reaped: its pid may be
+    /// reused from then on, so it must never be signalled again.
+    done: bool,
 }
 
 impl Group {
+    fn new(child: Child) -> Self {
+        Group { child, done: false }
+    }
+
     fn kill(&mut self) {
+        if self.done {
+            return;
+        }
         let pgid = self.child.id() as i32;
-        // SAFETY: killpg only sends a signal; the group is the child's own (process_group(0)).
+        // SAFETY: killpg only sends a signal. The group is the child's own
+        // (process_group(0)) and its leader is not reaped yet, so the id is ours.
         unsafe {
             libc::killpg(pgid, libc::SIGKILL);
         }
-        let _ = self.child.kill();
         let _ = self.child.wait();
+        self.done = true;
     }
 
     /// Wait up to `grace` for the process to exit by itself.
     fn exit_status(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
         let until = Instant::now() + grace;
+        // Most agents exit within a millisecond of their last line: poll with
+        // a short, growing interval rather than a fixed nap.
+        let mut nap = Duration::from_micros(50);
         loop {
             match self.child.try_wait() {
                 Ok(Some(s)) => return Some(s),
-                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                Ok(None) if Instant::now() < until => {
+                    std::thread::sleep(nap);
+                    nap = (nap * 2).min(Duration::from_millis(5));
+                }
                 _ => return None,
             }
         }
@@ -169,7 +186,7 @@ fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), Strin
     let mut c = command(argv, env, &trial.workdir);
     c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let child = c.spawn().map_err(|e| format!("setup: cannot start `{}`: {e}", argv[0]))?;
-    let mut g = Group { child };
+    let mut g = Group::new(child);
     let tail = drain_stderr(g.child.stderr.take().expect("piped"));
     let status = g.exit_status(trial.deadline.saturating_duration_since(Instant::now()));
     match status {
@@ -199,7 +216,7 @@ pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option
         Ok(ch) => ch,
         Err(e) => return infra(format!("cannot start `{}`: {e}", argv[0])),
     };
-    let mut group = Group { child };
+    let mut group = Group::new(child);
     let mut stdin = group.child.stdin.take();
     let lines = read_lines(group.child.stdout.take().expect("piped"));
     let stderr = drain_stderr(group.child.stderr.take().expect("piped"));
