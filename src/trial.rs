@@ -144,6 +144,21 @@ pub struct AgentEnd {
     pub stderr_tail: Option<String>,
 }
 
+impl AgentEnd {
+    /// The agent is still running (or ended with its final answer).
+    pub fn running() -> Self {
+        AgentEnd { ended: Ended::Final, answer: String::new(), error: None, infra: false, stderr_tail: None }
+    }
+    /// The agent never got its chance: an infrastructure error.
+    pub fn infra(error: String) -> Self {
+        AgentEnd { ended: Ended::NotStarted, error: Some(error), infra: true, ..Self::running() }
+    }
+    /// A budget was spent.
+    pub fn budget(why: &str) -> Self {
+        AgentEnd { ended: Ended::Budget, error: Some(format!("budget spent: {why}")), ..Self::running() }
+    }
+}
+
 pub struct TrialOutput {
     pub record: TrialRecord,
     pub trace: Trace,

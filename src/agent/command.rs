@@ -119,10 +119,6 @@ fn command(argv: &[String], env: &[String], cwd: &std::path::Path) -> Command {
     c
 }
 
-fn infra(error: String) -> AgentEnd {
-    AgentEnd { ended: Ended::NotStarted, answer: String::new(), error: Some(error), infra: true, stderr_tail: None }
-}
-
 /// Keep draining stderr (so the agent never blocks on it), keeping only its tail.
 fn drain_stderr(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
     let tail = Arc::new(Mutex::new(Vec::new()));
@@ -202,19 +198,19 @@ fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), Strin
 
 pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option<&[String]>) -> AgentEnd {
     if let Err(e) = std::fs::create_dir_all(&trial.workdir) {
-        return infra(format!("cannot create the trial's work dir: {e}"));
+        return AgentEnd::infra(format!("cannot create the trial's work dir: {e}"));
     }
     if let Some(s) = setup_cmd
         && !s.is_empty()
         && let Err(e) = setup(s, env, trial)
     {
-        return infra(e);
+        return AgentEnd::infra(e);
     }
     let mut c = command(argv, env, &trial.workdir);
     c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = match c.spawn() {
         Ok(ch) => ch,
-        Err(e) => return infra(format!("cannot start `{}`: {e}", argv[0])),
+        Err(e) => return AgentEnd::infra(format!("cannot start `{}`: {e}", argv[0])),
     };
     let mut group = Group::new(child);
     let mut stdin = group.child.stdin.take();
@@ -234,7 +230,7 @@ pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option
 
 /// The protocol loop: returns how the agent's part ended.
 fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<Line>, group: &mut Group) -> AgentEnd {
-    let mut end = AgentEnd { ended: Ended::Final, answer: String::new(), error: None, infra: false, stderr_tail: None };
+    let mut end = AgentEnd::running();
     let tools: Vec<Json> = trial
         .case
         .tools
@@ -304,8 +300,7 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
                 }
                 send(stdin, &out);
                 if let Some(why) = trial.state.borrow().budget_hit.clone() {
-                    stop(&mut end, Ended::Budget, format!("budget spent: {why}"));
-                    return end;
+                    return AgentEnd::budget(&why);
                 }
             }
             "usage" => {
@@ -317,8 +312,7 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
                 if let Some(why) = usage_budget(&trial.plan.budget, &st.usage) {
                     st.budget_hit = Some(why.clone());
                     drop(st);
-                    stop(&mut end, Ended::Budget, format!("budget spent: {why}"));
-                    return end;
+                    return AgentEnd::budget(&why);
                 }
             }
             "message" => {
@@ -328,8 +322,7 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
                         send(stdin, &json!({ "type": "user", "content": reply }));
                     }
                     Err(why) => {
-                        stop(&mut end, Ended::Budget, format!("budget spent: {why}"));
-                        return end;
+                        return AgentEnd::budget(&why);
                     }
                 }
             }

@@ -5,7 +5,6 @@ pub mod command;
 pub mod replay;
 pub mod scripted;
 
-use crate::record::Ended;
 use crate::suite::AgentSpec;
 use crate::trial::{AgentEnd, Trial};
 
@@ -14,12 +13,6 @@ pub fn drive(trial: &Trial<'_>) -> AgentEnd {
         Some(AgentSpec::Scripted { .. }) => scripted::run(trial),
         Some(AgentSpec::Command { cmd, env, setup }) => command::run(trial, cmd, env, setup.as_deref()),
         Some(AgentSpec::Replay { path }) => replay::run(trial, path),
-        None => AgentEnd {
-            ended: Ended::NotStarted,
-            answer: String::new(),
-            error: Some("no agent declared".into()),
-            infra: true,
-            stderr_tail: None,
-        },
+        None => AgentEnd::infra("no agent declared".into()),
     }
 }

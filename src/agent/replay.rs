@@ -10,10 +10,6 @@ use crate::lua::display_path;
 use crate::record::{Ended, Trace};
 use crate::trial::{AgentEnd, Trial};
 
-fn infra(error: String) -> AgentEnd {
-    AgentEnd { ended: Ended::NotStarted, answer: String::new(), error: Some(error), infra: true, stderr_tail: None }
-}
-
 pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
     // A run dir replays the trace of the same (case, trial); a file replays itself.
     let file = if path.is_dir() {
@@ -23,11 +19,11 @@ pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
     };
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
-        Err(e) => return infra(format!("replay: {}: {e}", display_path(&file))),
+        Err(e) => return AgentEnd::infra(format!("replay: {}: {e}", display_path(&file))),
     };
     let trace: Trace = match serde_json::from_str(&text) {
         Ok(t) => t,
-        Err(e) => return infra(format!("replay: {}: not an evalua trace: {e}", display_path(&file))),
+        Err(e) => return AgentEnd::infra(format!("replay: {}: not an evalua trace: {e}", display_path(&file))),
     };
     // Agent turns other than the final answer (recorded as the last agent
     // message when the trial ended with one).
@@ -35,13 +31,7 @@ pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
     let has_final = trace.ended == Ended::Final || !trace.answer.is_empty();
     for m in turns.iter().take(if has_final { turns.len().saturating_sub(1) } else { turns.len() }) {
         if let Err(why) = trial.agent_says(m.content.clone()) {
-            return AgentEnd {
-                ended: Ended::Budget,
-                answer: String::new(),
-                error: Some(format!("budget spent: {why}")),
-                infra: false,
-                stderr_tail: None,
-            };
+            return AgentEnd::budget(&why);
         }
     }
     for call in &trace.calls {
@@ -55,15 +45,9 @@ pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
             call.args.clone(),
         );
         if let Some(why) = trial.state.borrow().budget_hit.clone() {
-            return AgentEnd {
-                ended: Ended::Budget,
-                answer: String::new(),
-                error: Some(format!("budget spent: {why}")),
-                infra: false,
-                stderr_tail: None,
-            };
+            return AgentEnd::budget(&why);
         }
     }
     trial.state.borrow_mut().usage.turns += 1;
-    AgentEnd { ended: trace.ended, answer: trace.answer, error: trace.error, infra: false, stderr_tail: None }
+    AgentEnd { ended: trace.ended, answer: trace.answer, error: trace.error, ..AgentEnd::running() }
 }

@@ -22,7 +22,7 @@ pub fn run(trial: &Trial<'_>) -> AgentEnd {
         f.call::<Value>((task, env))
     });
     let budget_hit = trial.state.borrow().budget_hit.clone();
-    let mut end = AgentEnd { ended: Ended::Final, answer: String::new(), error: None, infra: false, stderr_tail: None };
+    let mut end = AgentEnd::running();
     match result {
         Guarded::Done(Ok(v)) => {
             end.answer = answer_text(lua, &v);

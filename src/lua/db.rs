@@ -72,7 +72,7 @@ impl Db {
     fn query(&self, sql: &str, args: MultiValue, mut f: impl FnMut(&[String], Vec<Sql>) -> bool) -> mlua::Result<()> {
         let conn = self.conn()?;
         let mut stmt = self.prepare(&conn, sql)?;
-        let names: Vec<String> = stmt.column_names().into_iter().map(String::from).collect();
+        let names: Vec<String> = stmt.column_names().map(String::from).collect();
         let params = to_params(args)?;
         let mut rows = stmt
             .query(params_from_iter(params))

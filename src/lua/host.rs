@@ -20,7 +20,8 @@ thread_local! {
 }
 
 /// The value a check returns first to say "skipped, not passed".
-pub const SKIP: Value = Value::LightUserData(mlua::LightUserData(1 as *mut std::ffi::c_void));
+/// A light userdata that is not `evalua.null` (NULL): a dangling, never-read address.
+pub const SKIP: Value = Value::LightUserData(mlua::LightUserData(std::ptr::dangling_mut::<std::ffi::c_void>()));
 
 /// Compile (once per thread) and use a regex.
 pub fn with_regex<R>(pattern: &str, f: impl FnOnce(&Regex) -> R) -> Result<R, String> {
