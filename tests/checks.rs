@@ -149,6 +149,13 @@ fn a_refused_write_is_not_a_write() {
 }
 
 #[test]
+fn ended() {
+    accepts("ended_ok");
+    rejects("ended_bad");
+    assert_eq!(only_check("ended_bad")["evidence"]["ended"], "crashed");
+}
+
+#[test]
 fn files_and_outbox() {
     accepts("files_ok");
     rejects("files_bad");

@@ -128,6 +128,12 @@ function check.no_loops(opts) end
 ---@return evalua.Check
 function check.no_writes(opts) end
 
+--- Passes when the agent's run ended one of these ways (default { "final" }).
+---@param list? ("final"|"deadline"|"budget"|"crashed"|"protocol_error")[]
+---@param opts? evalua.CheckOpts
+---@return evalua.Check
+function check.ended(list, opts) end
+
 --- At most `n` tool calls were requested.
 ---@param n integer the maximum
 ---@param opts? evalua.CheckOpts

@@ -530,6 +530,27 @@ function check.no_writes(opts)
   end)
 end
 
+local ENDINGS = { final = true, deadline = true, budget = true, crashed = true, protocol_error = true }
+
+--- The agent's run ended one of these ways (default: { "final" }): a trial
+--- whose state is right but whose agent crashed or broke the protocol is not
+--- accepted when this check is in the case.
+function check.ended(list, opts)
+  list = list or { "final" }
+  if type(list) ~= "table" or #list == 0 then error("check.ended: expects a list such as { \"final\" }", 2) end
+  local allowed = {}
+  for i, e in ipairs(list) do
+    if not ENDINGS[e] then
+      error("check.ended: item " .. i .. " must be final, deadline, budget, crashed or protocol_error, got " .. tostring(e), 2)
+    end
+    allowed[e] = true
+  end
+  opts = opts_of("check.ended", opts, {}, 2)
+  return make("ended", "ended " .. table.concat(list, "|"), opts, function(t)
+    return allowed[t.ended] == true, { ended = t.ended, error = t.error }
+  end)
+end
+
 --- At most `n` tool calls were requested.
 function check.max_calls(n, opts)
   if math.type(n) ~= "integer" or n < 0 then error("check.max_calls: expects a non-negative integer", 2) end
@@ -561,7 +582,7 @@ end
 -- checks of that one case (its options were validated when the suite loaded).
 if not host.validating() then
   for _, name in ipairs({ "sql", "files", "outbox", "answer", "json_schema", "tools", "args", "before",
-                          "no_loops", "no_writes", "max_calls", "claims_only_after" }) do
+                          "no_loops", "no_writes", "max_calls", "claims_only_after", "ended" }) do
     check[name] = evalua._lazy(check[name])
   end
 end

@@ -97,6 +97,11 @@ case("claims_ok", { { "put", { k = "r" } } }, "Refund issued.", { check.claims_o
 case("claims_bad", {}, "Refund issued.", { check.claims_only_after("(?i)refund issued", "put") })
 case("claims_none", {}, "I could not do it.", { check.claims_only_after("(?i)refund issued", "put") })
 
+-- ended
+case("ended_ok", {}, "done", { check.ended() })
+suite:case { id = "ended_bad", input = "x", expect = { check.ended { "final" } },
+  agent = evalua.agent.scripted(function() error("agent bug") end) }
+
 -- files / outbox
 case("files_ok", { { "write_file", { path = "out/report.txt", content = "total: 3" } } }, "",
   { check.files { ["out/report.txt"] = { contains = "total" }, ["missing.txt"] = { exists = false } } })
