@@ -108,8 +108,7 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                 plans.push(run::plan(s, trials, &select.filters(), seed)?);
             }
             for plan in plans {
-                let opts =
-                    RunOptions { trials, jobs, filters: select.filters(), seed, out: out.clone(), progress: !quiet };
+                let opts = RunOptions { trials, jobs, filters: select.filters(), seed, progress: !quiet };
                 let run_id = run::new_run_id();
                 let out_dir = out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
                 let dir = run::make_run_dir(out_dir.as_deref(), &plan.suite.name, &run_id)?;

@@ -40,7 +40,6 @@ pub struct RunOptions {
     pub jobs: usize,
     pub filters: Filters,
     pub seed: u64,
-    pub out: Option<PathBuf>,
     pub progress: bool,
 }
 
@@ -111,15 +110,13 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             filters.split
         )));
     }
-    let budget = suite.budget.clone();
-    let sources = suite.sources.clone();
     let scratch = tempfile::Builder::new()
         .prefix("evalua-run-")
         .tempdir()
         .map_err(|e| UserError(format!("cannot create a temp dir for the trials' work dirs: {e}")))?;
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    Ok(Plan { id, suite, cases, seed, budget, sources, scratch })
+    Ok(Plan { id, suite, cases, seed, scratch })
 }
 
 /// What a finished run produced.
@@ -243,7 +240,6 @@ pub fn case_infos(plan: &Plan) -> Vec<CaseInfo> {
             weight: c.spec.weight,
             tags: c.spec.tags.clone(),
             difficulty: c.spec.difficulty.clone(),
-            planned: c.trials,
         })
         .collect()
 }
@@ -317,7 +313,7 @@ fn file_hash(p: &Path) -> Json {
 
 fn manifest(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Json {
     let suite = &plan.suite;
-    let sources = plan.sources.all();
+    let sources = plan.suite.sources.all();
     let grader_hash = sha256_hex(
         sources
             .iter()
@@ -366,7 +362,7 @@ fn manifest(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Js
         "tool_contract_sha256": tools_hash,
         "agent": agent,
         "cases": cases,
-        "budget": plan.budget,
+        "budget": plan.suite.budget,
         "default_deadline_s": DEFAULT_DEADLINE_S,
         "trials": opts.trials,
         "seed": plan.seed,

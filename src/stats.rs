@@ -51,7 +51,6 @@ pub struct CaseInfo {
     pub weight: f64,
     pub tags: Vec<String>,
     pub difficulty: Option<String>,
-    pub planned: u32,
 }
 
 /// Per-case tallies, accumulated as records stream in.
@@ -437,7 +436,7 @@ mod tests {
 
     #[test]
     fn case_recurrence_matches_the_closed_forms() {
-        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None, planned: 9 };
+        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None };
         let mut t = CaseTally::default();
         t.outcomes.insert(Outcome::Accepted, 6);
         t.outcomes.insert(Outcome::Failed, 3);

@@ -16,10 +16,10 @@ use serde_json::{Value as Json, json};
 use crate::agent;
 use crate::executor::{Executor, ToolDef, TrialState};
 use crate::lua::db::Db;
-use crate::lua::{self, Segment, Sources, convert, limits::Guarded};
+use crate::lua::{self, Segment, convert, limits::Guarded};
 use crate::record::{self, CallCounts, CheckResult, Ended, Trace, TrialRecord};
 use crate::sandbox::{self, DbImage, TrialRng};
-use crate::suite::{self, Budget, CaseSpec, Suite};
+use crate::suite::{self, CaseSpec, Suite};
 
 /// Limits on one check.
 const CHECK_INSTRUCTIONS: u64 = 50_000_000;
@@ -45,8 +45,6 @@ pub struct Plan {
     pub suite: Suite,
     pub cases: Vec<CasePlan>,
     pub seed: u64,
-    pub budget: Budget,
-    pub sources: Arc<Sources>,
     /// A private folder for the run's work dirs; removed with the plan.
     pub scratch: tempfile::TempDir,
 }
@@ -130,7 +128,7 @@ pub fn agent_turn(
 
 impl Trial<'_> {
     pub fn agent_says(&self, text: String) -> Result<Option<String>, String> {
-        agent_turn(&self.state, self.plan.budget.max_turns, &self.user_turns, text)
+        agent_turn(&self.state, self.plan.suite.budget.max_turns, &self.user_turns, text)
     }
 }
 
@@ -180,7 +178,7 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
         }
         Err(e) => {
             WORKER.with(|w| *w.borrow_mut() = None);
-            infra(plan, case, number, seed, e)
+            infra(case, number, seed, e)
         }
     };
     // After the checks have read it.
@@ -190,8 +188,7 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
     out
 }
 
-fn infra(plan: &Plan, case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
-    let _ = plan;
+fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
     let record = TrialRecord {
         case: case.spec.id.clone(),
         trial: number,
@@ -242,7 +239,7 @@ fn worker_state(plan: &Plan) -> Result<Lua, String> {
         {
             return Ok(lua.clone());
         }
-        let cfg = suite::state_config(&plan.suite.path, plan.sources.clone(), 0, false);
+        let cfg = suite::state_config(&plan.suite.path, plan.suite.sources.clone(), 0, false);
         let lua = lua::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
         *w = Some((plan.id, lua.clone()));
         Ok(lua)
@@ -304,8 +301,8 @@ fn prepare<'p>(
         .flatten()
         .and_then(|u| u.get::<Option<Vec<String>>>("turns").ok().flatten())
         .unwrap_or_default();
-    let deadline_s = plan.budget.deadline_s.unwrap_or(crate::run::DEFAULT_DEADLINE_S);
-    let executor = Rc::new(Executor { tools: case.tools.clone(), budget: plan.budget.clone() });
+    let deadline_s = plan.suite.budget.deadline_s.unwrap_or(crate::run::DEFAULT_DEADLINE_S);
+    let executor = Rc::new(Executor { tools: case.tools.clone(), budget: plan.suite.budget.clone() });
     state.borrow_mut().messages.push(record::Message {
         role: "user".into(),
         content: case.spec.input.clone(),
@@ -656,5 +653,5 @@ pub fn list_files(root: &Path) -> Vec<String> {
 /// infrastructure error so the run goes on and nothing is lost.
 pub fn internal_error(plan: &Plan, case: &CasePlan, number: u32, msg: String) -> TrialOutput {
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
-    infra(plan, case, number, seed, format!("internal error in evalua: {msg}"))
+    infra(case, number, seed, format!("internal error in evalua: {msg}"))
 }

@@ -239,7 +239,7 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
         .collect();
     let start = json!({
         "type": "start", "case": trial.case.spec.id, "trial": trial.number, "seed": trial.seed,
-        "input": trial.case.spec.input, "tools": tools, "budget": trial.plan.budget,
+        "input": trial.case.spec.input, "tools": tools, "budget": trial.plan.suite.budget,
     });
     send(stdin, &start);
 
@@ -309,7 +309,7 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
                 st.usage.input_tokens += n("input_tokens");
                 st.usage.output_tokens += n("output_tokens");
                 st.usage.cost_usd += msg.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
-                if let Some(why) = usage_budget(&trial.plan.budget, &st.usage) {
+                if let Some(why) = usage_budget(&trial.plan.suite.budget, &st.usage) {
                     st.budget_hit = Some(why.clone());
                     drop(st);
                     return AgentEnd::budget(&why);

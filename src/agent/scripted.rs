@@ -121,7 +121,8 @@ fn env_table(trial: &Trial<'_>) -> mlua::Result<Table> {
 
     env.raw_set("random", random_fn(lua, trial.rng.clone())?)?;
 
-    let (state, max_turns, user_turns) = (trial.state.clone(), trial.plan.budget.max_turns, trial.user_turns.clone());
+    let (state, max_turns, user_turns) =
+        (trial.state.clone(), trial.plan.suite.budget.max_turns, trial.user_turns.clone());
     env.raw_set(
         "say",
         lua.create_function(move |_, text: String| {
