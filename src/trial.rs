@@ -174,6 +174,7 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
             let end = agent::drive(&trial);
             let out = finish(trial, end, started);
             retire_if_dirty(&lua, trips);
+            keep_suite_if_unchanged(&lua);
             out
         }
         Err(e) => {
@@ -223,9 +224,26 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
     TrialOutput { record, trace }
 }
 
+/// A worker thread's Lua state, reused across its trials (see `lua::new_state`).
+struct Worker {
+    plan: u64,
+    lua: Lua,
+    /// The suite as last evaluated in this state, while it may be reused.
+    evaluated: Option<Evaluated>,
+}
+
+/// A suite evaluated for one case, and the snapshot that proves it unchanged
+/// (see `lua::reuse`).
+struct Evaluated {
+    case: String,
+    suite: Table,
+    snapshot: Table,
+    /// What the suite file printed while it was evaluated: every trial's log starts with it.
+    log: Vec<String>,
+}
+
 thread_local! {
-    /// The worker thread's Lua state, reused across its trials (see `lua::new_state`).
-    static WORKER: RefCell<Option<(u64, Lua)>> = const { RefCell::new(None) };
+    static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
 }
 
 /// Memory above which a worker's state is replaced rather than reused.
@@ -234,16 +252,73 @@ const RETIRE_ABOVE_BYTES: usize = 64 * 1024 * 1024;
 fn worker_state(plan: &Plan) -> Result<Lua, String> {
     WORKER.with(|w| {
         let mut w = w.borrow_mut();
-        if let Some((id, lua)) = &*w
-            && *id == plan.id
+        if let Some(worker) = &*w
+            && worker.plan == plan.id
         {
-            return Ok(lua.clone());
+            return Ok(worker.lua.clone());
         }
         let cfg = suite::state_config(&plan.suite.path, plan.suite.sources.clone(), 0, false);
         let lua = lua::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
-        *w = Some((plan.id, lua.clone()));
+        *w = Some(Worker { plan: plan.id, lua: lua.clone(), evaluated: None });
         Ok(lua)
     })
+}
+
+/// The suite table for this trial: the one evaluated for an earlier trial of
+/// the same case on this worker when nothing has changed it since, else a
+/// fresh evaluation in a fresh environment. Returns it with the log lines the
+/// evaluation printed.
+fn evaluated_suite(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Vec<String>), String> {
+    let reused = WORKER.with(|w| {
+        let w = w.borrow();
+        let e = w.as_ref()?.evaluated.as_ref()?;
+        (e.case == case.spec.id).then(|| (e.suite.clone(), e.log.clone()))
+    });
+    if let Some(found) = reused {
+        return Ok(found);
+    }
+    lua::fresh_env(lua).map_err(|e| e.to_string())?;
+    lua.set_app_data(TrialLog::default());
+    lua.set_named_registry_value("evalua.target", case.spec.id.as_str()).map_err(|e| e.to_string())?;
+    // Code at the top of the suite file sees the same random numbers in every
+    // trial of a case, whether or not its evaluation is reused.
+    seed_math_random(lua, sandbox::trial_seed(plan.seed ^ 0x5417e, &case.spec.id, 0))?;
+    let suite_t = suite::eval_suite(lua, &plan.suite.path)?;
+    let log = lua.remove_app_data::<TrialLog>().map(|l| l.0).unwrap_or_default();
+    let snapshot = lua::reuse::snapshot(lua, &suite_t).ok().flatten();
+    WORKER.with(|w| {
+        if let Some(worker) = w.borrow_mut().as_mut() {
+            worker.evaluated = snapshot.map(|snapshot| Evaluated {
+                case: case.spec.id.clone(),
+                suite: suite_t.clone(),
+                snapshot,
+                log: log.clone(),
+            });
+        }
+    });
+    Ok((suite_t, log))
+}
+
+/// After a trial: keep the evaluated suite for the next trial only if the
+/// trial changed nothing reachable from it (a counter in a file-level local,
+/// a global, a module's table, …). Otherwise the next trial evaluates afresh.
+fn keep_suite_if_unchanged(lua: &Lua) {
+    WORKER.with(|w| {
+        let mut w = w.borrow_mut();
+        let Some(worker) = w.as_mut() else { return };
+        let unchanged = match &worker.evaluated {
+            Some(e) => lua::reuse::unchanged(lua, &e.suite, &e.snapshot).unwrap_or(false),
+            None => return,
+        };
+        if !unchanged {
+            worker.evaluated = None;
+        }
+    });
+}
+
+fn seed_math_random(lua: &Lua, seed: u64) -> Result<(), String> {
+    let math: Table = lua.globals().get("math").map_err(|e| e.to_string())?;
+    math.get::<mlua::Function>("randomseed").and_then(|f| f.call::<()>(seed as i64)).map_err(|e| e.to_string())
 }
 
 /// Keep the worker's state for the next trial only if this one left it clean:
@@ -263,13 +338,11 @@ fn prepare<'p>(
     workdir: &Path,
 ) -> Result<Trial<'p>, String> {
     let lua = worker_state(plan)?;
-    lua::fresh_env(&lua).map_err(|e| e.to_string())?;
     if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
         data.config.clock = case.clock;
     }
-    lua.set_app_data(TrialLog::default());
-    lua.set_named_registry_value("evalua.target", case.spec.id.as_str()).map_err(|e| e.to_string())?;
-    let suite_t = suite::eval_suite(&lua, &plan.suite.path)?;
+    let (suite_t, log) = evaluated_suite(&lua, plan, case)?;
+    lua.set_app_data(TrialLog(log));
     let case_table: Table = suite_t
         .get::<Table>("_case_index")
         .and_then(|t| t.get(case.spec.id.as_str()))
@@ -281,8 +354,7 @@ fn prepare<'p>(
     };
 
     // Lua's own math.random follows the trial's seed too.
-    let math: Table = lua.globals().get("math").map_err(|e| e.to_string())?;
-    math.get::<mlua::Function>("randomseed").and_then(|f| f.call::<()>(seed as i64)).map_err(|e| e.to_string())?;
+    seed_math_random(&lua, seed)?;
 
     let conn = match &case.template {
         Some(image) => {

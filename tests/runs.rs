@@ -192,6 +192,80 @@ return suite
 }
 
 #[test]
+fn a_reused_suite_never_carries_state_into_the_next_trial() {
+    // A worker reuses an evaluated suite for the next trial of the same case
+    // only while nothing reachable from it changed. Each way of carrying
+    // state is tried alone (one would hide another), on one worker
+    // (--jobs 1), trial after trial: every trial must still see 1.
+    let leaks = [
+        ("file_local_table", "local seen = {}", "seen[#seen + 1] = true return #seen"),
+        ("file_local_number", "local n = 0", "n = n + 1 return n"),
+        (
+            "metatable_only",
+            "local hidden_n = 0\nlocal hidden = setmetatable({}, { __index = function() hidden_n = hidden_n + 1 return hidden_n end })",
+            "return hidden.x",
+        ),
+        (
+            "coroutine",
+            "local co = coroutine.wrap(function() local i = 0 while true do i = i + 1 coroutine.yield(i) end end)",
+            "return co()",
+        ),
+        ("global", "function global_bump() GLOBAL_N = (GLOBAL_N or 0) + 1 return GLOBAL_N end", "return global_bump()"),
+        ("project_module", "local counter = require('counter')", "return counter.bump()"),
+        ("case_table", "", "ctx.case.touched = (ctx.case.touched or 0) + 1 return ctx.case.touched"),
+        ("suite_table", "", "SUITE.n = (SUITE.n or 0) + 1 return SUITE.n"),
+    ];
+    let module = "local M = { n = 0 }\nfunction M.bump() M.n = M.n + 1 return M.n end\nreturn M\n";
+    let mut leaked = Vec::new();
+    for (name, setup, body) in leaks {
+        let suite = format!(
+            r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+{setup}
+local suite = evalua.suite {{ name = "{name}", trials = 4,
+  agent = evalua.agent.scripted(function(task, env) return tostring(env.call("leak", {{}}).n) end) }}
+SUITE = nil
+local S = suite
+suite:tool {{ name = "leak", run = function(ctx) SUITE = S local function f() {body} end return {{ n = f() }} end }}
+suite:case {{ id = "a", input = "x", expect = {{ check.answer {{ equals = "1" }} }} }}
+suite:case {{ id = "b", input = "x", expect = {{ check.answer {{ equals = "1" }} }} }}
+return suite
+"#
+        );
+        let dir = project(&[("leak.lua", suite.as_str()), ("counter.lua", module)]);
+        let o = run_suite(dir.path(), "leak.lua", &["--jobs", "1"]);
+        let recs = trials(&dir.path().join("out"));
+        assert_eq!(recs.len(), 8, "{name}: {}", stderr(&o));
+        let answers: Vec<&str> = recs.iter().map(|r| r["answer"].as_str().unwrap()).collect();
+        if answers != vec!["1"; 8] {
+            leaked.push(format!("{name}: {answers:?}"));
+        }
+    }
+    assert!(leaked.is_empty(), "a trial saw an earlier trial's state: {leaked:#?}");
+
+    // A check's own state, and numbers drawn at the top of the file.
+    let suite = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local at_load = math.random(1000000)
+local runs = 0
+local suite = evalua.suite { name = "reuse", trials = 5,
+  agent = evalua.agent.scripted(function(task, env) return tostring(at_load) end) }
+suite:case { id = "a", input = "x", expect = {
+  function(t) runs = runs + 1 return runs == 1, { runs = runs } end } }
+return suite
+"#;
+    let dir = project(&[("reuse.lua", suite)]);
+    let o = run_suite(dir.path(), "reuse.lua", &["--jobs", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let recs = trials(&dir.path().join("out"));
+    assert!(recs.iter().all(|r| r["outcome"] == "accepted"), "{recs:?}");
+    let drawn: std::collections::BTreeSet<&str> = recs.iter().map(|r| r["answer"].as_str().unwrap()).collect();
+    assert_eq!(drawn.len(), 1, "the file's top level drew different numbers: {drawn:?}");
+}
+
+#[test]
 fn trials_never_share_state() {
     // A tool handler that counts in a Lua global and the database: every trial starts fresh.
     let suite = r#"

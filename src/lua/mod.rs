@@ -11,6 +11,7 @@ pub mod convert;
 pub mod db;
 pub mod host;
 pub mod limits;
+pub mod reuse;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -123,7 +123,7 @@ case("check_endless_loop", {}, "", { function(t) while true do end end })
 case("check_pcall_loop", {}, "", { function(t) while true do pcall(function() while true do end end) end end })
 case("check_os_execute", {}, "", { function(t) os.execute("touch /tmp/evalua-pwned") return true end })
 case("check_io_open", {}, "", { function(t) io.open("/tmp/evalua-pwned", "w") return true end })
-case("check_memory_hog", {}, "", { function(t) local s = {} for i = 1, 1e9 do s[i] = string.rep("x", 1024) .. i end return true end })
+case("check_memory_hog", {}, "", { function(t) local s = {} for i = 1, 1e9 do s[i] = string.rep("x", 1 << 20) .. i end return true end })
 case("check_db_read_only", { { "put", { k = "a" } } }, "", { function(t) t.db:exec("DELETE FROM kv") return true end })
 case("check_db_pragma", { { "put", { k = "a" } } }, "", { function(t) t.db:one("PRAGMA query_only = OFF") t.db:one("DELETE FROM kv") return true end })
 case("initial_state", { { "put", { k = "a" } } }, "", {
