@@ -63,11 +63,17 @@ enum Command {
         /// No progress bar
         #[arg(long, short)]
         quiet: bool,
+        /// Skip (and report) cases whose tests do not hold on their initial tree instead of failing
+        #[arg(long)]
+        skip_invalid: bool,
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
         #[arg(required = true, value_name = "SUITE.lua")]
         suites: Vec<PathBuf>,
+        /// Report cases whose tests do not hold on their initial tree as warnings, not errors
+        #[arg(long)]
+        skip_invalid: bool,
     },
     /// List the cases with split, tags and difficulty
     List {
@@ -94,7 +100,7 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> Result<u8, UserError> {
     match cli.command {
-        Command::Run { suites, trials, jobs, select, seed, out, quiet } => {
+        Command::Run { suites, trials, jobs, select, seed, out, quiet, skip_invalid } => {
             let argv: Vec<String> = std::env::args().collect();
             let jobs = jobs
                 .map(|j| j as usize)
@@ -105,7 +111,9 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
             let mut plans = Vec::new();
             for path in &suites {
                 let s = suite::load(path)?;
-                plans.push(run::plan(s, trials, &select.filters(), seed)?);
+                let mut plan = run::plan(s, trials, &select.filters(), seed)?;
+                evalua::coding::screen(&mut plan, skip_invalid, jobs)?;
+                plans.push(plan);
             }
             for plan in plans {
                 let opts = RunOptions { trials, jobs, filters: select.filters(), seed, progress: !quiet };
@@ -123,10 +131,12 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
             }
             Ok(code)
         }
-        Command::Check { suites } => {
+        Command::Check { suites, skip_invalid } => {
+            let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             for path in &suites {
                 let s = suite::load(path)?;
-                let plan = run::plan(s, None, &Filters::default(), 1)?;
+                let mut plan = run::plan(s, None, &Filters::default(), 1)?;
+                evalua::coding::screen(&mut plan, skip_invalid, jobs)?;
                 let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
                 let checks: usize = plan.cases.iter().map(|c| c.spec.checks.len()).sum();
                 println!(
