@@ -140,12 +140,16 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                 let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
                 let checks: usize = plan.cases.iter().map(|c| c.spec.checks.len()).sum();
                 println!(
-                    "ok: {} ({} cases, {} tools, {} checks, {} trials per run)",
+                    "ok: {} ({} cases, {} tools, {} checks, {} trials per run{})",
                     evalua::lua::display_path(&plan.suite.path),
                     plan.cases.len(),
                     plan.suite.tools.len(),
                     checks,
-                    trials
+                    trials,
+                    match plan.invalid.len() {
+                        0 => String::new(),
+                        n => format!("; {n} invalid cases skipped"),
+                    }
                 );
             }
             Ok(0)
