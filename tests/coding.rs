@@ -236,12 +236,19 @@ suite:case { id = "c", input = "x", expect = {
   check.command { name = "exit 3", cmd = "echo out; echo err >&2; exit 3", expect_exit = 3 },
   check.command { name = "checks see their own copy", cmd = "test ! -e mark && touch mark && test -f src/app.py" },
   check.command { name = "and the next one too", cmd = "test ! -e mark" },
+  -- Longer than a check's 10 s Lua limit: waiting for a command is not Lua time.
+  { name = "slow but in time", run = function(t)
+      local r = t.run_command { cmd = { "sleep", "10.5" }, timeout_s = 20 }
+      local n = 0
+      for i = 1, 100000 do n = n + i end   -- Lua work after the wait: the hook looks at the clock
+      return r.exit_code == 0, { duration_ms = r.duration_ms }
+    end },
 } }
 "#;
     let dir = project(&[("s.lua", &kit_suite("return 'done'", extra)), ("repo/src/app.py", "print(1)\n")]);
     let started = Instant::now();
     let run = run_suite(dir.path(), "s.lua", &[]);
-    assert!(started.elapsed() < Duration::from_secs(20), "the run stalled: {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(25), "the run stalled: {:?}", started.elapsed());
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     let recs = trials(&dir.path().join("out"));
     let r = &recs[0];
@@ -264,6 +271,9 @@ suite:case { id = "c", input = "x", expect = {
     assert_eq!(e3["evidence"]["stderr_tail"], "err\n");
     assert_eq!(check(r, "checks see their own copy")["passed"], true);
     assert_eq!(check(r, "and the next one too")["passed"], true);
+    let slow = check(r, "slow but in time");
+    assert_eq!(slow["passed"], true, "{slow}");
+    assert!(slow["evidence"]["duration_ms"].as_f64().unwrap() >= 10_500.0);
 }
 
 #[test]
