@@ -99,7 +99,7 @@ pub fn run_tests(
 pub fn overlay(from: &Path, to: &Path) -> std::io::Result<()> {
     let clear = |p: &Path| -> std::io::Result<()> {
         match std::fs::symlink_metadata(p) {
-            Ok(m) if m.file_type().is_symlink() || (m.is_file() && p.is_dir()) => std::fs::remove_file(p),
+            Ok(m) if m.file_type().is_symlink() => std::fs::remove_file(p),
             _ => Ok(()),
         }
     };
@@ -262,4 +262,23 @@ pub fn screen(plan: &mut Plan, skip: bool, jobs: usize) -> Result<()> {
         return Err(UserError(format!("{suite}: every selected case is invalid (see the warnings above)")));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlay_never_writes_through_a_planted_symlink() {
+        let hidden = tempfile::tempdir().unwrap();
+        std::fs::create_dir(hidden.path().join("tests")).unwrap();
+        std::fs::write(hidden.path().join("tests/test_hidden.py"), "hidden").unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), tree.path().join("tests")).unwrap();
+        overlay(hidden.path(), tree.path()).unwrap();
+        assert!(!outside.path().join("test_hidden.py").exists());
+        assert_eq!(std::fs::read_to_string(tree.path().join("tests/test_hidden.py")).unwrap(), "hidden");
+        assert!(!std::fs::symlink_metadata(tree.path().join("tests")).unwrap().file_type().is_symlink());
+    }
 }

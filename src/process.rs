@@ -107,6 +107,17 @@ fn drain(
     buf
 }
 
+/// Whether the child `pid` has exited, without reaping it (so its id, which
+/// is also its group's, cannot be reused before the group is killed).
+fn exited(pid: i32) -> bool {
+    // SAFETY: waitid writes only into `info`, a zeroed siginfo_t we own.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT);
+        r != 0 || info.si_pid() != 0
+    }
+}
+
 /// Run to completion within the bounds. Err only when the command cannot start.
 pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
     if spec.argv.is_empty() || spec.argv[0].is_empty() {
@@ -126,33 +137,28 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
     let mut timed_out = false;
     let mut output_limited = false;
     let mut nap = Duration::from_micros(200);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {}
-            Err(_) => break None,
+    loop {
+        if exited(pgid) {
+            break;
         }
         if over.load(Ordering::Relaxed) {
             output_limited = true;
-            break None;
+            break;
         }
         if Instant::now() >= deadline {
             timed_out = true;
-            break None;
+            break;
         }
         std::thread::sleep(nap);
         nap = (nap * 2).min(Duration::from_millis(10));
-    };
+    }
     // Whatever the command left running dies with its group. The leader is
-    // not reaped yet (or was only just), so the group id is still ours.
+    // not reaped yet (`exited` does not reap), so the group id is still ours.
     // SAFETY: killpg only sends a signal.
     unsafe {
         libc::killpg(pgid, libc::SIGKILL);
     }
-    let status = match status {
-        Some(s) => Some(s),
-        None => child.wait().ok(),
-    };
+    let status = child.wait().ok();
     // Readers end when every write end is closed; a process that escaped the
     // group could hold one open: wait a little, never forever.
     let until = Instant::now() + Duration::from_secs(1);
