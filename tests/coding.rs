@@ -441,3 +441,44 @@ return suite
     assert_eq!(std::fs::read_to_string(dir.path().join("repo/src/app.py")).unwrap(), "print(1)\n");
     assert!(!dir.path().join("repo/config.ini").exists());
 }
+
+#[test]
+fn bad_coding_declarations_are_one_line_errors_at_the_suites_line() {
+    let cases = [
+        ("sandbox = { workdir = \"nope\" }", "", "s.lua:2: evalua.suite.sandbox.workdir: folder not found"),
+        ("sandbox = { workdir = { gti = \"x\" } }", "", "s.lua:2: evalua.suite.sandbox.workdir: unknown key 'gti'"),
+        (
+            "sandbox = { workdir = \"repo\" }",
+            "check.tests { runner = { \"x\" } }",
+            "s.lua:6: check.tests: list at least one test",
+        ),
+        (
+            "sandbox = { workdir = \"repo\" }",
+            "check.scope { allowed = { \"src/[**\" } }",
+            "s.lua:6: check.scope: 'allowed': bad glob",
+        ),
+        (
+            "sandbox = { workdir = \"repo\" }",
+            "check.no_secrets { patterns = { \"(\" } }",
+            "s.lua:6: check.no_secrets: patterns[1] is not a valid regex",
+        ),
+        (
+            "sandbox = { workdir = \"repo\" }",
+            "check.command { cmd = {} }",
+            "s.lua:6: check.command: 'cmd' must not be empty",
+        ),
+    ];
+    for (sandbox, expect, needle) in cases {
+        let suite = format!(
+            "local evalua = require('evalua')\nlocal suite = evalua.suite {{ name = 'x', {sandbox},\n  agent = evalua.agent.scripted(function() return '' end) }}\nlocal check = require('evalua.check')\nsuite:case {{ id = 'c', input = 'x', expect = {{\n  {expect} }} }}\nreturn suite\n"
+        );
+        let dir = project(&[("s.lua", &suite), ("repo/a.txt", "a")]);
+        assert_user_error(&evalua(dir.path(), &["check", "s.lua"]), needle);
+    }
+    let twice = "local evalua = require('evalua')\nlocal tools = require('evalua.tools')\nlocal suite = evalua.suite { name = 'x' }\ntools.register(suite)\ntools.register(suite, { only = { 'run' } })\nreturn suite\n";
+    let dir = project(&[("s.lua", twice)]);
+    assert_user_error(
+        &evalua(dir.path(), &["check", "s.lua"]),
+        "s.lua:5: tools.register: the suite already has a tool named 'run'",
+    );
+}

@@ -159,7 +159,13 @@ function tools.register(suite, opts)
   end
   local declared = {}
   for _, n in ipairs(ORDER) do
-    if wanted[n] then declared[#declared + 1] = suite:tool(tools[n](opts[n])) end
+    if wanted[n] then
+      local spec = tools[n](opts[n])
+      if suite._tool_index[spec.name] then
+        error("tools.register: the suite already has a tool named '" .. spec.name .. "'", 2)
+      end
+      declared[#declared + 1] = suite:tool(spec)
+    end
   end
   return declared
 end
