@@ -282,3 +282,57 @@ mod tests {
         assert!(!std::fs::symlink_metadata(tree.path().join("tests")).unwrap().file_type().is_symlink());
     }
 }
+
+/// Per-test results of a run's `check.tests` checks, for the console: how
+/// often each FAIL_TO_PASS / PASS_TO_PASS test passed, per case. Empty when
+/// the run has no such check.
+pub fn test_report(run_dir: &Path) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+    let Ok(text) = std::fs::read_to_string(run_dir.join("trials.jsonl")) else { return String::new() };
+    // case -> (group, id) -> (passed, runs), in first-seen order of cases.
+    let mut cases: Vec<(String, BTreeMap<(String, String), (u32, u32)>)> = Vec::new();
+    for line in text.lines() {
+        let Ok(rec) = serde_json::from_str::<Json>(line) else { continue };
+        let case = rec["case"].as_str().unwrap_or("").to_string();
+        for check in rec["checks"].as_array().into_iter().flatten() {
+            let Some(tests) = check["evidence"]["tests"].as_array() else { continue };
+            if check["evidence"]["fail_to_pass"].is_null() {
+                continue;
+            }
+            let i = match cases.iter().position(|(c, _)| *c == case) {
+                Some(i) => i,
+                None => {
+                    cases.push((case.clone(), BTreeMap::new()));
+                    cases.len() - 1
+                }
+            };
+            for t in tests {
+                let key = (t["group"].as_str().unwrap_or("").to_string(), t["id"].as_str().unwrap_or("").to_string());
+                let e = cases[i].1.entry(key).or_default();
+                e.1 += 1;
+                if t["passed"] == true {
+                    e.0 += 1;
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    if cases.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "tests (check.tests, graded trials):");
+    for (case, tests) in cases {
+        let _ = writeln!(out, "  {case}");
+        let width = tests.keys().map(|(_, id)| id.len()).max().unwrap_or(0);
+        // FAIL_TO_PASS first.
+        for ((group, id), (passed, runs)) in tests
+            .iter()
+            .filter(|((g, _), _)| g == "FAIL_TO_PASS")
+            .chain(tests.iter().filter(|((g, _), _)| g != "FAIL_TO_PASS"))
+        {
+            let _ = writeln!(out, "    {group:<12} {id:<width$}  passed {passed}/{runs}");
+        }
+    }
+    out
+}

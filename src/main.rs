@@ -125,6 +125,7 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                     "{}",
                     report::console(&plan.suite.name, &result.summary, &result.gates, &dir.display().to_string())
                 );
+                print!("{}", evalua::coding::test_report(&dir));
                 if !result.gates_passed() {
                     code = 1;
                 }

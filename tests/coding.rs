@@ -88,6 +88,17 @@ fn bugfix_example_grades_each_variant_on_its_final_tree() {
         assert_eq!(check(r, "tests")["passed"], true);
     }
 
+    // Per-test results in the console report.
+    let fixed = by["correct"].len() + by["break_other"].len() + by["leak_secret"].len();
+    let console = stdout(&o);
+    let line = console
+        .lines()
+        .find(|l| l.contains("FAIL_TO_PASS tests.test_inclusive_range.InclusiveRangeTest.test_includes_stop"))
+        .unwrap_or_else(|| panic!("no per-test line: {console}"));
+    assert!(line.ends_with(&format!("passed {fixed}/{}", recs.len())), "{line}");
+    let line = console.lines().find(|l| l.contains("PASS_TO_PASS tests.test_ranges.ClampTest.test_edges")).unwrap();
+    assert!(line.ends_with(&format!("passed {}/{}", recs.len() - by["break_other"].len(), recs.len())), "{line}");
+
     // The hidden test file never existed in any agent's tree while it ran.
     for r in &recs {
         let answer = r["answer"].as_str().unwrap();
