@@ -264,25 +264,6 @@ pub fn screen(plan: &mut Plan, skip: bool, jobs: usize) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overlay_never_writes_through_a_planted_symlink() {
-        let hidden = tempfile::tempdir().unwrap();
-        std::fs::create_dir(hidden.path().join("tests")).unwrap();
-        std::fs::write(hidden.path().join("tests/test_hidden.py"), "hidden").unwrap();
-        let tree = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), tree.path().join("tests")).unwrap();
-        overlay(hidden.path(), tree.path()).unwrap();
-        assert!(!outside.path().join("test_hidden.py").exists());
-        assert_eq!(std::fs::read_to_string(tree.path().join("tests/test_hidden.py")).unwrap(), "hidden");
-        assert!(!std::fs::symlink_metadata(tree.path().join("tests")).unwrap().file_type().is_symlink());
-    }
-}
-
 /// Per-test results of a run's `check.tests` checks, for the console: how
 /// often each FAIL_TO_PASS / PASS_TO_PASS test passed, per case. Empty when
 /// the run has no such check.
@@ -291,7 +272,8 @@ pub fn test_report(run_dir: &Path) -> String {
     use std::fmt::Write;
     let Ok(text) = std::fs::read_to_string(run_dir.join("trials.jsonl")) else { return String::new() };
     // case -> (group, id) -> (passed, runs), in first-seen order of cases.
-    let mut cases: Vec<(String, BTreeMap<(String, String), (u32, u32)>)> = Vec::new();
+    type Counts = BTreeMap<(String, String), (u32, u32)>;
+    let mut cases: Vec<(String, Counts)> = Vec::new();
     for line in text.lines() {
         let Ok(rec) = serde_json::from_str::<Json>(line) else { continue };
         let case = rec["case"].as_str().unwrap_or("").to_string();
@@ -335,4 +317,23 @@ pub fn test_report(run_dir: &Path) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlay_never_writes_through_a_planted_symlink() {
+        let hidden = tempfile::tempdir().unwrap();
+        std::fs::create_dir(hidden.path().join("tests")).unwrap();
+        std::fs::write(hidden.path().join("tests/test_hidden.py"), "hidden").unwrap();
+        let tree = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), tree.path().join("tests")).unwrap();
+        overlay(hidden.path(), tree.path()).unwrap();
+        assert!(!outside.path().join("test_hidden.py").exists());
+        assert_eq!(std::fs::read_to_string(tree.path().join("tests/test_hidden.py")).unwrap(), "hidden");
+        assert!(!std::fs::symlink_metadata(tree.path().join("tests")).unwrap().file_type().is_symlink());
+    }
 }
