@@ -30,7 +30,19 @@ fn bugfix_example_grades_each_variant_on_its_final_tree() {
     let _ = std::fs::remove_dir_all(&out);
     let o = bin()
         .current_dir(repo())
-        .args(["run", "suites/bugfix.lua", "--out", out.to_str().unwrap(), "-q", "--jobs", "2", "--seed", "1"])
+        .args([
+            "run",
+            "suites/bugfix.lua",
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+            "--jobs",
+            "1",
+            "--seed",
+            "1",
+            "--trials",
+            "4",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
