@@ -158,6 +158,9 @@ pub enum Entry {
 }
 
 /// Every file and symlink below `root`, by `/`-separated relative path.
+/// `.git` (a folder or a worktree's `.git` file) is left out at any depth:
+/// the tree is the project's working tree, as `git diff` sees it, so an agent
+/// that commits its work does not change its diff.
 pub fn snapshot(root: &Path) -> std::io::Result<BTreeMap<String, Entry>> {
     use std::os::unix::fs::PermissionsExt;
     let mut out = BTreeMap::new();
@@ -168,6 +171,9 @@ pub fn snapshot(root: &Path) -> std::io::Result<BTreeMap<String, Entry>> {
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir)? {
             let e = e?;
+            if e.file_name() == ".git" {
+                continue;
+            }
             let ft = e.file_type()?;
             let p = e.path();
             let rel = || p.strip_prefix(root).map(|r| r.to_string_lossy().replace('\\', "/")).unwrap_or_default();

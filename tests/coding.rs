@@ -359,6 +359,8 @@ fn a_git_bundle_fixture_is_checked_out_at_its_rev_and_diffed() {
     env.call("write_file", { path = "src/calc.py", content = (f.content:gsub("a %- b", "a + b")) })
     env.call("write_file", { path = "new.txt", content = "new\n" })
     env.call("run", { cmd = { "rm", "old.txt" } })
+    -- Committing its work does not change the diff (.git is not part of the tree).
+    env.call("run", { cmd = "git init -q && git add -A && git -c user.name=a -c user.email=a@a commit -qm wip" })
     local l = env.call("list_dir", {})
     local names = {}
     for _, e in ipairs(l.entries) do names[#names + 1] = e.name end
@@ -382,7 +384,7 @@ return suite
     let out = repo_dir.join("out");
     let recs = trials(&out);
     let c = record(&recs, "c", 1);
-    assert_eq!(c["answer"], "new.txt,src", "no .git in the trial's tree: {c}");
+    assert_eq!(c["answer"], ".git,new.txt,src", "the bundle's .git was dropped; this one is the agent's: {c}");
     let d = &check(c, "diff")["evidence"];
     assert_eq!(
         d["files"],
