@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -229,6 +230,10 @@ impl Status {
     }
 }
 
+/// Past this size, `t.diff.text` names further changed files without their lines
+/// (`t.diff.files` stays complete).
+pub const MAX_DIFF_TEXT: usize = 16 * 1024 * 1024;
+
 /// The change a trial made to its work tree.
 #[derive(Debug, Default, Clone)]
 pub struct Diff {
@@ -276,9 +281,13 @@ pub fn diff(before: Option<&Path>, after: &Path) -> std::io::Result<Diff> {
         }
         match (std::str::from_utf8(&a), std::str::from_utf8(&b)) {
             (Ok(sa), Ok(sb)) if !a.contains(&0) && !b.contains(&0) => {
-                if sa != sb {
-                    let d = similar::TextDiff::from_lines(sa, sb);
+                if sa != sb && out.text.len() < MAX_DIFF_TEXT {
+                    // A pathological pair of files degrades to a coarser (still correct) diff, not a stall.
+                    let d = similar::TextDiff::configure().timeout(Duration::from_secs(2)).diff_lines(sa, sb);
                     out.text.push_str(&d.unified_diff().context_radius(3).header(&left, &right).to_string());
+                } else if sa != sb {
+                    out.text
+                        .push_str(&format!("(diff text of {rel} left out: the diff is over {MAX_DIFF_TEXT} bytes)\n"));
                 }
             }
             _ => out.text.push_str(&format!("Binary files {left} and {right} differ\n")),
