@@ -298,11 +298,12 @@ fn prepare<'p>(
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
     let ctx =
         make_ctx(&lua, case, number, seed, conn, &state, &rng, &case_table, workdir).map_err(|e| e.to_string())?;
-    let deadline_s = plan.suite.budget.deadline_s.unwrap_or(crate::run::DEFAULT_DEADLINE_S);
-    let deadline = Instant::now() + Duration::from_secs_f64(deadline_s);
     if let Some(t) = &case.work {
         crate::workdir::copy_tree(&t.dir, workdir).map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
     }
+    // The agent's time starts once its tree is ready.
+    let deadline_s = plan.suite.budget.deadline_s.unwrap_or(crate::run::DEFAULT_DEADLINE_S);
+    let deadline = Instant::now() + Duration::from_secs_f64(deadline_s);
     lua::work::install_ctx(&lua, &ctx, workdir, &state, deadline).map_err(|e| e.to_string())?;
 
     let user_turns: Vec<String> = case_table
