@@ -507,3 +507,23 @@ fn bad_coding_declarations_are_one_line_errors_at_the_suites_line() {
         "s.lua:5: tools.register: the suite already has a tool named 'run'",
     );
 }
+
+#[test]
+fn the_python_coding_agent_fixes_the_bug_through_the_protocol() {
+    let out = repo().join("target/test-runs/bugfix_python");
+    let _ = std::fs::remove_dir_all(&out);
+    let o =
+        evalua(&repo(), &["run", "suites/bugfix_python.lua", "--out", out.to_str().unwrap(), "-q", "--trials", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let recs = trials(&out);
+    let r = &recs[0];
+    assert_eq!(r["outcome"], "accepted", "{r}");
+    assert_eq!(r["answer"], "Fixed inclusive_range: it now includes stop. Tests pass.");
+    assert_eq!(r["calls"]["executed"], 5, "{r}");
+    let t = trace(&out, r);
+    let names: Vec<&str> = t["calls"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["list_dir", "run", "read_file", "write_file", "run"]);
+    // The first test run saw the bug, the second its fix.
+    assert_eq!(t["calls"][1]["result"]["exit_code"], 1);
+    assert_eq!(t["calls"][4]["result"]["exit_code"], 0);
+}
