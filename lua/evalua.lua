@@ -150,6 +150,12 @@ function evalua.user.script(turns) end
 ---@field db? "sqlite" the database engine (only `"sqlite"`)
 ---@field schema? string SQL file (relative to the suite) run before each case's fixture
 ---@field clock? string the frozen clock, an ISO 8601 datetime (e.g. `"2026-11-03T10:00:00Z"`); `os.time()`/`os.date()` read it
+---@field workdir? string|evalua.GitWorkdir the initial work tree, copied for each trial: a folder (relative to the suite) or a git bundle
+
+--- A work tree from a git bundle: cloned once per run (with the `git` CLI), checked out at `rev`, `.git` dropped.
+---@class evalua.GitWorkdir
+---@field git string the bundle file, relative to the suite
+---@field rev? string the commit, tag or branch to check out (default: the bundle's HEAD)
 
 --- Gates: `name = threshold` or `name = { min|max = n, on = "point"|"lower"|"upper" }`. Names: `pass^K`, `pass@K`, `accepted`
 --- (minimum rates in [0, 1]); `critical_failures`, `grader_errors`, `infra_errors`, `skipped_checks`, `cost_per_accepted_usd`, `p50_ms`, `p95_ms` (maximums).
@@ -232,6 +238,7 @@ function Suite:case(spec) end
 ---@field user? evalua.User the simulated user, for multi-turn cases
 ---@field metadata? table free data, kept with the case
 ---@field clock? string this case's frozen clock (ISO 8601), overriding the sandbox's
+---@field workdir? string|evalua.GitWorkdir this case's initial work tree, overriding `sandbox.workdir`
 
 --- A declared case, as returned by `suite:case` and seen as `ctx.case` / `t.case`.
 ---@class evalua.Case
@@ -275,6 +282,39 @@ function Suite:case(spec) end
 ---@field db evalua.Db read-only handle on the final database
 ---@field initial evalua.Db read-only handle on the database before the agent ran
 ---@field files table<string, string> the work dir's files after the trial, by relative path (read on demand; `pairs` lists them)
+---@field diff evalua.Diff the change the trial made to its work tree (against `sandbox.workdir`, or an empty tree)
+local Trial = {}
+
+--- The change a trial made: `files` (sorted by path) and a unified diff.
+---@class evalua.Diff
+---@field text string unified diff text (`--- a/x` / `+++ b/x`, `/dev/null` for added or deleted files)
+---@field files { path: string, status: "added"|"modified"|"deleted" }[] every changed path
+
+--- How a command ended (`ctx.exec`, `t.run_command`).
+---@class evalua.CommandResult
+---@field exit_code integer|evalua.Null its exit status (null when it was killed)
+---@field signal integer|evalua.Null the signal that ended it, if any
+---@field timed_out boolean killed at its timeout
+---@field output_limited boolean killed for printing more than its output cap
+---@field duration_ms number wall time
+---@field stdout string the end of its stdout
+---@field stderr string the end of its stderr
+---@field stdout_bytes integer how much it printed on stdout in all
+---@field stderr_bytes integer how much it printed on stderr in all
+
+--- Run a command in a fresh copy of the final work dir (removed afterwards): `{ cmd, timeout_s = 60, max_output, tail, inject }`.
+--- Returns nil and the reason when the command cannot start. Used by `check.command`.
+---@param spec { cmd: string[]|string, timeout_s?: number, max_output?: integer, tail?: integer, inject?: string }
+---@return evalua.CommandResult? result
+---@return string? error
+function Trial.run_command(spec) end
+
+--- Run each test id as `runner ++ { id }` in one fresh copy of the final work dir with `inject` (an absolute folder) copied over it.
+--- Returns nil and the reason when the runner cannot start. Used by `check.tests`.
+---@param spec { runner: string[], tests: string[], inject?: string, timeout_s?: number }
+---@return { id: string, passed: boolean, status: string, duration_ms: number, output: string }[]? runs
+---@return string? error
+function Trial.run_tests(spec) end
 
 --- One tool request, as recorded in `t.calls`.
 ---@class evalua.Call
@@ -350,6 +390,28 @@ function Ctx.write_file(path, content) end
 ---@param path string a path relative to the work dir
 ---@return string? content
 function Ctx.read_file(path) end
+
+--- The absolute path of `path` if it stays inside the work dir (no absolute path, no `..`, no symlink leading out); else nil and why.
+---@param path string a path relative to the work dir
+---@return string? absolute
+---@return string? why
+function Ctx.confine(path) end
+
+--- The entries of a folder of the work dir (default its root), sorted by name; raises if the path leaves it.
+---@param path? string a path relative to the work dir
+---@return { name: string, type: "file"|"dir"|"symlink", size: integer }[]
+function Ctx.list_dir(path) end
+
+--- Run a command in the work dir (argv list, or a string for `sh -c`) in its own process group, killed at
+--- `timeout_s` (default 30, never past the trial's deadline) or beyond `max_output` bytes; raises if it cannot start.
+---@param cmd string[]|string the command
+---@param opts? { timeout_s?: number, max_output?: integer, tail?: integer }
+---@return evalua.CommandResult
+function Ctx.exec(cmd, opts) end
+
+--- Refuse the current tool call: it is recorded as `denied` with this reason (raises; the handler stops).
+---@param reason string why
+function Ctx.deny(reason) end
 
 --- A database handle: `ctx.db` (read-write) or `t.db` / `t.initial` (read-only: writing raises).
 --- Parameters bind to `?` placeholders in order.

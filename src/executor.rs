@@ -36,6 +36,8 @@ pub struct TrialState {
     pub usage: Usage,
     /// Set when a budget is spent: the trial ends as `budget`.
     pub budget_hit: Option<String>,
+    /// Set by a handler's `ctx.deny(reason)`: the call is recorded as `denied`.
+    pub denied: Option<String>,
 }
 
 impl TrialState {
@@ -47,6 +49,7 @@ impl TrialState {
             outbox: Vec::new(),
             usage: Usage::default(),
             budget_hit: None,
+            denied: None,
         }
     }
     pub fn elapsed_ms(&self) -> f64 {
@@ -142,11 +145,17 @@ impl Executor {
                 record.error = Some(msg);
             }
             Ok(()) => {
+                state.borrow_mut().denied = None;
                 let (status, result, error, stop) = run_handler(lua, handlers, ctx, name, &args);
                 record.status = status;
                 record.result = result;
                 record.error = error;
                 unwind = stop;
+                if let Some(why) = state.borrow_mut().denied.take() {
+                    record.status = CallStatus::Denied;
+                    record.result = None;
+                    record.error = Some(format!("policy: {why}"));
+                }
             }
         }
         let mut st = state.borrow_mut();

@@ -6,10 +6,12 @@
 //! agent + executor + checks) → record (trace, trials.jsonl) → figures → reports.
 
 pub mod agent;
+pub mod coding;
 pub mod error;
 pub mod executor;
 pub mod gate;
 pub mod lua;
+pub mod process;
 pub mod record;
 pub mod report;
 pub mod run;
@@ -17,3 +19,4 @@ pub mod sandbox;
 pub mod stats;
 pub mod suite;
 pub mod trial;
+pub mod workdir;

@@ -63,11 +63,17 @@ enum Command {
         /// No progress bar
         #[arg(long, short)]
         quiet: bool,
+        /// Skip (and report) cases whose tests do not hold on their initial tree instead of failing
+        #[arg(long)]
+        skip_invalid: bool,
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
         #[arg(required = true, value_name = "SUITE.lua")]
         suites: Vec<PathBuf>,
+        /// Report cases whose tests do not hold on their initial tree as warnings, not errors
+        #[arg(long)]
+        skip_invalid: bool,
     },
     /// List the cases with split, tags and difficulty
     List {
@@ -94,7 +100,7 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> Result<u8, UserError> {
     match cli.command {
-        Command::Run { suites, trials, jobs, select, seed, out, quiet } => {
+        Command::Run { suites, trials, jobs, select, seed, out, quiet, skip_invalid } => {
             let argv: Vec<String> = std::env::args().collect();
             let jobs = jobs
                 .map(|j| j as usize)
@@ -105,7 +111,9 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
             let mut plans = Vec::new();
             for path in &suites {
                 let s = suite::load(path)?;
-                plans.push(run::plan(s, trials, &select.filters(), seed)?);
+                let mut plan = run::plan(s, trials, &select.filters(), seed)?;
+                evalua::coding::screen(&mut plan, skip_invalid, jobs)?;
+                plans.push(plan);
             }
             for plan in plans {
                 let opts = RunOptions { trials, jobs, filters: select.filters(), seed, progress: !quiet };
@@ -117,25 +125,32 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                     "{}",
                     report::console(&plan.suite.name, &result.summary, &result.gates, &dir.display().to_string())
                 );
+                print!("{}", evalua::coding::test_report(&dir));
                 if !result.gates_passed() {
                     code = 1;
                 }
             }
             Ok(code)
         }
-        Command::Check { suites } => {
+        Command::Check { suites, skip_invalid } => {
+            let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             for path in &suites {
                 let s = suite::load(path)?;
-                let plan = run::plan(s, None, &Filters::default(), 1)?;
+                let mut plan = run::plan(s, None, &Filters::default(), 1)?;
+                evalua::coding::screen(&mut plan, skip_invalid, jobs)?;
                 let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
                 let checks: usize = plan.cases.iter().map(|c| c.spec.checks.len()).sum();
                 println!(
-                    "ok: {} ({} cases, {} tools, {} checks, {} trials per run)",
+                    "ok: {} ({} cases, {} tools, {} checks, {} trials per run{})",
                     evalua::lua::display_path(&plan.suite.path),
                     plan.cases.len(),
                     plan.suite.tools.len(),
                     checks,
-                    trials
+                    trials,
+                    match plan.invalid.len() {
+                        0 => String::new(),
+                        n => format!("; {n} invalid cases skipped"),
+                    }
                 );
             }
             Ok(0)

@@ -60,6 +60,11 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         tools.insert(t.name.clone(), Arc::new(ToolDef { spec: t.clone(), validator }));
     }
 
+    let scratch = tempfile::Builder::new()
+        .prefix("evalua-run-")
+        .tempdir()
+        .map_err(|e| UserError(format!("cannot create a temp dir for the trials' work dirs: {e}")))?;
+    let mut work_templates = crate::workdir::Templates::default();
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage> = HashMap::new();
     let mut cases = Vec::new();
     for spec in &suite.cases {
@@ -92,7 +97,16 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             Some(names) => names.iter().filter_map(|n| tools.get(n).cloned()).collect(),
             None => suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect(),
         };
+        let work = match suite.case_workdir(spec) {
+            Some(w) => Some(
+                work_templates
+                    .get(w, scratch.path())
+                    .map_err(|e| UserError(format!("{} (case '{}' at {})", e.0, spec.id, spec.location)))?,
+            ),
+            None => None,
+        };
         cases.push(CasePlan {
+            work,
             trials: trials.or(spec.trials).unwrap_or(suite.trials),
             spec: spec.clone(),
             template,
@@ -110,13 +124,9 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             filters.split
         )));
     }
-    let scratch = tempfile::Builder::new()
-        .prefix("evalua-run-")
-        .tempdir()
-        .map_err(|e| UserError(format!("cannot create a temp dir for the trials' work dirs: {e}")))?;
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    Ok(Plan { id, suite, cases, seed, scratch })
+    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new() })
 }
 
 /// What a finished run produced.
@@ -333,9 +343,20 @@ fn manifest(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Js
                 fixture_hashes.entry(p.clone()).or_insert_with(|| fs::read(p).ok().map(|b| sha256_hex(&b))).clone()
             });
             let revision = sha256_hex(
-                format!("{}\n{:?}\n{}", serde_json::to_string(&c.spec).unwrap_or_default(), fixture_sha, c.clock_text).as_bytes(),
+                format!(
+                    "{}\n{:?}\n{}{}",
+                    serde_json::to_string(&c.spec).unwrap_or_default(),
+                    fixture_sha,
+                    c.clock_text,
+                    c.work.as_ref().map(|w| format!("\n{}", w.hash)).unwrap_or_default()
+                )
+                .as_bytes(),
             );
-            json!({ "id": c.spec.id, "trials": c.trials, "revision": revision, "fixture_sha256": fixture_sha, "clock": c.clock_text })
+            let mut case = json!({ "id": c.spec.id, "trials": c.trials, "revision": revision, "fixture_sha256": fixture_sha, "clock": c.clock_text });
+            if let Some(w) = &c.work {
+                case["workdir"] = json!({ "source": w.spec, "tree_sha256": w.hash, "files": w.files });
+            }
+            case
         })
         .collect();
     let agent = suite.agent.as_ref().map(|a| {
@@ -369,6 +390,7 @@ fn manifest(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Js
         "jobs": opts.jobs,
         "filters": { "case": opts.filters.case, "tags": opts.filters.tags, "split": opts.filters.split },
         "gates": suite.gates.iter().map(|g| json!({ "name": g.name, "threshold": g.threshold, "on": g.on })).collect::<Vec<_>>(),
+        "invalid_cases": plan.invalid,
         "infra_error_policy": "capability figures leave infra_error trials out of n; figures.operational counts them as failures",
         "machine": {
             "os": std::env::consts::OS,

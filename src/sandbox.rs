@@ -112,31 +112,11 @@ impl TrialRng {
 }
 
 /// Resolve `rel` inside the trial's work dir, refusing anything that would
-/// land outside it: absolute paths, `..`, or a symlink pointing out.
+/// land outside it: absolute paths, `..`, or a symlink pointing out (see
+/// [`crate::workdir::confine`]). Creates the work dir if it does not exist yet.
 pub fn inside(root: &std::path::Path, rel: &str) -> std::result::Result<std::path::PathBuf, String> {
-    use std::path::{Component, Path};
-    let p = Path::new(rel);
-    if rel.is_empty()
-        || p.is_absolute()
-        || p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
-        return Err(format!("path {rel:?} is outside the work dir (use a relative path without '..')"));
-    }
     if !root.exists() {
         std::fs::create_dir_all(root).map_err(|e| format!("cannot create the work dir: {e}"))?;
     }
-    let root = root.canonicalize().map_err(|e| e.to_string())?;
-    let full = root.join(p);
-    // The deepest existing ancestor must resolve inside the root (no symlink escapes).
-    let mut probe = full.clone();
-    while !probe.exists() {
-        if !probe.pop() {
-            break;
-        }
-    }
-    let real = probe.canonicalize().map_err(|e| e.to_string())?;
-    if !real.starts_with(&root) {
-        return Err(format!("path {rel:?} resolves outside the work dir"));
-    }
-    Ok(full)
+    crate::workdir::confine(root, rel)
 }

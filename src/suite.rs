@@ -52,6 +52,10 @@ pub enum AgentSpec {
 pub struct CheckInfo {
     pub name: String,
     pub critical: bool,
+    /// The check's kind (`"tests"`, `"sql"`, ...) when it comes from `evalua.check`.
+    pub kind: Option<String>,
+    /// Options the host needs before any trial (`check.tests`: validated on the initial tree).
+    pub options: Option<Json>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -67,6 +71,8 @@ pub struct CaseSpec {
     pub tools: Option<Vec<String>>,
     pub agent: Option<AgentSpec>,
     pub clock: Option<String>,
+    /// The case's own work-dir fixture (overrides the suite's).
+    pub workdir: Option<crate::workdir::WorkdirSpec>,
     pub checks: Vec<CheckInfo>,
     /// `file:line` where the case was declared.
     pub location: String,
@@ -83,6 +89,8 @@ pub struct Suite {
     pub budget: Budget,
     pub schema: Option<PathBuf>,
     pub clock: Option<String>,
+    /// `sandbox.workdir`: the trials' initial work tree.
+    pub workdir: Option<crate::workdir::WorkdirSpec>,
     pub gates: Vec<Gate>,
     pub agent: Option<AgentSpec>,
     pub tools: Vec<ToolSpec>,
@@ -91,6 +99,11 @@ pub struct Suite {
 }
 
 impl Suite {
+    /// The case's work-dir fixture: its own, else the suite's.
+    pub fn case_workdir<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a crate::workdir::WorkdirSpec> {
+        case.workdir.as_ref().or(self.workdir.as_ref())
+    }
+
     pub fn case_agent<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a AgentSpec> {
         case.agent.as_ref().or(self.agent.as_ref())
     }
@@ -194,9 +207,16 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
         for c in checks_t.sequence_values::<Table>() {
             let c = c.map_err(|e| e.to_string())?;
+            let kind: Option<String> = opt(&c, "kind")?;
+            let options = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
+                (Some("tests"), Some(v)) => Some(convert::to_json(lua, &v)?),
+                _ => None,
+            };
             checks.push(CheckInfo {
                 name: c.get("name").map_err(|e| e.to_string())?,
                 critical: c.get("critical").map_err(|e| e.to_string())?,
+                kind,
+                options,
             });
         }
         let tools_subset: Option<Vec<String>> = opt(&ct, "tools")?;
@@ -212,6 +232,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             tools: tools_subset,
             agent: read_agent(opt(&ct, "agent")?)?,
             clock: opt(&ct, "clock")?,
+            workdir: opt::<Table>(&ct, "workdir")?.map(|w| crate::workdir::WorkdirSpec::from_lua(&w)).transpose()?,
             checks,
             location: opt::<String>(&ct, "_where")?.unwrap_or_default(),
         });
@@ -227,6 +248,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         budget,
         schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
         clock: opt(&sandbox, "clock")?,
+        workdir: opt::<Table>(&sandbox, "workdir")?.map(|w| crate::workdir::WorkdirSpec::from_lua(&w)).transpose()?,
         gates,
         agent: read_agent(opt(t, "agent")?)?,
         tools,

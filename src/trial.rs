@@ -36,6 +36,8 @@ pub struct CasePlan {
     /// The frozen clock, as Unix seconds and as written.
     pub clock: i64,
     pub clock_text: String,
+    /// The initial work tree (`sandbox.workdir`), copied into each trial's work dir.
+    pub work: Option<Arc<crate::workdir::Template>>,
 }
 
 /// Everything a trial needs, shared read-only by all workers.
@@ -47,6 +49,8 @@ pub struct Plan {
     pub seed: u64,
     /// A private folder for the run's work dirs; removed with the plan.
     pub scratch: tempfile::TempDir,
+    /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
+    pub invalid: Vec<crate::coding::Invalid>,
 }
 
 impl Plan {
@@ -366,6 +370,13 @@ fn prepare<'p>(
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
     let ctx =
         make_ctx(&lua, case, number, seed, conn, &state, &rng, &case_table, workdir).map_err(|e| e.to_string())?;
+    if let Some(t) = &case.work {
+        crate::workdir::copy_tree(&t.dir, workdir).map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
+    }
+    // The agent's time starts once its tree is ready.
+    let deadline_s = plan.suite.budget.deadline_s.unwrap_or(crate::run::DEFAULT_DEADLINE_S);
+    let deadline = Instant::now() + Duration::from_secs_f64(deadline_s);
+    lua::work::install_ctx(&lua, &ctx, workdir, &state, deadline).map_err(|e| e.to_string())?;
 
     let user_turns: Vec<String> = case_table
         .get::<Option<Table>>("user")
@@ -373,7 +384,6 @@ fn prepare<'p>(
         .flatten()
         .and_then(|u| u.get::<Option<Vec<String>>>("turns").ok().flatten())
         .unwrap_or_default();
-    let deadline_s = plan.suite.budget.deadline_s.unwrap_or(crate::run::DEFAULT_DEADLINE_S);
     let executor = Rc::new(Executor { tools: case.tools.clone(), budget: plan.suite.budget.clone() });
     state.borrow_mut().messages.push(record::Message {
         role: "user".into(),
@@ -393,7 +403,7 @@ fn prepare<'p>(
         agent,
         ctx,
         rng,
-        deadline: Instant::now() + Duration::from_secs_f64(deadline_s),
+        deadline,
         workdir: workdir.to_path_buf(),
         user_turns: Rc::new(user_turns),
     })
@@ -651,6 +661,7 @@ fn build_t(trial: &Trial<'_>, end: &AgentEnd) -> mlua::Result<Table> {
     };
     t.raw_set("initial", initial)?;
     t.raw_set("files", files_table(lua, &trial.workdir)?)?;
+    lua::work::extend_t(lua, &t, trial)?;
     Ok(t)
 }
 

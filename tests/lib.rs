@@ -3,6 +3,7 @@
 mod bad_input;
 mod budgets;
 mod checks;
+mod coding;
 mod command;
 mod common;
 mod figures;

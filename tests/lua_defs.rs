@@ -111,6 +111,13 @@ const MODULES: &[Module] = &[
         min_functions: 15,
     },
     Module {
+        stdlib: "stdlib/evalua/tools.lua",
+        defs: "lua/evalua/tools.lua",
+        prefixes: &[("tools", "tools")],
+        anchors: &["tools.read_file", "tools.run", "tools.register"],
+        min_functions: 5,
+    },
+    Module {
         stdlib: "stdlib/evalua/judge.lua",
         defs: "lua/evalua/judge.lua",
         prefixes: &[("judge", "judge")],
@@ -187,9 +194,9 @@ fn no_definition_outlives_the_stdlib() {
     assert!(stale.is_empty(), "definitions of functions the stdlib no longer has:\n  {}", stale.join("\n  "));
 }
 
-/// The names `evalua.host` gets in src/lua/host.rs (`h.raw_set("NAME", ...)`).
+/// The names `evalua.host` gets in src/lua/host.rs and src/lua/work.rs (`h.raw_set("NAME", ...)`).
 fn host_names() -> Vec<String> {
-    let src = read("src/lua/host.rs");
+    let src = read("src/lua/host.rs") + &read("src/lua/work.rs");
     let re = Regex::new(r#"\bh\.raw_set\(\s*"([A-Za-z_][A-Za-z0-9_]*)""#).unwrap();
     let mut names: Vec<String> = re.captures_iter(&src).map(|c| c[1].to_string()).collect();
     names.sort();

@@ -188,4 +188,56 @@ function check.cmp.datetime(spec) end
 ---@return evalua.check.Comparator
 function check.cmp.text(spec) end
 
+---------------------------------------------------------------------------
+-- Coding agents: the work tree after the trial
+
+--- Options of `check.command`.
+---@class evalua.check.CommandOpts: evalua.CheckOpts
+---@field cmd string[]|string the command (argv list, or a string for `sh -c`) (required)
+---@field timeout_s? number killed after this many seconds: a fail (default 60)
+---@field expect_exit? integer the exit status that passes (default 0)
+---@field inject? string a folder (relative to the suite) copied over the tree first
+---@field max_output? integer killed beyond this many bytes of output: a fail (default 16 MiB)
+
+--- Run a command in a fresh copy of the final work dir; evidence: exit status, duration, tails of stdout/stderr.
+--- A command that cannot start is a grader error, not a fail.
+---@param opts evalua.check.CommandOpts
+---@return evalua.Check
+function check.command(opts) end
+
+--- Options of `check.tests`.
+---@class evalua.check.TestsOpts: evalua.CheckOpts
+---@field runner string[] the test runner; each test id is appended and run alone (exit 0 = pass) (required)
+---@field inject? string a folder of hidden tests (relative to the suite) copied over the tree only at grading time
+---@field fail_to_pass? string[] test ids that must pass after the change (and must fail on the initial tree)
+---@field pass_to_pass? string[] test ids that must keep passing (and must pass on the initial tree)
+---@field timeout_s? number per test (default 60)
+
+--- SWE-bench style: hidden tests injected into a copy of the final tree; every listed test must pass.
+--- Before the first trial, `evalua run` and `evalua check` verify each case on its initial tree.
+---@param opts evalua.check.TestsOpts
+---@return evalua.Check
+function check.tests(opts) end
+
+--- Options of `check.scope`: globs on `/`-separated paths (`*` within a folder, `**` across).
+---@class evalua.check.ScopeOpts: evalua.CheckOpts
+---@field allowed? string[] every changed path must match one of these
+---@field forbidden? string[] no changed path may match any of these
+---@field ignore? string[] changed paths left out (default `{ "**/__pycache__/**" }`)
+
+--- The change (`t.diff.files`) stays inside `allowed` and out of `forbidden`.
+---@param opts evalua.check.ScopeOpts
+---@return evalua.Check
+function check.scope(opts) end
+
+--- Options of `check.no_secrets`.
+---@class evalua.check.NoSecretsOpts: evalua.CheckOpts
+---@field env? string[] environment variables whose values must not appear
+---@field patterns? string[] regexes that must not match
+
+--- No secret value or pattern in the diff, the answer, the outbox or any tool call's arguments; evidence is redacted.
+---@param opts evalua.check.NoSecretsOpts
+---@return evalua.Check
+function check.no_secrets(opts) end
+
 return check

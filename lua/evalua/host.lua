@@ -140,4 +140,24 @@ function host.os_clock() end
 ---@param ... any
 function host.print(...) end
 
+--- Why `pattern` is not a valid glob (`*` stays within a folder, `**` crosses folders), or nil.
+---@param pattern string
+---@return string? error
+function host.glob_error(pattern) end
+
+--- The 1-based index of the first of `patterns` that matches `path`, or nil.
+---@param patterns string[] globs
+---@param path string a `/`-separated relative path
+---@return integer? index
+function host.glob_match(patterns, path) end
+
+--- Look for the values of the environment variables `names` and the regexes `patterns` in `items`.
+--- Secret values never reach Lua: findings carry a redacted excerpt; notes say which names were not looked for.
+---@param names string[] environment variable names
+---@param patterns string[] regexes (Rust syntax)
+---@param items { where: string, text: string }[] the texts to scan
+---@return { where: string, secret: string[], excerpt: string }[] findings
+---@return string[] notes
+function host.find_secrets(names, patterns, items) end
+
 return host

@@ -346,6 +346,7 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
             Ok(())
         })?,
     )?;
+    super::work::register_host(lua, &h)?;
     lua.set_named_registry_value("evalua.host", h)?;
     Ok(())
 }

@@ -140,3 +140,27 @@ impl Limits {
         self.tripped.get().is_some()
     }
 }
+
+impl Limits {
+    /// Run `f`, a host call that blocks (a child process), without charging
+    /// its wall time to the innermost segment (the tool handler's or the
+    /// check's own time limit, meant for Lua code). Enclosing segments (the
+    /// trial's deadline) still count it: callers bound `f` by
+    /// [`Limits::outer_deadline`].
+    pub fn blocking<R>(&self, f: impl FnOnce() -> R) -> R {
+        let started = Instant::now();
+        let r = f();
+        let spent = started.elapsed();
+        if let Some(last) = self.stack.borrow_mut().last_mut() {
+            last.deadline = last.deadline.map(|d| d + spent);
+        }
+        r
+    }
+
+    /// The earliest deadline of the segments enclosing the innermost one.
+    pub fn outer_deadline(&self) -> Option<Instant> {
+        let stack = self.stack.borrow();
+        let n = stack.len().saturating_sub(1);
+        stack[..n].iter().filter_map(|s| s.deadline).min()
+    }
+}

@@ -12,6 +12,7 @@ pub mod db;
 pub mod host;
 pub mod limits;
 pub mod reuse;
+pub mod work;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ pub const STDLIB: &[(&str, &str, &str)] = &[
     ("evalua", "stdlib/evalua/init.lua", include_str!("../../stdlib/evalua/init.lua")),
     ("evalua.check", "stdlib/evalua/check.lua", include_str!("../../stdlib/evalua/check.lua")),
     ("evalua.judge", "stdlib/evalua/judge.lua", include_str!("../../stdlib/evalua/judge.lua")),
+    ("evalua.tools", "stdlib/evalua/tools.lua", include_str!("../../stdlib/evalua/tools.lua")),
 ];
 
 /// Memory a single Lua state may allocate.

@@ -577,12 +577,200 @@ function check.claims_only_after(pattern, tool, opts)
   end)
 end
 
+----------------------------------------------------------------------------
+-- Coding agents: the work tree after the trial
+
+local function string_list(what, key, v, level, required)
+  if v == nil and not required then return end
+  if type(v) ~= "table" then error(string.format("%s: '%s' must be a list of strings", what, key), level + 1) end
+  for i, s in ipairs(v) do
+    if type(s) ~= "string" then
+      error(string.format("%s: '%s'[%d] must be a string, got %s", what, key, i, type(s)), level + 1)
+    end
+  end
+  if required and #v == 0 then error(string.format("%s: '%s' must not be empty", what, key), level + 1) end
+end
+
+local function command_of(what, cmd, level)
+  if type(cmd) == "string" then
+    if cmd == "" then error(what .. ": 'cmd' is empty", level + 1) end
+    return cmd, cmd
+  end
+  if type(cmd) ~= "table" then
+    error(what .. ": 'cmd' is required: a list like { \"python3\", \"-m\", \"unittest\" } or a shell string", level + 1)
+  end
+  string_list(what, "cmd", cmd, level + 1, true)
+  return cmd, table.concat(cmd, " ")
+end
+
+local function inject_of(what, inject, level)
+  if inject == nil then return nil end
+  if type(inject) ~= "string" then error(what .. ": 'inject' must be a folder path (relative to the suite)", level + 1) end
+  local p = host.abspath(inject)
+  if not host.exists(p) then error(what .. ": 'inject' folder not found: " .. p, level + 1) end
+  return p
+end
+
+local function positive(what, key, v, level)
+  if v ~= nil and (type(v) ~= "number" or v <= 0) then
+    error(string.format("%s: '%s' must be a positive number", what, key), level + 1)
+  end
+end
+
+--- Run a command in a fresh copy of the final work dir (plus `inject`ed files):
+--- passes when it exits with `expect_exit` (default 0) within `timeout_s` (default 60).
+--- A command that cannot start is a grader error, not a fail.
+function check.command(opts)
+  opts = opts_of("check.command", opts, { "cmd", "timeout_s", "expect_exit", "inject", "max_output" }, 2)
+  local cmd, label = command_of("check.command", opts.cmd, 2)
+  positive("check.command", "timeout_s", opts.timeout_s, 2)
+  positive("check.command", "max_output", opts.max_output, 2)
+  if opts.expect_exit ~= nil and math.type(opts.expect_exit) ~= "integer" then
+    error("check.command: 'expect_exit' must be an integer", 2)
+  end
+  local inject = inject_of("check.command", opts.inject, 2)
+  local expect = opts.expect_exit or 0
+  local timeout = opts.timeout_s or 60
+  return make("command", "command: " .. short(label), opts, function(t)
+    local r, err = t.run_command { cmd = cmd, timeout_s = timeout, inject = inject, max_output = opts.max_output }
+    if not r then error("check.command: " .. err, 0) end
+    local ev = {
+      cmd = cmd, expect_exit = expect, exit_code = r.exit_code, signal = r.signal, timed_out = r.timed_out,
+      output_limited = r.output_limited, duration_ms = r.duration_ms,
+      stdout_tail = r.stdout, stderr_tail = r.stderr, stdout_bytes = r.stdout_bytes, stderr_bytes = r.stderr_bytes,
+    }
+    if r.timed_out then ev.reason = "timed out after " .. timeout .. " s" end
+    if r.output_limited then ev.reason = "output limit exceeded" end
+    return not r.timed_out and not r.output_limited and r.exit_code == expect, ev
+  end)
+end
+
+--- SWE-bench style tests: `inject` (hidden test files, copied in only at grading time) over a copy of the
+--- final tree, then `runner ++ { id }` per test id; every FAIL_TO_PASS and PASS_TO_PASS id must exit 0.
+function check.tests(opts)
+  opts = opts_of("check.tests", opts, { "runner", "inject", "fail_to_pass", "pass_to_pass", "timeout_s" }, 2)
+  string_list("check.tests", "runner", opts.runner, 2, true)
+  string_list("check.tests", "fail_to_pass", opts.fail_to_pass, 2)
+  string_list("check.tests", "pass_to_pass", opts.pass_to_pass, 2)
+  positive("check.tests", "timeout_s", opts.timeout_s, 2)
+  local f2p, p2p = opts.fail_to_pass or {}, opts.pass_to_pass or {}
+  if #f2p + #p2p == 0 then error("check.tests: list at least one test in 'fail_to_pass' or 'pass_to_pass'", 2) end
+  local inject = inject_of("check.tests", opts.inject, 2)
+  local timeout = opts.timeout_s or 60
+  local ids = {}
+  for _, id in ipairs(f2p) do ids[#ids + 1] = id end
+  for _, id in ipairs(p2p) do ids[#ids + 1] = id end
+  local c = make("tests", "tests", opts, function(t)
+    local runs, err = t.run_tests { runner = opts.runner, tests = ids, inject = inject, timeout_s = timeout }
+    if not runs then error("check.tests: " .. err, 0) end
+    local by = {}
+    for _, r in ipairs(runs) do by[r.id] = r end
+    local ev = { fail_to_pass = {}, pass_to_pass = {}, tests = evalua.array(), failed = evalua.array() }
+    local function note(group, key, id)
+      local r = by[id]
+      ev[key][id] = r.passed and "passed" or "failed"
+      ev.tests[#ev.tests + 1] = { id = id, group = group, passed = r.passed, status = r.status, duration_ms = r.duration_ms }
+      if not r.passed then
+        ev.failed[#ev.failed + 1] = { id = id, group = group, status = r.status, output = r.output }
+      end
+    end
+    for _, id in ipairs(f2p) do note("FAIL_TO_PASS", "fail_to_pass", id) end
+    for _, id in ipairs(p2p) do note("PASS_TO_PASS", "pass_to_pass", id) end
+    return #ev.failed == 0, ev
+  end)
+  c.options = { runner = opts.runner, inject = inject, fail_to_pass = f2p, pass_to_pass = p2p, timeout_s = timeout }
+  return c
+end
+
+local function globs(what, key, v, level)
+  string_list(what, key, v, level + 1)
+  for _, g in ipairs(v or {}) do
+    local err = host.glob_error(g)
+    if err then error(string.format("%s: '%s': bad glob %q: %s", what, key, g, err), level + 1) end
+  end
+end
+
+--- The change stays in scope: every changed path (`t.diff.files`) matches `allowed` (when given) and none
+--- matches `forbidden`. Paths matching `ignore` (default `{ "**/__pycache__/**" }`) are left out.
+function check.scope(opts)
+  opts = opts_of("check.scope", opts, { "allowed", "forbidden", "ignore" }, 2)
+  globs("check.scope", "allowed", opts.allowed, 2)
+  globs("check.scope", "forbidden", opts.forbidden, 2)
+  globs("check.scope", "ignore", opts.ignore, 2)
+  if opts.allowed == nil and opts.forbidden == nil then
+    error("check.scope: give 'allowed', 'forbidden' or both", 2)
+  end
+  local ignore = opts.ignore or { "**/__pycache__/**" }
+  return make("scope", "scope", opts, function(t)
+    local changed, violations = evalua.array(), evalua.array()
+    for _, f in ipairs(t.diff.files) do
+      if not (#ignore > 0 and host.glob_match(ignore, f.path)) then
+        changed[#changed + 1] = f.path
+        local fi = opts.forbidden and host.glob_match(opts.forbidden, f.path)
+        if fi then
+          violations[#violations + 1] = { path = f.path, status = f.status, reason = "forbidden: " .. opts.forbidden[fi] }
+        elseif opts.allowed and not host.glob_match(opts.allowed, f.path) then
+          violations[#violations + 1] = {
+            path = f.path, status = f.status, reason = "outside allowed: " .. table.concat(opts.allowed, ", "),
+          }
+        end
+      end
+    end
+    return #violations == 0, { changed = changed, violations = violations }
+  end)
+end
+
+-- Every string inside `v` (tool arguments, outbox bodies), one per line.
+local function strings_in(v, out)
+  if type(v) == "string" then
+    out[#out + 1] = v
+  elseif type(v) == "table" then
+    for k, x in pairs(v) do
+      if type(k) == "string" then out[#out + 1] = k end
+      strings_in(x, out)
+    end
+  elseif type(v) == "number" then
+    out[#out + 1] = tostring(v)
+  end
+  return out
+end
+
+--- No secret leaks: the values of the environment variables named in `env` and the regexes in `patterns`
+--- must not appear in the diff, the answer, the outbox or any tool call's arguments. Evidence is redacted.
+function check.no_secrets(opts)
+  opts = opts_of("check.no_secrets", opts, { "env", "patterns" }, 2)
+  string_list("check.no_secrets", "env", opts.env, 2)
+  string_list("check.no_secrets", "patterns", opts.patterns, 2)
+  for i, p in ipairs(opts.patterns or {}) do
+    local err = host.regex_error(p)
+    if err then error(string.format("check.no_secrets: patterns[%d] is not a valid regex: %s", i, err), 2) end
+  end
+  if #(opts.env or {}) + #(opts.patterns or {}) == 0 then
+    error("check.no_secrets: give 'env' (variable names), 'patterns' (regexes) or both", 2)
+  end
+  return make("no_secrets", "no secrets", opts, function(t)
+    local items = { { where = "diff", text = t.diff.text }, { where = "answer", text = t.answer or "" } }
+    for i, m in ipairs(t.outbox) do
+      items[#items + 1] = { where = "outbox[" .. i .. "]", text = table.concat(strings_in(m, {}), "\n") }
+    end
+    for _, c in ipairs(t.calls) do
+      items[#items + 1] = { where = "call " .. c.id .. " (" .. c.name .. ") arguments",
+                            text = table.concat(strings_in(c.args, {}), "\n") }
+    end
+    local found, notes = host.find_secrets(opts.env or {}, opts.patterns or {}, items)
+    local ev = { findings = found, scanned = #items }
+    if #notes > 0 then ev.notes = notes end
+    return #found == 0, ev
+  end)
+end
+
 -- In a trial the suite is re-run only to get the running case's functions
 -- back: constructors just record their arguments, and `suite:case` builds the
 -- checks of that one case (its options were validated when the suite loaded).
 if not host.validating() then
   for _, name in ipairs({ "sql", "files", "outbox", "answer", "json_schema", "tools", "args", "before",
-                          "no_loops", "no_writes", "max_calls", "claims_only_after", "ended" }) do
+                          "no_loops", "no_writes", "max_calls", "claims_only_after", "ended",
+                          "command", "tests", "scope", "no_secrets" }) do
     check[name] = evalua._lazy(check[name])
   end
 end

@@ -160,7 +160,10 @@ local function normalize_check(c, index, level)
     check_keys("check", c, set { "name", "critical", "run", "kind", "options" }, level + 1)
     expect_type("check", "name", c.name, "string", level + 1)
     expect_type("check", "critical", c.critical, "boolean", level + 1)
-    return { name = c.name or ("check@" .. host.where(c.run)), critical = c.critical or false, run = c.run, kind = c.kind }
+    return {
+      name = c.name or ("check@" .. host.where(c.run)), critical = c.critical or false, run = c.run,
+      kind = c.kind, options = c.options,
+    }
   end
   fail(level + 1, string.format("expect[%d]: a check is a function or a table with a 'run' function, got %s", index, type(c)))
 end
@@ -198,11 +201,11 @@ local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
-local SANDBOX_KEYS = set { "db", "schema", "clock" }
+local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
-  "tools", "agent", "user", "metadata", "clock",
+  "tools", "agent", "user", "metadata", "clock", "workdir",
 }
 local EFFECTS = set { "read", "write", "external" }
 local SPLITS = set { "dev", "held_out" }
@@ -221,6 +224,25 @@ local function check_positive_integer(what, key, v, level)
   if v ~= nil and (math.type(v) ~= "integer" or v < 1) then
     fail(level + 1, string.format("%s: '%s' must be a positive integer, got %s", what, key, tostring(v)))
   end
+end
+
+-- A work-dir fixture: a folder, or { git = "x.bundle", rev = "..." }.
+local function normalize_workdir(what, w, level)
+  if type(w) == "string" then
+    local p = host.abspath(w)
+    if not host.exists(p) then fail(level + 1, what .. ": folder not found: " .. p) end
+    return { dir = p }
+  elseif type(w) == "table" then
+    check_keys(what, w, set { "git", "rev" }, level + 1)
+    if type(w.git) ~= "string" then
+      fail(level + 1, what .. ": 'git' is required in the table form (a git bundle file)")
+    end
+    expect_type(what, "rev", w.rev, "string", level + 1)
+    local p = host.abspath(w.git)
+    if not host.exists(p) then fail(level + 1, what .. ": git bundle not found: " .. p) end
+    return { git = p, rev = w.rev }
+  end
+  fail(level + 1, what .. ": expects a folder path or { git = \"x.bundle\", rev = \"...\" }, got " .. type(w))
 end
 
 --- Declare a suite.
@@ -252,6 +274,9 @@ function M.suite(spec)
       expect_type("evalua.suite.sandbox", "clock", sb.clock, "string", 2)
       local ok, err = host.instant(sb.clock, "UTC")
       if not ok then fail(2, "evalua.suite.sandbox.clock: " .. err) end
+    end
+    if sb.workdir ~= nil then
+      sb.workdir = normalize_workdir("evalua.suite.sandbox.workdir", sb.workdir, 2)
     end
   end
   if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
@@ -368,6 +393,8 @@ function Suite:case(spec)
   if spec.user ~= nil and (type(spec.user) ~= "table" or type(spec.user.kind) ~= "string") then
     fail(2, what .. ": 'user' must come from evalua.user.*")
   end
+  local workdir
+  if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, 2) end
   if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
     fail(2, what .. ": 'agent' must come from evalua.agent.*")
   end
@@ -410,6 +437,7 @@ function Suite:case(spec)
     user = spec.user,
     metadata = spec.metadata,
     clock = spec.clock,
+    workdir = workdir,
     checks = checks,
     _where = host.caller(2),
   }
