@@ -6,13 +6,16 @@
 //! agent + executor + checks) → record (trace, trials.jsonl) → figures → reports.
 
 pub mod agent;
+pub mod compare;
 pub mod error;
 pub mod executor;
 pub mod gate;
 pub mod lua;
+pub mod partition;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod rundir;
 pub mod sandbox;
 pub mod stats;
 pub mod suite;
