@@ -88,11 +88,10 @@ mod tests {
     #[test]
     fn the_hash_is_stable_across_builds() {
         // A fixed value: changing the hash would silently reshuffle CI matrices.
-        assert_eq!(bucket("refund_partial", 3, 1000), bucket("refund_partial", 3, 1000));
         let v: Vec<u32> = (1..=6).map(|t| bucket("refund_partial", t, 7)).collect();
         assert_eq!(v, FIXED.to_vec());
     }
-    const FIXED: [u32; 6] = [0, 0, 0, 0, 0, 0];
+    const FIXED: [u32; 6] = [0, 6, 0, 4, 5, 4];
 }
 
 use std::collections::HashMap;

@@ -1,0 +1,100 @@
+//! `run --partition hash:I/N` and `evalua merge`: the merged parts equal the
+//! unpartitioned run (figures, and trials.jsonl apart from timings).
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn run(dir: &std::path::Path, out: &str, extra: &[&str]) -> std::process::Output {
+    let o = dir.join(out);
+    let mut args =
+        vec!["run", "suites/refunds.lua", "--out", o.to_str().unwrap(), "-q", "--seed", "5", "--trials", "7"];
+    args.extend_from_slice(extra);
+    bin().current_dir(repo()).args(&args).output().unwrap()
+}
+
+fn without_timings(dir: &std::path::Path) -> Vec<Value> {
+    trials(dir)
+        .into_iter()
+        .map(|mut r| {
+            r.as_object_mut().unwrap().remove("wall_ms");
+            r["usage"].as_object_mut().unwrap().remove("wall_ms");
+            r
+        })
+        .collect()
+}
+
+/// summary.json without the timing figures and the run id.
+fn figures(dir: &std::path::Path) -> Value {
+    let mut s = json(&dir.join("summary.json"));
+    for k in ["p50_ms", "p95_ms"] {
+        s["figures"].as_object_mut().unwrap().remove(k);
+    }
+    s.as_object_mut().unwrap().remove("run_id");
+    s
+}
+
+#[test]
+fn merged_partitions_equal_the_unpartitioned_run() {
+    let dir = project(&[]);
+    let d = dir.path();
+    let whole = run(d, "whole", &[]);
+    let mut sizes = Vec::new();
+    for i in 1..=3 {
+        let o = run(d, &format!("p{i}"), &["--partition", &format!("hash:{i}/3")]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+        assert_eq!(json(&d.join(format!("p{i}/manifest.json")))["partition"], format!("hash:{i}/3"));
+        sizes.push(trials(&d.join(format!("p{i}"))).len());
+    }
+    assert_eq!(sizes.iter().sum::<usize>(), 21);
+    assert!(sizes.iter().all(|s| *s > 0 && *s < 21), "each part holds a share: {sizes:?}");
+    let m = evalua(d, &["merge", "p1", "p2", "p3", "--out", "merged"]);
+    assert_eq!(m.status.code(), whole.status.code(), "merge's exit code follows the gates: {}", stderr(&m));
+    assert!(stdout(&m).contains("merged 3 parts (21 trials)"), "{}", stdout(&m));
+    let merged = d.join("merged");
+    assert_eq!(without_timings(&merged), without_timings(&d.join("whole")));
+    assert_eq!(figures(&merged), figures(&d.join("whole")));
+    for f in ["report.md", "report.html", "junit.xml"] {
+        assert!(merged.join(f).is_file(), "{f}");
+    }
+    let traces = std::fs::read_dir(merged.join("traces")).unwrap().count();
+    assert_eq!(traces, 21);
+    assert_eq!(json(&merged.join("manifest.json"))["merged_from"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn merge_refuses_missing_duplicate_and_foreign_parts() {
+    let dir = project(&[]);
+    let d = dir.path();
+    for i in 1..=2 {
+        run(d, &format!("p{i}"), &["--partition", &format!("hash:{i}/2")]);
+    }
+    assert_user_error(&evalua(d, &["merge", "p1", "--out", "m1"]), "the parts lack");
+    assert_user_error(&evalua(d, &["merge", "p1", "p2", "p1", "--out", "m2"]), "is in both");
+    let o = d.join("other");
+    bin()
+        .current_dir(repo())
+        .args([
+            "run",
+            "suites/refunds.lua",
+            "--out",
+            o.to_str().unwrap(),
+            "-q",
+            "--seed",
+            "6",
+            "--trials",
+            "7",
+            "--partition",
+            "hash:2/2",
+        ])
+        .output()
+        .unwrap();
+    assert_user_error(
+        &evalua(d, &["merge", "p1", "other", "--out", "m3"]),
+        "are not parts of one run: their seed differ",
+    );
+    assert!(!d.join("m1").exists() && !d.join("m2").exists() && !d.join("m3").exists());
+    let o = run(d, "bad", &["--partition", "hash:3/2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("expected hash:I/N"), "{}", stderr(&o));
+}
