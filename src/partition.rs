@@ -6,9 +6,16 @@
 //! it whatever the machine, and the seed of each trial does not depend on the
 //! partition: a merged run holds the very records an unpartitioned run would.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::path::{Path, PathBuf};
 
+use serde_json::json;
 use sha2::{Digest, Sha256};
+
+use crate::error::{Result, UserError};
+use crate::record::TrialRecord;
+use crate::rundir::{self, RunData};
 
 /// Part `index` (1-based) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,55 +60,6 @@ pub fn bucket(case: &str, trial: u32, count: u32) -> u32 {
     let d = h.finalize();
     (u64::from_le_bytes(d[..8].try_into().expect("8 bytes")) % count as u64) as u32
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_and_rejects() {
-        assert_eq!(Partition::parse("hash:2/3"), Ok(Partition { index: 2, count: 3 }));
-        for bad in ["hash:0/3", "hash:4/3", "hash:1/0", "2/3", "hash:a/3", "count:1/2"] {
-            assert!(Partition::parse(bad).is_err(), "{bad}");
-        }
-        assert_eq!(Partition::parse("hash:2/3").unwrap().to_string(), "hash:2/3");
-    }
-
-    #[test]
-    fn every_pair_lands_in_exactly_one_part_and_the_parts_are_balanced() {
-        let n = 4;
-        let mut sizes = [0u32; 4];
-        for c in 0..250 {
-            for t in 1..=4 {
-                let case = format!("case_{c}");
-                let owners: Vec<u32> =
-                    (1..=n).filter(|i| Partition { index: *i, count: n }.contains(&case, t)).collect();
-                assert_eq!(owners.len(), 1);
-                sizes[(owners[0] - 1) as usize] += 1;
-            }
-        }
-        for s in sizes {
-            assert!((200..=300).contains(&s), "unbalanced parts: {sizes:?}");
-        }
-    }
-
-    #[test]
-    fn the_hash_is_stable_across_builds() {
-        // A fixed value: changing the hash would silently reshuffle CI matrices.
-        let v: Vec<u32> = (1..=6).map(|t| bucket("refund_partial", t, 7)).collect();
-        assert_eq!(v, FIXED.to_vec());
-    }
-    const FIXED: [u32; 6] = [0, 6, 0, 4, 5, 4];
-}
-
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-
-use serde_json::json;
-
-use crate::error::{Result, UserError};
-use crate::record::TrialRecord;
-use crate::rundir::{self, RunData};
 
 /// What must be the same in every part of one run.
 fn identity(r: &RunData) -> serde_json::Value {
@@ -208,4 +166,44 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     print!("{}", crate::report::console(&merged.suite, &merged.summary, &merged.gates, &dir.display().to_string()));
     println!("merged {} parts ({} trials)", parts.len(), records.len());
     Ok(if merged.gates_passed() { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_rejects() {
+        assert_eq!(Partition::parse("hash:2/3"), Ok(Partition { index: 2, count: 3 }));
+        for bad in ["hash:0/3", "hash:4/3", "hash:1/0", "2/3", "hash:a/3", "count:1/2"] {
+            assert!(Partition::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Partition::parse("hash:2/3").unwrap().to_string(), "hash:2/3");
+    }
+
+    #[test]
+    fn every_pair_lands_in_exactly_one_part_and_the_parts_are_balanced() {
+        let n = 4;
+        let mut sizes = [0u32; 4];
+        for c in 0..250 {
+            for t in 1..=4 {
+                let case = format!("case_{c}");
+                let owners: Vec<u32> =
+                    (1..=n).filter(|i| Partition { index: *i, count: n }.contains(&case, t)).collect();
+                assert_eq!(owners.len(), 1);
+                sizes[(owners[0] - 1) as usize] += 1;
+            }
+        }
+        for s in sizes {
+            assert!((200..=300).contains(&s), "unbalanced parts: {sizes:?}");
+        }
+    }
+
+    #[test]
+    fn the_hash_is_stable_across_builds() {
+        // A fixed value: changing the hash would silently reshuffle CI matrices.
+        let v: Vec<u32> = (1..=6).map(|t| bucket("refund_partial", t, 7)).collect();
+        assert_eq!(v, FIXED.to_vec());
+    }
+    const FIXED: [u32; 6] = [0, 6, 0, 4, 5, 4];
 }

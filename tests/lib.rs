@@ -1,6 +1,7 @@
 //! Integration tests: they drive the real binary on real suites.
 
 mod bad_input;
+mod browser;
 mod budgets;
 mod checks;
 mod command;

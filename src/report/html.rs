@@ -98,7 +98,7 @@ fn trajectory(run: &RunData, r: &TrialRecord, max: usize) -> Json {
 fn curve_svg(run: &RunData) -> String {
     let cap = &run.summary.figures.capability;
     let kmax = k_max(&run.summary).max(1);
-    let (w, h, l, r, t, b) = (520.0, 260.0, 48.0, 16.0, 16.0, 36.0);
+    let (w, h, l, r, t, b) = (520.0, 270.0, 48.0, 16.0, 10.0, 50.0);
     let x =
         |k: u32| if kmax == 1 { l + (w - l - r) / 2.0 } else { l + (k - 1) as f64 * (w - l - r) / (kmax - 1) as f64 };
     let y = |v: f64| t + (1.0 - v) * (h - t - b);
@@ -123,8 +123,7 @@ fn curve_svg(run: &RunData) -> String {
     for k in (1..=kmax).filter(|k| (k - 1) % step == 0 || *k == kmax) {
         let _ = write!(s, r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{k}</text>"#, x(k), h - b + 16.0);
     }
-    let _ =
-        write!(s, r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">k</text>"#, (l + w - r) / 2.0, h - 4.0);
+    let _ = write!(s, r#"<text x="{}" y="{}" font-size="11" text-anchor="end">k</text>"#, l - 6.0, h - b + 16.0);
     for (name, map, color) in [("pass^", &cap.pass_hat_k, "#2563eb"), ("pass@", &cap.pass_at_k, "#ea580c")] {
         let pts: Vec<(u32, f64)> = (1..=kmax).filter_map(|k| map.get(&k.to_string()).map(|v| (k, *v))).collect();
         let path: Vec<String> = pts.iter().map(|(k, v)| format!("{:.1},{:.1}", x(*k), y(*v))).collect();
@@ -151,14 +150,14 @@ fn curve_svg(run: &RunData) -> String {
     let _ = write!(
         s,
         r##"<rect x="{}" y="{}" width="10" height="10" fill="#2563eb"/><text x="{}" y="{}" font-size="11">pass^k (all k pass)</text><rect x="{}" y="{}" width="10" height="10" fill="#ea580c"/><text x="{}" y="{}" font-size="11">pass@k (any of k passes)</text></svg>"##,
-        l + 8.0,
-        t + 4.0,
-        l + 22.0,
-        t + 13.0,
-        l + 160.0,
-        t + 4.0,
-        l + 174.0,
-        t + 13.0
+        l,
+        h - 15.0,
+        l + 14.0,
+        h - 6.0,
+        l + 170.0,
+        h - 15.0,
+        l + 184.0,
+        h - 6.0
     );
     s
 }
@@ -326,7 +325,7 @@ table{border-collapse:collapse}td,th{border-bottom:1px solid #e5e7eb;padding:3px
 .split{display:flex;gap:20px;align-items:flex-start}#grid{flex:0 0 auto;max-height:80vh;overflow:auto;padding-right:8px}
 .gr{white-space:nowrap}.gr .id{display:inline-block;width:220px;overflow:hidden;text-overflow:ellipsis;font:12px ui-monospace,monospace;vertical-align:middle}
 .gr .rate{display:inline-block;width:44px;color:#555;font-size:12px;text-align:right;margin-right:6px}
-#traj{flex:1;min-width:320px;border-left:3px solid #e5e7eb;padding-left:16px}
+#traj{flex:1;min-width:320px;border-left:3px solid #e5e7eb;padding-left:16px;position:sticky;top:8px;max-height:96vh;overflow:auto}
 #traj pre{white-space:pre-wrap;word-break:break-word;margin:0;font:12px ui-monospace,monospace;max-height:180px;overflow:auto}
 .st-executed{color:#166534}.st-failed,.st-faulted{color:#b91c1c}.st-rejected,.st-denied{color:#b45309}
 .pass{color:#166534}.fail{color:#b91c1c;font-weight:600}.err{color:#7c3aed}
@@ -368,6 +367,7 @@ function show(ci,t,el){
     s+='</table>'}
   s+='<h4>Answer</h4><pre>'+h(tr[5])+'</pre>';
   box.innerHTML=s;
+  if(box.getBoundingClientRect().top<0||box.getBoundingClientRect().top>window.innerHeight*0.6)box.scrollIntoView({block:"start"});
 }
 document.getElementById("grid").addEventListener("click",function(e){var el=e.target;if(el.dataset&&el.dataset.c!==undefined)show(+el.dataset.c,+el.dataset.t,el)});
 document.getElementById("onlyfail").addEventListener("change",draw);
