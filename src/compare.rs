@@ -379,10 +379,20 @@ fn rate(v: Option<f64>, name: &str) -> String {
 }
 
 fn delta(v: Option<f64>, name: &str) -> String {
-    match v {
+    match v.map(|v| if v.abs() < 1e-9 { 0.0 } else { v }) {
         Some(v) if name.starts_with("cost") => format!("{}${:.4}", if v >= 0.0 { "+" } else { "−" }, v.abs()),
         Some(v) => format!("{}{:.1} pt", if v >= 0.0 { "+" } else { "−" }, v.abs() * 100.0),
         None => "–".into(),
+    }
+}
+
+/// The tables show pass^k / pass@k for k = 1, 2, 3, 5 and the largest k; JSON has every k ≤ 10.
+fn shown(c: &Comparison, f: &FigureDiff) -> bool {
+    let k = |p: &str| f.name.strip_prefix(p).and_then(|k| k.parse::<u32>().ok());
+    let kmax = c.figures.iter().filter_map(|f| f.name.strip_prefix("pass^").and_then(|k| k.parse::<u32>().ok())).max();
+    match k("pass^").or(k("pass@")) {
+        Some(k) => [1, 2, 3, 5].contains(&k) || Some(k) == kmax,
+        None => true,
     }
 }
 
@@ -414,7 +424,7 @@ pub fn console(c: &Comparison) -> String {
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header(vec!["figure", "base", "candidate", "Δ (paired)", "95% interval of Δ", "paired cases"]);
-    for f in &c.figures {
+    for f in c.figures.iter().filter(|f| shown(c, f)) {
         t.add_row(vec![
             f.name.clone(),
             rate(f.base, &f.name),
@@ -493,7 +503,7 @@ pub fn markdown(c: &Comparison) -> String {
     }
     let _ =
         writeln!(o, "| figure | base | candidate | Δ | 95% interval of Δ | paired cases |\n|---|---|---|---|---|---|");
-    for f in &c.figures {
+    for f in c.figures.iter().filter(|f| shown(c, f)) {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} |",

@@ -29,6 +29,7 @@ pub struct RunData {
     pub gate_specs: Vec<Gate>,
     pub summary: Summary,
     pub gates: Vec<Verdict>,
+    index: std::collections::HashMap<String, usize>,
 }
 
 impl RunData {
@@ -36,7 +37,7 @@ impl RunData {
         self.gates.iter().all(|g| g.passed)
     }
     pub fn case_index(&self, id: &str) -> Option<usize> {
-        self.infos.iter().position(|c| c.id == id)
+        self.index.get(id).copied()
     }
     /// The manifest's suite sha256, if recorded.
     pub fn suite_sha256(&self) -> Option<&str> {
@@ -138,7 +139,9 @@ pub fn load(dir: &Path) -> Result<RunData> {
         gate_specs,
         summary: stats::summarize(&[], &Tally::new(0), seed),
         gates: Vec::new(),
+        index: Default::default(),
     };
+    run.index = run.infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
     recompute(&mut run)?;
     Ok(run)
 }

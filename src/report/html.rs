@@ -372,6 +372,6 @@ function show(ci,t,el){
 document.getElementById("grid").addEventListener("click",function(e){var el=e.target;if(el.dataset&&el.dataset.c!==undefined)show(+el.dataset.c,+el.dataset.t,el)});
 document.getElementById("onlyfail").addEventListener("change",draw);
 draw();
-document.body.setAttribute("data-ready","1");
+document.body.setAttribute("data-ready","1");document.body.setAttribute("data-ready-ms",String(Math.round(performance.now())));
 })();
 "##;

@@ -14,12 +14,12 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 use super::{by_case, evidence_text, gate_line};
 use crate::error::{Result, UserError};
 use crate::gate::Metric;
+use crate::record::TrialRecord;
 use crate::rundir::RunData;
 
 /// Why a case fails, if it does (reasons, evidence lines).
-pub fn case_failures(run: &RunData, i: usize) -> (Vec<String>, Vec<String>) {
+pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<String>, Vec<String>) {
     let c = &run.summary.cases[i];
-    let records = &by_case(run)[i];
     let mut reasons = Vec::new();
     let rate_gates: Vec<_> = run
         .gate_specs
@@ -82,7 +82,7 @@ pub fn render(run: &RunData) -> Result<String> {
     suite.add_property(Property::new("seed", run.seed.to_string()));
     let all = by_case(run);
     for (i, c) in run.summary.cases.iter().enumerate() {
-        let (reasons, evidence) = case_failures(run, i);
+        let (reasons, evidence) = case_failures(run, i, &all[i]);
         let status = if c.n == 0 {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
             s.set_message(format!("no trial could run: {} infra error(s)", c.outcomes["infra_error"]));
