@@ -14,7 +14,6 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Result, UserError};
-use crate::record::TrialRecord;
 use crate::rundir::{self, RunData};
 
 /// Part `index` (1-based) of `count`.
@@ -128,27 +127,40 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
         )));
     }
 
-    // Plan order: manifest case order, trials 1..=n.
-    let mut by_key: HashMap<(String, u32), (&TrialRecord, &Path)> = HashMap::new();
+    // Plan order: manifest case order, trials 1..=n. The lines are copied as
+    // written (keys this version does not know are kept).
+    #[derive(serde::Deserialize)]
+    struct Key {
+        case: String,
+        trial: u32,
+        trace: String,
+    }
+    let mut by_key: HashMap<(String, u32), (String, String, &Path)> = HashMap::new();
     for p in &parts {
-        for r in &p.records {
-            by_key.insert((r.case.clone(), r.trial), (r, p.dir.as_path()));
+        let path = p.dir.join("trials.jsonl");
+        let text = std::fs::read_to_string(&path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let k: Key = serde_json::from_str(line).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+            if !k.trace.starts_with("traces/") || k.trace.contains("..") || k.trace.contains('\\') {
+                return Err(UserError(format!("{}: trace path {:?} is not under traces/", path.display(), k.trace)));
+            }
+            by_key.insert((k.case, k.trial), (line.to_string(), k.trace, p.dir.as_path()));
         }
     }
     let run_id = crate::run::new_run_id();
     let dir = crate::run::make_run_dir(Some(out), &first.suite, &run_id)?;
-    let mut records = Vec::new();
     let mut lines = String::new();
+    let mut count = 0usize;
     for (c, n) in first.infos.iter().zip(&first.planned) {
         for t in 1..=*n {
-            let (r, from) = by_key[&(c.id.clone(), t)];
-            let src = from.join(&r.trace);
+            let (line, trace, from) = &by_key[&(c.id.clone(), t)];
+            let src = from.join(trace);
             if src.is_file() {
-                std::fs::copy(&src, dir.join(&r.trace)).map_err(|e| UserError(format!("{}: {e}", src.display())))?;
+                std::fs::copy(&src, dir.join(trace)).map_err(|e| UserError(format!("{}: {e}", src.display())))?;
             }
-            lines.push_str(&serde_json::to_string(r).unwrap_or_default());
+            lines.push_str(line);
             lines.push('\n');
-            records.push(r.clone());
+            count += 1;
         }
     }
     std::fs::write(dir.join("trials.jsonl"), lines).map_err(|e| UserError(format!("{}: {e}", dir.display())))?;
@@ -164,7 +176,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     crate::run::write_json(&dir.join("summary.json"), &merged.summary_json())?;
     crate::report::write_all(&merged)?;
     print!("{}", crate::report::console(&merged.suite, &merged.summary, &merged.gates, &dir.display().to_string()));
-    println!("merged {} parts ({} trials)", parts.len(), records.len());
+    println!("merged {} parts ({count} trials)", parts.len());
     Ok(if merged.gates_passed() { 0 } else { 1 })
 }
 

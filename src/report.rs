@@ -79,7 +79,13 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
         op.trials
     );
     let cost = match f.cost_per_accepted_usd {
-        Some(c) => format!("${c:.4}"),
+        Some(c) => format!(
+            "${c:.4}{}",
+            cap.intervals
+                .get("cost_per_accepted_usd")
+                .map(|i| format!(" [${:.4}, ${:.4}]", i.lower, i.upper))
+                .unwrap_or_default()
+        ),
         None if f.total_cost_usd > 0.0 => "∞ (nothing accepted)".to_string(),
         None => "–".to_string(),
     };

@@ -12,7 +12,8 @@ use crate::gate::{self, Gate, Verdict};
 use crate::record::{Trace, TrialRecord};
 use crate::stats::{self, CaseInfo, Summary, Tally};
 
-/// Everything a run dir says, with its figures recomputed.
+/// Everything a run dir says, with its figures recomputed. Accepted trials'
+/// records are kept without their answer and check evidence (see `read_records`).
 pub struct RunData {
     pub dir: PathBuf,
     pub manifest: Json,
@@ -45,6 +46,9 @@ impl RunData {
     }
     /// The trace of a record, if its file is there.
     pub fn trace(&self, rec: &TrialRecord) -> Option<Trace> {
+        if !rec.trace.starts_with("traces/") || rec.trace.contains("..") {
+            return None;
+        }
         let text = fs::read_to_string(self.dir.join(&rec.trace)).ok()?;
         serde_json::from_str(&text).ok()
     }
@@ -66,16 +70,25 @@ fn read_json(path: &Path) -> Result<Json> {
     serde_json::from_str(&text).map_err(|e| UserError(format!("{}:{}: {e}", path.display(), e.line())))
 }
 
-/// Parse trials.jsonl (one record a line; a blank last line is fine).
-pub fn read_records(path: &Path) -> Result<Vec<TrialRecord>> {
+/// Parse trials.jsonl (one record a line; a blank last line is fine). With
+/// `slim`, accepted trials lose their answer and check evidence (figures are unaffected).
+pub fn read_records(path: &Path, slim: bool) -> Result<Vec<TrialRecord>> {
     let text = fs::read_to_string(path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let rec: TrialRecord = serde_json::from_str(line)
+        let mut rec: TrialRecord = serde_json::from_str(line)
             .map_err(|e| UserError(format!("{}:{}: not a trial record: {e}", path.display(), i + 1)))?;
+        // The reports never show an accepted trial's evidence or answer: keep memory
+        // proportional to the failures, not to every check of every trial.
+        if slim && rec.outcome == crate::record::Outcome::Accepted {
+            rec.answer = String::new();
+            for c in &mut rec.checks {
+                c.evidence = Json::Null;
+            }
+        }
         out.push(rec);
     }
     Ok(out)
@@ -91,7 +104,7 @@ pub fn load(dir: &Path) -> Result<RunData> {
         return Err(UserError(format!("{}: not a run dir (no manifest.json)", dir.display())));
     }
     let manifest = read_json(&mpath)?;
-    let records = read_records(&dir.join("trials.jsonl"))?;
+    let records = read_records(&dir.join("trials.jsonl"), true)?;
     let Some(cases) = manifest["cases"].as_array() else {
         return Err(UserError(format!("{}: manifest has no 'cases' list", mpath.display())));
     };

@@ -98,3 +98,16 @@ fn merge_refuses_missing_duplicate_and_foreign_parts() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("expected hash:I/N"), "{}", stderr(&o));
 }
+
+#[test]
+fn merge_refuses_a_trace_path_outside_the_run_dir() {
+    use crate::synth::{self, Synth};
+    let dir = project(&[]);
+    let mut s = Synth::new(&[("a", "af")]);
+    s.partition = Some("hash:1/1");
+    synth::write(&dir.path().join("p1"), &s);
+    let path = dir.path().join("p1/trials.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap().replace("traces/a.2.json", "../../evil.json");
+    std::fs::write(&path, text).unwrap();
+    assert_user_error(&evalua(dir.path(), &["merge", "p1", "--out", "m"]), "is not under traces/");
+}

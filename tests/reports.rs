@@ -145,3 +145,21 @@ fn junit_xml_validates_against_the_junit_schema() {
     let o = xmllint(&bad).unwrap();
     assert!(!o.status.success(), "a testcase without a name must not validate");
 }
+
+#[test]
+fn a_huge_failing_run_embeds_a_bounded_number_of_trajectories() {
+    let dir = project(&[]);
+    let run = dir.path().join("run");
+    let mut s = Synth::new(&[]);
+    s.cases = (0..900).map(|i| (format!("case_{i:03}"), "fcfgf".to_string())).collect();
+    synth::write(&run, &s);
+    let o = evalua(dir.path(), &["report", "run"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.len() < 5_000_000, "{} bytes", html.len());
+    // 4,500 non-accepted trials, 4,000 embedded: every case's trials 1-4, then trial 5 of the first 400.
+    assert!(html.contains("\"omitted\":500"), "the count of left-out trajectories is stated");
+    assert!(
+        html.contains("\"case_899#4\":[") && html.contains("\"case_399#5\":[") && !html.contains("\"case_400#5\":[")
+    );
+}

@@ -18,6 +18,8 @@ use crate::rundir::RunData;
 
 /// Embedded trajectories above this total are cut harder.
 const TRACE_BUDGET: usize = 3_000_000;
+/// At most this many trajectories are embedded (the rest stay in traces/).
+const MAX_EMBEDDED: usize = 4_000;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -223,7 +225,15 @@ pub fn render(run: &RunData) -> String {
             json!([c.id, c.n, c.accepted, codes, if contiguous { Json::Null } else { json!(nums) }])
         })
         .collect();
-    let failing: Vec<&TrialRecord> = all.iter().flatten().copied().filter(|r| r.outcome != Outcome::Accepted).collect();
+    // Embed at most MAX_EMBEDDED trajectories, spread over the cases (every case's
+    // first failing trials before anyone's later ones).
+    let mut failing: Vec<&TrialRecord> =
+        all.iter().flatten().copied().filter(|r| r.outcome != Outcome::Accepted).collect();
+    let omitted = failing.len().saturating_sub(MAX_EMBEDDED);
+    if omitted > 0 {
+        failing.sort_by_key(|r| r.trial);
+        failing.truncate(MAX_EMBEDDED);
+    }
     let build = |max: usize| -> Json {
         let mut m = serde_json::Map::new();
         for r in &failing {
@@ -235,7 +245,7 @@ pub fn render(run: &RunData) -> String {
     if traces.len() > TRACE_BUDGET {
         traces = script_json(&build(160));
     }
-    let data = json!({ "suite": run.suite, "cases": cases });
+    let data = json!({ "suite": run.suite, "cases": cases, "omitted": omitted, "max": MAX_EMBEDDED });
 
     let mut o = String::with_capacity(traces.len() + 64 * 1024);
     let title = format!("evalua report: {}", run.suite);
@@ -352,7 +362,8 @@ function show(ci,t,el){
   var c=data.cases[ci],box=document.getElementById("traj");
   if(traces===null)traces=JSON.parse(document.getElementById("traces").textContent);
   var tr=traces[c[0]+"#"+t];
-  if(!tr){box.innerHTML='<h3>'+h(c[0])+' · trial '+t+'</h3><p class="pass">accepted</p><p class=hint>Trajectories are embedded for trials that were not accepted; this one is in traces/ of the run dir.</p>';return}
+  if(!tr){var j=c[4]?c[4].indexOf(t):t-1,o=c[3][j];
+    box.innerHTML='<h3>'+h(c[0])+' · trial '+t+'</h3><p class="'+(o=="a"?"pass":"fail")+'">'+NAMES[o]+'</p><p class=hint>'+(o=="a"?'Trajectories are embedded for trials that were not accepted':'This report embeds '+data.max+' trajectories ('+data.omitted+' left out)')+'; this one is in traces/ of the run dir.</p>';return}
   var s='<h3 id="trajtitle">'+h(tr[0])+' · trial '+tr[1]+' · <span class="'+(tr[2]=="accepted"?"pass":"fail")+'">'+h(tr[2])+'</span> · ended '+h(tr[3])+'</h3>';
   s+='<p><code>'+h(tr[8])+'</code></p>';
   if(tr[4])s+='<p class="err">error: '+h(tr[4])+'</p>';
