@@ -134,8 +134,13 @@ fn junit_xml_validates_against_the_junit_schema() {
     let mut s = known();
     s.cases.push(("down".into(), "iii".into()));
     s.cases.push(("judged".into(), "aag".into()));
+    // A case with no trial in this run (another partition's share): skipped, not failed.
+    s.cases.push(("elsewhere".into(), "".into()));
     synth::write(&run, &s);
     evalua(dir.path(), &["report", "run"]);
+    let xml = std::fs::read_to_string(run.join("junit.xml")).unwrap();
+    assert!(xml.contains(r#"<testcase name="down""#) && xml.contains(r#"type="infra_error""#), "{xml}");
+    assert!(xml.contains(r#"<skipped message="no trial of this case in this run"#), "{xml}");
     let Some(o) = xmllint(&run.join("junit.xml")) else { return };
     assert!(o.status.success(), "junit.xml does not validate: {}", stderr(&o));
     // The schema is not a rubber stamp: a malformed report fails it.

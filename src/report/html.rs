@@ -174,7 +174,7 @@ fn check_bars(run: &RunData) -> String {
         return "<p>No checks recorded.</p>".into();
     }
     let row_h = 22.0;
-    let (w, label_w) = (640.0, 220.0);
+    let (w, label_w) = (760.0, 220.0);
     let h = row_h * checks.len() as f64 + 8.0;
     let mut s = format!(
         r#"<svg id="checkbars" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="failures per check">"#
@@ -183,7 +183,7 @@ fn check_bars(run: &RunData) -> String {
         let t = &c.tally;
         let total = (t.passed + t.failed + t.errors + t.skipped).max(1) as f64;
         let y0 = 4.0 + i as f64 * row_h;
-        let bw = w - label_w - 120.0;
+        let bw = w - label_w - 220.0;
         let fw = bw * t.failed as f64 / total;
         let ew = bw * t.errors as f64 / total;
         let color = if t.critical { "#b91c1c" } else { "#f59e0b" };

@@ -83,7 +83,12 @@ pub fn render(run: &RunData) -> Result<String> {
     let all = by_case(run);
     for (i, c) in run.summary.cases.iter().enumerate() {
         let (reasons, evidence) = case_failures(run, i, &all[i]);
-        let status = if c.n == 0 {
+        let status = if c.n == 0 && c.outcomes["infra_error"] == 0 {
+            // No trial of this case in this run (e.g. another partition's share).
+            let mut s = TestCaseStatus::skipped();
+            s.set_message("no trial of this case in this run (another partition's share?)");
+            s
+        } else if c.n == 0 {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
             s.set_message(format!("no trial could run: {} infra error(s)", c.outcomes["infra_error"]));
             s.set_type("infra_error");
