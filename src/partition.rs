@@ -26,7 +26,7 @@ pub struct Partition {
 impl Partition {
     /// Parse `hash:I/N` with 1 ≤ I ≤ N.
     pub fn parse(s: &str) -> std::result::Result<Partition, String> {
-        let bad = || format!("--partition {s:?}: expected hash:I/N with 1 ≤ I ≤ N (e.g. hash:1/4)");
+        let bad = || format!("expected hash:I/N with 1 ≤ I ≤ N (e.g. hash:1/4), got {s:?}");
         let rest = s.strip_prefix("hash:").ok_or_else(bad)?;
         let (i, n) = rest.split_once('/').ok_or_else(bad)?;
         let index: u32 = i.trim().parse().map_err(|_| bad())?;

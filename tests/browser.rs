@@ -149,6 +149,10 @@ fn report_html_loads_cleanly_and_a_failing_trial_opens_its_trajectory() {
     ]);
     s.gates = json!([{ "name": "critical_failures", "threshold": 0.0, "on": "point" }]);
     synth::write(&run, &s);
+    // Markup in a recorded answer must stay text (and not end the embedding <script>).
+    let jsonl = std::fs::read_to_string(run.join("trials.jsonl")).unwrap();
+    std::fs::write(run.join("trials.jsonl"), jsonl.replace("Refunded 19.90", "Refunded </script><b id=x>19.90</b>"))
+        .unwrap();
     evalua(dir.path(), &["report", "run"]);
     d.open(&run.join("report.html"));
     let state = d.js("return [document.body.getAttribute('data-ready'), window.__evalua_errors, document.querySelectorAll('#grid .cell').length]");
@@ -166,6 +170,8 @@ fn report_html_loads_cleanly_and_a_failing_trial_opens_its_trajectory() {
     assert!(traj.contains("issue_refund") && traj.contains("\"order_id\":\"P-1\""), "{traj}");
     assert!(traj.contains("no other order refunded ⚑ critical") && traj.contains("{\"refunded\":[\"P-1\"]}"), "{traj}");
     assert_eq!(d.js("return document.querySelectorAll('#traj tr.call').length"), 2);
+    assert!(traj.contains("Refunded </script><b id=x>19.90</b>"), "{traj}");
+    assert_eq!(d.js("return document.getElementById('x')"), Value::Null);
     d.screenshot("report-critical-trial.png");
 
     // A failed trial shows the denied call with its error.
