@@ -98,15 +98,17 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let counts: Vec<&str> = parts.iter().filter_map(|p| p.manifest["partition"].as_str()).collect();
     let mut seen: HashMap<(String, u32), usize> = HashMap::new();
     for (pi, p) in parts.iter().enumerate() {
-        for r in &p.records {
-            if let Some(prev) = seen.insert((r.case.clone(), r.trial), pi) {
-                return Err(UserError(format!(
-                    "trial {}#{} is in both {} and {}: pass each part once",
-                    r.case,
-                    r.trial,
-                    parts[prev].dir.display(),
-                    p.dir.display()
-                )));
+        for (info, trials) in p.infos.iter().zip(&p.trials) {
+            for t in trials {
+                if let Some(prev) = seen.insert((info.id.clone(), t.trial), pi) {
+                    return Err(UserError(format!(
+                        "trial {}#{} is in both {} and {}: pass each part once",
+                        info.id,
+                        t.trial,
+                        parts[prev].dir.display(),
+                        p.dir.display()
+                    )));
+                }
             }
         }
     }

@@ -239,7 +239,7 @@ pub fn write_all(run: &crate::rundir::RunData) -> crate::error::Result<()> {
     Ok(())
 }
 
-/// The records of each case (manifest order), each in trial order.
+/// The records of the non-accepted trials of each case (manifest order), in trial order.
 pub fn by_case(run: &crate::rundir::RunData) -> Vec<Vec<&crate::record::TrialRecord>> {
     let mut out: Vec<Vec<&crate::record::TrialRecord>> = vec![Vec::new(); run.infos.len()];
     for r in &run.records {

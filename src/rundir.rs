@@ -12,8 +12,15 @@ use crate::gate::{self, Gate, Verdict};
 use crate::record::{Trace, TrialRecord};
 use crate::stats::{self, CaseInfo, Summary, Tally};
 
-/// Everything a run dir says, with its figures recomputed. Accepted trials'
-/// records are kept without their answer and check evidence (see `read_records`).
+/// One trial in brief (for grids, timings and merge's bookkeeping).
+#[derive(Debug, Clone, Copy)]
+pub struct TrialBrief {
+    pub trial: u32,
+    pub outcome: crate::record::Outcome,
+    pub wall_ms: f64,
+}
+
+/// Everything a run dir says, with its figures recomputed from trials.jsonl.
 pub struct RunData {
     pub dir: PathBuf,
     pub manifest: Json,
@@ -26,6 +33,11 @@ pub struct RunData {
     pub planned: Vec<u32>,
     /// Case revision per case (manifest order), when recorded.
     pub revisions: Vec<Option<String>>,
+    /// Every trial in the file, per case (manifest order), in file order: trial
+    /// number, outcome and wall time only.
+    pub trials: Vec<Vec<TrialBrief>>,
+    /// The full records of the trials that were not accepted (file order): the
+    /// reports show only these, so memory grows with failures, not with trials.
     pub records: Vec<TrialRecord>,
     pub gate_specs: Vec<Gate>,
     pub summary: Summary,
@@ -70,30 +82,6 @@ fn read_json(path: &Path) -> Result<Json> {
     serde_json::from_str(&text).map_err(|e| UserError(format!("{}:{}: {e}", path.display(), e.line())))
 }
 
-/// Parse trials.jsonl (one record a line; a blank last line is fine). With
-/// `slim`, accepted trials lose their answer and check evidence (figures are unaffected).
-pub fn read_records(path: &Path, slim: bool) -> Result<Vec<TrialRecord>> {
-    let text = fs::read_to_string(path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let mut rec: TrialRecord = serde_json::from_str(line)
-            .map_err(|e| UserError(format!("{}:{}: not a trial record: {e}", path.display(), i + 1)))?;
-        // The reports never show an accepted trial's evidence or answer: keep memory
-        // proportional to the failures, not to every check of every trial.
-        if slim && rec.outcome == crate::record::Outcome::Accepted {
-            rec.answer = String::new();
-            for c in &mut rec.checks {
-                c.evidence = Json::Null;
-            }
-        }
-        out.push(rec);
-    }
-    Ok(out)
-}
-
 /// Load a run dir and recompute its figures and gate verdicts.
 pub fn load(dir: &Path) -> Result<RunData> {
     if !dir.is_dir() {
@@ -104,7 +92,6 @@ pub fn load(dir: &Path) -> Result<RunData> {
         return Err(UserError(format!("{}: not a run dir (no manifest.json)", dir.display())));
     }
     let manifest = read_json(&mpath)?;
-    let records = read_records(&dir.join("trials.jsonl"), true)?;
     let Some(cases) = manifest["cases"].as_array() else {
         return Err(UserError(format!("{}: manifest has no 'cases' list", mpath.display())));
     };
@@ -148,29 +135,39 @@ pub fn load(dir: &Path) -> Result<RunData> {
         infos,
         planned,
         revisions,
-        records,
+        trials: Vec::new(),
+        records: Vec::new(),
         gate_specs,
         summary: stats::summarize(&[], &Tally::new(0), seed),
         gates: Vec::new(),
         index: Default::default(),
     };
     run.index = run.infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-    recompute(&mut run)?;
-    Ok(run)
-}
-
-/// Recompute the summary and gates from the records.
-pub fn recompute(run: &mut RunData) -> Result<()> {
+    run.trials = vec![Vec::new(); run.infos.len()];
+    // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
+    let path = dir.join("trials.jsonl");
+    let file = fs::File::open(&path).map_err(|e| UserError(format!("{}: {e}", path.display())))?;
     let mut tally = Tally::new(run.infos.len());
-    for r in &run.records {
-        let Some(i) = run.case_index(&r.case) else {
+    for (n, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
+        let line = line.map_err(|e| UserError(format!("{}:{}: {e}", path.display(), n + 1)))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let rec: TrialRecord = serde_json::from_str(&line)
+            .map_err(|e| UserError(format!("{}:{}: not a trial record: {e}", path.display(), n + 1)))?;
+        let Some(i) = run.case_index(&rec.case) else {
             return Err(UserError(format!(
-                "{}: trials.jsonl has a record of case '{}', which the manifest does not list",
-                run.dir.display(),
-                r.case
+                "{}:{}: a record of case '{}', which the manifest does not list",
+                path.display(),
+                n + 1,
+                rec.case
             )));
         };
-        tally.add(i, r);
+        tally.add(i, &rec);
+        run.trials[i].push(TrialBrief { trial: rec.trial, outcome: rec.outcome, wall_ms: rec.wall_ms });
+        if rec.outcome != crate::record::Outcome::Accepted {
+            run.records.push(rec);
+        }
     }
     run.summary = stats::summarize(&run.infos, &tally, run.seed);
     run.gates = run
@@ -181,5 +178,5 @@ pub fn recompute(run: &mut RunData) -> Result<()> {
             gate::decide(g, point, interval)
         })
         .collect();
-    Ok(())
+    Ok(run)
 }

@@ -219,8 +219,10 @@ pub fn render(run: &RunData) -> String {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let codes: String = all[i].iter().map(|r| code(r.outcome)).collect();
-            let nums: Vec<u32> = all[i].iter().map(|r| r.trial).collect();
+            let mut trials = run.trials[i].clone();
+            trials.sort_by_key(|t| t.trial);
+            let codes: String = trials.iter().map(|t| code(t.outcome)).collect();
+            let nums: Vec<u32> = trials.iter().map(|t| t.trial).collect();
             let contiguous = nums.iter().enumerate().all(|(j, t)| *t == j as u32 + 1);
             json!([c.id, c.n, c.accepted, codes, if contiguous { Json::Null } else { json!(nums) }])
         })

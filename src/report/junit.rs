@@ -105,7 +105,7 @@ pub fn render(run: &RunData) -> Result<String> {
         };
         let mut tc = TestCase::new(c.id.clone(), status);
         tc.set_classname(run.suite.clone());
-        let ms: f64 = all[i].iter().map(|r| r.wall_ms).sum();
+        let ms: f64 = run.trials[i].iter().map(|t| t.wall_ms).sum();
         tc.set_time(Duration::from_secs_f64((ms / 1000.0).max(0.0)));
         tc.set_system_out(format!(
             "{} of {} trials accepted; outcomes: {}",
