@@ -164,6 +164,15 @@ fn curve_svg(run: &RunData) -> String {
     s
 }
 
+/// A check name cut to fit the bar chart's label column.
+fn short_label(name: &str) -> String {
+    if name.chars().count() <= 28 {
+        name.to_string()
+    } else {
+        format!("{}…", name.chars().take(27).collect::<String>())
+    }
+}
+
 fn check_bars(run: &RunData) -> String {
     let mut checks: Vec<_> = run.summary.checks.iter().collect();
     checks.sort_by(|a, b| {
@@ -189,10 +198,11 @@ fn check_bars(run: &RunData) -> String {
         let color = if t.critical { "#b91c1c" } else { "#f59e0b" };
         let _ = write!(
             s,
-            r##"<text x="{}" y="{}" font-size="12" text-anchor="end">{}{}</text><rect x="{label_w}" y="{y0}" width="{bw:.1}" height="{}" fill="#eef"/><rect x="{label_w}" y="{y0}" width="{fw:.1}" height="{}" fill="{color}"/><rect x="{:.1}" y="{y0}" width="{ew:.1}" height="{}" fill="#7c3aed"/><text x="{}" y="{}" font-size="11">{} failed, {} errors / {}</text>"##,
+            r##"<text x="{}" y="{}" font-size="12" text-anchor="end"><title>{}</title>{}{}</text><rect x="{label_w}" y="{y0}" width="{bw:.1}" height="{}" fill="#eef"/><rect x="{label_w}" y="{y0}" width="{fw:.1}" height="{}" fill="{color}"/><rect x="{:.1}" y="{y0}" width="{ew:.1}" height="{}" fill="#7c3aed"/><text x="{}" y="{}" font-size="11">{} failed, {} errors / {}</text>"##,
             label_w - 6.0,
             y0 + 13.0,
-            esc(&truncate(&t.name, 32)),
+            esc(&t.name),
+            esc(&short_label(&t.name)),
             if t.critical { " ⚑" } else { "" },
             row_h - 6.0,
             row_h - 6.0,
