@@ -78,6 +78,9 @@ fn a_planted_regression_on_5_of_40_cases_is_detected() {
     assert_eq!(acc["cases"], 40);
     let hat2 = figure(&c, "pass^2");
     assert!(hat2["interval"][1].as_f64().unwrap() < 0.0, "{hat2}");
+    // Same cost per trial, fewer accepted: cost per accepted trial went up.
+    let cost = figure(&c, "cost_per_accepted_usd");
+    assert!(cost["delta"].as_f64().unwrap() > 0.0 && cost["interval"][0].as_f64().unwrap() > 0.0, "{cost}");
 
     // The console and Markdown views list the regressed cases.
     let o = evalua(dir.path(), &["compare", "base", "cand"]);
