@@ -111,3 +111,35 @@ fn merge_refuses_a_trace_path_outside_the_run_dir() {
     std::fs::write(&path, text).unwrap();
     assert_user_error(&evalua(dir.path(), &["merge", "p1", "--out", "m"]), "is not under traces/");
 }
+
+/// The figures recomputed from a run dir (here by merging one whole run) equal
+/// the ones the run wrote: weights, tags and difficulty come from the manifest.
+#[test]
+fn figures_recomputed_from_the_run_dir_equal_the_runs_own() {
+    const SUITE: &str = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {
+  name = "weighted",
+  agent = evalua.agent.scripted(function(task, env) return task.trial % 3 == 0 and "fail" or "pass" end),
+  gate = { accepted = { min = 0.5, on = "lower" } },
+}
+suite:case { id = "light", input = "x", trials = 4, tags = { "a" }, expect = { check.answer { equals = "pass" } } }
+suite:case { id = "heavy", input = "x", trials = 6, weight = 3, difficulty = "hard", tags = { "a", "b" },
+             expect = { check.answer { equals = "pass" } } }
+return suite
+"#;
+    let dir = project(&[("w.lua", SUITE)]);
+    let o = run_suite(dir.path(), "w.lua", &[]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let m = evalua(dir.path(), &["merge", "out", "--out", "again"]);
+    assert_eq!(m.status.code(), o.status.code(), "{}", stderr(&m));
+    let strip = |p: &str| {
+        let mut s = json(&dir.path().join(p).join("summary.json"));
+        s.as_object_mut().unwrap().remove("run_id");
+        s
+    };
+    let (a, b) = (strip("out"), strip("again"));
+    assert_eq!(a, b);
+    assert!(a["tags"]["b"]["cases"] == 1 && a["difficulty"]["hard"]["cases"] == 1, "{a}");
+}
