@@ -158,3 +158,13 @@ pub fn decide(g: &Gate, point: Option<f64>, interval: Option<(f64, f64)>) -> Ver
     };
     Verdict { name: g.name.clone(), threshold: g.threshold, value, on: g.on, passed, note }
 }
+
+/// Rebuild a gate from its manifest entry (`{ name, threshold, on }`).
+pub fn from_manifest(name: &str, threshold: f64, on: &str) -> Result<Gate, String> {
+    let on = match on {
+        "lower" => On::Lower,
+        "upper" => On::Upper,
+        _ => On::Point,
+    };
+    Ok(Gate { name: name.to_string(), metric: metric(name)?, threshold, on })
+}

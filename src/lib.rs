@@ -7,14 +7,17 @@
 
 pub mod agent;
 pub mod coding;
+pub mod compare;
 pub mod error;
 pub mod executor;
 pub mod gate;
 pub mod lua;
 pub mod process;
+pub mod partition;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod rundir;
 pub mod sandbox;
 pub mod stats;
 pub mod suite;

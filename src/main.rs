@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use evalua::error::UserError;
 use evalua::run::{self, Filters, RunOptions};
-use evalua::{report, suite};
+use evalua::{compare, partition, report, rundir, suite};
 
 #[derive(Parser)]
 #[command(
@@ -66,6 +66,44 @@ enum Command {
         /// Skip (and report) cases whose tests do not hold on their initial tree instead of failing
         #[arg(long)]
         skip_invalid: bool,
+        /// Run only this deterministic share of the (case, trial) pairs, e.g. hash:1/4
+        #[arg(long, value_name = "hash:I/N", value_parser = partition::Partition::parse)]
+        partition: Option<partition::Partition>,
+        /// Compare the finished run with this earlier run dir (as `evalua compare`)
+        #[arg(long, value_name = "RUN_DIR")]
+        baseline: Option<PathBuf>,
+        /// With --baseline: compare even if the suite or its cases changed
+        #[arg(long)]
+        allow_revision_change: bool,
+    },
+    /// Re-render report.md, report.html and junit.xml from a run dir
+    Report {
+        #[arg(value_name = "RUN_DIR")]
+        dir: PathBuf,
+    },
+    /// Compare two runs case by case: improved / regressed / unchanged / unresolved
+    Compare {
+        #[arg(value_name = "BASE_RUN")]
+        base: PathBuf,
+        #[arg(value_name = "CAND_RUN")]
+        cand: PathBuf,
+        /// Compare even if the suite file or its cases changed between the runs
+        #[arg(long)]
+        allow_revision_change: bool,
+        /// Print JSON instead of the table
+        #[arg(long, conflicts_with = "markdown")]
+        json: bool,
+        /// Print Markdown (for a pull-request comment) instead of the table
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Combine the partitioned runs of one suite into one run dir
+    Merge {
+        #[arg(required = true, value_name = "RUN_DIR")]
+        dirs: Vec<PathBuf>,
+        /// The merged run dir (must not exist or be empty)
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
@@ -100,7 +138,7 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> Result<u8, UserError> {
     match cli.command {
-        Command::Run { suites, trials, jobs, select, seed, out, quiet, skip_invalid } => {
+        Command::Run { suites, trials, jobs, select, seed, out, quiet, skip_invalid, partition, baseline, allow_revision_change } => {
             let argv: Vec<String> = std::env::args().collect();
             let jobs = jobs
                 .map(|j| j as usize)
@@ -115,8 +153,15 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                 evalua::coding::screen(&mut plan, skip_invalid, jobs)?;
                 plans.push(plan);
             }
+            let baseline = match &baseline {
+                Some(b) if many => {
+                    return Err(UserError(format!("--baseline {}: give one suite with --baseline", b.display())));
+                }
+                Some(b) => Some(compare::preflight(b, &suites[0], allow_revision_change)?),
+                None => None,
+            };
             for plan in plans {
-                let opts = RunOptions { trials, jobs, filters: select.filters(), seed, progress: !quiet };
+                let opts = RunOptions { trials, jobs, filters: select.filters(), seed, progress: !quiet, partition };
                 let run_id = run::new_run_id();
                 let out_dir = out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
                 let dir = run::make_run_dir(out_dir.as_deref(), &plan.suite.name, &run_id)?;
@@ -126,12 +171,30 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                     report::console(&plan.suite.name, &result.summary, &result.gates, &dir.display().to_string())
                 );
                 print!("{}", evalua::coding::test_report(&dir));
+                let data = rundir::load(&dir)?;
+                report::write_all(&data)?;
+                if let Some(base) = &baseline {
+                    print!("{}", compare::after_run(base, &data, allow_revision_change)?);
+                }
                 if !result.gates_passed() {
                     code = 1;
                 }
             }
             Ok(code)
         }
+        Command::Report { dir } => {
+            let data = rundir::load(&dir)?;
+            report::write_all(&data)?;
+            for g in &data.gates {
+                println!("{}", report::gate_line(g));
+            }
+            println!("wrote {}/report.md, report.html, junit.xml", dir.display());
+            Ok(if data.gates_passed() { 0 } else { 1 })
+        }
+        Command::Compare { base, cand, allow_revision_change, json, markdown } => {
+            compare::command(&base, &cand, allow_revision_change, json, markdown)
+        }
+        Command::Merge { dirs, out } => partition::merge(&dirs, &out),
         Command::Check { suites, skip_invalid } => {
             let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             for path in &suites {

@@ -2,6 +2,11 @@
 //! denominators, errors apart, and the gates.
 
 use std::fmt::Write;
+use std::path::Path;
+
+pub mod html;
+pub mod junit;
+pub mod md;
 
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
@@ -74,7 +79,13 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
         op.trials
     );
     let cost = match f.cost_per_accepted_usd {
-        Some(c) => format!("${c:.4}"),
+        Some(c) => format!(
+            "${c:.4}{}",
+            cap.intervals
+                .get("cost_per_accepted_usd")
+                .map(|i| format!(" [${:.4}, ${:.4}]", i.lower, i.upper))
+                .unwrap_or_default()
+        ),
         None if f.total_cost_usd > 0.0 => "∞ (nothing accepted)".to_string(),
         None => "–".to_string(),
     };
@@ -122,4 +133,146 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     }
     let _ = writeln!(out, "run dir: {dir}");
     out
+}
+
+/// One suite figure as the reports show it: value, 95% interval, denominators.
+pub struct FigureRow {
+    pub name: String,
+    pub value: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    pub cases: usize,
+    pub trials: u32,
+    /// A rate in 0..1 (shown as %), else a dollar amount.
+    pub rate: bool,
+}
+
+impl FigureRow {
+    pub fn value_text(&self) -> String {
+        fmt_value(self.value, self.rate)
+    }
+    pub fn interval_text(&self) -> String {
+        match self.interval {
+            Some((lo, hi)) => format!("[{}, {}]", fmt_value(Some(lo), self.rate), fmt_value(Some(hi), self.rate)),
+            None => "–".to_string(),
+        }
+    }
+}
+
+pub fn fmt_value(v: Option<f64>, rate: bool) -> String {
+    match v {
+        Some(v) if v.is_finite() && rate => format!("{:.1}%", v * 100.0),
+        Some(v) if v.is_finite() => format!("${v:.4}"),
+        Some(_) => "∞".to_string(),
+        None => "–".to_string(),
+    }
+}
+
+/// The suite figures (capability view) that carry an interval, in display order.
+pub fn figure_rows(summary: &Summary) -> Vec<FigureRow> {
+    let cap = &summary.figures.capability;
+    let iv = |k: &str| cap.intervals.get(k).map(|i| (i.lower, i.upper));
+    let row = |name: String, value: Option<f64>, rate: bool| FigureRow {
+        interval: iv(&name),
+        name,
+        value,
+        cases: cap.cases,
+        trials: cap.trials,
+        rate,
+    };
+    let mut rows = Vec::new();
+    let mut ks: Vec<u32> = cap.pass_hat_k.keys().filter_map(|k| k.parse().ok()).collect();
+    ks.sort();
+    for k in &ks {
+        let name = format!("pass^{k}");
+        if cap.intervals.contains_key(&name) {
+            rows.push(row(name, cap.pass_hat_k.get(&k.to_string()).copied(), true));
+        }
+    }
+    for k in &ks {
+        let name = format!("pass@{k}");
+        if cap.intervals.contains_key(&name) {
+            rows.push(row(name, cap.pass_at_k.get(&k.to_string()).copied(), true));
+        }
+    }
+    rows.push(row("accepted".into(), cap.accepted_rate, true));
+    let f = &summary.figures;
+    let cost = f.cost_per_accepted_usd.or((f.total_cost_usd > 0.0).then_some(f64::INFINITY));
+    rows.push(row("cost_per_accepted_usd".into(), cost, false));
+    rows
+}
+
+/// How a gate verdict reads in a report.
+pub fn gate_line(g: &Verdict) -> String {
+    let on = match g.on {
+        crate::gate::On::Point => "",
+        crate::gate::On::Lower => " (95% lower bound)",
+        crate::gate::On::Upper => " (95% upper bound)",
+    };
+    let value = match g.value {
+        Some(v) if v.is_finite() => format!("{v:.4}"),
+        Some(_) => "∞".to_string(),
+        None => "undefined".to_string(),
+    };
+    let cmp = if crate::gate::from_manifest(&g.name, 0.0, "point").map(|x| x.metric.is_minimum()).unwrap_or(true) {
+        "≥"
+    } else {
+        "≤"
+    };
+    format!(
+        "{} {}{on}: {value}, required {cmp} {}{}",
+        if g.passed { "PASS" } else { "FAIL" },
+        g.name,
+        g.threshold,
+        g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+    )
+}
+
+/// Write report.md, junit.xml and report.html into the run dir.
+pub fn write_all(run: &crate::rundir::RunData) -> crate::error::Result<()> {
+    let w = |name: &str, text: String| {
+        let p: &Path = &run.dir.join(name);
+        std::fs::write(p, text).map_err(|e| crate::error::UserError(format!("{}: {e}", p.display())))
+    };
+    w("report.md", md::render(run))?;
+    w("junit.xml", junit::render(run)?)?;
+    w("report.html", html::render(run))?;
+    Ok(())
+}
+
+/// The records of the non-accepted trials of each case (manifest order), in trial order.
+pub fn by_case(run: &crate::rundir::RunData) -> Vec<Vec<&crate::record::TrialRecord>> {
+    let mut out: Vec<Vec<&crate::record::TrialRecord>> = vec![Vec::new(); run.infos.len()];
+    for r in &run.records {
+        if let Some(i) = run.case_index(&r.case) {
+            out[i].push(r);
+        }
+    }
+    for v in &mut out {
+        v.sort_by_key(|r| r.trial);
+    }
+    out
+}
+
+/// The largest k the suite's figures cover.
+pub fn k_max(summary: &Summary) -> u32 {
+    summary.figures.capability.pass_hat_k.keys().filter_map(|k| k.parse::<u32>().ok()).max().unwrap_or(1)
+}
+
+/// Evidence as one short line.
+pub fn evidence_text(e: &serde_json::Value, max: usize) -> String {
+    let s = match e {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    truncate(&s, max)
+}
+
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(max).collect();
+        format!("{t}… ({} chars)", s.chars().count())
+    }
 }

@@ -41,6 +41,8 @@ pub struct RunOptions {
     pub filters: Filters,
     pub seed: u64,
     pub progress: bool,
+    /// `--partition hash:I/N`: run only this share of the (case, trial) pairs.
+    pub partition: Option<crate::partition::Partition>,
 }
 
 /// Select the cases, build each case's template database and compile the
@@ -166,8 +168,13 @@ pub fn make_run_dir(out: Option<&Path>, suite: &str, run_id: &str) -> Result<Pat
 
 /// Run every planned trial and write the run dir.
 pub fn execute(plan: &Plan, opts: &RunOptions, dir: &Path, run_id: &str, argv: &[String]) -> Result<RunResult> {
-    let work: Vec<(usize, u32)> =
-        plan.cases.iter().enumerate().flat_map(|(i, c)| (1..=c.trials).map(move |t| (i, t))).collect();
+    let work: Vec<(usize, u32)> = plan
+        .cases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| (1..=c.trials).map(move |t| (i, t)))
+        .filter(|&(i, t)| opts.partition.is_none_or(|p| p.contains(&plan.cases[i].spec.id, t)))
+        .collect();
     write_json(&dir.join("manifest.json"), &manifest(plan, opts, run_id, argv))?;
 
     let mut jsonl = File::create(dir.join("trials.jsonl")).map_err(|e| UserError(format!("trials.jsonl: {e}")))?;
@@ -304,14 +311,28 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
 }
 
 fn write_summary(dir: &Path, plan: &Plan, run_id: &str, summary: &Summary, gates: &[Verdict]) -> Result<()> {
-    let mut v = serde_json::to_value(summary).map_err(|e| UserError(e.to_string()))?;
-    let obj = v.as_object_mut().expect("summary is an object");
-    obj.insert("suite".into(), json!(plan.suite.name));
-    obj.insert("version".into(), json!(plan.suite.version));
-    obj.insert("run_id".into(), json!(run_id));
-    obj.insert("seed".into(), json!(plan.seed));
-    obj.insert("gates".into(), serde_json::to_value(gates).unwrap_or_default());
+    let v = summary_json(&plan.suite.name, plan.suite.version.as_deref(), run_id, plan.seed, summary, gates);
     write_json(&dir.join("summary.json"), &v)
+}
+
+/// summary.json: the figures plus the run's identity and the gates' verdicts.
+pub fn summary_json(
+    suite: &str,
+    version: Option<&str>,
+    run_id: &str,
+    seed: u64,
+    summary: &Summary,
+    gates: &[Verdict],
+) -> Json {
+    let mut v = serde_json::to_value(summary).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("suite".into(), json!(suite));
+        obj.insert("version".into(), json!(version));
+        obj.insert("run_id".into(), json!(run_id));
+        obj.insert("seed".into(), json!(seed));
+        obj.insert("gates".into(), serde_json::to_value(gates).unwrap_or_default());
+    }
+    v
 }
 
 fn file_hash(p: &Path) -> Json {
@@ -352,7 +373,8 @@ fn manifest(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Js
                 )
                 .as_bytes(),
             );
-            let mut case = json!({ "id": c.spec.id, "trials": c.trials, "revision": revision, "fixture_sha256": fixture_sha, "clock": c.clock_text });
+            let mut case = json!({ "id": c.spec.id, "trials": c.trials, "revision": revision, "fixture_sha256": fixture_sha, "clock": c.clock_text,
+                    "weight": c.spec.weight, "tags": c.spec.tags, "difficulty": c.spec.difficulty });
             if let Some(w) = &c.work {
                 case["workdir"] = json!({ "source": w.spec, "tree_sha256": w.hash, "files": w.files });
             }
@@ -387,6 +409,7 @@ fn manifest(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Js
         "default_deadline_s": DEFAULT_DEADLINE_S,
         "trials": opts.trials,
         "seed": plan.seed,
+        "partition": opts.partition.map(|p| p.to_string()),
         "jobs": opts.jobs,
         "filters": { "case": opts.filters.case, "tags": opts.filters.tags, "split": opts.filters.split },
         "gates": suite.gates.iter().map(|g| json!({ "name": g.name, "threshold": g.threshold, "on": g.on })).collect::<Vec<_>>(),

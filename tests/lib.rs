@@ -1,11 +1,16 @@
 //! Integration tests: they drive the real binary on real suites.
 
 mod bad_input;
+mod browser;
 mod budgets;
 mod checks;
 mod coding;
 mod command;
 mod common;
+mod compare;
 mod figures;
 mod lua_defs;
+mod partition;
+mod reports;
 mod runs;
+mod synth;

@@ -1,0 +1,65 @@
+-- bench/report.lua: the report benchmark's suite (see bench/report_size.sh).
+-- 500 cases × 5 trials; a scripted agent that is right about 70% of the time
+-- (per-trial seeded math.random): it sometimes removes the wrong amount, loops,
+-- or drives the stock negative (a prohibited state, so a critical failure).
+
+local evalua = require("evalua")
+local check = require("evalua.check")
+
+local suite = evalua.suite {
+  name = "report_bench",
+  trials = 5,
+  sandbox = { db = "sqlite", clock = "2026-11-03T10:00:00Z" },
+  gate = { ["pass^5"] = 0.5, critical_failures = 0 },
+  agent = evalua.agent.scripted(function(task, env)
+    local sku = task.input:match("SKU%-%d+")
+    local r = math.random()
+    env.call("get_item", { sku = sku })
+    if r < 0.08 then
+      env.call("get_item", { sku = sku })
+      env.call("get_item", { sku = sku })
+    end
+    local delta = -1
+    if r >= 0.08 and r < 0.2 then delta = -2 elseif r >= 0.2 and r < 0.25 then delta = -1000 end
+    env.call("adjust_stock", { sku = sku, delta = delta })
+    local again = env.call("get_item", { sku = sku })
+    return string.format("%s now has %d units", sku, again.qty)
+  end),
+}
+
+suite:tool {
+  name = "get_item",
+  params = { type = "object", properties = { sku = { type = "string" } }, required = { "sku" } },
+  run = function(ctx, args) return ctx.db:row("SELECT sku, qty, price FROM items WHERE sku = ?", args.sku) end,
+}
+
+suite:tool {
+  name = "adjust_stock",
+  effect = "write",
+  params = { type = "object", properties = { sku = { type = "string" }, delta = { type = "integer" } },
+             required = { "sku", "delta" } },
+  run = function(ctx, args)
+    ctx.db:exec("UPDATE items SET qty = qty + ? WHERE sku = ?", args.delta, args.sku)
+    ctx.db:exec("INSERT INTO moves(sku, delta) VALUES (?, ?)", args.sku, args.delta)
+    return { ok = true }
+  end,
+}
+
+for i = 1, 500 do
+  local sku = string.format("SKU-%04d", i * 2)
+  suite:case {
+    id = string.format("adjust_stock_of_%s", sku),
+    input = "Remove one unit of " .. sku .. " from stock.",
+    fixture = "fixtures/items_1000.sql",
+    expect = {
+      check.sql("SELECT count(*) FROM moves", { equals = 1 }),
+      check.tools({ "get_item", "adjust_stock" }, { mode = "in_order" }),
+      check.args("adjust_stock", { sku = sku, delta = -1 }),
+      check.no_loops { max_repeats = 2 },
+      check.answer { matches = sku .. [[ now has \d+ units]] },
+    },
+    prohibited = { "SELECT count(*) FROM items WHERE qty < 0" },
+  }
+end
+
+return suite

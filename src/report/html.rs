@@ -1,0 +1,400 @@
+//! report.html: one self-contained file (inline CSS, SVG and a little JS; no
+//! network). A pass^k / pass@k versus k curve with 95% intervals, per-check
+//! failure bars (SVG rendered here), a case × trial grid coloured by outcome,
+//! and a click-through from a trial to its trajectory: the ordered tool calls
+//! with status, arguments and results, and the checks' evidence.
+//!
+//! Size: trajectories are embedded only for trials that were not accepted,
+//! compactly (arrays, long strings cut) in a JSON block that is parsed on the
+//! first click; a 500-case × 5-trial run stays well under 5 MB (see bench/).
+
+use std::fmt::Write;
+
+use serde_json::{Value as Json, json};
+
+use super::{by_case, figure_rows, fmt_value, gate_line, k_max, truncate};
+use crate::record::{Outcome, TrialRecord};
+use crate::rundir::RunData;
+
+/// Embedded trajectories above this total are cut harder.
+const TRACE_BUDGET: usize = 3_000_000;
+/// At most this many trajectories are embedded (the rest stay in traces/).
+const MAX_EMBEDDED: usize = 4_000;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// JSON safe inside a <script> element.
+fn script_json(v: &Json) -> String {
+    v.to_string().replace('<', "\\u003c").replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029")
+}
+
+fn code(o: Outcome) -> char {
+    match o {
+        Outcome::Accepted => 'a',
+        Outcome::Failed => 'f',
+        Outcome::Critical => 'c',
+        Outcome::GraderError => 'g',
+        Outcome::InfraError => 'i',
+    }
+}
+
+fn text_of(v: &Json, max: usize) -> String {
+    let s = match v {
+        Json::String(s) => s.clone(),
+        Json::Null => String::new(),
+        v => v.to_string(),
+    };
+    truncate(&s, max)
+}
+
+/// A trial's trajectory in compact form:
+/// `[case, trial, outcome, ended, error, answer, calls, checks, trace path]`,
+/// calls as `[name, status, args, result or error, ms]`, checks as
+/// `[name, passed (1/0/null), critical, evidence, error]`.
+fn trajectory(run: &RunData, r: &TrialRecord, max: usize) -> Json {
+    let trace = run.trace(r);
+    let calls: Vec<Json> = trace
+        .as_ref()
+        .map(|t| {
+            t.calls
+                .iter()
+                .map(|c| {
+                    let res = match (&c.result, &c.error) {
+                        (_, Some(e)) => truncate(e, max),
+                        (Some(v), None) => text_of(v, max),
+                        _ => String::new(),
+                    };
+                    json!([c.name, c.status.as_str(), text_of(&c.args, max), res, (c.ended_ms - c.started_ms).round()])
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let checks: Vec<Json> = r
+        .checks
+        .iter()
+        .map(|c| {
+            json!([
+                c.name,
+                c.passed.map(|p| p as u8),
+                c.critical as u8,
+                text_of(&c.evidence, max),
+                c.error.as_deref().map(|e| truncate(e, max)).or(c.skipped.then(|| "skipped".to_string()))
+            ])
+        })
+        .collect();
+    json!([
+        r.case,
+        r.trial,
+        r.outcome.as_str(),
+        r.ended.as_str(),
+        r.error.as_deref().map(|e| truncate(e, max)),
+        truncate(&r.answer, max),
+        if trace.is_none() { Json::Null } else { Json::Array(calls) },
+        checks,
+        r.trace
+    ])
+}
+
+fn curve_svg(run: &RunData) -> String {
+    let cap = &run.summary.figures.capability;
+    let kmax = k_max(&run.summary).max(1);
+    let (w, h, l, r, t, b) = (520.0, 270.0, 48.0, 16.0, 10.0, 50.0);
+    let x =
+        |k: u32| if kmax == 1 { l + (w - l - r) / 2.0 } else { l + (k - 1) as f64 * (w - l - r) / (kmax - 1) as f64 };
+    let y = |v: f64| t + (1.0 - v) * (h - t - b);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg id="curve" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="pass^k and pass@k versus k">"#
+    );
+    for i in 0..=4 {
+        let v = i as f64 / 4.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{l}" x2="{}" y1="{y}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" font-size="11" text-anchor="end">{}%</text>"##,
+            w - r,
+            l - 6.0,
+            y(v) + 4.0,
+            (v * 100.0) as u32,
+            y = y(v)
+        );
+    }
+    let step = (kmax as f64 / 10.0).ceil().max(1.0) as u32;
+    for k in (1..=kmax).filter(|k| (k - 1) % step == 0 || *k == kmax) {
+        let _ = write!(s, r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{k}</text>"#, x(k), h - b + 16.0);
+    }
+    let _ = write!(s, r#"<text x="{}" y="{}" font-size="11" text-anchor="end">k</text>"#, l - 6.0, h - b + 16.0);
+    for (name, map, color) in [("pass^", &cap.pass_hat_k, "#2563eb"), ("pass@", &cap.pass_at_k, "#ea580c")] {
+        let pts: Vec<(u32, f64)> = (1..=kmax).filter_map(|k| map.get(&k.to_string()).map(|v| (k, *v))).collect();
+        let path: Vec<String> = pts.iter().map(|(k, v)| format!("{:.1},{:.1}", x(*k), y(*v))).collect();
+        let _ = write!(s, r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#, path.join(" "));
+        for (k, v) in pts {
+            if let Some(iv) = cap.intervals.get(&format!("{name}{k}")) {
+                let _ = write!(
+                    s,
+                    r#"<line x1="{0:.1}" x2="{0:.1}" y1="{1:.1}" y2="{2:.1}" stroke="{color}" stroke-opacity=".45" stroke-width="5"/>"#,
+                    x(k),
+                    y(iv.lower),
+                    y(iv.upper)
+                );
+            }
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"><title>{name}{k} = {}</title></circle>"#,
+                x(k),
+                y(v),
+                fmt_value(Some(v), true)
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{}" y="{}" width="10" height="10" fill="#2563eb"/><text x="{}" y="{}" font-size="11">pass^k (all k pass)</text><rect x="{}" y="{}" width="10" height="10" fill="#ea580c"/><text x="{}" y="{}" font-size="11">pass@k (any of k passes)</text></svg>"##,
+        l,
+        h - 15.0,
+        l + 14.0,
+        h - 6.0,
+        l + 170.0,
+        h - 15.0,
+        l + 184.0,
+        h - 6.0
+    );
+    s
+}
+
+/// A check name cut to fit the bar chart's label column.
+fn short_label(name: &str) -> String {
+    if name.chars().count() <= 28 {
+        name.to_string()
+    } else {
+        format!("{}…", name.chars().take(27).collect::<String>())
+    }
+}
+
+fn check_bars(run: &RunData) -> String {
+    let mut checks: Vec<_> = run.summary.checks.iter().collect();
+    checks.sort_by(|a, b| {
+        (b.tally.failed + b.tally.errors).cmp(&(a.tally.failed + a.tally.errors)).then(a.tally.name.cmp(&b.tally.name))
+    });
+    checks.truncate(40);
+    if checks.is_empty() {
+        return "<p>No checks recorded.</p>".into();
+    }
+    let row_h = 22.0;
+    let (w, label_w) = (760.0, 220.0);
+    let h = row_h * checks.len() as f64 + 8.0;
+    let mut s = format!(
+        r#"<svg id="checkbars" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="failures per check">"#
+    );
+    for (i, c) in checks.iter().enumerate() {
+        let t = &c.tally;
+        let total = (t.passed + t.failed + t.errors + t.skipped).max(1) as f64;
+        let y0 = 4.0 + i as f64 * row_h;
+        let bw = w - label_w - 220.0;
+        let fw = bw * t.failed as f64 / total;
+        let ew = bw * t.errors as f64 / total;
+        let color = if t.critical { "#b91c1c" } else { "#f59e0b" };
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="{}" font-size="12" text-anchor="end"><title>{}</title>{}{}</text><rect x="{label_w}" y="{y0}" width="{bw:.1}" height="{}" fill="#eef"/><rect x="{label_w}" y="{y0}" width="{fw:.1}" height="{}" fill="{color}"/><rect x="{:.1}" y="{y0}" width="{ew:.1}" height="{}" fill="#7c3aed"/><text x="{}" y="{}" font-size="11">{} failed, {} errors / {}</text>"##,
+            label_w - 6.0,
+            y0 + 13.0,
+            esc(&t.name),
+            esc(&short_label(&t.name)),
+            if t.critical { " ⚑" } else { "" },
+            row_h - 6.0,
+            row_h - 6.0,
+            label_w + fw,
+            row_h - 6.0,
+            label_w + bw + 6.0,
+            y0 + 13.0,
+            t.failed,
+            t.errors,
+            total as u32
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+pub fn render(run: &RunData) -> String {
+    let s = &run.summary;
+    let f = &s.figures;
+    let all = by_case(run);
+    // Grid data: [id, n, accepted, outcomes by trial ("afcgi" codes), trial numbers if not 1..].
+    let cases: Vec<Json> = s
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let mut trials = run.trials[i].clone();
+            trials.sort_by_key(|t| t.trial);
+            let codes: String = trials.iter().map(|t| code(t.outcome)).collect();
+            let nums: Vec<u32> = trials.iter().map(|t| t.trial).collect();
+            let contiguous = nums.iter().enumerate().all(|(j, t)| *t == j as u32 + 1);
+            json!([c.id, c.n, c.accepted, codes, if contiguous { Json::Null } else { json!(nums) }])
+        })
+        .collect();
+    // Embed at most MAX_EMBEDDED trajectories, spread over the cases (every case's
+    // first failing trials before anyone's later ones).
+    let mut failing: Vec<&TrialRecord> =
+        all.iter().flatten().copied().filter(|r| r.outcome != Outcome::Accepted).collect();
+    let omitted = failing.len().saturating_sub(MAX_EMBEDDED);
+    if omitted > 0 {
+        failing.sort_by_key(|r| r.trial);
+        failing.truncate(MAX_EMBEDDED);
+    }
+    let build = |max: usize| -> Json {
+        let mut m = serde_json::Map::new();
+        for r in &failing {
+            m.insert(format!("{}#{}", r.case, r.trial), trajectory(run, r, max));
+        }
+        Json::Object(m)
+    };
+    let mut traces = script_json(&build(1200));
+    if traces.len() > TRACE_BUDGET {
+        traces = script_json(&build(160));
+    }
+    let data = json!({ "suite": run.suite, "cases": cases, "omitted": omitted, "max": MAX_EMBEDDED });
+
+    let mut o = String::with_capacity(traces.len() + 64 * 1024);
+    let title = format!("evalua report: {}", run.suite);
+    let _ = write!(
+        o,
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>{}</title>
+<script>window.__evalua_errors=[];window.addEventListener("error",function(e){{window.__evalua_errors.push(String(e.message))}});(function(){{var ce=console.error;console.error=function(){{window.__evalua_errors.push(Array.prototype.join.call(arguments," "));ce.apply(console,arguments)}}}})();</script>
+<style>{CSS}</style></head><body>"#,
+        esc(&title)
+    );
+    let version = run.version.as_deref().map(|v| format!(" ({})", esc(v))).unwrap_or_default();
+    let _ = write!(
+        o,
+        "<h1>{}{version}</h1><p class=meta>run <code>{}</code> · seed {} · {} cases, {} trials (capability view) · 95% intervals from a seeded bootstrap over cases</p>",
+        esc(&title),
+        esc(&run.run_id),
+        run.seed,
+        f.capability.cases,
+        f.capability.trials
+    );
+    if !run.gates.is_empty() {
+        let failed = run.gates.iter().filter(|g| !g.passed).count();
+        let _ = write!(
+            o,
+            r#"<div class="verdict {}">{}</div><ul class=gates>"#,
+            if failed == 0 { "ok" } else { "bad" },
+            if failed == 0 {
+                format!("All {} gates passed", run.gates.len())
+            } else {
+                format!("{failed} of {} gates FAILED", run.gates.len())
+            }
+        );
+        for g in &run.gates {
+            let _ = write!(o, r#"<li class="{}">{}</li>"#, if g.passed { "ok" } else { "bad" }, esc(&gate_line(g)));
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str("<section class=row2><div><h2>Figures</h2><table class=figs><tr><th>figure</th><th>value</th><th>95% interval</th><th>cases</th><th>trials</th></tr>");
+    for r in figure_rows(s) {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.name),
+            esc(&r.value_text()),
+            esc(&r.interval_text()),
+            r.cases,
+            r.trials
+        );
+    }
+    let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
+    let _ = write!(
+        o,
+        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>, skipped checks {}.</p></div>",
+        fmt_value(f.operational.accepted_rate, true),
+        f.operational.trials,
+        ms(f.p50_ms),
+        ms(f.p95_ms),
+        f.latency_n,
+        f.critical_failures,
+        f.grader_errors,
+        f.infra_errors,
+        f.skipped_checks
+    );
+    let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(run));
+    let _ = write!(o, "<h2>Failures per check</h2>{}", check_bars(run));
+    o.push_str(
+        r#"<h2>Cases × trials</h2><p class=legend><span class="cell o-a"></span> accepted <span class="cell o-f"></span> failed <span class="cell o-c"></span> critical <span class="cell o-g"></span> grader error <span class="cell o-i"></span> infra error · click a trial for its trajectory · <label><input type=checkbox id=onlyfail> only cases with a non-accepted trial</label></p>
+<div class=split><div id=grid></div><div id=traj><p class=hint>Click a trial in the grid.</p></div></div>"#,
+    );
+    let _ = write!(o, r#"<script type="application/json" id="data">{}</script>"#, script_json(&data));
+    let _ = write!(o, r#"<script type="application/json" id="traces">{traces}</script>"#);
+    let _ = write!(o, "<script>{JS}</script></body></html>");
+    o
+}
+
+const CSS: &str = r##"
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#111;max-width:1400px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:22px 0 8px}.meta{color:#555;margin:0 0 12px}
+code{font:12px ui-monospace,Menlo,Consolas,monospace}
+.verdict{display:inline-block;padding:4px 10px;border-radius:4px;font-weight:600}.verdict.ok{background:#dcfce7}.verdict.bad{background:#fee2e2}
+ul.gates{margin:6px 0;padding-left:18px}li.bad{color:#b91c1c}li.ok{color:#166534}
+.row2{display:flex;gap:32px;flex-wrap:wrap}
+table{border-collapse:collapse}td,th{border-bottom:1px solid #e5e7eb;padding:3px 10px;text-align:left;vertical-align:top}
+.cell{display:inline-block;width:14px;height:14px;margin:1px;border-radius:2px;cursor:pointer;vertical-align:middle}
+.o-a{background:#22c55e}.o-f{background:#f59e0b}.o-c{background:#b91c1c}.o-g{background:#7c3aed}.o-i{background:#9ca3af}
+.cell.sel{outline:2px solid #111}
+.split{display:flex;gap:20px;align-items:flex-start}#grid{flex:0 0 auto;max-height:80vh;overflow:auto;padding-right:8px}
+.gr{white-space:nowrap}.gr .id{display:inline-block;width:220px;overflow:hidden;text-overflow:ellipsis;font:12px ui-monospace,monospace;vertical-align:middle}
+.gr .rate{display:inline-block;width:44px;color:#555;font-size:12px;text-align:right;margin-right:6px}
+#traj{flex:1;min-width:320px;border-left:3px solid #e5e7eb;padding-left:16px;position:sticky;top:8px;max-height:96vh;overflow:auto}
+#traj pre{white-space:pre-wrap;word-break:break-word;margin:0;font:12px ui-monospace,monospace;max-height:180px;overflow:auto}
+.st-executed{color:#166534}.st-failed,.st-faulted{color:#b91c1c}.st-rejected,.st-denied{color:#b45309}
+.pass{color:#166534}.fail{color:#b91c1c;font-weight:600}.err{color:#7c3aed}
+.hint{color:#666}
+"##;
+
+const JS: &str = r##"
+(function(){
+var data=JSON.parse(document.getElementById("data").textContent),traces=null;
+var NAMES={a:"accepted",f:"failed",c:"critical",g:"grader error",i:"infra error"};
+function h(s){return String(s==null?"":s).replace(/&/g,"&amp;").replace(/</g,"&lt;").replace(/>/g,"&gt;").replace(/"/g,"&quot;")}
+function draw(){
+  var only=document.getElementById("onlyfail").checked,out=[];
+  data.cases.forEach(function(c,ci){
+    var codes=c[3];if(only&&!/[fcgi]/.test(codes))return;
+    var row='<div class="gr"><span class="id" title="'+h(c[0])+'">'+h(c[0])+'</span><span class="rate">'+c[2]+'/'+c[1]+'</span>';
+    for(var j=0;j<codes.length;j++){var t=c[4]?c[4][j]:j+1;row+='<span class="cell o-'+codes[j]+'" data-c="'+ci+'" data-t="'+t+'" title="'+h(c[0])+' #'+t+': '+NAMES[codes[j]]+'"></span>'}
+    out.push(row+'</div>');
+  });
+  document.getElementById("grid").innerHTML=out.join("")||"<p class=hint>No case to show.</p>";
+}
+function show(ci,t,el){
+  var prev=document.querySelector(".cell.sel");if(prev)prev.classList.remove("sel");if(el)el.classList.add("sel");
+  var c=data.cases[ci],box=document.getElementById("traj");
+  if(traces===null)traces=JSON.parse(document.getElementById("traces").textContent);
+  var tr=traces[c[0]+"#"+t];
+  if(!tr){var j=c[4]?c[4].indexOf(t):t-1,o=c[3][j];
+    box.innerHTML='<h3>'+h(c[0])+' · trial '+t+'</h3><p class="'+(o=="a"?"pass":"fail")+'">'+NAMES[o]+'</p><p class=hint>'+(o=="a"?'Trajectories are embedded for trials that were not accepted':'This report embeds '+data.max+' trajectories ('+data.omitted+' left out)')+'; this one is in traces/ of the run dir.</p>';return}
+  var s='<h3 id="trajtitle">'+h(tr[0])+' · trial '+tr[1]+' · <span class="'+(tr[2]=="accepted"?"pass":"fail")+'">'+h(tr[2])+'</span> · ended '+h(tr[3])+'</h3>';
+  s+='<p><code>'+h(tr[8])+'</code></p>';
+  if(tr[4])s+='<p class="err">error: '+h(tr[4])+'</p>';
+  s+='<h4>Checks</h4><table class="checks">';
+  tr[7].forEach(function(k){var st=k[1]===1?'<span class="pass">pass</span>':k[1]===0?'<span class="fail">FAIL</span>':'<span class="err">'+(k[4]=="skipped"?"skipped":"error")+'</span>';
+    s+='<tr><td>'+st+'</td><td>'+h(k[0])+(k[2]?' ⚑ critical':'')+'</td><td><pre>'+h(k[3])+(k[4]?'\n'+h(k[4]):'')+'</pre></td></tr>'});
+  s+='</table><h4>Tool calls, in order</h4>';
+  if(tr[6]===null)s+='<p class=hint>trace file missing</p>';
+  else if(!tr[6].length)s+='<p class=hint>no tool call</p>';
+  else{s+='<table class="calls"><tr><th>#</th><th>tool</th><th>status</th><th>arguments</th><th>result</th></tr>';
+    tr[6].forEach(function(k,i){s+='<tr class="call"><td>'+(i+1)+'</td><td>'+h(k[0])+'</td><td class="st-'+h(k[1])+'">'+h(k[1])+'</td><td><pre>'+h(k[2])+'</pre></td><td><pre>'+h(k[3])+'</pre></td></tr>'});
+    s+='</table>'}
+  s+='<h4>Answer</h4><pre>'+h(tr[5])+'</pre>';
+  box.innerHTML=s;
+  if(box.getBoundingClientRect().top<0||box.getBoundingClientRect().top>window.innerHeight*0.6)box.scrollIntoView({block:"start"});
+}
+document.getElementById("grid").addEventListener("click",function(e){var el=e.target;if(el.dataset&&el.dataset.c!==undefined)show(+el.dataset.c,+el.dataset.t,el)});
+document.getElementById("onlyfail").addEventListener("change",draw);
+draw();
+document.body.setAttribute("data-ready","1");document.body.setAttribute("data-ready-ms",String(Math.round(performance.now())));
+})();
+"##;

@@ -1,0 +1,137 @@
+//! junit.xml: one testcase per case, for CI test-report views (GitHub Actions,
+//! GitLab). A case fails when any of its trials failed a critical check, or
+//! when its own figure is under a rate gate of the suite (`pass^k`, `pass@k`,
+//! `accepted`, checked on the case's point value); a suite with no rate gate
+//! asks every counted trial of the case to be accepted. A case none of whose
+//! trials could run (infra errors only) is an error. The message names the
+//! reasons; the body lists each failing check's evidence by trial.
+//! A second testsuite holds one testcase per gate.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::{by_case, evidence_text, gate_line};
+use crate::error::{Result, UserError};
+use crate::gate::Metric;
+use crate::record::TrialRecord;
+use crate::rundir::RunData;
+
+/// Why a case fails, if it does (reasons, evidence lines).
+pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<String>, Vec<String>) {
+    let c = &run.summary.cases[i];
+    let mut reasons = Vec::new();
+    let rate_gates: Vec<_> = run
+        .gate_specs
+        .iter()
+        .filter(|g| matches!(g.metric, Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted))
+        .collect();
+    if c.n > 0 {
+        for g in &rate_gates {
+            let v = match g.metric {
+                Metric::PassHat(k) => c.pass_hat_k.get(&k.to_string()).copied(),
+                Metric::PassAt(k) => c.pass_at_k.get(&k.to_string()).copied(),
+                _ => Some(c.accepted as f64 / c.n as f64),
+            };
+            match v {
+                Some(v) if v < g.threshold => reasons
+                    .push(format!("{} {:.3} < gate {} ({} of {} accepted)", g.name, v, g.threshold, c.accepted, c.n)),
+                _ => {}
+            }
+        }
+        if rate_gates.is_empty() && c.accepted < c.n {
+            reasons.push(format!("{} of {} trials accepted (no rate gate: every trial must pass)", c.accepted, c.n));
+        }
+    }
+    let critical = records.iter().filter(|r| r.checks.iter().any(|ch| ch.critical && ch.passed == Some(false))).count();
+    if critical > 0 {
+        reasons.push(format!("a critical check failed in {critical} trial(s)"));
+    }
+    let mut evidence = Vec::new();
+    for r in records {
+        for ch in &r.checks {
+            if ch.passed == Some(false) {
+                evidence.push(format!(
+                    "trial {}: {}{} failed: {} [{}]",
+                    r.trial,
+                    ch.name,
+                    if ch.critical { " (critical)" } else { "" },
+                    evidence_text(&ch.evidence, 500),
+                    r.trace
+                ));
+            } else if ch.passed.is_none() && !ch.skipped {
+                evidence.push(format!(
+                    "trial {}: {} raised: {}",
+                    r.trial,
+                    ch.name,
+                    ch.error.as_deref().unwrap_or("undeterminable")
+                ));
+            }
+        }
+        if let Some(e) = &r.error {
+            evidence.push(format!("trial {}: {} ({}): {}", r.trial, r.outcome.as_str(), r.ended.as_str(), e));
+        }
+    }
+    (reasons, evidence)
+}
+
+pub fn render(run: &RunData) -> Result<String> {
+    let mut report = Report::new(format!("evalua {}", run.suite));
+    let mut suite = TestSuite::new(run.suite.clone());
+    suite.add_property(Property::new("run_id", run.run_id.clone()));
+    suite.add_property(Property::new("seed", run.seed.to_string()));
+    let all = by_case(run);
+    for (i, c) in run.summary.cases.iter().enumerate() {
+        let (reasons, evidence) = case_failures(run, i, &all[i]);
+        let status = if c.n == 0 && c.outcomes["infra_error"] == 0 {
+            // No trial of this case in this run (e.g. another partition's share).
+            let mut s = TestCaseStatus::skipped();
+            s.set_message("no trial of this case in this run (another partition's share?)");
+            s
+        } else if c.n == 0 {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message(format!("no trial could run: {} infra error(s)", c.outcomes["infra_error"]));
+            s.set_type("infra_error");
+            s.set_description(evidence.join("\n"));
+            s
+        } else if !reasons.is_empty() {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(reasons.join("; "));
+            s.set_type(if reasons.iter().any(|r| r.contains("critical")) { "critical" } else { "failed" });
+            s.set_description(evidence.join("\n"));
+            s
+        } else {
+            TestCaseStatus::success()
+        };
+        let mut tc = TestCase::new(c.id.clone(), status);
+        tc.set_classname(run.suite.clone());
+        let ms: f64 = run.trials[i].iter().map(|t| t.wall_ms).sum();
+        tc.set_time(Duration::from_secs_f64((ms / 1000.0).max(0.0)));
+        tc.set_system_out(format!(
+            "{} of {} trials accepted; outcomes: {}",
+            c.accepted,
+            c.n,
+            c.outcomes.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+        ));
+        suite.add_test_case(tc);
+    }
+    report.add_test_suite(suite);
+    if !run.gates.is_empty() {
+        let mut gates = TestSuite::new(format!("{} gates", run.suite));
+        for g in &run.gates {
+            let status = if g.passed {
+                TestCaseStatus::success()
+            } else {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(gate_line(g));
+                s.set_type("gate");
+                s
+            };
+            let mut tc = TestCase::new(format!("gate {}", g.name), status);
+            tc.set_classname(format!("{}.gates", run.suite));
+            gates.add_test_case(tc);
+        }
+        report.add_test_suite(gates);
+    }
+    report.to_string().map_err(|e| UserError(format!("junit.xml: {e}")))
+}

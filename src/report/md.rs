@@ -1,0 +1,180 @@
+//! report.md: summary with intervals and denominators, gates, per-case table,
+//! worst cases linking to their traces, checks, and errors counted apart.
+
+use std::fmt::Write;
+
+use super::{by_case, evidence_text, figure_rows, fmt_value, gate_line, k_max};
+use crate::record::Outcome;
+use crate::rundir::RunData;
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn render(run: &RunData) -> String {
+    let s = &run.summary;
+    let f = &s.figures;
+    let cap = &f.capability;
+    let mut o = String::new();
+    let version = run.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();
+    let _ = writeln!(o, "# evalua report: {}{version}\n", run.suite);
+    let _ = writeln!(
+        o,
+        "Run `{}` · seed {} · {} cases, {} trials (capability view)\n",
+        run.run_id, run.seed, cap.cases, cap.trials
+    );
+    if !run.gates.is_empty() {
+        let failed = run.gates.iter().filter(|g| !g.passed).count();
+        if failed == 0 {
+            let _ = writeln!(o, "**Gates: all {} passed.**\n", run.gates.len());
+        } else {
+            let _ = writeln!(o, "**Gates: {failed} of {} FAILED.**\n", run.gates.len());
+        }
+    }
+
+    let _ = writeln!(o, "## Figures\n");
+    let _ = writeln!(o, "95% intervals from a seeded bootstrap that resamples cases.\n");
+    let _ = writeln!(o, "| figure | value | 95% interval | cases | trials |\n|---|---|---|---|---|");
+    for r in figure_rows(s) {
+        let _ = writeln!(o, "| {} | {} | {} | {} | {} |", r.name, r.value_text(), r.interval_text(), r.cases, r.trials);
+    }
+    let op = &f.operational;
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "- Operational view (infra errors count as failures): accepted {} of {} trials over {} cases",
+        fmt_value(op.accepted_rate, true),
+        op.trials,
+        op.cases
+    );
+    let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
+    let _ = writeln!(o, "- Latency p50 {} · p95 {} (n = {} trials)", ms(f.p50_ms), ms(f.p95_ms), f.latency_n);
+    let _ = writeln!(
+        o,
+        "- Total cost ${:.4} · mean tool calls {} · mean tokens {}",
+        f.total_cost_usd,
+        f.mean_tool_calls.map(|v| format!("{v:.1}")).unwrap_or("–".into()),
+        f.mean_tokens.map(|v| format!("{v:.0}")).unwrap_or("–".into())
+    );
+    let _ = writeln!(
+        o,
+        "- Counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}\n",
+        f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
+    );
+
+    if !run.gates.is_empty() {
+        let _ = writeln!(o, "## Gates\n");
+        for g in &run.gates {
+            let _ = writeln!(o, "- {}", gate_line(g));
+        }
+        let _ = writeln!(o);
+    }
+
+    let kmax = k_max(s);
+    let trials = by_case(run);
+    let _ = writeln!(o, "## Cases\n");
+    let _ = writeln!(
+        o,
+        "| case | n | accepted | pass^1 | pass^{kmax} | failed | critical | grader err | infra err |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for c in &s.cases {
+        let hat = |k: u32| c.pass_hat_k.get(&k.to_string()).copied();
+        let oc = |k: &str| c.outcomes.get(k).copied().unwrap_or(0);
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&c.id),
+            c.n,
+            c.accepted,
+            fmt_value(hat(1), true),
+            fmt_value(hat(kmax), true),
+            oc("failed"),
+            oc("critical"),
+            oc("grader_error"),
+            oc("infra_error")
+        );
+    }
+    let _ = writeln!(o);
+
+    // Worst cases: lowest accepted rate first (critical failures break ties), up to 10.
+    let mut worst: Vec<usize> = (0..s.cases.len()).filter(|&i| s.cases[i].accepted < s.cases[i].n).collect();
+    worst.sort_by(|&a, &b| {
+        let ra = s.cases[a].accepted as f64 / s.cases[a].n.max(1) as f64;
+        let rb = s.cases[b].accepted as f64 / s.cases[b].n.max(1) as f64;
+        ra.total_cmp(&rb).then(s.cases[b].outcomes["critical"].cmp(&s.cases[a].outcomes["critical"]))
+    });
+    if !worst.is_empty() {
+        let _ = writeln!(o, "## Worst cases\n");
+        for &i in worst.iter().take(10) {
+            let c = &s.cases[i];
+            let _ = writeln!(o, "### {} — {} of {} accepted\n", c.id, c.accepted, c.n);
+            for r in trials[i].iter().filter(|r| r.outcome != Outcome::Accepted && r.outcome != Outcome::InfraError) {
+                let failing: Vec<String> = r
+                    .checks
+                    .iter()
+                    .filter(|ch| ch.passed == Some(false) || (ch.passed.is_none() && !ch.skipped))
+                    .map(|ch| {
+                        let what = match (&ch.error, ch.passed) {
+                            (Some(e), None) => format!("error: {}", evidence_text(&serde_json::json!(e), 200)),
+                            _ => evidence_text(&ch.evidence, 200),
+                        };
+                        format!("`{}`{}: {}", ch.name, if ch.critical { " (critical)" } else { "" }, cell(&what))
+                    })
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "- trial {} [{}]({}) — {}: {}",
+                    r.trial,
+                    r.outcome.as_str(),
+                    r.trace,
+                    r.ended.as_str(),
+                    if failing.is_empty() { "no failing check".to_string() } else { failing.join("; ") }
+                );
+            }
+            let _ = writeln!(o);
+        }
+    }
+
+    if !s.checks.is_empty() {
+        let _ = writeln!(o, "## Checks\n");
+        let _ = writeln!(
+            o,
+            "| check | critical | passed | failed | errors | skipped | pass rate |\n|---|---|---|---|---|---|---|"
+        );
+        for c in &s.checks {
+            let t = &c.tally;
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                cell(&t.name),
+                if t.critical { "yes" } else { "" },
+                t.passed,
+                t.failed,
+                t.errors,
+                t.skipped,
+                fmt_value(c.pass_rate, true)
+            );
+        }
+        let _ = writeln!(o);
+    }
+
+    let errors: Vec<_> =
+        run.records.iter().filter(|r| matches!(r.outcome, Outcome::GraderError | Outcome::InfraError)).collect();
+    let _ = writeln!(o, "## Errors (counted apart)\n");
+    if errors.is_empty() {
+        let _ = writeln!(o, "No grader or infrastructure errors.");
+    }
+    for r in errors {
+        let why = r.error.clone().or_else(|| r.checks.iter().find_map(|c| c.error.clone())).unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "- {} {}#{} ([trace]({})): {}",
+            r.outcome.as_str(),
+            cell(&r.case),
+            r.trial,
+            r.trace,
+            cell(&super::truncate(&why, 300))
+        );
+    }
+    o
+}
