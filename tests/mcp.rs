@@ -241,12 +241,23 @@ for f in ("/proc/net/tcp", "/proc/net/tcp6"):
             seen.append(local.split(":")[0])
 print(u.scheme, u.hostname, ",".join(seen), u.path)
 "#;
-    let dir = project(&[("probe.py", script)]);
-    let spec = format!(
-        "evalua.agent.command {{ cmd = {{ 'python3', {:?} }}, tools = 'mcp', io = 'plain' }}",
-        dir.path().join("probe.py").to_str().unwrap()
-    );
-    let recs = run(dir.path(), &suite("", &[("where", "", spec)]));
+    // With JSON Lines io, `start` carries the same URL.
+    let start = r#"
+import json, os, sys
+start = json.loads(sys.stdin.readline())
+same = start.get("mcp_url") == os.environ["EVALUA_MCP_URL"]
+print(json.dumps({"type": "final", "content": "same url" if same else "differs"}), flush=True)
+"#;
+    let dir = project(&[("probe.py", script), ("start.py", start)]);
+    let spec = |file: &str, io: &str| {
+        format!(
+            "evalua.agent.command {{ cmd = {{ 'python3', {:?} }}, tools = 'mcp'{io} }}",
+            dir.path().join(file).to_str().unwrap()
+        )
+    };
+    let cases = [("where", "", spec("probe.py", ", io = 'plain'")), ("start", "", spec("start.py", ""))];
+    let recs = run(dir.path(), &suite("", &cases));
+    assert_eq!(record(&recs, "start", 1)["answer"], "same url");
     let rec = record(&recs, "where", 1);
     let answer = rec["answer"].as_str().unwrap();
     let parts: Vec<&str> = answer.split(' ').collect();

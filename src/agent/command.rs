@@ -9,6 +9,11 @@
 //! protocol message (protocol_error), or spent a budget (budget). Output is
 //! read with fixed bounds: a line longer than [`MAX_LINE`] is a protocol
 //! error, and only the last [`STDERR_TAIL`] bytes of stderr are kept.
+//!
+//! With `tools = "mcp"` the case's tools are also served by an MCP server
+//! (see [`super::mcp`]) whose calls arrive on the same queue as stdout, so the
+//! loop here answers them through the same executor. With `io = "plain"` the
+//! input is the last argument and the whole stdout (exit 0) is the answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
