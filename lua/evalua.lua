@@ -101,10 +101,10 @@ function evalua.agent.scripted(fn) end
 ---@field env? string[] names of environment variables passed through (besides PATH, HOME, LANG)
 ---@field cwd? "workdir" where it runs: the trial's fresh work dir (the default and only choice)
 ---@field setup? string[] a command run in the work dir before the agent; failure is an infra error
----@field tools? "protocol" how tools are offered (only the JSON Lines protocol in this build)
----@field io? "jsonl" how input and the final answer travel (only JSON Lines in this build)
+---@field tools? "protocol"|"mcp" how tools are offered: tool_call lines (default), or an MCP server (streamable HTTP on 127.0.0.1) whose URL is in EVALUA_MCP_URL
+---@field io? "jsonl"|"plain" how input and the final answer travel: start … final lines (default), or the input as the last argument and stdout (exit 0) as the answer
 
---- Any program speaking JSON Lines on stdin/stdout (SPEC §4): one process per trial, scrubbed environment, own process group.
+--- Any program speaking JSON Lines on stdin/stdout (SPEC §4), or with `tools = "mcp"` / `io = "plain"` an MCP client: one process per trial, scrubbed environment, own process group.
 ---@param spec evalua.CommandAgentSpec
 ---@return evalua.Agent
 function evalua.agent.command(spec) end

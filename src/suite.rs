@@ -43,9 +43,31 @@ pub enum AgentSpec {
     /// A scripted agent: a Lua file, or a function defined in the suite.
     Scripted { path: Option<PathBuf> },
     /// A program speaking JSON Lines (SPEC §4), one process per trial.
-    Command { cmd: Vec<String>, env: Vec<String>, setup: Option<Vec<String>> },
+    Command { cmd: Vec<String>, env: Vec<String>, setup: Option<Vec<String>>, tools: ToolsVia, io: AgentIo },
     /// A recorded trace's tool calls, fed back through the executor.
     Replay { path: PathBuf },
+}
+
+/// How a command agent reaches the case's tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolsVia {
+    /// `tool_call` / `tool_result` lines of the JSON Lines protocol.
+    #[default]
+    Protocol,
+    /// An MCP server in the harness (streamable HTTP on 127.0.0.1), at `EVALUA_MCP_URL`.
+    Mcp,
+}
+
+/// How a command agent's task input and final answer travel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentIo {
+    /// `start` … `final` JSON Lines on stdin/stdout.
+    #[default]
+    Jsonl,
+    /// The input as the last argument; the whole stdout, on exit 0, is the answer.
+    Plain,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -166,6 +188,16 @@ fn read_agent(v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String
             cmd: strings(&a, "cmd")?,
             env: strings(&a, "env")?,
             setup: opt::<Vec<String>>(&a, "setup")?,
+            tools: match opt::<String>(&a, "tools")?.as_deref() {
+                None | Some("protocol") => ToolsVia::Protocol,
+                Some("mcp") => ToolsVia::Mcp,
+                Some(other) => return Err(format!("agent tools = '{other}' is not supported")),
+            },
+            io: match opt::<String>(&a, "io")?.as_deref() {
+                None | Some("jsonl") => AgentIo::Jsonl,
+                Some("plain") => AgentIo::Plain,
+                Some(other) => return Err(format!("agent io = '{other}' is not supported")),
+            },
         })),
         "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
         other => Err(format!("agent kind '{other}' is not supported")),

@@ -12,5 +12,6 @@ mod figures;
 mod lua_defs;
 mod partition;
 mod reports;
+mod mcp;
 mod runs;
 mod synth;

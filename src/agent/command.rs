@@ -9,17 +9,24 @@
 //! protocol message (protocol_error), or spent a budget (budget). Output is
 //! read with fixed bounds: a line longer than [`MAX_LINE`] is a protocol
 //! error, and only the last [`STDERR_TAIL`] bytes of stderr are kept.
+//!
+//! With `tools = "mcp"` the case's tools are also served by an MCP server
+//! (see [`super::mcp`]) whose calls arrive on the same queue as stdout, so the
+//! loop here answers them through the same executor. With `io = "plain"` the
+//! input is the last argument and the whole stdout (exit 0) is the answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
+use super::mcp::{self, Event};
 use crate::executor::usage_budget;
-use crate::record::Ended;
+use crate::record::{CallRecord, Ended};
+use crate::suite::{AgentIo, ToolsVia};
 use crate::trial::{AgentEnd, Trial};
 
 /// The longest line an agent may print.
@@ -30,11 +37,6 @@ pub const STDERR_TAIL: usize = 8 * 1024;
 const QUOTE: usize = 200;
 /// How long a process may take to exit after its final message.
 const GRACE: Duration = Duration::from_millis(200);
-
-enum Line {
-    Text(Vec<u8>),
-    TooLong(Vec<u8>),
-}
 
 /// The trial's process group; killed (all of it) when dropped.
 struct Group {
@@ -141,8 +143,7 @@ fn drain_stderr(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
 }
 
 /// Read stdout line by line, each at most MAX_LINE bytes, into a bounded channel.
-fn read_lines(r: impl Read + Send + 'static) -> Receiver<Line> {
-    let (tx, rx) = mpsc::sync_channel(64);
+fn read_lines(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
     std::thread::spawn(move || {
         let mut r = BufReader::new(r);
         loop {
@@ -152,17 +153,31 @@ fn read_lines(r: impl Read + Send + 'static) -> Receiver<Line> {
                 Ok(_) => {
                     if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
                         buf.truncate(QUOTE * 4);
-                        let _ = tx.send(Line::TooLong(buf));
-                        break;
+                        let _ = tx.send(Event::TooLong(buf));
+                        return;
                     }
-                    if tx.send(Line::Text(buf)).is_err() {
-                        break;
+                    if tx.send(Event::Out(buf)).is_err() {
+                        return;
                     }
                 }
             }
         }
+        let _ = tx.send(Event::Eof);
     });
-    rx
+}
+
+/// Read the whole of stdout, at most MAX_LINE bytes (plain io).
+fn read_all(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.take(MAX_LINE as u64 + 1).read_to_end(&mut buf);
+        if buf.len() > MAX_LINE {
+            buf.truncate(QUOTE * 4);
+            let _ = tx.send(Event::TooLong(buf));
+        } else {
+            let _ = tx.send(Event::Out(buf)).and_then(|_| tx.send(Event::Eof));
+        }
+    });
 }
 
 fn send(stdin: &mut Option<ChildStdin>, msg: &Json) -> bool {
@@ -196,7 +211,14 @@ fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), Strin
     }
 }
 
-pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option<&[String]>) -> AgentEnd {
+pub fn run(
+    trial: &Trial<'_>,
+    argv: &[String],
+    env: &[String],
+    setup_cmd: Option<&[String]>,
+    tools: ToolsVia,
+    io: AgentIo,
+) -> AgentEnd {
     if let Err(e) = std::fs::create_dir_all(&trial.workdir) {
         return AgentEnd::infra(format!("cannot create the trial's work dir: {e}"));
     }
@@ -206,30 +228,121 @@ pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option
     {
         return AgentEnd::infra(e);
     }
+    // The agent's stdout and, with tools = "mcp", its MCP tool calls: one queue.
+    let (tx, events) = mpsc::sync_channel(64);
+    let server = match tools {
+        ToolsVia::Mcp => match mcp::serve(trial.case.tools.iter().map(|t| &t.spec), tx.clone()) {
+            Ok(s) => Some(s),
+            Err(e) => return AgentEnd::infra(e),
+        },
+        ToolsVia::Protocol => None,
+    };
     let mut c = command(argv, env, &trial.workdir);
-    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if let Some(s) = &server {
+        c.env(mcp::URL_VAR, &s.url);
+    }
+    match io {
+        AgentIo::Jsonl => c.stdin(Stdio::piped()),
+        AgentIo::Plain => c.arg(&trial.case.spec.input).stdin(Stdio::null()),
+    };
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = match c.spawn() {
         Ok(ch) => ch,
         Err(e) => return AgentEnd::infra(format!("cannot start `{}`: {e}", argv[0])),
     };
     let mut group = Group::new(child);
     let mut stdin = group.child.stdin.take();
-    let lines = read_lines(group.child.stdout.take().expect("piped"));
+    let stdout = group.child.stdout.take().expect("piped");
+    match io {
+        AgentIo::Jsonl => read_lines(stdout, tx),
+        AgentIo::Plain => read_all(stdout, tx),
+    }
     let stderr = drain_stderr(group.child.stderr.take().expect("piped"));
 
-    let mut end = converse(trial, &mut stdin, &lines, &mut group);
+    let mut end = match io {
+        AgentIo::Jsonl => converse(trial, &mut stdin, &events, &mut group, server.as_ref().map(|s| s.url.as_str())),
+        AgentIo::Plain => plain(trial, &events, &mut group),
+    };
     drop(stdin);
     if end.ended == Ended::Final {
         // Let it exit by itself; whatever it leaves behind dies with the group.
         group.exit_status(GRACE);
     }
     group.kill();
+    // Calls still in flight get "the trial has ended".
+    drop(server);
+    drop(events);
     end.stderr_tail = tail_of(&stderr);
     end
 }
 
+/// One tool call through the trial's executor; Err(why) when it spent a budget (the trial ends).
+fn call(trial: &Trial<'_>, id: Option<String>, name: &str, args: Json) -> (CallRecord, Result<(), String>) {
+    let reply = trial.executor.call(&trial.lua, &trial.state, &trial.handlers, &trial.ctx, id, name, args);
+    let hit = trial.state.borrow().budget_hit.clone();
+    (reply.record, hit.map_or(Ok(()), Err))
+}
+
+/// Answer an MCP `tools/call`; Err(end) when it spent a budget.
+fn mcp_call(trial: &Trial<'_>, c: mcp::McpCall) -> Result<(), AgentEnd> {
+    let args = c.args.clone();
+    let name = c.name.clone();
+    let (record, budget) = call(trial, None, &name, args);
+    c.answer(&record);
+    budget.map_err(|why| AgentEnd::budget(&why))
+}
+
+/// Plain io: the agent's whole stdout is its answer when it exits 0.
+fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group) -> AgentEnd {
+    let mut end = AgentEnd::running();
+    let mut out = Vec::new();
+    let mut eof = false;
+    loop {
+        let left = trial.deadline.saturating_duration_since(Instant::now());
+        // After stdout closed, only tool calls can still arrive: poll for the exit meanwhile.
+        let wait = if eof { left.min(Duration::from_millis(2)) } else { left };
+        match events.recv_timeout(wait) {
+            Ok(Event::Out(b)) => out.extend_from_slice(&b),
+            Ok(Event::TooLong(prefix)) => {
+                end.ended = Ended::ProtocolError;
+                end.error = Some(format!("more than {MAX_LINE} bytes on stdout: {}", quote(&prefix)));
+                return end;
+            }
+            Ok(Event::Call(c)) => {
+                if let Err(e) = mcp_call(trial, c) {
+                    return e;
+                }
+            }
+            Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => eof = true,
+            Err(RecvTimeoutError::Timeout) if !eof || left.is_zero() => {
+                end.ended = Ended::Deadline;
+                end.error = Some("the agent did not finish before the deadline".into());
+                return end;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if eof && let Ok(Some(status)) = group.child.try_wait() {
+            if status.success() {
+                let text = String::from_utf8_lossy(&out);
+                end.answer = text.trim_end_matches(['\n', '\r']).to_string();
+                trial.state.borrow_mut().usage.turns += 1;
+            } else {
+                end.ended = Ended::Crashed;
+                end.error = Some(format!("the agent failed ({})", describe_status(Some(status))));
+            }
+            return end;
+        }
+    }
+}
+
 /// The protocol loop: returns how the agent's part ended.
-fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<Line>, group: &mut Group) -> AgentEnd {
+fn converse(
+    trial: &Trial<'_>,
+    stdin: &mut Option<ChildStdin>,
+    events: &Receiver<Event>,
+    group: &mut Group,
+    mcp_url: Option<&str>,
+) -> AgentEnd {
     let mut end = AgentEnd::running();
     let tools: Vec<Json> = trial
         .case
@@ -237,10 +350,13 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
         .iter()
         .map(|t| json!({ "name": t.spec.name, "description": t.spec.description, "parameters": t.spec.params }))
         .collect();
-    let start = json!({
+    let mut start = json!({
         "type": "start", "case": trial.case.spec.id, "trial": trial.number, "seed": trial.seed,
         "input": trial.case.spec.input, "tools": tools, "budget": trial.plan.suite.budget,
     });
+    if let Some(url) = mcp_url {
+        start["mcp_url"] = json!(url);
+    }
     send(stdin, &start);
 
     let stop = |end: &mut AgentEnd, ended: Ended, error: String| {
@@ -249,13 +365,19 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
     };
     loop {
         let left = trial.deadline.saturating_duration_since(Instant::now());
-        let line = match lines.recv_timeout(left) {
-            Ok(l) => l,
+        let event = match events.recv_timeout(left) {
+            Ok(Event::Call(c)) => {
+                if let Err(e) = mcp_call(trial, c) {
+                    return e;
+                }
+                continue;
+            }
+            Ok(ev @ (Event::Out(_) | Event::TooLong(_))) => ev,
             Err(RecvTimeoutError::Timeout) => {
                 stop(&mut end, Ended::Deadline, "the agent did not finish before the deadline".into());
                 return end;
             }
-            Err(RecvTimeoutError::Disconnected) => {
+            Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => {
                 let status = group.exit_status(GRACE);
                 stop(
                     &mut end,
@@ -265,8 +387,8 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
                 return end;
             }
         };
-        let bytes = match line {
-            Line::TooLong(prefix) => {
+        let bytes = match event {
+            Event::TooLong(prefix) => {
                 stop(
                     &mut end,
                     Ended::ProtocolError,
@@ -274,7 +396,8 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
                 );
                 return end;
             }
-            Line::Text(b) => b,
+            Event::Out(b) => b,
+            Event::Eof | Event::Call(_) => unreachable!("handled above"),
         };
         if bytes.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
@@ -291,15 +414,14 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
                 let id = msg.get("id").and_then(|v| v.as_str()).map(String::from);
                 let name = msg.get("name").and_then(|v| v.as_str()).unwrap_or("").to_string();
                 let args = msg.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                let reply = trial.executor.call(&trial.lua, &trial.state, &trial.handlers, &trial.ctx, id, &name, args);
-                let r = &reply.record;
+                let (r, budget) = call(trial, id, &name, args);
                 let mut out =
                     json!({ "type": "tool_result", "id": r.id, "status": r.status.reply(), "content": r.result });
                 if let Some(e) = &r.error {
                     out["error"] = json!(e);
                 }
                 send(stdin, &out);
-                if let Some(why) = trial.state.borrow().budget_hit.clone() {
+                if let Err(why) = budget {
                     return AgentEnd::budget(&why);
                 }
             }

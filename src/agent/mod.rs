@@ -2,6 +2,7 @@
 //! `drive` runs the case's agent to its end and says how it ended.
 
 pub mod command;
+pub mod mcp;
 pub mod replay;
 pub mod scripted;
 
@@ -11,7 +12,9 @@ use crate::trial::{AgentEnd, Trial};
 pub fn drive(trial: &Trial<'_>) -> AgentEnd {
     match trial.plan.suite.case_agent(&trial.case.spec) {
         Some(AgentSpec::Scripted { .. }) => scripted::run(trial),
-        Some(AgentSpec::Command { cmd, env, setup }) => command::run(trial, cmd, env, setup.as_deref()),
+        Some(AgentSpec::Command { cmd, env, setup, tools, io }) => {
+            command::run(trial, cmd, env, setup.as_deref(), *tools, *io)
+        }
         Some(AgentSpec::Replay { path }) => replay::run(trial, path),
         None => AgentEnd::infra("no agent declared".into()),
     }

@@ -114,13 +114,13 @@ function M.agent.command(spec)
   if spec.setup ~= nil then
     expect_list_of_strings("evalua.agent.command", "setup", spec.setup, 2)
   end
-  if spec.tools ~= nil and spec.tools ~= "protocol" then
-    fail(2, "evalua.agent.command: tools = \"" .. tostring(spec.tools) .. "\" is not available in this build (only \"protocol\")")
+  if spec.tools ~= nil and spec.tools ~= "protocol" and spec.tools ~= "mcp" then
+    fail(2, "evalua.agent.command: tools = " .. string.format("%q", tostring(spec.tools)) .. " is not one of \"protocol\" (JSON Lines tool_call) or \"mcp\" (an MCP server at EVALUA_MCP_URL)")
   end
-  if spec.io ~= nil and spec.io ~= "jsonl" then
-    fail(2, "evalua.agent.command: io = \"" .. tostring(spec.io) .. "\" is not available in this build (only \"jsonl\")")
+  if spec.io ~= nil and spec.io ~= "jsonl" and spec.io ~= "plain" then
+    fail(2, "evalua.agent.command: io = " .. string.format("%q", tostring(spec.io)) .. " is not one of \"jsonl\" (start ... final) or \"plain\" (input as the last argument, stdout as the answer)")
   end
-  return { kind = "command", cmd = spec.cmd, env = spec.env or {}, setup = spec.setup }
+  return { kind = "command", cmd = spec.cmd, env = spec.env or {}, setup = spec.setup, tools = spec.tools, io = spec.io }
 end
 
 --- Feed a recorded trace's tool calls back through the executor (no agent
