@@ -259,6 +259,7 @@ function Suite:case(spec) end
 ---@field critical? boolean a failure of a critical check makes the trial `critical` (default false)
 ---@field run fun(t: evalua.Trial): evalua.Verdict, any returns true/false (or `host.SKIP`) and evidence (any JSON-like value)
 ---@field kind? string the constructor that made it (`"sql"`, `"answer"`, `"judge"`, ...)
+---@field judge? table a judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria or question
 
 --- The finished trial, as a check's `run(t)` sees it.
 ---@class evalua.Trial

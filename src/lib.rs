@@ -6,9 +6,11 @@
 //! agent + executor + checks) → record (trace, trials.jsonl) → figures → reports.
 
 pub mod agent;
+pub mod calibrate;
 pub mod error;
 pub mod executor;
 pub mod gate;
+pub mod judge;
 pub mod lua;
 pub mod record;
 pub mod report;

@@ -63,6 +63,26 @@ enum Command {
         /// No progress bar
         #[arg(long, short)]
         quiet: bool,
+        /// Call judge models even when a cached verdict exists (and store none)
+        #[arg(long)]
+        no_cache: bool,
+        /// A skipped judge check (no judge model reachable) fails the run
+        #[arg(long)]
+        require_judge: bool,
+    },
+    /// Run the suite's judge on human-labelled items: kappa, confusion matrix, false pass / false fail rates
+    Calibrate {
+        #[arg(value_name = "SUITE.lua")]
+        suite: PathBuf,
+        /// JSON Lines: one labelled item per line (see README, "Judges")
+        #[arg(long, value_name = "FILE")]
+        labels: PathBuf,
+        /// Calibrate only the rubric with this name
+        #[arg(long, value_name = "NAME")]
+        rubric: Option<String>,
+        /// Call the judge even when a cached verdict exists
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
@@ -94,7 +114,8 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> Result<u8, UserError> {
     match cli.command {
-        Command::Run { suites, trials, jobs, select, seed, out, quiet } => {
+        Command::Run { suites, trials, jobs, select, seed, out, quiet, no_cache, require_judge } => {
+            evalua::judge::cache::set_disabled(no_cache);
             let argv: Vec<String> = std::env::args().collect();
             let jobs = jobs
                 .map(|j| j as usize)
@@ -107,7 +128,13 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                 let s = suite::load(path)?;
                 plans.push(run::plan(s, trials, &select.filters(), seed)?);
             }
-            for plan in plans {
+            for mut plan in plans {
+                if require_judge {
+                    plan.suite.gates.push(evalua::judge::require_judge_gate());
+                }
+                for w in evalua::judge::calibration_warnings(&plan.suite) {
+                    eprintln!("warning: {w}");
+                }
                 let opts = RunOptions { trials, jobs, filters: select.filters(), seed, progress: !quiet };
                 let run_id = run::new_run_id();
                 let out_dir = out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
@@ -122,6 +149,15 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                 }
             }
             Ok(code)
+        }
+        Command::Calibrate { suite: path, labels, rubric, no_cache } => {
+            evalua::judge::cache::set_disabled(no_cache);
+            let s = suite::load(&path)?;
+            let done = evalua::calibrate::run(&s, &labels, rubric.as_deref())?;
+            for c in &done {
+                print!("{}", c.text);
+            }
+            Ok(if done.iter().all(|c| c.compared > 0) { 0 } else { 1 })
         }
         Command::Check { suites } => {
             for path in &suites {

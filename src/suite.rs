@@ -52,6 +52,9 @@ pub enum AgentSpec {
 pub struct CheckInfo {
     pub name: String,
     pub critical: bool,
+    /// A judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Json>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -197,6 +200,10 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             checks.push(CheckInfo {
                 name: c.get("name").map_err(|e| e.to_string())?,
                 critical: c.get("critical").map_err(|e| e.to_string())?,
+                judge: match c.get::<Value>("judge").map_err(|e| e.to_string())? {
+                    Value::Nil => None,
+                    v => Some(convert::to_json(lua, &v)?),
+                },
             });
         }
         let tools_subset: Option<Vec<String>> = opt(&ct, "tools")?;

@@ -518,6 +518,10 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd) -> Vec<CheckResult> {
                 match first {
                     Value::Boolean(b) => r.passed = Some(b),
                     Value::LightUserData(p) if Value::LightUserData(p) == lua::host::SKIP => r.skipped = true,
+                    Value::LightUserData(p) if Value::LightUserData(p) == lua::host::UNDECIDED => {
+                        let msg = it.next().and_then(|m| m.as_string().map(|s| s.to_string_lossy()));
+                        r.error = Some(msg.unwrap_or_else(|| "the check could not decide".into()));
+                    }
                     other => {
                         r.error =
                             Some(format!("a check must return true or false (and evidence), got {}", other.type_name()))

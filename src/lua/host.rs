@@ -23,6 +23,12 @@ thread_local! {
 /// A light userdata that is not `evalua.null` (NULL): a dangling, never-read address.
 pub const SKIP: Value = Value::LightUserData(mlua::LightUserData(std::ptr::dangling_mut::<std::ffi::c_void>()));
 
+/// The value a check returns first to say "a grader error, with evidence":
+/// `return host.UNDECIDED, evidence, message` (a judge's invalid or
+/// undeterminable verdict keeps its votes). Another dangling address (2).
+pub const UNDECIDED: Value =
+    Value::LightUserData(mlua::LightUserData(std::ptr::dangling_mut::<u16>() as *mut std::ffi::c_void));
+
 /// Compile (once per thread) and use a regex.
 pub fn with_regex<R>(pattern: &str, f: impl FnOnce(&Regex) -> R) -> Result<R, String> {
     REGEXES.with(|cache| {
@@ -155,6 +161,8 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     h.raw_set("null", null)?;
     // Returned by a check as its first value: "could not be decided here" (e.g. no judge configured).
     h.raw_set("SKIP", SKIP)?;
+    h.raw_set("UNDECIDED", UNDECIDED)?;
+    super::judge_host::register(lua, &h)?;
     h.raw_set("env", lua.create_function(|lua, ()| super::env(lua))?)?;
     h.raw_set("validating", lua.create_function(|lua, ()| Ok(validating(lua)))?)?;
     // The case a trial runs: re-running the suite in a trial only materialises that one.

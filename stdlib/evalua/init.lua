@@ -157,10 +157,11 @@ local function normalize_check(c, index, level)
   if type(c) == "function" then
     return { name = "check@" .. host.where(c), critical = false, run = c }
   elseif type(c) == "table" and type(c.run) == "function" then
-    check_keys("check", c, set { "name", "critical", "run", "kind", "options" }, level + 1)
+    check_keys("check", c, set { "name", "critical", "run", "kind", "options", "judge" }, level + 1)
     expect_type("check", "name", c.name, "string", level + 1)
     expect_type("check", "critical", c.critical, "boolean", level + 1)
-    return { name = c.name or ("check@" .. host.where(c.run)), critical = c.critical or false, run = c.run, kind = c.kind }
+    return { name = c.name or ("check@" .. host.where(c.run)), critical = c.critical or false, run = c.run, kind = c.kind,
+             judge = c.judge }
   end
   fail(level + 1, string.format("expect[%d]: a check is a function or a table with a 'run' function, got %s", index, type(c)))
 end
