@@ -114,9 +114,14 @@ impl Judge {
     pub fn id(&self) -> String {
         format!("{}:{}", self.spec.provider, self.spec.model)
     }
-    /// Model and server: part of the cache key (the same model name on another server may answer otherwise).
+    /// Model and server: the same model name on another server may answer otherwise.
     pub fn endpoint_id(&self) -> String {
         format!("{}:{}@{}", self.spec.provider, self.spec.model, self.base_url)
+    }
+    /// Everything about the judge that can change its answer: part of the cache key.
+    pub fn cache_id(&self) -> String {
+        let s = &self.spec;
+        json!([self.endpoint_id(), s.temperature, s.seed, s.max_tokens]).to_string()
     }
 }
 
@@ -250,7 +255,7 @@ pub fn rubric(
             schema: prompt::rubric_schema(n),
         };
         let seat = if panel { i.to_string() } else { "0".into() };
-        let key = cache::key(&judge.endpoint_id(), &prompt_hash, &input_hash, &seat);
+        let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, &seat);
         ask(judge, &request, &key, cache_dir, |v| prompt::read_rubric(v, n))
     };
     let results: Vec<(Answer, Option<prompt::RubricVerdict>)> = if judges.len() == 1 {
@@ -397,7 +402,7 @@ pub fn pairwise(
             schema: prompt::pairwise_schema(),
         };
         let input_hash = sha256_hex(json!([task, first, second]).to_string().as_bytes());
-        let key = cache::key(&judge.endpoint_id(), &prompt_hash, &input_hash, "0");
+        let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, "0");
         let (answer, better) = ask(judge, &request, &key, cache_dir, prompt::read_pairwise);
         let winner = better.map(|b| match (b, label) {
             (Better::Tie, _) => "tie",

@@ -28,8 +28,10 @@ local function model_spec(m, what, level)
   if type(m) == "string" then
     -- "gpt-4.1-mini" (OpenAI-compatible) or "provider:model"
     local provider, name = m:match("^(%w+):(.+)$")
-    if provider and PROVIDERS[provider] then return { kind = "judge_model", provider = provider, model = name } end
-    return { kind = "judge_model", provider = "openai", model = m }
+    if provider and PROVIDERS[provider] then
+      return { kind = "judge_model", provider = provider, model = name, temperature = 0 }
+    end
+    return { kind = "judge_model", provider = "openai", model = m, temperature = 0 }
   end
   if type(m) ~= "table" then
     error(what .. ": a judge model is judge.model { ... } or a model name, got " .. type(m), level)
