@@ -10,6 +10,7 @@ pub mod error;
 pub mod executor;
 pub mod gate;
 pub mod lua;
+pub mod model;
 pub mod record;
 pub mod report;
 pub mod run;
