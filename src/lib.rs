@@ -12,6 +12,7 @@ pub mod executor;
 pub mod gate;
 pub mod judge;
 pub mod lua;
+pub mod model;
 pub mod record;
 pub mod report;
 pub mod run;
