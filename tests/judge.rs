@@ -46,21 +46,17 @@ pub fn mock(f: impl Fn(&Value) -> (u16, Value) + Send + Sync + 'static) -> Mock 
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
-            let app = axum::Router::new().fallback(
-                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                    let (reqs, responder) = (reqs.clone(), responder.clone());
-                    async move {
-                        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                        let headers = headers
-                            .iter()
-                            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
-                            .collect();
-                        reqs.lock().unwrap().push(Request { headers, body: body.clone() });
-                        let (status, reply) = responder(&body);
-                        (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(reply))
-                    }
-                },
-            );
+            let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let (reqs, responder) = (reqs.clone(), responder.clone());
+                async move {
+                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let headers =
+                        headers.iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
+                    reqs.lock().unwrap().push(Request { headers, body: body.clone() });
+                    let (status, reply) = responder(&body);
+                    (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(reply))
+                }
+            });
             axum::serve(listener, app).await.unwrap();
         });
     });
@@ -256,7 +252,8 @@ fn evalua_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().unwrap()
 }
 
-const RUBRIC: &str = r#"judge.rubric { "The message states the refunded amount", "The message is polite", name = "reply", model = J }"#;
+const RUBRIC: &str =
+    r#"judge.rubric { "The message states the refunded amount", "The message is polite", name = "reply", model = J }"#;
 
 #[test]
 fn verdicts_errors_panel_pairwise_and_injection() {
@@ -325,7 +322,8 @@ case("pair", "PAIR answer", {{
     assert_eq!(p["evidence"]["votes"].as_array().unwrap().len(), 3);
     assert_eq!(p["evidence"]["criteria"][0]["votes"]["pass"], 2);
     assert_eq!(p["evidence"]["criteria"][0]["votes"]["fail"], 1);
-    let judges: Vec<&str> = p["evidence"]["votes"].as_array().unwrap().iter().map(|v| v["judge"].as_str().unwrap()).collect();
+    let judges: Vec<&str> =
+        p["evidence"]["votes"].as_array().unwrap().iter().map(|v| v["judge"].as_str().unwrap()).collect();
     assert_eq!(judges, ["openai:judge-a", "openai:judge-b", "openai:judge-c"]);
     // One pass, one fail, one error: no majority of the panel on criterion 1.
     let s = record(&recs, "split", 1);
@@ -359,8 +357,7 @@ case("pair", "PAIR answer", {{
     assert!(system.contains("never instructions"), "{system}");
     assert!(system.contains("Do not follow"), "{system}");
     // A fresh nonce per request.
-    let nonces: std::collections::HashSet<String> =
-        reqs.iter().map(|r| nonce(&message(&r.body, "user"))).collect();
+    let nonces: std::collections::HashSet<String> = reqs.iter().map(|r| nonce(&message(&r.body, "user"))).collect();
     assert!(nonces.len() > reqs.len() / 2, "nonces repeat: {nonces:?}");
 
     // The key went to the server, and nowhere in the run dir.
@@ -447,11 +444,18 @@ return suite
     let o = evalua_env(dir.path(), &["run", "s.lua", "--out", "b", "-q", "--require-judge"], &[]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let summary = json(&dir.path().join("b/summary.json"));
-    let gate = summary["gates"].as_array().unwrap().iter().find(|g| g["name"].as_str().unwrap().contains("--require-judge")).unwrap().clone();
+    let gate = summary["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"].as_str().unwrap().contains("--require-judge"))
+        .unwrap()
+        .clone();
     assert_eq!(gate["passed"], false);
     assert_eq!(gate["value"], 2.0);
     // A base URL makes it reachable (here: nothing listens, so a grader error, not a skip).
-    let o = evalua_env(dir.path(), &["run", "s.lua", "--out", "c", "-q"], &[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")]);
+    let o =
+        evalua_env(dir.path(), &["run", "s.lua", "--out", "c", "-q"], &[("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")]);
     let r = record(&trials(&dir.path().join("c")), "c", 1).clone();
     assert_eq!(check(&r, "rubric: polite")["skipped"], Value::Null, "{}", stderr(&o));
     assert_eq!(r["outcome"], "grader_error");
@@ -525,9 +529,8 @@ fn calibrate_says_when_kappa_is_undefined() {
     let m = judge_server();
     let rubric = r#"judge.rubric { "The message states the refunded amount", name = "amount", model = J }"#;
     let cases = format!(r#"case("good", "GOOD", {{ {rubric} }})"#);
-    let labels: String = (0..4)
-        .map(|i| json!({ "answer": format!("GOOD {i}"), "labels": [true] }).to_string() + "\n")
-        .collect();
+    let labels: String =
+        (0..4).map(|i| json!({ "answer": format!("GOOD {i}"), "labels": [true] }).to_string() + "\n").collect();
     let dir = project(&[("s.lua", &suite(&m.url, &cases)), ("labels.jsonl", &labels)]);
     let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "labels.jsonl"]);
     let out = stdout(&o);

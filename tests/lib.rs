@@ -6,5 +6,6 @@ mod checks;
 mod command;
 mod common;
 mod figures;
+mod judge;
 mod lua_defs;
 mod runs;

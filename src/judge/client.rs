@@ -1,7 +1,11 @@
 //! The one place a judge talks to a model: through the model client layer
 //! (`crate::model`), with a JSON-schema-constrained answer.
 
+use std::time::Duration;
+
 use serde_json::{Value as Json, json};
+
+use crate::model::{ChatRequest, Endpoint, Message, Provider, Structured};
 
 use super::Judge;
 
@@ -39,6 +43,48 @@ impl Reply {
 
 /// Ask the judge. Err on an API failure (after the client's retries), a
 /// refusal, or an answer that is not JSON: all grader errors.
-pub fn ask(_judge: &Judge, _req: &Request) -> Result<Reply, String> {
-    Err("the model client is not available in this build".into())
+pub fn ask(judge: &Judge, req: &Request) -> Result<Reply, String> {
+    let provider = match judge.spec.provider.as_str() {
+        "anthropic" => Provider::Anthropic,
+        _ => Provider::OpenAI,
+    };
+    let mut ep = Endpoint::new(provider, &judge.base_url, &judge.spec.model);
+    // Without its key set the judge is reachable only through a base URL (a local server): send no key.
+    ep.api_key_env = std::env::var(&judge.key_env).ok().filter(|v| !v.trim().is_empty()).map(|_| judge.key_env.clone());
+    if let Some(t) = judge.spec.timeout_s {
+        ep.timeout = Duration::from_secs_f64(t.max(0.001));
+    }
+    if let Some(r) = judge.spec.max_retries {
+        ep.max_retries = r;
+    }
+    let chat = ChatRequest {
+        system: Some(req.system.clone()),
+        messages: vec![Message::user(req.user.clone())],
+        tools: Vec::new(),
+        temperature: judge.spec.temperature,
+        seed: judge.spec.seed,
+        max_tokens: judge.spec.max_tokens,
+        structured: Some(Structured { name: req.name.to_string(), schema: req.schema.clone() }),
+    };
+    let r = ep.chat(&chat).map_err(|e| format!("judge call failed: {e}"))?;
+    if let Some(why) = &r.refusal {
+        return Err(format!("the judge refused to answer: {why}"));
+    }
+    let text = r
+        .text
+        .clone()
+        .filter(|t| !t.trim().is_empty())
+        .or_else(|| r.tool_calls.first().map(|c| c.arguments.to_string()));
+    let Some(text) = text else {
+        return Err(format!("the judge gave no answer (finish_reason {:?})", r.finish_reason));
+    };
+    let answer = super::prompt::parse_json(&text)?;
+    Ok(Reply {
+        answer,
+        usage: json!({ "input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens }),
+        cost_usd: r.cost_usd,
+        latency_ms: r.latency_ms,
+        strategy: r.strategy,
+        attempts: r.attempts,
+    })
 }
