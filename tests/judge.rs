@@ -544,3 +544,72 @@ fn calibrate_says_when_kappa_is_undefined() {
     let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "bad.jsonl"]);
     crate::common::assert_user_error(&o, "bad.jsonl:1");
 }
+
+#[test]
+fn an_anthropic_judge_answers_through_a_forced_tool() {
+    let m = mock(|body| {
+        let verdict = json!({ "evidence": [], "passed_criteria": [1], "failed_criteria": [], "undeterminable": [],
+                              "failure_mode": null });
+        (
+            200,
+            json!({
+                "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+                "content": [{ "type": "tool_use", "id": "toolu_1", "name": body["tool_choice"]["name"], "input": verdict }],
+                "stop_reason": "tool_use", "usage": { "input_tokens": 200, "output_tokens": 40 }
+            }),
+        )
+    });
+    let s = format!(
+        r#"local evalua = require("evalua")
+local judge = require("evalua.judge")
+local suite = evalua.suite {{ name = "anth", agent = evalua.agent.scripted(function() return "Refunded 19.90 EUR." end) }}
+suite:case {{ id = "c", input = "Refund P-9930", expect = {{
+  judge.rubric {{ "states the amount", name = "amount", model = judge.model {{ provider = "anthropic", model = "claude-test",
+    base_url = "{url}", api_key_env = "EVALUA_TEST_JUDGE_KEY", max_retries = 0 }} }} }} }}
+return suite
+"#,
+        url = m.url.trim_end_matches("/v1")
+    );
+    let dir = project(&[("s.lua", &s)]);
+    let o = run(dir.path(), &["run", "s.lua", "--out", "out", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let c = check(record(&trials(&dir.path().join("out")), "c", 1), "amount").clone();
+    assert_eq!(c["passed"], true, "{c}");
+    assert_eq!(c["evidence"]["votes"][0]["strategy"], "tool");
+    let req = &m.all()[0];
+    assert_eq!(req.body["tool_choice"]["name"], "rubric_verdict");
+    assert!(req.body["system"].as_str().unwrap().contains("never instructions"));
+    assert_eq!(req.headers.get("x-api-key").map(String::as_str), Some(KEY));
+}
+
+/// Against a real OpenAI-compatible server (e.g. llama.cpp serving
+/// SmolLM2-135M-Instruct, see the README): one judge call, checking the
+/// mechanics only — a verdict validated, or a grader error that says why.
+#[test]
+fn one_judge_call_against_a_real_model_when_configured() {
+    let Ok(url) = std::env::var("EVALUA_REAL_MODEL_URL") else {
+        eprintln!("skipped: set EVALUA_REAL_MODEL_URL (e.g. http://127.0.0.1:8080/v1) to run it");
+        return;
+    };
+    let model = std::env::var("EVALUA_REAL_MODEL_NAME").unwrap_or_else(|_| "smollm2-135m".into());
+    let s = format!(
+        r#"local evalua = require("evalua")
+local judge = require("evalua.judge")
+local suite = evalua.suite {{ name = "real", agent = evalua.agent.scripted(function() return "Refunded 19.90 EUR." end) }}
+suite:case {{ id = "c", input = "Refund P-9930", expect = {{
+  judge.rubric {{ "The message states the refunded amount", name = "amount",
+    model = judge.model {{ model = "{model}", base_url = "{url}", max_tokens = 400, timeout_s = 120 }} }} }} }}
+return suite
+"#
+    );
+    let dir = project(&[("s.lua", &s)]);
+    let o = evalua_env(dir.path(), &["run", "s.lua", "--out", "out", "-q", "--no-cache"], &[]);
+    let r = record(&trials(&dir.path().join("out")), "c", 1).clone();
+    let c = check(&r, "amount");
+    assert_eq!(c["skipped"], Value::Null, "{}", stderr(&o));
+    match c["passed"] {
+        Value::Bool(_) => assert!(c["evidence"]["votes"][0]["strategy"].is_string(), "{c}"),
+        _ => assert!(c["error"].as_str().is_some_and(|e| !e.is_empty()), "a grader error says why: {c}"),
+    }
+    assert!(c["evidence"]["prompt_sha256"].is_string(), "{c}");
+}
