@@ -7,4 +7,5 @@ mod command;
 mod common;
 mod figures;
 mod lua_defs;
+mod models;
 mod runs;

@@ -20,6 +20,7 @@
 mod anthropic;
 mod openai;
 pub mod price;
+pub mod proxy;
 mod retry;
 
 use std::collections::HashMap;
