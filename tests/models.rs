@@ -666,3 +666,20 @@ fn real_model_runs_refunds_llm() {
         assert!(!t["model_calls"].as_array().unwrap().is_empty());
     }
 }
+
+#[test]
+fn concurrent_requests_to_one_base_url_are_capped() {
+    let mock = Mock::start(vec![Reply::Sleep(Duration::from_millis(300), Box::new(oa(Some("ok"), &[], 1, 1)))]);
+    let mut ep = Endpoint::new(Provider::OpenAI, &mock.openai_url(), "m");
+    ep.max_concurrency = 1;
+    let req = ChatRequest { messages: vec![Message::user("hi")], ..Default::default() };
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| ep.chat(&req).unwrap());
+        }
+    });
+    // One at a time: three 300 ms answers take at least 900 ms.
+    assert!(started.elapsed() >= Duration::from_millis(900), "{:?}", started.elapsed());
+    assert_eq!(mock.seen().len(), 3);
+}
