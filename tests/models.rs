@@ -683,3 +683,20 @@ fn concurrent_requests_to_one_base_url_are_capped() {
     assert!(started.elapsed() >= Duration::from_millis(900), "{:?}", started.elapsed());
     assert_eq!(mock.seen().len(), 3);
 }
+
+#[test]
+fn an_anthropic_simulated_user_gets_a_conversation_that_starts_with_a_user_turn() {
+    let agent = Mock::start(vec![oa(Some("Postcode?"), &[], 1, 1), oa(Some("Refunded 19.9."), &[], 1, 1)]);
+    let user = Mock::start(vec![an(Some("28013"), &[], 1, 1), an(Some("###STOP###"), &[], 1, 1)]);
+    let case_extra = format!(
+        "user = evalua.user.llm {{ profile = 'p', goal = 'g', model = {{ provider = 'anthropic', model = 'claude-haiku-4-5', base_url = {:?}, api_key_env = 'EVALUA_TEST_KEY' }} }},",
+        user.url()
+    );
+    let (_d, out, recs) = run(&model_suite(&openai_agent(&agent, ""), "", &case_extra));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(record(&recs, "c1", 1)["answer"], "Refunded 19.9.");
+    let first = &user.seen()[0].body;
+    let roles: Vec<&str> = first["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, vec!["user", "assistant", "user"]);
+    assert!(first["system"].as_str().unwrap().contains("goal"));
+}

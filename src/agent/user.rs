@@ -121,6 +121,13 @@ impl LlmUser {
         let Some(ep) = crate::agent::model::bounded(&self.endpoint, self.deadline) else {
             return Ok(None);
         };
+        let mut messages = messages;
+        if self.endpoint.provider == crate::model::Provider::Anthropic
+            && messages.first().is_some_and(|m| m.role == crate::model::Role::Assistant)
+        {
+            // Anthropic wants the first turn to be the user's (here: the agent's side).
+            messages.insert(0, Message::user("(The conversation starts. Write your first message.)"));
+        }
         let req = ChatRequest {
             system: Some(self.system_prompt()),
             messages,
