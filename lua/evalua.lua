@@ -222,13 +222,13 @@ function evalua.user.script(turns) end
 
 --- An agent, as made by `evalua.agent.*`.
 ---@class evalua.Agent
----@field kind "scripted" the kind of agent
+---@field kind "scripted"|"command"|"replay"|"openai"|"anthropic" the kind of agent
 ---@field path? string absolute path of a scripted agent's file
 ---@field fn? evalua.AgentFn a scripted agent's function
 
 --- A simulated user, as made by `evalua.user.*`.
 ---@class evalua.User
----@field kind "script" the kind of user
+---@field kind "script"|"llm" the kind of user
 ---@field turns string[] the user's replies, in order
 
 --- A declared suite: add tools and cases to it, then `return` it from the suite file.
