@@ -126,6 +126,11 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
             let mut plans = Vec::new();
             for path in &suites {
                 let s = suite::load(path)?;
+                if let Some(why) = &s.skip {
+                    // e.g. a model-driven suite with no model configured: not a failure.
+                    println!("skipped: {}: {why}", evalua::lua::display_path(&s.path));
+                    continue;
+                }
                 plans.push(run::plan(s, trials, &select.filters(), seed)?);
             }
             for mut plan in plans {

@@ -43,9 +43,18 @@ pub enum AgentSpec {
     /// A scripted agent: a Lua file, or a function defined in the suite.
     Scripted { path: Option<PathBuf> },
     /// A program speaking JSON Lines (SPEC §4), one process per trial.
-    Command { cmd: Vec<String>, env: Vec<String>, setup: Option<Vec<String>> },
+    Command {
+        cmd: Vec<String>,
+        env: Vec<String>,
+        setup: Option<Vec<String>>,
+        /// `model_proxy`: the endpoints the harness's model proxy forwards to.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model_proxy: Option<crate::model::proxy::ProxySpec>,
+    },
     /// A recorded trace's tool calls, fed back through the executor.
     Replay { path: PathBuf },
+    /// A model-driven tool loop in the host (`evalua.agent.openai` / `anthropic`).
+    Model(crate::agent::model::ModelAgent),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -91,6 +100,8 @@ pub struct Suite {
     pub tools: Vec<ToolSpec>,
     pub cases: Vec<CaseSpec>,
     pub sources: Arc<Sources>,
+    /// `skip = "why"` in evalua.suite{}: `evalua run` skips the suite (exit 0) saying why.
+    pub skip: Option<String>,
 }
 
 impl Suite {
@@ -147,7 +158,7 @@ fn strings(t: &Table, k: &str) -> std::result::Result<Vec<String>, String> {
     Ok(opt::<Vec<String>>(t, k)?.unwrap_or_default())
 }
 
-fn read_agent(v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String> {
+fn read_agent(lua: &Lua, v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String> {
     let Some(a) = v else { return Ok(None) };
     let kind: String = opt(&a, "kind")?.unwrap_or_default();
     match kind.as_str() {
@@ -156,8 +167,10 @@ fn read_agent(v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String
             cmd: strings(&a, "cmd")?,
             env: strings(&a, "env")?,
             setup: opt::<Vec<String>>(&a, "setup")?,
+            model_proxy: crate::model::proxy::ProxySpec::read(lua, &a)?,
         })),
         "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
+        "openai" | "anthropic" => Ok(Some(AgentSpec::Model(crate::agent::model::ModelAgent::read(lua, &a)?))),
         other => Err(format!("agent kind '{other}' is not supported")),
     }
 }
@@ -217,7 +230,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             trials: opt::<f64>(&ct, "trials")?.map(|v| v as u32),
             weight: ct.get("weight").map_err(|e| e.to_string())?,
             tools: tools_subset,
-            agent: read_agent(opt(&ct, "agent")?)?,
+            agent: read_agent(lua, opt(&ct, "agent")?)?,
             clock: opt(&ct, "clock")?,
             checks,
             location: opt::<String>(&ct, "_where")?.unwrap_or_default(),
@@ -235,10 +248,14 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
         clock: opt(&sandbox, "clock")?,
         gates,
-        agent: read_agent(opt(t, "agent")?)?,
+        agent: read_agent(lua, opt(t, "agent")?)?,
         tools,
         cases,
         sources,
+        skip: opt::<Value>(t, "skip")?.and_then(|v| match v {
+            Value::String(s) => Some(s.to_string_lossy()),
+            _ => None,
+        }),
     };
     for case in &suite.cases {
         if suite.case_agent(case).is_none() {

@@ -8,4 +8,5 @@ mod common;
 mod figures;
 mod judge;
 mod lua_defs;
+mod models;
 mod runs;

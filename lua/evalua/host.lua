@@ -172,3 +172,13 @@ function host.os_clock() end
 function host.print(...) end
 
 return host
+
+--- The value of an environment variable named EVALUA_* (nil when unset or empty); other names raise.
+---@param name string
+---@return string|nil
+function host.getenv(name) end
+
+--- Whether a model of `provider` is reachable by configuration (a base URL or an API key in the environment).
+---@param provider "openai"|"anthropic"
+---@return boolean
+function host.model_configured(provider) end

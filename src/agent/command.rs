@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value as Json, json};
 
 use crate::executor::usage_budget;
+use crate::model::proxy::{Proxy, ProxySpec};
 use crate::record::Ended;
 use crate::trial::{AgentEnd, Trial};
 
@@ -30,6 +31,8 @@ pub const STDERR_TAIL: usize = 8 * 1024;
 const QUOTE: usize = 200;
 /// How long a process may take to exit after its final message.
 const GRACE: Duration = Duration::from_millis(200);
+/// How often the protocol loop looks at the model proxy's budget.
+const PROXY_POLL: Duration = Duration::from_millis(50);
 
 enum Line {
     Text(Vec<u8>),
@@ -196,7 +199,13 @@ fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), Strin
     }
 }
 
-pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option<&[String]>) -> AgentEnd {
+pub fn run(
+    trial: &Trial<'_>,
+    argv: &[String],
+    env: &[String],
+    setup_cmd: Option<&[String]>,
+    model_proxy: Option<&ProxySpec>,
+) -> AgentEnd {
     if let Err(e) = std::fs::create_dir_all(&trial.workdir) {
         return AgentEnd::infra(format!("cannot create the trial's work dir: {e}"));
     }
@@ -207,6 +216,30 @@ pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option
         return AgentEnd::infra(e);
     }
     let mut c = command(argv, env, &trial.workdir);
+    // The model proxy: its address and a per-trial dummy key replace whatever
+    // the suite passed through (the real keys stay in the harness).
+    let proxy = match model_proxy {
+        None => None,
+        Some(spec) => {
+            let started = trial.state.borrow().started;
+            match Proxy::start(
+                spec.openai.clone(),
+                spec.anthropic.clone(),
+                trial.plan.suite.budget.clone(),
+                trial.deadline,
+                started,
+            ) {
+                Ok(p) => Some(p),
+                Err(e) => return AgentEnd::infra(format!("cannot start the model proxy: {e}")),
+            }
+        }
+    };
+    if let Some(p) = &proxy {
+        c.env("OPENAI_BASE_URL", p.openai_base_url())
+            .env("OPENAI_API_KEY", &p.dummy_key)
+            .env("ANTHROPIC_BASE_URL", p.anthropic_base_url())
+            .env("ANTHROPIC_API_KEY", &p.dummy_key);
+    }
     c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = match c.spawn() {
         Ok(ch) => ch,
@@ -217,19 +250,48 @@ pub fn run(trial: &Trial<'_>, argv: &[String], env: &[String], setup_cmd: Option
     let lines = read_lines(group.child.stdout.take().expect("piped"));
     let stderr = drain_stderr(group.child.stderr.take().expect("piped"));
 
-    let mut end = converse(trial, &mut stdin, &lines, &mut group);
+    let mut end = converse(trial, &mut stdin, &lines, &mut group, proxy.as_ref());
     drop(stdin);
     if end.ended == Ended::Final {
         // Let it exit by itself; whatever it leaves behind dies with the group.
         group.exit_status(GRACE);
     }
     group.kill();
+    if let Some(p) = &proxy
+        && let Some(why) = sync_proxy(trial, p)
+        && end.ended == Ended::Final
+    {
+        end = AgentEnd::budget(&why);
+    }
     end.stderr_tail = tail_of(&stderr);
     end
 }
 
+/// Move the proxy's recorded calls into the trial; returns the budget spent, if any.
+fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<String> {
+    let calls = p.take_calls();
+    let mut st = trial.state.borrow_mut();
+    for c in calls {
+        st.usage.input_tokens += c.input_tokens;
+        st.usage.output_tokens += c.output_tokens;
+        st.usage.cost_usd += c.cost_usd.unwrap_or(0.0);
+        st.model_calls.push(c);
+    }
+    let why = p.budget_hit();
+    if why.is_some() && st.budget_hit.is_none() {
+        st.budget_hit = why.clone();
+    }
+    why
+}
+
 /// The protocol loop: returns how the agent's part ended.
-fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<Line>, group: &mut Group) -> AgentEnd {
+fn converse(
+    trial: &Trial<'_>,
+    stdin: &mut Option<ChildStdin>,
+    lines: &Receiver<Line>,
+    group: &mut Group,
+    proxy: Option<&Proxy>,
+) -> AgentEnd {
     let mut end = AgentEnd::running();
     let tools: Vec<Json> = trial
         .case
@@ -249,8 +311,16 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
     };
     loop {
         let left = trial.deadline.saturating_duration_since(Instant::now());
-        let line = match lines.recv_timeout(left) {
+        // With a model proxy, look at its budget between lines too.
+        let wait = if proxy.is_some() { left.min(PROXY_POLL) } else { left };
+        if let Some(p) = proxy
+            && let Some(why) = sync_proxy(trial, p)
+        {
+            return AgentEnd::budget(&why);
+        }
+        let line = match lines.recv_timeout(wait) {
             Ok(l) => l,
+            Err(RecvTimeoutError::Timeout) if Instant::now() < trial.deadline => continue,
             Err(RecvTimeoutError::Timeout) => {
                 stop(&mut end, Ended::Deadline, "the agent did not finish before the deadline".into());
                 return end;
@@ -303,6 +373,8 @@ fn converse(trial: &Trial<'_>, stdin: &mut Option<ChildStdin>, lines: &Receiver<
                     return AgentEnd::budget(&why);
                 }
             }
+            // With a model proxy, the proxy's accounting counts, not the agent's word.
+            "usage" if proxy.is_some() => {}
             "usage" => {
                 let n = |k: &str| msg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
                 let mut st = trial.state.borrow_mut();

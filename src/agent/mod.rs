@@ -2,8 +2,10 @@
 //! `drive` runs the case's agent to its end and says how it ended.
 
 pub mod command;
+pub mod model;
 pub mod replay;
 pub mod scripted;
+pub mod user;
 
 use crate::suite::AgentSpec;
 use crate::trial::{AgentEnd, Trial};
@@ -11,8 +13,11 @@ use crate::trial::{AgentEnd, Trial};
 pub fn drive(trial: &Trial<'_>) -> AgentEnd {
     match trial.plan.suite.case_agent(&trial.case.spec) {
         Some(AgentSpec::Scripted { .. }) => scripted::run(trial),
-        Some(AgentSpec::Command { cmd, env, setup }) => command::run(trial, cmd, env, setup.as_deref()),
+        Some(AgentSpec::Command { cmd, env, setup, model_proxy }) => {
+            command::run(trial, cmd, env, setup.as_deref(), model_proxy.as_ref())
+        }
         Some(AgentSpec::Replay { path }) => replay::run(trial, path),
+        Some(AgentSpec::Model(m)) => model::run(trial, m),
         None => AgentEnd::infra("no agent declared".into()),
     }
 }

@@ -165,6 +165,17 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     super::judge_host::register(lua, &h)?;
     h.raw_set("env", lua.create_function(|lua, ()| super::env(lua))?)?;
     h.raw_set("validating", lua.create_function(|lua, ()| Ok(validating(lua)))?)?;
+    // Model configuration (issue 5): only EVALUA_* variables are readable; keys never enter Lua.
+    h.raw_set(
+        "getenv",
+        lua.create_function(|_, name: String| {
+            if !name.starts_with("EVALUA_") {
+                return err(format!("only variables named EVALUA_* are readable, got {name}"));
+            }
+            Ok(std::env::var(&name).ok().filter(|v| !v.is_empty()))
+        })?,
+    )?;
+    h.raw_set("model_configured", lua.create_function(|_, provider: String| Ok(crate::model::configured(&provider)))?)?;
     // The case a trial runs: re-running the suite in a trial only materialises that one.
     h.raw_set("target", lua.create_function(|lua, ()| lua.named_registry_value::<Option<String>>("evalua.target"))?)?;
 

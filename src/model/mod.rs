@@ -20,6 +20,7 @@
 mod anthropic;
 mod openai;
 pub mod price;
+pub mod proxy;
 mod retry;
 
 use std::collections::HashMap;
@@ -62,6 +63,7 @@ pub struct Endpoint {
     /// (local servers).
     pub api_key_env: Option<String>,
     /// Per request (one attempt), connection to last byte.
+    #[serde(rename = "timeout_s", serialize_with = "as_secs")]
     pub timeout: Duration,
     /// Retries after the first attempt, on retryable failures only.
     pub max_retries: u32,
@@ -72,7 +74,12 @@ pub struct Endpoint {
     /// endpoint to use a base URL sets its cap).
     pub max_concurrency: usize,
     /// The first backoff; doubled per retry (with jitter), capped at [`retry::MAX_BACKOFF`].
+    #[serde(rename = "backoff_s", serialize_with = "as_secs")]
     pub backoff: Duration,
+}
+
+fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
 }
 
 impl Endpoint {
