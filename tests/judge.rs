@@ -613,3 +613,34 @@ return suite
     }
     assert!(c["evidence"]["prompt_sha256"].is_string(), "{c}");
 }
+
+#[test]
+fn a_bad_judge_model_is_a_user_error_with_its_line() {
+    let s = r#"local evalua = require("evalua")
+local judge = require("evalua.judge")
+local suite = evalua.suite { name = "bad", agent = evalua.agent.scripted(function() return "x" end) }
+suite:case { id = "c", input = "x", expect = {
+  judge.rubric { "polite", model = judge.model { model = "m", base_url = "ftp://nope" } } } }
+return suite
+"#;
+    let dir = project(&[("s.lua", s)]);
+    crate::common::assert_user_error(
+        &evalua_env(dir.path(), &["check", "s.lua"], &[]),
+        "s.lua:5: judge.model: 'base_url'",
+    );
+    let s2 = s.replace(
+        r#"judge.model { model = "m", base_url = "ftp://nope" }"#,
+        r#"evalua.model { base_url = "http://x/v1" }"#,
+    );
+    std::fs::write(dir.path().join("s.lua"), s2).unwrap();
+    crate::common::assert_user_error(
+        &evalua_env(dir.path(), &["check", "s.lua"], &[]),
+        "'model' is required for a judge",
+    );
+    let s3 = s.replace(
+        r#"model = judge.model { model = "m", base_url = "ftp://nope" }"#,
+        r#"panel = { "a", "b" }, model = "m""#,
+    );
+    std::fs::write(dir.path().join("s.lua"), s3).unwrap();
+    crate::common::assert_user_error(&evalua_env(dir.path(), &["check", "s.lua"], &[]), "not both");
+}

@@ -8,18 +8,21 @@
 ---@class evalua.judge
 local judge = {}
 
---- A judge model. Reachable by configuration when `base_url` is given, or
---- `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` is set, or the API key variable is set.
+--- A judge model: the options of `evalua.model` (shared with model agents), `model` required.
+--- Reachable by configuration when `base_url` is given, or `EVALUA_OPENAI_BASE_URL` /
+--- `OPENAI_BASE_URL` (`ANTHROPIC_…` for Anthropic) is set, or the API key variable is set.
 ---@class evalua.judge.Model
 ---@field provider? "openai"|"anthropic" the API (default "openai": any OpenAI-compatible server)
 ---@field model string the model name the server knows
----@field base_url? string default `$OPENAI_BASE_URL` or https://api.openai.com/v1 (`$ANTHROPIC_BASE_URL` or https://api.anthropic.com)
+---@field base_url? string default `$EVALUA_OPENAI_BASE_URL`, `$OPENAI_BASE_URL`, else https://api.openai.com/v1 (`ANTHROPIC_…`, https://api.anthropic.com)
 ---@field api_key_env? string the environment variable holding the key (default OPENAI_API_KEY / ANTHROPIC_API_KEY); the key is never written to a run file
 ---@field temperature? number default 0
 ---@field seed? integer passed through to the server
 ---@field max_tokens? integer the judge's answer length limit
 ---@field timeout_s? number per request
 ---@field max_retries? integer retries on 429 / 5xx before the call is a grader error
+---@field prices? { input: number, output: number } USD per million tokens (default: the built-in table)
+---@field max_concurrency? integer requests in flight at once to this base URL
 
 --- Declare a judge model (validated here, resolved against the environment at run time).
 ---@param spec evalua.judge.Model

@@ -1,11 +1,9 @@
 //! The one place a judge talks to a model: through the model client layer
 //! (`crate::model`), with a JSON-schema-constrained answer.
 
-use std::time::Duration;
-
 use serde_json::{Value as Json, json};
 
-use crate::model::{ChatRequest, Endpoint, Message, Provider, Structured};
+use crate::model::{ChatRequest, Message, Structured};
 
 use super::Judge;
 
@@ -44,19 +42,7 @@ impl Reply {
 /// Ask the judge. Err on an API failure (after the client's retries), a
 /// refusal, or an answer that is not JSON: all grader errors.
 pub fn ask(judge: &Judge, req: &Request) -> Result<Reply, String> {
-    let provider = match judge.spec.provider.as_str() {
-        "anthropic" => Provider::Anthropic,
-        _ => Provider::OpenAI,
-    };
-    let mut ep = Endpoint::new(provider, &judge.base_url, &judge.spec.model);
-    // Without its key set the judge is reachable only through a base URL (a local server): send no key.
-    ep.api_key_env = std::env::var(&judge.key_env).ok().filter(|v| !v.trim().is_empty()).map(|_| judge.key_env.clone());
-    if let Some(t) = judge.spec.timeout_s {
-        ep.timeout = Duration::from_secs_f64(t.max(0.001));
-    }
-    if let Some(r) = judge.spec.max_retries {
-        ep.max_retries = r;
-    }
+    let ep = &judge.endpoint;
     let chat = ChatRequest {
         system: Some(req.system.clone()),
         messages: vec![Message::user(req.user.clone())],

@@ -21,7 +21,8 @@ use crate::lua::sha256_hex;
 pub use prompt::Mark;
 use prompt::{Better, TrialData};
 
-/// A judge model as a suite declares it (`judge.model { ... }`).
+/// A judge model as a suite declares it (`judge.model { ... }` or
+/// `evalua.model { ... }`: the same options as model agents, `model` required).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ModelSpec {
     #[serde(default = "default_provider")]
@@ -41,6 +42,10 @@ pub struct ModelSpec {
     pub timeout_s: Option<f64>,
     #[serde(default)]
     pub max_retries: Option<u32>,
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+    #[serde(default)]
+    pub prices: Option<Json>,
 }
 
 fn default_provider() -> String {
@@ -106,8 +111,7 @@ impl JudgeSpec {
 #[derive(Debug, Clone)]
 pub struct Judge {
     pub spec: ModelSpec,
-    pub base_url: String,
-    pub key_env: String,
+    pub endpoint: crate::model::Endpoint,
 }
 
 impl Judge {
@@ -116,7 +120,7 @@ impl Judge {
     }
     /// Model and server: the same model name on another server may answer otherwise.
     pub fn endpoint_id(&self) -> String {
-        format!("{}:{}@{}", self.spec.provider, self.spec.model, self.base_url)
+        format!("{}:{}@{}", self.spec.provider, self.spec.model, self.endpoint.base_url)
     }
     /// Everything about the judge that can change its answer: part of the cache key.
     pub fn cache_id(&self) -> String {
@@ -131,23 +135,27 @@ fn env_nonempty(name: &str) -> Option<String> {
 
 /// Resolve a model spec, or say why it is not reachable by configuration
 /// (then the check is skipped). Reachable: a base URL (in the spec, or
-/// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`) or the API key variable set.
+/// `EVALUA_<P>_BASE_URL` / `<P>_BASE_URL`) or the API key variable set. The
+/// endpoint itself is built as for model agents (`model::endpoint_from_options`).
 pub fn resolve(spec: &ModelSpec) -> Result<Judge, String> {
-    let (base_env, key_default, url_default) = match spec.provider.as_str() {
-        "openai" => ("OPENAI_BASE_URL", "OPENAI_API_KEY", "https://api.openai.com/v1"),
-        "anthropic" => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "https://api.anthropic.com"),
+    let pre = match spec.provider.as_str() {
+        "openai" => "OPENAI",
+        "anthropic" => "ANTHROPIC",
         other => return Err(format!("unknown judge provider '{other}' (openai or anthropic)")),
     };
-    let key_env = spec.api_key_env.clone().unwrap_or_else(|| key_default.to_string());
-    let base = spec.base_url.clone().or_else(|| env_nonempty(base_env));
-    let has_key = env_nonempty(&key_env).is_some();
-    if base.is_none() && !has_key {
+    let key_env = spec.api_key_env.clone().unwrap_or_else(|| format!("{pre}_API_KEY"));
+    let has_base = spec.base_url.is_some()
+        || env_nonempty(&format!("EVALUA_{pre}_BASE_URL")).is_some()
+        || env_nonempty(&format!("{pre}_BASE_URL")).is_some();
+    if !has_base && env_nonempty(&key_env).is_none() {
         return Err(format!(
-            "no judge model reachable for {}:{}: set {key_env} (or {base_env}, or base_url in judge.model)",
+            "no judge model reachable for {}:{}: set {key_env} (or {pre}_BASE_URL, or base_url in the judge's model)",
             spec.provider, spec.model
         ));
     }
-    Ok(Judge { spec: spec.clone(), base_url: base.unwrap_or_else(|| url_default.to_string()), key_env })
+    let options = serde_json::to_value(spec).map_err(|e| e.to_string())?;
+    let endpoint = crate::model::endpoint_from_options(&options)?;
+    Ok(Judge { spec: spec.clone(), endpoint })
 }
 
 /// What a judge check concluded.
@@ -526,7 +534,7 @@ pub fn manifest(suite: &crate::suite::Suite) -> Json {
                     "judge": spec.model_id(),
                     "models": spec.models().iter().map(|m| json!({
                         "provider": m.provider, "model": m.model,
-                        "base_url": resolve(m).ok().map(|j| j.base_url),
+                        "base_url": resolve(m).ok().map(|j| j.endpoint.base_url),
                         "temperature": m.temperature, "seed": m.seed,
                     })).collect::<Vec<_>>(),
                     "prompt_sha256": spec.prompt_hash(),

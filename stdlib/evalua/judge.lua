@@ -18,60 +18,44 @@ local function set(list)
 end
 
 local MODEL_KEYS = set {
-  "kind", "provider", "model", "base_url", "api_key_env", "temperature", "seed", "max_tokens", "timeout_s",
-  "max_retries",
+  "kind", "provider", "model", "base_url", "api_key_env", "prices", "temperature", "seed", "max_tokens", "timeout_s",
+  "max_retries", "max_concurrency",
 }
 local PROVIDERS = set { "openai", "anthropic" }
 
+-- A judge's model: the options of evalua.model (shared with model agents and
+-- simulated users), with `model` required (a judge is calibrated per model)
+-- and temperature 0 unless set.
 local function model_spec(m, what, level)
   level = level + 1
   if type(m) == "string" then
     -- "gpt-4.1-mini" (OpenAI-compatible) or "provider:model"
     local provider, name = m:match("^(%w+):(.+)$")
-    if provider and PROVIDERS[provider] then
-      return { kind = "judge_model", provider = provider, model = name, temperature = 0 }
-    end
-    return { kind = "judge_model", provider = "openai", model = m, temperature = 0 }
+    if provider and PROVIDERS[provider] then m = { provider = provider, model = name } else m = { model = m } end
   end
   if type(m) ~= "table" then
-    error(what .. ": a judge model is judge.model { ... } or a model name, got " .. type(m), level)
+    error(what .. ": a judge model is judge.model { ... } (or evalua.model { ... }) or a model name, got " .. type(m), level)
   end
   for k in pairs(m) do
     if type(k) ~= "string" or not MODEL_KEYS[k] then
-      error(what .. ": unknown key '" .. tostring(k) .. "' in the judge model "
-        .. "(known: provider, model, base_url, api_key_env, temperature, seed, max_tokens, timeout_s, max_retries)", level)
+      error(what .. ": unknown key '" .. tostring(k) .. "' in the judge model (known: provider, model, base_url, "
+        .. "api_key_env, prices, temperature, seed, max_tokens, timeout_s, max_retries, max_concurrency)", level)
     end
-  end
-  local provider = m.provider or "openai"
-  if not PROVIDERS[provider] then
-    error(what .. ": provider must be \"openai\" or \"anthropic\", got " .. tostring(provider), level)
   end
   if type(m.model) ~= "string" or m.model == "" then
-    error(what .. ": 'model' is required (the model name the server knows)", level)
+    error(what .. ": 'model' is required for a judge (its verdicts and calibration are per model)", level)
   end
-  for _, k in ipairs { "base_url", "api_key_env" } do
-    if m[k] ~= nil and type(m[k]) ~= "string" then error(what .. ": '" .. k .. "' must be a string", level) end
-  end
-  for _, k in ipairs { "temperature", "timeout_s" } do
-    if m[k] ~= nil and (type(m[k]) ~= "number" or m[k] < 0) then
-      error(what .. ": '" .. k .. "' must be a non-negative number", level)
-    end
-  end
-  for _, k in ipairs { "seed", "max_tokens", "max_retries" } do
-    if m[k] ~= nil and (math.type(m[k]) ~= "integer" or m[k] < 0) then
-      error(what .. ": '" .. k .. "' must be a non-negative integer", level)
-    end
-  end
-  return {
-    kind = "judge_model", provider = provider, model = m.model, base_url = m.base_url, api_key_env = m.api_key_env,
-    temperature = m.temperature or 0, seed = m.seed, max_tokens = m.max_tokens, timeout_s = m.timeout_s,
-    max_retries = m.max_retries,
-  }
+  local ok, o = pcall(evalua._model_options, what, m, m.provider, 1)
+  if not ok then error(tostring(o):gsub("^[^:]*:%d+: ", ""), level) end
+  o.kind = "judge_model"
+  if o.temperature == nil then o.temperature = 0 end
+  return o
 end
 
 --- A judge model: judge.model { provider = "openai", model = "gpt-4.1-mini", base_url = ..., api_key_env = ... }
 function judge.model(spec)
-  return model_spec(spec, "judge.model", 2)
+  local m = model_spec(spec, "judge.model", 2)   -- not a tail call: errors name the caller's line
+  return m
 end
 
 --- Whether a judge model is reachable by configuration (a key or a base URL), and why not.
