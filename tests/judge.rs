@@ -139,8 +139,13 @@ fn criteria_count(user: &str) -> usize {
 }
 
 fn verdict(passed: &[u32], failed: &[u32], unsure: &[u32]) -> String {
+    let n = passed.iter().chain(failed).chain(unsure).copied().max().unwrap_or(1);
+    let mut evidence = vec![json!({ "criterion": 1, "quote": "refunded 19.90" })];
+    if n >= 2 {
+        evidence.push(json!({ "criterion": 2, "quote": "words nobody wrote" }));
+    }
     json!({
-        "evidence": [{ "criterion": 1, "quote": "" }],
+        "evidence": evidence,
         "passed_criteria": passed, "failed_criteria": failed, "undeterminable": unsure,
         "failure_mode": if failed.is_empty() { Value::Null } else { json!("wrong") }
     })
@@ -299,6 +304,9 @@ case("pair", "PAIR answer", {{
     assert_eq!(c["evidence"]["criteria"][0]["verdict"], "pass");
     assert_eq!(c["evidence"]["criteria"][1]["verdict"], "fail");
     assert_eq!(c["evidence"]["failure_mode"], "wrong");
+    // Quotes are checked against the data the judge saw.
+    assert_eq!(c["evidence"]["quotes"][0]["found_in_data"], true, "{c}");
+    assert_eq!(c["evidence"]["quotes"][1]["found_in_data"], false, "{c}");
 
     // Invalid verdict, refusal, API failure: grader errors, never a score.
     for (case, needle) in [("schema", "schema"), ("refuse", "refus"), ("e500", "500")] {

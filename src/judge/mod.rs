@@ -302,6 +302,9 @@ pub fn rubric(
                 vote["failure_mode"] = raw["failure_mode"].clone();
                 for e in raw["evidence"].as_array().into_iter().flatten() {
                     let q = e["quote"].as_str().unwrap_or("");
+                    if q.trim().is_empty() {
+                        continue;
+                    }
                     quotes.push(json!({ "judge": a.judge, "criterion": e["criterion"], "quote": q,
                                         "found_in_data": prompt::quote_found(q, data) }));
                 }
