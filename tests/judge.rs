@@ -652,3 +652,23 @@ return suite
     std::fs::write(dir.path().join("s.lua"), s3).unwrap();
     crate::common::assert_user_error(&evalua_env(dir.path(), &["check", "s.lua"], &[]), "not both");
 }
+
+#[test]
+fn calibrate_reads_an_item_from_a_run_trace() {
+    let m = judge_server();
+    let rubric = r#"judge.rubric { "The message states the refunded amount", name = "amount", model = J }"#;
+    let cases = format!(r#"case("good", "GOOD refunded 19.90", {{ {rubric} }})"#);
+    let dir = project(&[("s.lua", &suite(&m.url, &cases))]);
+    let o = run(dir.path(), &["run", "s.lua", "--out", "out", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let labels = "{\"trace\": \"out/traces/good.1.json\", \"labels\": [false]}\n";
+    std::fs::write(dir.path().join("labels.jsonl"), labels).unwrap();
+    let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "labels.jsonl"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    // The trace's answer says GOOD: the judge passes it, the human failed it.
+    let table: Vec<&str> = out.lines().filter(|l| l.contains("human ")).collect();
+    assert!(table[1].split_whitespace().eq(["human", "fail", "1", "0"]), "{out}");
+    assert!(out.contains("false-pass rate (judge pass among human fails):  1/1 = 100.0%"), "{out}");
+    assert_eq!(m.count(), 1, "the run's verdict came from the cache");
+}
