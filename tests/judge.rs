@@ -248,7 +248,15 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 fn evalua_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = crate::common::bin();
     c.current_dir(dir).args(args);
-    for k in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EVALUA_JUDGE_CACHE"] {
+    for k in [
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "EVALUA_OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "EVALUA_ANTHROPIC_BASE_URL",
+        "EVALUA_JUDGE_CACHE",
+    ] {
         c.env_remove(k);
     }
     for (k, v) in env {
@@ -671,4 +679,34 @@ fn calibrate_reads_an_item_from_a_run_trace() {
     assert!(table[1].split_whitespace().eq(["human", "fail", "1", "0"]), "{out}");
     assert!(out.contains("false-pass rate (judge pass among human fails):  1/1 = 100.0%"), "{out}");
     assert_eq!(m.count(), 1, "the run's verdict came from the cache");
+}
+
+#[test]
+fn the_judged_refunds_example_skips_its_judges_without_a_model() {
+    let out = tempfile::tempdir().unwrap();
+    let o1 = out.path().join("a");
+    let o = evalua_env(
+        &crate::common::repo(),
+        &["run", "suites/refunds_judged.lua", "-q", "--out", o1.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("skipped (not passed): 6 check result(s): clearer than the reference, reply"),
+        "{}",
+        stdout(&o)
+    );
+    let o2 = out.path().join("b");
+    let o = evalua_env(
+        &crate::common::repo(),
+        &["run", "suites/refunds_judged.lua", "-q", "--require-judge", "--out", o2.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let o = evalua_env(
+        &crate::common::repo(),
+        &["calibrate", "suites/refunds_judged.lua", "--labels", "suites/labels/refunds_judged.jsonl"],
+        &[],
+    );
+    crate::common::assert_user_error(&o, "no judge model reachable");
 }
