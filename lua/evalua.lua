@@ -103,6 +103,7 @@ function evalua.agent.scripted(fn) end
 ---@field setup? string[] a command run in the work dir before the agent; failure is an infra error
 ---@field tools? "protocol"|"mcp" how tools are offered: tool_call lines (default), or an MCP server (streamable HTTP on 127.0.0.1) whose URL is in EVALUA_MCP_URL
 ---@field io? "jsonl"|"plain" how input and the final answer travel: start … final lines (default), or the input as the last argument and stdout (exit 0) as the answer
+---@field model_proxy? boolean|evalua.ModelOptions serve OPENAI_BASE_URL / ANTHROPIC_BASE_URL to the agent on 127.0.0.1 and forward to this endpoint (true: the official ones), recording usage
 
 --- Any program speaking JSON Lines on stdin/stdout (SPEC §4), or with `tools = "mcp"` / `io = "plain"` an MCP client: one process per trial, scrubbed environment, own process group.
 ---@param spec evalua.CommandAgentSpec
@@ -114,8 +115,65 @@ function evalua.agent.command(spec) end
 ---@return evalua.Agent
 function evalua.agent.replay(path) end
 
+--- Options naming a model endpoint (model agents, simulated users, the model proxy, judges).
+---@class evalua.ModelOptions
+---@field provider? "openai"|"anthropic" the API (default "openai": any OpenAI-compatible server)
+---@field model? string the model name (default: the environment variable EVALUA_OPENAI_MODEL / EVALUA_ANTHROPIC_MODEL)
+---@field base_url? string OpenAI-compatible: up to /v1; Anthropic: the host (default: EVALUA_<P>_BASE_URL, then <P>_BASE_URL, then the official URL)
+---@field api_key_env? string the environment variable holding the key (default <P>_API_KEY; optional for a non-official base_url)
+---@field prices? { input: number, output: number } USD per million input / output tokens (overrides the built-in table)
+---@field temperature? number passed through
+---@field seed? integer passed through (OpenAI-compatible only; default: the trial's seed)
+---@field max_tokens? integer output tokens per model call
+---@field timeout_s? number per request (default 120)
+---@field max_retries? integer retries on 429/529/5xx/connection failures (default 4)
+---@field max_concurrency? integer requests in flight to one base URL, process-wide (default 8)
+
+---@class evalua.Model: evalua.ModelOptions
+---@field kind "model"
+
+--- A model endpoint: a model name or options; for `evalua.user.llm { model = ... }`, `model_proxy` and judges.
+---@param spec string|evalua.ModelOptions
+---@return evalua.Model
+function evalua.model(spec) end
+
+--- Whether a model of `provider` ("openai" by default) is reachable by configuration (a base URL or API key in the environment).
+---@param provider? "openai"|"anthropic"
+---@return boolean
+function evalua.model_configured(provider) end
+
+--- The value of an environment variable named EVALUA_* (nil when unset); other names (API keys among them) raise.
+---@param name string
+---@return string|nil
+function evalua.getenv(name) end
+
+---@class evalua.ModelAgentSpec: evalua.ModelOptions
+---@field system? string the system prompt, or the path (relative to the suite) of a file holding it; its sha256 goes into the manifest
+---@field max_turns? integer model calls (steps of the tool loop) per trial (default 20)
+
+--- A model-driven tool loop in the host over the OpenAI-compatible Chat Completions API (OpenAI, vLLM, llama.cpp, Ollama).
+---@param spec evalua.ModelAgentSpec
+---@return evalua.Agent
+function evalua.agent.openai(spec) end
+
+--- A model-driven tool loop in the host over the Anthropic Messages API.
+---@param spec evalua.ModelAgentSpec
+---@return evalua.Agent
+function evalua.agent.anthropic(spec) end
+
 --- Simulated-user constructors, for a case's `user` (multi-turn cases).
 evalua.user = {}
+
+---@class evalua.LlmUserSpec
+---@field profile string who the user is; hidden from the agent
+---@field goal string what the user wants from the conversation
+---@field model? string|evalua.ModelOptions the model playing the user
+---@field max_turns? integer replies the user gives at most (default 10)
+
+--- A simulated user played by a model; it answers each agent message until it says ###STOP###.
+---@param spec evalua.LlmUserSpec
+---@return evalua.User
+function evalua.user.llm(spec) end
 
 --- Fixed user turns: the agent's n-th `env.say` (or message) gets the n-th string as the reply.
 ---@param turns string[] the user's replies, in order
@@ -136,6 +194,7 @@ function evalua.user.script(turns) end
 ---@field agent? evalua.Agent the agent under test (from `evalua.agent.*`; a case may override it)
 ---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
+---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured
 
 --- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
 ---@class evalua.Budget
@@ -169,13 +228,13 @@ function evalua.user.script(turns) end
 
 --- An agent, as made by `evalua.agent.*`.
 ---@class evalua.Agent
----@field kind "scripted" the kind of agent
+---@field kind "scripted"|"command"|"replay"|"openai"|"anthropic" the kind of agent
 ---@field path? string absolute path of a scripted agent's file
 ---@field fn? evalua.AgentFn a scripted agent's function
 
 --- A simulated user, as made by `evalua.user.*`.
 ---@class evalua.User
----@field kind "script" the kind of user
+---@field kind "script"|"llm" the kind of user
 ---@field turns string[] the user's replies, in order
 
 --- A declared suite: add tools and cases to it, then `return` it from the suite file.
@@ -266,6 +325,7 @@ function Suite:case(spec) end
 ---@field critical? boolean a failure of a critical check makes the trial `critical` (default false)
 ---@field run fun(t: evalua.Trial): evalua.Verdict, any returns true/false (or `host.SKIP`) and evidence (any JSON-like value)
 ---@field kind? string the constructor that made it (`"sql"`, `"answer"`, `"judge"`, ...)
+---@field judge? table a judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria or question
 
 --- The finished trial, as a check's `run(t)` sees it.
 ---@class evalua.Trial

@@ -15,7 +15,7 @@ use mlua::{Function, Lua, Table, Value};
 use serde_json::Value as Json;
 
 use crate::lua::{self, Segment, convert, limits::Guarded};
-use crate::record::{CallRecord, CallStatus, Message, OutboxItem, Usage};
+use crate::record::{CallRecord, CallStatus, Message, ModelCall, OutboxItem, Usage};
 use crate::suite::{Budget, ToolSpec};
 
 /// Limits on one tool handler call.
@@ -38,6 +38,11 @@ pub struct TrialState {
     pub budget_hit: Option<String>,
     /// Set by a handler's `ctx.deny(reason)`: the call is recorded as `denied`.
     pub denied: Option<String>,
+    /// Model calls made for the trial (model agents, simulated users, the model proxy).
+    pub model_calls: Vec<ModelCall>,
+    /// Set when something the harness provides (a simulated user's model)
+    /// failed: the trial is then an infrastructure error.
+    pub infra: Option<String>,
 }
 
 impl TrialState {
@@ -50,6 +55,8 @@ impl TrialState {
             usage: Usage::default(),
             budget_hit: None,
             denied: None,
+            model_calls: Vec::new(),
+            infra: None,
         }
     }
     pub fn elapsed_ms(&self) -> f64 {

@@ -166,5 +166,7 @@ pub fn from_manifest(name: &str, threshold: f64, on: &str) -> Result<Gate, Strin
         "upper" => On::Upper,
         _ => On::Point,
     };
-    Ok(Gate { name: name.to_string(), metric: metric(name)?, threshold, on })
+    // A gate added by a flag carries it in parentheses: "skipped_checks (--require-judge)".
+    let metric_name = name.split(" (").next().unwrap_or(name);
+    Ok(Gate { name: name.to_string(), metric: metric(metric_name)?, threshold, on })
 }

@@ -6,14 +6,17 @@
 //! agent + executor + checks) → record (trace, trials.jsonl) → figures → reports.
 
 pub mod agent;
+pub mod calibrate;
 pub mod coding;
 pub mod compare;
 pub mod error;
 pub mod executor;
 pub mod gate;
+pub mod judge;
 pub mod lua;
-pub mod process;
+pub mod model;
 pub mod partition;
+pub mod process;
 pub mod record;
 pub mod report;
 pub mod run;

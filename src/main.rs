@@ -75,6 +75,12 @@ enum Command {
         /// With --baseline: compare even if the suite or its cases changed
         #[arg(long)]
         allow_revision_change: bool,
+        /// Call judge models even when a cached verdict exists (and store none)
+        #[arg(long)]
+        no_cache: bool,
+        /// A skipped judge check (no judge model reachable) fails the run
+        #[arg(long)]
+        require_judge: bool,
     },
     /// Re-render report.md, report.html and junit.xml from a run dir
     Report {
@@ -104,6 +110,20 @@ enum Command {
         /// The merged run dir (must not exist or be empty)
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
+    },
+    /// Run the suite's judge on human-labelled items: kappa, confusion matrix, false pass / false fail rates
+    Calibrate {
+        #[arg(value_name = "SUITE.lua")]
+        suite: PathBuf,
+        /// JSON Lines: one labelled item per line (see README, "Judges")
+        #[arg(long, value_name = "FILE")]
+        labels: PathBuf,
+        /// Calibrate only the rubric with this name
+        #[arg(long, value_name = "NAME")]
+        rubric: Option<String>,
+        /// Call the judge even when a cached verdict exists
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
@@ -138,7 +158,22 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> Result<u8, UserError> {
     match cli.command {
-        Command::Run { suites, trials, jobs, select, seed, out, quiet, skip_invalid, partition, baseline, allow_revision_change } => {
+        Command::Run {
+            suites,
+            trials,
+            jobs,
+            select,
+            seed,
+            out,
+            quiet,
+            skip_invalid,
+            partition,
+            baseline,
+            allow_revision_change,
+            no_cache,
+            require_judge,
+        } => {
+            evalua::judge::cache::set_disabled(no_cache);
             let argv: Vec<String> = std::env::args().collect();
             let jobs = jobs
                 .map(|j| j as usize)
@@ -149,6 +184,11 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
             let mut plans = Vec::new();
             for path in &suites {
                 let s = suite::load(path)?;
+                if let Some(why) = &s.skip {
+                    // e.g. a model-driven suite with no model configured: not a failure.
+                    println!("skipped: {}: {why}", evalua::lua::display_path(&s.path));
+                    continue;
+                }
                 let mut plan = run::plan(s, trials, &select.filters(), seed)?;
                 evalua::coding::screen(&mut plan, skip_invalid, jobs)?;
                 plans.push(plan);
@@ -160,7 +200,13 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
                 Some(b) => Some(compare::preflight(b, &suites[0], allow_revision_change)?),
                 None => None,
             };
-            for plan in plans {
+            for mut plan in plans {
+                if require_judge {
+                    plan.suite.gates.push(evalua::judge::require_judge_gate());
+                }
+                for w in evalua::judge::calibration_warnings(&plan.suite) {
+                    eprintln!("warning: {w}");
+                }
                 let opts = RunOptions { trials, jobs, filters: select.filters(), seed, progress: !quiet, partition };
                 let run_id = run::new_run_id();
                 let out_dir = out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
@@ -195,6 +241,15 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
             compare::command(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => partition::merge(&dirs, &out),
+        Command::Calibrate { suite: path, labels, rubric, no_cache } => {
+            evalua::judge::cache::set_disabled(no_cache);
+            let s = suite::load(&path)?;
+            let done = evalua::calibrate::run(&s, &labels, rubric.as_deref())?;
+            for c in &done {
+                print!("{}", c.text);
+            }
+            Ok(if done.iter().all(|c| c.compared > 0) { 0 } else { 1 })
+        }
         Command::Check { suites, skip_invalid } => {
             let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             for path in &suites {

@@ -201,6 +201,31 @@ pub struct Trace {
     pub checks: Vec<CheckResult>,
     pub log: Vec<String>,
     pub stderr_tail: Option<String>,
+    /// Every model call made for the trial (model agents, simulated users, the model proxy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_calls: Vec<ModelCall>,
+}
+
+/// One model call: who made it, its usage, cost and latency. Never a key.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ModelCall {
+    /// "agent" (a model agent), "user" (a simulated user) or "proxy" (a command agent's call through the model proxy).
+    pub by: String,
+    pub provider: String,
+    pub model: String,
+    pub started_ms: f64,
+    pub latency_ms: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// From the price table; null when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default)]
+    pub attempts: u32,
+    /// Why the call failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Decide a trial's outcome by the three-valued logic of SPEC §8.

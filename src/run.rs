@@ -404,6 +404,7 @@ fn manifest(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Js
         "grader_sha256": grader_hash,
         "tool_contract_sha256": tools_hash,
         "agent": agent,
+        "judges": crate::judge::manifest(suite),
         "cases": cases,
         "budget": plan.suite.budget,
         "default_deadline_s": DEFAULT_DEADLINE_S,

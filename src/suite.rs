@@ -43,9 +43,20 @@ pub enum AgentSpec {
     /// A scripted agent: a Lua file, or a function defined in the suite.
     Scripted { path: Option<PathBuf> },
     /// A program speaking JSON Lines (SPEC §4), one process per trial.
-    Command { cmd: Vec<String>, env: Vec<String>, setup: Option<Vec<String>>, tools: ToolsVia, io: AgentIo },
+    Command {
+        cmd: Vec<String>,
+        env: Vec<String>,
+        setup: Option<Vec<String>>,
+        tools: ToolsVia,
+        io: AgentIo,
+        /// `model_proxy`: the endpoints the harness's model proxy forwards to.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model_proxy: Option<crate::model::proxy::ProxySpec>,
+    },
     /// A recorded trace's tool calls, fed back through the executor.
     Replay { path: PathBuf },
+    /// A model-driven tool loop in the host (`evalua.agent.openai` / `anthropic`).
+    Model(crate::agent::model::ModelAgent),
 }
 
 /// How a command agent reaches the case's tools.
@@ -78,6 +89,9 @@ pub struct CheckInfo {
     pub kind: Option<String>,
     /// Options the host needs before any trial (`check.tests`: validated on the initial tree).
     pub options: Option<Json>,
+    /// A judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<Json>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -118,6 +132,8 @@ pub struct Suite {
     pub tools: Vec<ToolSpec>,
     pub cases: Vec<CaseSpec>,
     pub sources: Arc<Sources>,
+    /// `skip = "why"` in evalua.suite{}: `evalua run` skips the suite (exit 0) saying why.
+    pub skip: Option<String>,
 }
 
 impl Suite {
@@ -179,7 +195,7 @@ fn strings(t: &Table, k: &str) -> std::result::Result<Vec<String>, String> {
     Ok(opt::<Vec<String>>(t, k)?.unwrap_or_default())
 }
 
-fn read_agent(v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String> {
+fn read_agent(lua: &Lua, v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String> {
     let Some(a) = v else { return Ok(None) };
     let kind: String = opt(&a, "kind")?.unwrap_or_default();
     match kind.as_str() {
@@ -198,8 +214,10 @@ fn read_agent(v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String
                 Some("plain") => AgentIo::Plain,
                 Some(other) => return Err(format!("agent io = '{other}' is not supported")),
             },
+            model_proxy: crate::model::proxy::ProxySpec::read(lua, &a)?,
         })),
         "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
+        "openai" | "anthropic" => Ok(Some(AgentSpec::Model(crate::agent::model::ModelAgent::read(lua, &a)?))),
         other => Err(format!("agent kind '{other}' is not supported")),
     }
 }
@@ -249,6 +267,10 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
                 critical: c.get("critical").map_err(|e| e.to_string())?,
                 kind,
                 options,
+                judge: match c.get::<Value>("judge").map_err(|e| e.to_string())? {
+                    Value::Nil => None,
+                    v => Some(convert::to_json(lua, &v)?),
+                },
             });
         }
         let tools_subset: Option<Vec<String>> = opt(&ct, "tools")?;
@@ -262,7 +284,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             trials: opt::<f64>(&ct, "trials")?.map(|v| v as u32),
             weight: ct.get("weight").map_err(|e| e.to_string())?,
             tools: tools_subset,
-            agent: read_agent(opt(&ct, "agent")?)?,
+            agent: read_agent(lua, opt(&ct, "agent")?)?,
             clock: opt(&ct, "clock")?,
             workdir: opt::<Table>(&ct, "workdir")?.map(|w| crate::workdir::WorkdirSpec::from_lua(&w)).transpose()?,
             checks,
@@ -282,10 +304,14 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         clock: opt(&sandbox, "clock")?,
         workdir: opt::<Table>(&sandbox, "workdir")?.map(|w| crate::workdir::WorkdirSpec::from_lua(&w)).transpose()?,
         gates,
-        agent: read_agent(opt(t, "agent")?)?,
+        agent: read_agent(lua, opt(t, "agent")?)?,
         tools,
         cases,
         sources,
+        skip: opt::<Value>(t, "skip")?.and_then(|v| match v {
+            Value::String(s) => Some(s.to_string_lossy()),
+            _ => None,
+        }),
     };
     for case in &suite.cases {
         if suite.case_agent(case).is_none() {

@@ -99,17 +99,18 @@ pub struct Trial<'p> {
     pub rng: Rc<RefCell<TrialRng>>,
     pub deadline: Instant,
     pub workdir: PathBuf,
-    /// The case's scripted user turns (`evalua.user.script`), in order.
-    pub user_turns: Rc<Vec<String>>,
+    /// The case's user: scripted turns or a simulated user (`evalua.user.*`).
+    pub user: Rc<agent::user::User>,
 }
 
 /// The agent speaks to the user: a turn, counted against `max_turns`.
 /// Returns the user's reply (the next of the case's `evalua.user.script`
-/// turns), or Err(why) when the turn budget is spent.
+/// turns, or the simulated user's answer), or Err(why) when the turn budget
+/// is spent or the simulated user failed (then `state.infra` is set).
 pub fn agent_turn(
     state: &RefCell<TrialState>,
     max_turns: Option<u32>,
-    user_turns: &[String],
+    user: &agent::user::User,
     text: String,
 ) -> Result<Option<String>, String> {
     let mut st = state.borrow_mut();
@@ -123,7 +124,16 @@ pub fn agent_turn(
     st.usage.turns += 1;
     let said = st.messages.iter().filter(|m| m.role == "agent").count();
     st.messages.push(record::Message { role: "agent".into(), content: text, call_id: None });
-    let reply = user_turns.get(said).cloned();
+    let reply = match user {
+        agent::user::User::Script(turns) => turns.get(said).cloned(),
+        agent::user::User::None => None,
+        agent::user::User::Llm(u) => {
+            drop(st);
+            let r = u.reply(state).inspect_err(|e| state.borrow_mut().infra = Some(e.clone()))?;
+            st = state.borrow_mut();
+            r
+        }
+    };
     if let Some(r) = &reply {
         st.messages.push(record::Message { role: "user".into(), content: r.clone(), call_id: None });
     }
@@ -131,8 +141,13 @@ pub fn agent_turn(
 }
 
 impl Trial<'_> {
+    /// Whether the case has a (scripted or simulated) user to talk to.
+    pub fn has_user(&self) -> bool {
+        self.user.is_some()
+    }
+
     pub fn agent_says(&self, text: String) -> Result<Option<String>, String> {
-        agent_turn(&self.state, self.plan.suite.budget.max_turns, &self.user_turns, text)
+        agent_turn(&self.state, self.plan.suite.budget.max_turns, &self.user, text)
     }
 }
 
@@ -175,7 +190,11 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
         Ok(trial) => {
             let lua = trial.lua.clone();
             let trips = lua::limits(&lua).trips();
-            let end = agent::drive(&trial);
+            let mut end = agent::drive(&trial);
+            if let Some(e) = trial.state.borrow_mut().infra.take() {
+                // A model the harness needed (a simulated user) failed: not the agent's fault.
+                end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra(e) };
+            }
             let out = finish(trial, end, started);
             retire_if_dirty(&lua, trips);
             keep_suite_if_unchanged(&lua);
@@ -224,6 +243,7 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         checks: Vec::new(),
         log: Vec::new(),
         stderr_tail: None,
+        model_calls: Vec::new(),
     };
     TrialOutput { record, trace }
 }
@@ -378,12 +398,7 @@ fn prepare<'p>(
     let deadline = Instant::now() + Duration::from_secs_f64(deadline_s);
     lua::work::install_ctx(&lua, &ctx, workdir, &state, deadline).map_err(|e| e.to_string())?;
 
-    let user_turns: Vec<String> = case_table
-        .get::<Option<Table>>("user")
-        .ok()
-        .flatten()
-        .and_then(|u| u.get::<Option<Vec<String>>>("turns").ok().flatten())
-        .unwrap_or_default();
+    let user = agent::user::User::read(&lua, &case_table, seed, deadline)?;
     let executor = Rc::new(Executor { tools: case.tools.clone(), budget: plan.suite.budget.clone() });
     state.borrow_mut().messages.push(record::Message {
         role: "user".into(),
@@ -405,7 +420,7 @@ fn prepare<'p>(
         rng,
         deadline,
         workdir: workdir.to_path_buf(),
-        user_turns: Rc::new(user_turns),
+        user: Rc::new(user),
     })
 }
 
@@ -538,6 +553,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         checks,
         log,
         stderr_tail: end.stderr_tail,
+        model_calls: st.model_calls.clone(),
     };
     TrialOutput { record, trace }
 }
@@ -600,6 +616,10 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd) -> Vec<CheckResult> {
                 match first {
                     Value::Boolean(b) => r.passed = Some(b),
                     Value::LightUserData(p) if Value::LightUserData(p) == lua::host::SKIP => r.skipped = true,
+                    Value::LightUserData(p) if Value::LightUserData(p) == lua::host::UNDECIDED => {
+                        let msg = it.next().and_then(|m| m.as_string().map(|s| s.to_string_lossy()));
+                        r.error = Some(msg.unwrap_or_else(|| "the check could not decide".into()));
+                    }
                     other => {
                         r.error =
                             Some(format!("a check must return true or false (and evidence), got {}", other.type_name()))

@@ -18,6 +18,37 @@ host.null = nil
 ---@type lightuserdata
 host.SKIP = nil
 
+--- Return it as a check's first value for "a grader error, with evidence":
+--- `return host.UNDECIDED, evidence, message` (a judge's invalid or undeterminable verdict keeps its votes).
+---@type lightuserdata
+host.UNDECIDED = nil
+
+--- Run a rubric judge on the trial `t` (stdlib/evalua/judge.lua builds `spec`).
+--- Returns what a check returns: true/false and evidence, `host.SKIP` and why,
+--- or `host.UNDECIDED`, evidence and a message (a grader error).
+---@param spec table `{ type = "rubric", name, criteria, models, panel }`
+---@param t evalua.Trial
+---@return any verdict
+---@return any evidence
+---@return string? message
+function host.judge_rubric(spec, t) end
+
+--- Compare `a` with `b` (the task taken from `t`) in both orders; a tie when the orders disagree.
+---@param spec table `{ type = "pairwise", name, question, models, pass }`
+---@param a string
+---@param b string
+---@param t evalua.Trial
+---@return any verdict
+---@return any evidence
+---@return string? message
+function host.judge_pairwise(spec, a, b, t) end
+
+--- Whether a judge model is reachable by configuration (a base URL or its API key variable set), and why not.
+---@param model table a `judge.model { ... }` table
+---@return boolean reachable
+---@return string? why_not
+function host.judge_reachable(model) end
+
 --- True while loading a suite (declarations are validated); false in a trial,
 --- which re-runs an already validated suite only to get its functions back.
 ---@return boolean
@@ -161,3 +192,13 @@ function host.glob_match(patterns, path) end
 function host.find_secrets(names, patterns, items) end
 
 return host
+
+--- The value of an environment variable named EVALUA_* (nil when unset or empty); other names raise.
+---@param name string
+---@return string|nil
+function host.getenv(name) end
+
+--- Whether a model of `provider` is reachable by configuration (a base URL or an API key in the environment).
+---@param provider "openai"|"anthropic"
+---@return boolean
+function host.model_configured(provider) end

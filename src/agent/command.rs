@@ -25,6 +25,7 @@ use serde_json::{Value as Json, json};
 
 use super::mcp::{self, Event};
 use crate::executor::usage_budget;
+use crate::model::proxy::{Proxy, ProxySpec};
 use crate::record::{CallRecord, Ended};
 use crate::suite::{AgentIo, ToolsVia};
 use crate::trial::{AgentEnd, Trial};
@@ -37,6 +38,8 @@ pub const STDERR_TAIL: usize = 8 * 1024;
 const QUOTE: usize = 200;
 /// How long a process may take to exit after its final message.
 const GRACE: Duration = Duration::from_millis(200);
+/// How often the protocol loop looks at the model proxy's budget.
+const PROXY_POLL: Duration = Duration::from_millis(50);
 
 /// The trial's process group; killed (all of it) when dropped.
 struct Group {
@@ -218,6 +221,7 @@ pub fn run(
     setup_cmd: Option<&[String]>,
     tools: ToolsVia,
     io: AgentIo,
+    model_proxy: Option<&ProxySpec>,
 ) -> AgentEnd {
     if let Err(e) = std::fs::create_dir_all(&trial.workdir) {
         return AgentEnd::infra(format!("cannot create the trial's work dir: {e}"));
@@ -241,6 +245,30 @@ pub fn run(
     if let Some(s) = &server {
         c.env(mcp::URL_VAR, &s.url);
     }
+    // The model proxy: its address and a per-trial dummy key replace whatever
+    // the suite passed through (the real keys stay in the harness).
+    let proxy = match model_proxy {
+        None => None,
+        Some(spec) => {
+            let started = trial.state.borrow().started;
+            match Proxy::start(
+                spec.openai.clone(),
+                spec.anthropic.clone(),
+                trial.plan.suite.budget.clone(),
+                trial.deadline,
+                started,
+            ) {
+                Ok(p) => Some(p),
+                Err(e) => return AgentEnd::infra(format!("cannot start the model proxy: {e}")),
+            }
+        }
+    };
+    if let Some(p) = &proxy {
+        c.env("OPENAI_BASE_URL", p.openai_base_url())
+            .env("OPENAI_API_KEY", &p.dummy_key)
+            .env("ANTHROPIC_BASE_URL", p.anthropic_base_url())
+            .env("ANTHROPIC_API_KEY", &p.dummy_key);
+    }
     match io {
         AgentIo::Jsonl => c.stdin(Stdio::piped()),
         AgentIo::Plain => c.arg(&trial.case.spec.input).stdin(Stdio::null()),
@@ -260,8 +288,10 @@ pub fn run(
     let stderr = drain_stderr(group.child.stderr.take().expect("piped"));
 
     let mut end = match io {
-        AgentIo::Jsonl => converse(trial, &mut stdin, &events, &mut group, server.as_ref().map(|s| s.url.as_str())),
-        AgentIo::Plain => plain(trial, &events, &mut group),
+        AgentIo::Jsonl => {
+            converse(trial, &mut stdin, &events, &mut group, server.as_ref().map(|s| s.url.as_str()), proxy.as_ref())
+        }
+        AgentIo::Plain => plain(trial, &events, &mut group, proxy.as_ref()),
     };
     drop(stdin);
     if end.ended == Ended::Final {
@@ -272,8 +302,43 @@ pub fn run(
     // Calls still in flight get "the trial has ended".
     drop(server);
     drop(events);
+    if let Some(p) = &proxy
+        && let Some(why) = sync_proxy(trial, p)
+        && end.ended == Ended::Final
+    {
+        end = AgentEnd::budget(&why);
+    }
     end.stderr_tail = tail_of(&stderr);
     end
+}
+
+/// Move the proxy's recorded calls into the trial; returns the budget spent, if any.
+fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<String> {
+    let calls = p.take_calls();
+    let mut st = trial.state.borrow_mut();
+    for c in calls {
+        st.usage.input_tokens += c.input_tokens;
+        st.usage.output_tokens += c.output_tokens;
+        st.usage.cost_usd += c.cost_usd.unwrap_or(0.0);
+        st.model_calls.push(c);
+    }
+    let why = p.budget_hit();
+    if why.is_some() && st.budget_hit.is_none() {
+        st.budget_hit = why.clone();
+    }
+    why
+}
+
+/// How long to wait for the agent's next event: with a model proxy, short
+/// enough to look at its budget in between. Err(end) when the proxy spent one.
+fn next_wait(trial: &Trial<'_>, proxy: Option<&Proxy>, left: Duration) -> Result<Duration, AgentEnd> {
+    match proxy {
+        None => Ok(left),
+        Some(p) => match sync_proxy(trial, p) {
+            Some(why) => Err(AgentEnd::budget(&why)),
+            None => Ok(left.min(PROXY_POLL)),
+        },
+    }
 }
 
 /// One tool call through the trial's executor; Err(why) when it spent a budget (the trial ends).
@@ -293,14 +358,18 @@ fn mcp_call(trial: &Trial<'_>, c: mcp::McpCall) -> Result<(), AgentEnd> {
 }
 
 /// Plain io: the agent's whole stdout is its answer when it exits 0.
-fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group) -> AgentEnd {
+fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group, proxy: Option<&Proxy>) -> AgentEnd {
     let mut end = AgentEnd::running();
     let mut out = Vec::new();
     let mut eof = false;
     loop {
         let left = trial.deadline.saturating_duration_since(Instant::now());
         // After stdout closed, only tool calls can still arrive: poll for the exit meanwhile.
-        let wait = if eof { left.min(Duration::from_millis(2)) } else { left };
+        let wait = match next_wait(trial, proxy, left) {
+            Ok(w) if eof => w.min(Duration::from_millis(2)),
+            Ok(w) => w,
+            Err(end) => return end,
+        };
         match events.recv_timeout(wait) {
             Ok(Event::Out(b)) => out.extend_from_slice(&b),
             Ok(Event::TooLong(prefix)) => {
@@ -314,7 +383,7 @@ fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group) -> Agen
                 }
             }
             Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => eof = true,
-            Err(RecvTimeoutError::Timeout) if !eof || left.is_zero() => {
+            Err(RecvTimeoutError::Timeout) if Instant::now() >= trial.deadline => {
                 end.ended = Ended::Deadline;
                 end.error = Some("the agent did not finish before the deadline".into());
                 return end;
@@ -342,6 +411,7 @@ fn converse(
     events: &Receiver<Event>,
     group: &mut Group,
     mcp_url: Option<&str>,
+    proxy: Option<&Proxy>,
 ) -> AgentEnd {
     let mut end = AgentEnd::running();
     let tools: Vec<Json> = trial
@@ -365,7 +435,11 @@ fn converse(
     };
     loop {
         let left = trial.deadline.saturating_duration_since(Instant::now());
-        let event = match events.recv_timeout(left) {
+        let wait = match next_wait(trial, proxy, left) {
+            Ok(w) => w,
+            Err(end) => return end,
+        };
+        let event = match events.recv_timeout(wait) {
             Ok(Event::Call(c)) => {
                 if let Err(e) = mcp_call(trial, c) {
                     return e;
@@ -373,6 +447,7 @@ fn converse(
                 continue;
             }
             Ok(ev @ (Event::Out(_) | Event::TooLong(_))) => ev,
+            Err(RecvTimeoutError::Timeout) if Instant::now() < trial.deadline => continue,
             Err(RecvTimeoutError::Timeout) => {
                 stop(&mut end, Ended::Deadline, "the agent did not finish before the deadline".into());
                 return end;
@@ -425,6 +500,8 @@ fn converse(
                     return AgentEnd::budget(&why);
                 }
             }
+            // With a model proxy, the proxy's accounting counts, not the agent's word.
+            "usage" if proxy.is_some() => {}
             "usage" => {
                 let n = |k: &str| msg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
                 let mut st = trial.state.borrow_mut();

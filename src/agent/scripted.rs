@@ -121,12 +121,11 @@ fn env_table(trial: &Trial<'_>) -> mlua::Result<Table> {
 
     env.raw_set("random", random_fn(lua, trial.rng.clone())?)?;
 
-    let (state, max_turns, user_turns) =
-        (trial.state.clone(), trial.plan.suite.budget.max_turns, trial.user_turns.clone());
+    let (state, max_turns, user) = (trial.state.clone(), trial.plan.suite.budget.max_turns, trial.user.clone());
     env.raw_set(
         "say",
         lua.create_function(move |_, text: String| {
-            agent_turn(&state, max_turns, &user_turns, text)
+            agent_turn(&state, max_turns, &user, text)
                 .map_err(|why| mlua::Error::runtime(format!("budget spent: {why}")))
         })?,
     )?;

@@ -23,6 +23,12 @@ thread_local! {
 /// A light userdata that is not `evalua.null` (NULL): a dangling, never-read address.
 pub const SKIP: Value = Value::LightUserData(mlua::LightUserData(std::ptr::dangling_mut::<std::ffi::c_void>()));
 
+/// The value a check returns first to say "a grader error, with evidence":
+/// `return host.UNDECIDED, evidence, message` (a judge's invalid or
+/// undeterminable verdict keeps its votes). Another dangling address (2).
+pub const UNDECIDED: Value =
+    Value::LightUserData(mlua::LightUserData(std::ptr::dangling_mut::<u16>() as *mut std::ffi::c_void));
+
 /// Compile (once per thread) and use a regex.
 pub fn with_regex<R>(pattern: &str, f: impl FnOnce(&Regex) -> R) -> Result<R, String> {
     REGEXES.with(|cache| {
@@ -155,8 +161,21 @@ pub fn register(lua: &Lua) -> mlua::Result<()> {
     h.raw_set("null", null)?;
     // Returned by a check as its first value: "could not be decided here" (e.g. no judge configured).
     h.raw_set("SKIP", SKIP)?;
+    h.raw_set("UNDECIDED", UNDECIDED)?;
+    super::judge_host::register(lua, &h)?;
     h.raw_set("env", lua.create_function(|lua, ()| super::env(lua))?)?;
     h.raw_set("validating", lua.create_function(|lua, ()| Ok(validating(lua)))?)?;
+    // Model configuration (issue 5): only EVALUA_* variables are readable; keys never enter Lua.
+    h.raw_set(
+        "getenv",
+        lua.create_function(|_, name: String| {
+            if !name.starts_with("EVALUA_") {
+                return err(format!("only variables named EVALUA_* are readable, got {name}"));
+            }
+            Ok(std::env::var(&name).ok().filter(|v| !v.is_empty()))
+        })?,
+    )?;
+    h.raw_set("model_configured", lua.create_function(|_, provider: String| Ok(crate::model::configured(&provider)))?)?;
     // The case a trial runs: re-running the suite in a trial only materialises that one.
     h.raw_set("target", lua.create_function(|lua, ()| lua.named_registry_value::<Option<String>>("evalua.target"))?)?;
 

@@ -130,6 +130,16 @@ impl Limits {
         }
     }
 
+    /// Move every active deadline `by` later: time spent blocked in the host
+    /// (waiting for a judge model) is not the script's time.
+    pub fn extend_deadlines(&self, by: std::time::Duration) {
+        for seg in self.stack.borrow_mut().iter_mut() {
+            if let Some(d) = &mut seg.deadline {
+                *d += by;
+            }
+        }
+    }
+
     /// How many times a limit has stopped code in this state.
     pub fn trips(&self) -> u64 {
         self.trips.get()

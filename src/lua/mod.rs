@@ -10,6 +10,7 @@
 pub mod convert;
 pub mod db;
 pub mod host;
+pub mod judge_host;
 pub mod limits;
 pub mod reuse;
 pub mod work;

@@ -78,6 +78,79 @@ local function expect_list_of_strings(what, key, v, level)
 end
 
 ----------------------------------------------------------------------------
+-- Models: model-driven agents, simulated users (and judges) name an endpoint.
+
+local MODEL_KEYS = set {
+  "provider", "model", "base_url", "api_key_env", "prices", "temperature", "seed", "max_tokens",
+  "timeout_s", "max_retries", "max_concurrency",
+}
+local PROVIDERS = set { "openai", "anthropic" }
+
+-- Validate the endpoint options in `spec` (keys in MODEL_KEYS) and return them
+-- as a normalised table { kind = "model", provider = ..., ... }. Defaults the
+-- host fills in at load time: base_url from EVALUA_<P>_BASE_URL (then
+-- <P>_BASE_URL, then the official URL), model from EVALUA_<P>_MODEL, the key
+-- from <P>_API_KEY. The key itself never enters Lua.
+function M._model_options(what, spec, provider, level)
+  provider = spec.provider or provider or "openai"
+  if not PROVIDERS[provider] then
+    fail(level + 1, what .. ": 'provider' must be \"openai\" or \"anthropic\", got " .. tostring(provider))
+  end
+  for _, k in ipairs { "model", "base_url", "api_key_env" } do
+    expect_type(what, k, spec[k], "string", level + 1)
+  end
+  for _, k in ipairs { "temperature", "timeout_s" } do
+    expect_type(what, k, spec[k], "number", level + 1)
+  end
+  for _, k in ipairs { "seed", "max_tokens", "max_retries", "max_concurrency" } do
+    local v = spec[k]
+    if v ~= nil and (math.type(v) ~= "integer" or v < 0) then
+      fail(level + 1, string.format("%s: '%s' must be a non-negative integer, got %s", what, k, tostring(v)))
+    end
+  end
+  if spec.prices ~= nil then
+    check_keys(what .. ".prices", spec.prices, set { "input", "output" }, level + 1)
+    for _, k in ipairs { "input", "output" } do
+      local v = spec.prices[k]
+      if type(v) ~= "number" or v < 0 then
+        fail(level + 1, string.format("%s.prices.%s must be a non-negative number (USD per million tokens)", what, k))
+      end
+    end
+  end
+  if spec.base_url ~= nil and not spec.base_url:match("^https?://") then
+    fail(level + 1, what .. ": 'base_url' must start with http:// or https://, got " .. spec.base_url)
+  end
+  return {
+    kind = "model", provider = provider, model = spec.model, base_url = spec.base_url,
+    api_key_env = spec.api_key_env, prices = spec.prices, temperature = spec.temperature, seed = spec.seed,
+    max_tokens = spec.max_tokens, timeout_s = spec.timeout_s, max_retries = spec.max_retries,
+    max_concurrency = spec.max_concurrency,
+  }
+end
+
+--- A model endpoint, for `evalua.user.llm { model = ... }` and judges.
+function M.model(spec)
+  if type(spec) == "string" then spec = { model = spec } end
+  check_keys("evalua.model", spec, MODEL_KEYS, 2)
+  return M._model_options("evalua.model", spec, nil, 2)
+end
+
+--- Whether a model of `provider` ("openai" by default) is reachable by
+--- configuration: a base URL or an API key is set in the environment.
+function M.model_configured(provider)
+  return host.model_configured(provider or "openai")
+end
+
+--- The value of an environment variable whose name starts with EVALUA_ (nil
+--- when unset). Other variables (API keys among them) are not readable.
+function M.getenv(name)
+  if type(name) ~= "string" or not name:match("^EVALUA_") then
+    fail(2, "evalua.getenv: only variables named EVALUA_* are readable, got " .. tostring(name))
+  end
+  return host.getenv(name)
+end
+
+----------------------------------------------------------------------------
 -- Agents and users
 
 M.agent = {}
@@ -96,7 +169,7 @@ function M.agent.scripted(f)
   fail(2, "evalua.agent.scripted expects a file path or a function, got " .. type(f))
 end
 
-local COMMAND_KEYS = set { "cmd", "env", "cwd", "setup", "tools", "io" }
+local COMMAND_KEYS = set { "cmd", "env", "cwd", "setup", "tools", "io", "model_proxy" }
 
 --- Any program, any language, speaking JSON Lines on stdin/stdout (SPEC §4).
 --- One process per trial, in a fresh work dir, with a scrubbed environment
@@ -120,7 +193,18 @@ function M.agent.command(spec)
   if spec.io ~= nil and spec.io ~= "jsonl" and spec.io ~= "plain" then
     fail(2, "evalua.agent.command: io = " .. string.format("%q", tostring(spec.io)) .. " is not one of \"jsonl\" (start ... final) or \"plain\" (input as the last argument, stdout as the answer)")
   end
-  return { kind = "command", cmd = spec.cmd, env = spec.env or {}, setup = spec.setup, tools = spec.tools, io = spec.io }
+  local proxy = spec.model_proxy
+  if proxy ~= nil and proxy ~= true and proxy ~= false then
+    if type(proxy) ~= "table" then
+      fail(2, "evalua.agent.command: 'model_proxy' must be true or model options (evalua.model{...}), got " .. type(proxy))
+    end
+    if proxy.kind ~= "model" then
+      check_keys("evalua.agent.command.model_proxy", proxy, MODEL_KEYS, 2)
+      proxy = M._model_options("evalua.agent.command.model_proxy", proxy, nil, 2)
+    end
+  end
+  return { kind = "command", cmd = spec.cmd, env = spec.env or {}, setup = spec.setup, tools = spec.tools, io = spec.io,
+           model_proxy = proxy }
 end
 
 --- Feed a recorded trace's tool calls back through the executor (no agent
@@ -133,6 +217,47 @@ function M.agent.replay(path)
   return { kind = "replay", path = p }
 end
 
+local MODEL_AGENT_KEYS = set {
+  "model", "base_url", "api_key_env", "prices", "temperature", "seed", "max_tokens",
+  "timeout_s", "max_retries", "max_concurrency", "system", "max_turns",
+}
+
+local function model_agent(provider, spec)
+  local what = "evalua.agent." .. provider
+  check_keys(what, spec, MODEL_AGENT_KEYS, 3)
+  local a = M._model_options(what, spec, provider, 3)
+  expect_type(what, "system", spec.system, "string", 3)
+  if spec.max_turns ~= nil and (math.type(spec.max_turns) ~= "integer" or spec.max_turns < 1) then
+    fail(3, what .. ": 'max_turns' must be a positive integer, got " .. tostring(spec.max_turns))
+  end
+  a.kind = provider
+  a.max_turns = spec.max_turns
+  -- `system` is a prompt, or the path (relative to the suite) of a file holding it.
+  if spec.system ~= nil and not spec.system:find("\n") and spec.system:match("%.%w+$") then
+    local p = host.abspath(spec.system)
+    if host.exists(p) then
+      a.system_path = p
+    else
+      fail(3, what .. ": 'system' looks like a file name but no such file: " .. p)
+    end
+  else
+    a.system = spec.system
+  end
+  return a
+end
+
+--- A model-driven tool loop in the host over the OpenAI-compatible Chat Completions API.
+function M.agent.openai(spec)
+  local a = model_agent("openai", spec)   -- not a tail call: errors name the caller's line
+  return a
+end
+
+--- A model-driven tool loop in the host over the Anthropic Messages API.
+function M.agent.anthropic(spec)
+  local a = model_agent("anthropic", spec)   -- not a tail call: errors name the caller's line
+  return a
+end
+
 M.user = {}
 
 --- Fixed user turns for multi-turn cases: each `env.say` / agent message gets the next one.
@@ -142,6 +267,35 @@ function M.user.script(turns)
   end
   expect_list_of_strings("evalua.user.script", "turns", turns, 2)
   return { kind = "script", turns = turns }
+end
+
+local LLM_USER_KEYS = set { "profile", "goal", "model", "max_turns" }
+
+--- A simulated user played by a model: `profile` (hidden from the agent) and
+--- `goal`; it answers each agent message until it says ###STOP### or has
+--- given `max_turns` replies (default 10). `model`: a model name or `evalua.model{}` options.
+function M.user.llm(spec)
+  check_keys("evalua.user.llm", spec, LLM_USER_KEYS, 2)
+  for _, k in ipairs { "profile", "goal" } do
+    if type(spec[k]) ~= "string" or spec[k] == "" then
+      fail(2, "evalua.user.llm: '" .. k .. "' is required (a non-empty string)")
+    end
+  end
+  local model = spec.model
+  if model == nil or type(model) == "string" then
+    model = M._model_options("evalua.user.llm.model", { model = model }, nil, 2)
+  elseif type(model) == "table" then
+    if model.kind ~= "model" then
+      check_keys("evalua.user.llm.model", model, MODEL_KEYS, 2)
+      model = M._model_options("evalua.user.llm.model", model, nil, 2)
+    end
+  else
+    fail(2, "evalua.user.llm: 'model' must be a model name or evalua.model{...}, got " .. type(model))
+  end
+  if spec.max_turns ~= nil and (math.type(spec.max_turns) ~= "integer" or spec.max_turns < 1) then
+    fail(2, "evalua.user.llm: 'max_turns' must be a positive integer")
+  end
+  return { kind = "llm", profile = spec.profile, goal = spec.goal, model = model, max_turns = spec.max_turns }
 end
 
 ----------------------------------------------------------------------------
@@ -157,12 +311,12 @@ local function normalize_check(c, index, level)
   if type(c) == "function" then
     return { name = "check@" .. host.where(c), critical = false, run = c }
   elseif type(c) == "table" and type(c.run) == "function" then
-    check_keys("check", c, set { "name", "critical", "run", "kind", "options" }, level + 1)
+    check_keys("check", c, set { "name", "critical", "run", "kind", "options", "judge" }, level + 1)
     expect_type("check", "name", c.name, "string", level + 1)
     expect_type("check", "critical", c.critical, "boolean", level + 1)
     return {
       name = c.name or ("check@" .. host.where(c.run)), critical = c.critical or false, run = c.run,
-      kind = c.kind, options = c.options,
+      kind = c.kind, options = c.options, judge = c.judge,
     }
   end
   fail(level + 1, string.format("expect[%d]: a check is a function or a table with a 'run' function, got %s", index, type(c)))
@@ -198,7 +352,7 @@ Suite.__index = Suite
 Suite.__metatable = false   -- shared by every trial of a worker: not for changing
 
 local SUITE_KEYS = set {
-  "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed",
+  "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir" }
@@ -287,7 +441,11 @@ function M.suite(spec)
     local err = host.gate_error(spec.gate)
     if err then fail(2, "evalua.suite.gate: " .. err) end
   end
+  if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
+    fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
+  end
   local s = setmetatable({
+    skip = spec.skip or nil,
     name = spec.name,
     version = spec.version,
     description = spec.description,

@@ -1,0 +1,596 @@
+//! LLM judges (SPEC §5): `judge.rubric` (a binary verdict per criterion, one
+//! judge or a panel voting by majority) and `judge.pairwise` (two outputs
+//! compared in both orders).
+//!
+//! Honest by construction: an invalid answer, a refusal or an API failure is a
+//! grader error, never a score; an undeterminable criterion is a grader error
+//! with its own verdict; a judge that cannot be reached by configuration (no
+//! key, no base URL) makes the check *skipped*, never passed. Valid answers
+//! are cached on disk (see [`cache`]), so an unchanged re-run makes no calls.
+
+pub mod cache;
+pub mod client;
+pub mod prompt;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
+
+use crate::lua::sha256_hex;
+pub use prompt::Mark;
+use prompt::{Better, TrialData};
+
+/// A judge model as a suite declares it (`judge.model { ... }` or
+/// `evalua.model { ... }`: the same options as model agents, `model` required).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModelSpec {
+    #[serde(default = "default_provider")]
+    pub provider: String,
+    pub model: String,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+    #[serde(default)]
+    pub prices: Option<Json>,
+}
+
+fn default_provider() -> String {
+    "openai".into()
+}
+
+/// The `judge` table of a judge check, as the suite declared it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JudgeSpec {
+    Rubric {
+        name: String,
+        criteria: Vec<String>,
+        #[serde(default)]
+        models: Vec<ModelSpec>,
+        /// Declared with `panel = {...}` (majority vote) rather than `model =`.
+        #[serde(default)]
+        panel: bool,
+    },
+    Pairwise {
+        name: String,
+        question: String,
+        #[serde(default)]
+        models: Vec<ModelSpec>,
+        /// "a" (a must win) or "a_or_tie" (a must not lose).
+        #[serde(default = "default_pass")]
+        pass: String,
+    },
+}
+
+fn default_pass() -> String {
+    "a_or_tie".into()
+}
+
+impl JudgeSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            JudgeSpec::Rubric { name, .. } | JudgeSpec::Pairwise { name, .. } => name,
+        }
+    }
+    pub fn models(&self) -> &[ModelSpec] {
+        match self {
+            JudgeSpec::Rubric { models, .. } | JudgeSpec::Pairwise { models, .. } => models,
+        }
+    }
+    pub fn prompt_hash(&self) -> String {
+        match self {
+            JudgeSpec::Rubric { criteria, .. } => prompt::rubric_prompt_hash(criteria),
+            JudgeSpec::Pairwise { question, .. } => prompt::pairwise_prompt_hash(question),
+        }
+    }
+    /// The judge's identity for calibration: its model(s), not where they are served.
+    pub fn model_id(&self) -> String {
+        let ids: Vec<String> = self.models().iter().map(|m| format!("{}:{}", m.provider, m.model)).collect();
+        match self {
+            JudgeSpec::Rubric { panel: true, .. } => format!("panel[{}]", ids.join(",")),
+            _ => ids.join(","),
+        }
+    }
+}
+
+/// A judge model resolved against the environment: where to send requests.
+#[derive(Debug, Clone)]
+pub struct Judge {
+    pub spec: ModelSpec,
+    pub endpoint: crate::model::Endpoint,
+}
+
+impl Judge {
+    pub fn id(&self) -> String {
+        format!("{}:{}", self.spec.provider, self.spec.model)
+    }
+    /// Model and server: the same model name on another server may answer otherwise.
+    pub fn endpoint_id(&self) -> String {
+        format!("{}:{}@{}", self.spec.provider, self.spec.model, self.endpoint.base_url)
+    }
+    /// Everything about the judge that can change its answer: part of the cache key.
+    pub fn cache_id(&self) -> String {
+        let s = &self.spec;
+        json!([self.endpoint_id(), s.temperature, s.seed, s.max_tokens]).to_string()
+    }
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Resolve a model spec, or say why it is not reachable by configuration
+/// (then the check is skipped). Reachable: a base URL (in the spec, or
+/// `EVALUA_<P>_BASE_URL` / `<P>_BASE_URL`) or the API key variable set. The
+/// endpoint itself is built as for model agents (`model::endpoint_from_options`).
+pub fn resolve(spec: &ModelSpec) -> Result<Judge, String> {
+    let pre = match spec.provider.as_str() {
+        "openai" => "OPENAI",
+        "anthropic" => "ANTHROPIC",
+        other => return Err(format!("unknown judge provider '{other}' (openai or anthropic)")),
+    };
+    let key_env = spec.api_key_env.clone().unwrap_or_else(|| format!("{pre}_API_KEY"));
+    let has_base = spec.base_url.is_some()
+        || env_nonempty(&format!("EVALUA_{pre}_BASE_URL")).is_some()
+        || env_nonempty(&format!("{pre}_BASE_URL")).is_some();
+    if !has_base && env_nonempty(&key_env).is_none() {
+        return Err(format!(
+            "no judge model reachable for {}:{}: set {key_env} (or {pre}_BASE_URL, or base_url in the judge's model)",
+            spec.provider, spec.model
+        ));
+    }
+    let options = serde_json::to_value(spec).map_err(|e| e.to_string())?;
+    let endpoint = crate::model::endpoint_from_options(&options)?;
+    Ok(Judge { spec: spec.clone(), endpoint })
+}
+
+/// What a judge check concluded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Passed,
+    Failed,
+    /// A grader error: invalid answer, refusal, API failure, undeterminable.
+    Undecided(String),
+    /// Not reachable by configuration: counted as skipped, never passed.
+    Skipped(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Conclusion {
+    pub status: Status,
+    pub evidence: Json,
+    /// A rubric's verdict per criterion, when the judge (or the panel) gave a valid one.
+    pub marks: Option<Vec<Mark>>,
+}
+
+/// One judge's answer to one request (a rubric vote, or one order of a pair).
+struct Answer {
+    judge: String,
+    cached: bool,
+    value: Result<Json, String>,
+    meta: Json,
+}
+
+/// Ask `judge` (or read the cache) and validate with `read`. Only answers that
+/// pass `read` are cached.
+fn ask<T>(
+    judge: &Judge,
+    request: &client::Request,
+    key: &str,
+    cache_dir: &Path,
+    read: impl Fn(&Json) -> Result<T, String>,
+) -> (Answer, Option<T>) {
+    let id = judge.id();
+    if let Some(v) = cache::get(cache_dir, key)
+        && let Ok(t) = read(&v)
+    {
+        return (Answer { judge: id, cached: true, value: Ok(v), meta: json!({}) }, Some(t));
+    }
+    match client::ask(judge, request) {
+        Err(e) => (Answer { judge: id, cached: false, value: Err(e), meta: json!({}) }, None),
+        Ok(reply) => {
+            let meta = reply.meta();
+            match read(&reply.answer) {
+                Ok(t) => {
+                    cache::put(
+                        cache_dir,
+                        key,
+                        json!({ "judge": judge.endpoint_id(), "request": request.name }),
+                        &reply.answer,
+                    );
+                    (Answer { judge: id, cached: false, value: Ok(reply.answer), meta }, Some(t))
+                }
+                Err(e) => {
+                    let mut meta = meta;
+                    meta["answer"] = reply.answer;
+                    (Answer { judge: id, cached: false, value: Err(e), meta }, None)
+                }
+            }
+        }
+    }
+}
+
+fn resolve_all(models: &[ModelSpec]) -> Result<Vec<Judge>, String> {
+    if models.is_empty() {
+        return Err("no judge model configured (give the rubric model = judge.model { ... })".into());
+    }
+    models.iter().map(resolve).collect()
+}
+
+fn mark_str(m: Mark) -> &'static str {
+    match m {
+        Mark::Pass => "pass",
+        Mark::Fail => "fail",
+        Mark::Undeterminable => "undeterminable",
+    }
+}
+
+/// Run a rubric on a trial's data.
+pub fn rubric(
+    criteria: &[String],
+    models: &[ModelSpec],
+    panel: bool,
+    data: &TrialData,
+    cache_dir: &Path,
+) -> Conclusion {
+    let judges = match resolve_all(models) {
+        Ok(j) => j,
+        Err(why) => return Conclusion { status: Status::Skipped(why.clone()), evidence: json!(why), marks: None },
+    };
+    let prompt_hash = prompt::rubric_prompt_hash(criteria);
+    let input_hash = data.hash();
+    let n = criteria.len();
+    let one = |i: usize, judge: &Judge| {
+        let nonce = prompt::nonce();
+        let request = client::Request {
+            name: "rubric_verdict",
+            system: prompt::RUBRIC_SYSTEM.to_string(),
+            user: prompt::rubric_user(criteria, data, &nonce),
+            schema: prompt::rubric_schema(n),
+        };
+        let seat = if panel { i.to_string() } else { "0".into() };
+        let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, &seat);
+        ask(judge, &request, &key, cache_dir, |v| prompt::read_rubric(v, n))
+    };
+    let results: Vec<(Answer, Option<prompt::RubricVerdict>)> = if judges.len() == 1 {
+        vec![one(0, &judges[0])]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = judges.iter().enumerate().map(|(i, j)| s.spawn(move || one(i, j))).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            Answer {
+                                judge: "?".into(),
+                                cached: false,
+                                value: Err("the judge call panicked".into()),
+                                meta: json!({}),
+                            },
+                            None,
+                        )
+                    })
+                })
+                .collect()
+        })
+    };
+
+    let seats = results.len();
+    let valid: Vec<&prompt::RubricVerdict> = results.iter().filter_map(|(_, v)| v.as_ref()).collect();
+    let mut votes = Vec::new();
+    let mut quotes = Vec::new();
+    for (a, v) in &results {
+        let mut vote = json!({ "judge": a.judge, "cached": a.cached });
+        match (&a.value, v) {
+            (Ok(raw), Some(v)) => {
+                vote["marks"] = json!(v.marks.iter().map(|m| mark_str(*m)).collect::<Vec<_>>());
+                vote["failure_mode"] = raw["failure_mode"].clone();
+                for e in raw["evidence"].as_array().into_iter().flatten() {
+                    let q = e["quote"].as_str().unwrap_or("");
+                    if q.trim().is_empty() {
+                        continue;
+                    }
+                    quotes.push(json!({ "judge": a.judge, "criterion": e["criterion"], "quote": q,
+                                        "found_in_data": prompt::quote_found(q, data) }));
+                }
+            }
+            _ => vote["error"] = json!(a.value.as_ref().err().cloned().unwrap_or_else(e_none)),
+        }
+        if let Json::Object(m) = &a.meta {
+            for (k, v) in m {
+                vote[k] = v.clone();
+            }
+        }
+        votes.push(vote);
+    }
+
+    let mut evidence = json!({
+        "judge": if panel { format!("panel of {seats}") } else { judges[0].id() },
+        "prompt_sha256": prompt_hash,
+        "votes": votes,
+    });
+    if !quotes.is_empty() {
+        evidence["quotes"] = json!(quotes);
+    }
+    // A verdict needs a majority of the whole panel: errors count as abstentions.
+    let need = seats / 2 + 1;
+    if valid.len() < need {
+        let first = results.iter().find_map(|(a, _)| a.value.as_ref().err().cloned()).unwrap_or_default();
+        let msg = if seats == 1 {
+            format!("judge error: {first}")
+        } else {
+            format!("judge error: {} of {seats} judges gave no valid verdict (first: {first})", seats - valid.len())
+        };
+        evidence["verdict"] = json!("error");
+        evidence["error"] = json!(msg);
+        return Conclusion { status: Status::Undecided(msg), evidence, marks: None };
+    }
+    let mut per = Vec::new();
+    let mut marks = Vec::new();
+    for (i, c) in criteria.iter().enumerate() {
+        let count = |m: Mark| valid.iter().filter(|v| v.marks[i] == m).count();
+        let (p, f, u) = (count(Mark::Pass), count(Mark::Fail), count(Mark::Undeterminable));
+        let mark = if p >= need {
+            Mark::Pass
+        } else if f >= need {
+            Mark::Fail
+        } else {
+            Mark::Undeterminable
+        };
+        marks.push(mark);
+        let mut entry = json!({ "criterion": c, "verdict": mark_str(mark) });
+        if seats > 1 {
+            entry["votes"] = json!({ "pass": p, "fail": f, "undeterminable": u, "error": seats - valid.len() });
+        }
+        per.push(entry);
+    }
+    evidence["criteria"] = json!(per);
+    if !panel && let Some(v) = valid.first() {
+        evidence["failure_mode"] = v.raw["failure_mode"].clone();
+    }
+    let status = if marks.contains(&Mark::Fail) {
+        Status::Failed
+    } else if let Some(i) = marks.iter().position(|m| *m == Mark::Undeterminable) {
+        let why = if seats > 1 { "no majority of the panel on" } else { "the judge could not determine" };
+        Status::Undecided(format!("undeterminable: {why} criterion {}: {:?}", i + 1, criteria[i]))
+    } else {
+        Status::Passed
+    };
+    evidence["verdict"] = json!(match &status {
+        Status::Passed => "passed",
+        Status::Failed => "failed",
+        _ => "undeterminable",
+    });
+    if let Status::Undecided(m) = &status {
+        evidence["error"] = json!(m);
+    }
+    Conclusion { status, evidence, marks: Some(marks) }
+}
+
+fn e_none() -> String {
+    "no valid verdict".into()
+}
+
+/// Compare `a` and `b` in both orders; a tie when the orders disagree.
+pub fn pairwise(
+    question: &str,
+    models: &[ModelSpec],
+    pass: &str,
+    task: &str,
+    a: &str,
+    b: &str,
+    cache_dir: &Path,
+) -> Conclusion {
+    let judges = match resolve_all(models) {
+        Ok(j) => j,
+        Err(why) => return Conclusion { status: Status::Skipped(why.clone()), evidence: json!(why), marks: None },
+    };
+    let judge = &judges[0];
+    let prompt_hash = prompt::pairwise_prompt_hash(question);
+    let mut orders = Vec::new();
+    let mut winners = Vec::new();
+    for (first, second, label) in [(a, b, "a,b"), (b, a, "b,a")] {
+        let nonce = prompt::nonce();
+        let request = client::Request {
+            name: "pairwise_verdict",
+            system: prompt::PAIRWISE_SYSTEM.to_string(),
+            user: prompt::pairwise_user(question, task, first, second, &nonce),
+            schema: prompt::pairwise_schema(),
+        };
+        let input_hash = sha256_hex(json!([task, first, second]).to_string().as_bytes());
+        let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, "0");
+        let (answer, better) = ask(judge, &request, &key, cache_dir, prompt::read_pairwise);
+        let winner = better.map(|b| match (b, label) {
+            (Better::Tie, _) => "tie",
+            (Better::First, "a,b") | (Better::Second, "b,a") => "a",
+            _ => "b",
+        });
+        let mut o = json!({ "shown": label, "cached": answer.cached, "winner": winner });
+        match &answer.value {
+            Ok(v) => o["evidence"] = v["evidence"].clone(),
+            Err(e) => o["error"] = json!(e),
+        }
+        if let Json::Object(m) = &answer.meta {
+            for (k, v) in m {
+                o[k] = v.clone();
+            }
+        }
+        orders.push(o);
+        winners.push(winner.map(|w| w.to_string()).ok_or_else(|| answer.value.err().unwrap_or_else(e_none)));
+    }
+    let mut evidence =
+        json!({ "judge": judge.id(), "prompt_sha256": prompt_hash, "question": question, "orders": orders });
+    let (w1, w2) = match (&winners[0], &winners[1]) {
+        (Ok(x), Ok(y)) => (x.clone(), y.clone()),
+        (Err(e), _) | (_, Err(e)) => {
+            let msg = format!("judge error: {e}");
+            evidence["winner"] = json!(null);
+            evidence["error"] = json!(msg);
+            return Conclusion { status: Status::Undecided(msg), evidence, marks: None };
+        }
+    };
+    let winner = if w1 == w2 { w1 } else { "tie".to_string() };
+    if winners[0] != winners[1] {
+        evidence["note"] = json!("the two orders disagree: reported as a tie");
+    }
+    let passed = winner == "a" || (winner == "tie" && pass == "a_or_tie");
+    evidence["winner"] = json!(winner);
+    Conclusion { status: if passed { Status::Passed } else { Status::Failed }, evidence, marks: None }
+}
+
+/// Where calibration records of a suite in `suite_dir` live.
+pub fn calibration_dir(suite_dir: &Path) -> PathBuf {
+    suite_dir.join(".evalua").join("calibration")
+}
+
+/// The record file of (judge model, prompt hash).
+pub fn calibration_path(suite_dir: &Path, model_id: &str, prompt_hash: &str) -> PathBuf {
+    let key = sha256_hex(format!("{model_id}\n{prompt_hash}").as_bytes());
+    calibration_dir(suite_dir).join(format!("{}.json", &key[..16]))
+}
+
+/// Whether a rubric's judge has a calibration record for its current prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Calibration {
+    Current(PathBuf),
+    /// A record exists for this rubric and model, but for another prompt.
+    Stale {
+        path: PathBuf,
+        prompt_hash: String,
+    },
+    Missing,
+}
+
+impl Calibration {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Calibration::Current(_) => "current",
+            Calibration::Stale { .. } => "prompt_changed",
+            Calibration::Missing => "none",
+        }
+    }
+}
+
+pub fn calibration(suite_dir: &Path, spec: &JudgeSpec) -> Calibration {
+    let (model_id, hash) = (spec.model_id(), spec.prompt_hash());
+    let p = calibration_path(suite_dir, &model_id, &hash);
+    if p.is_file() {
+        return Calibration::Current(p);
+    }
+    let Ok(rd) = std::fs::read_dir(calibration_dir(suite_dir)) else {
+        return Calibration::Missing;
+    };
+    for e in rd.flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
+        let Ok(v) = serde_json::from_str::<Json>(&text) else { continue };
+        if v["rubric"] == spec.name() && v["judge"] == model_id.as_str() {
+            return Calibration::Stale {
+                path: e.path(),
+                prompt_hash: v["prompt_sha256"].as_str().unwrap_or("").to_string(),
+            };
+        }
+    }
+    Calibration::Missing
+}
+
+/// Every distinct judge check of a suite: (spec, the cases that use it).
+pub fn suite_judges(suite: &crate::suite::Suite) -> Vec<(JudgeSpec, Vec<String>)> {
+    let mut out: Vec<(JudgeSpec, Vec<String>)> = Vec::new();
+    for case in &suite.cases {
+        for c in &case.checks {
+            let Some(j) = &c.judge else { continue };
+            let Ok(spec) = serde_json::from_value::<JudgeSpec>(j.clone()) else { continue };
+            match out.iter_mut().find(|(s, _)| *s == spec) {
+                Some((_, cases)) => cases.push(case.id.clone()),
+                None => out.push((spec, vec![case.id.clone()])),
+            }
+        }
+    }
+    out
+}
+
+/// The manifest's `judges`: each judge check's model(s) and prompt hash.
+pub fn manifest(suite: &crate::suite::Suite) -> Json {
+    Json::Array(
+        suite_judges(suite)
+            .into_iter()
+            .map(|(spec, cases)| {
+                let reachable = !spec.models().is_empty() && spec.models().iter().all(|m| resolve(m).is_ok());
+                json!({
+                    "name": spec.name(),
+                    "type": match spec { JudgeSpec::Rubric { .. } => "rubric", JudgeSpec::Pairwise { .. } => "pairwise" },
+                    "judge": spec.model_id(),
+                    "models": spec.models().iter().map(|m| json!({
+                        "provider": m.provider, "model": m.model,
+                        "base_url": resolve(m).ok().map(|j| j.endpoint.base_url),
+                        "temperature": m.temperature, "seed": m.seed,
+                    })).collect::<Vec<_>>(),
+                    "prompt_sha256": spec.prompt_hash(),
+                    "reachable": reachable,
+                    "calibration": calibration(&suite.dir, &spec).as_str(),
+                    "cases": cases,
+                    "cache": if cache::disabled() { "off".to_string() } else { crate::lua::display_path(&cache::dir(&suite.dir)) },
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Warnings for `evalua run`: reachable rubric judges without a calibration
+/// record for their (model, prompt), or whose prompt changed since.
+pub fn calibration_warnings(suite: &crate::suite::Suite) -> Vec<String> {
+    let mut out = Vec::new();
+    for (spec, _) in suite_judges(suite) {
+        if !matches!(spec, JudgeSpec::Rubric { .. })
+            || spec.models().is_empty()
+            || !spec.models().iter().all(|m| resolve(m).is_ok())
+        {
+            continue;
+        }
+        let suite_path = crate::lua::display_path(&suite.path);
+        match calibration(&suite.dir, &spec) {
+            Calibration::Current(_) => {}
+            Calibration::Missing => out.push(format!(
+                "judge '{}' ({}, prompt {}) has no calibration record: its agreement with humans is unknown \
+                 (evalua calibrate {suite_path} --labels LABELS.jsonl)",
+                spec.name(),
+                spec.model_id(),
+                &spec.prompt_hash()[..12]
+            )),
+            Calibration::Stale { prompt_hash, .. } => out.push(format!(
+                "judge '{}' ({}): its prompt changed since it was calibrated (prompt {} then, {} now); \
+                 re-run evalua calibrate {suite_path} --labels LABELS.jsonl",
+                spec.name(),
+                spec.model_id(),
+                prompt_hash.get(..12).unwrap_or(&prompt_hash),
+                &spec.prompt_hash()[..12]
+            )),
+        }
+    }
+    out
+}
+
+/// `--require-judge`: a gate `skipped_checks = 0` added to the suite's own.
+pub fn require_judge_gate() -> crate::gate::Gate {
+    crate::gate::Gate {
+        name: "skipped_checks (--require-judge)".into(),
+        metric: crate::gate::Metric::SkippedChecks,
+        threshold: 0.0,
+        on: crate::gate::On::Point,
+    }
+}

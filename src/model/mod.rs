@@ -1,0 +1,518 @@
+//! Model clients: OpenAI-compatible Chat Completions (any base URL: OpenAI,
+//! vLLM, llama.cpp's server, Ollama) and Anthropic Messages, behind one
+//! blocking call, [`Endpoint::chat`], made from the trial worker threads.
+//!
+//! Why one shared tokio runtime and `block_on` rather than reqwest's blocking
+//! API: the model proxy (an axum server) needs a tokio runtime anyway, and
+//! reqwest's blocking client starts a runtime thread of its own per client.
+//! One multi-thread runtime with two workers serves the proxy, every client
+//! request and the per-endpoint semaphores; the worker threads (plain std
+//! threads) `block_on` their request. Async code (the proxy) calls
+//! [`Endpoint::chat_async`] instead.
+//!
+//! Errors are strict: a 400, 401, 403 or a quota-exhausted 429 is a
+//! configuration error reported at once; 429 (honouring `retry-after`),
+//! Anthropic's 529, 5xx, connection failures and timeouts are retried with
+//! exponential backoff and jitter, then reported as unavailable. The API key
+//! is read from the environment variable the suite names, sent only in the
+//! request header and scrubbed from every error message.
+
+mod anthropic;
+mod openai;
+pub mod price;
+pub mod proxy;
+mod retry;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+pub use price::Prices;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    OpenAI,
+    Anthropic,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAI => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// Where and how to reach a model. Holds the *name* of the key's environment
+/// variable, never the key.
+#[derive(Debug, Clone, Serialize)]
+pub struct Endpoint {
+    pub provider: Provider,
+    /// OpenAI-compatible: up to and including `/v1` (requests go to
+    /// `{base_url}/chat/completions`). Anthropic: the host (requests go to
+    /// `{base_url}/v1/messages`). Both SDKs' conventions.
+    pub base_url: String,
+    pub model: String,
+    /// The environment variable holding the API key; `None`: send no key
+    /// (local servers).
+    pub api_key_env: Option<String>,
+    /// Per request (one attempt), connection to last byte.
+    #[serde(rename = "timeout_s", serialize_with = "as_secs")]
+    pub timeout: Duration,
+    /// Retries after the first attempt, on retryable failures only.
+    pub max_retries: u32,
+    /// USD per million input / output tokens; `None`: the built-in table
+    /// ([`price::lookup`]), and no cost when the model is not in it.
+    pub prices: Option<Prices>,
+    /// Requests in flight at once to this `base_url`, process-wide (the first
+    /// endpoint to use a base URL sets its cap).
+    pub max_concurrency: usize,
+    /// The first backoff; doubled per retry (with jitter), capped at [`retry::MAX_BACKOFF`].
+    #[serde(rename = "backoff_s", serialize_with = "as_secs")]
+    pub backoff: Duration,
+}
+
+fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl Endpoint {
+    pub fn new(provider: Provider, base_url: &str, model: &str) -> Self {
+        Endpoint {
+            provider,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: model.to_string(),
+            api_key_env: None,
+            timeout: Duration::from_secs(120),
+            max_retries: 4,
+            prices: None,
+            max_concurrency: 8,
+            backoff: Duration::from_millis(500),
+        }
+    }
+
+    /// The official default base URL of a provider.
+    pub fn default_base_url(provider: Provider) -> &'static str {
+        match provider {
+            Provider::OpenAI => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// Prices in force: the endpoint's own, else the built-in table's.
+    pub fn prices(&self) -> Option<Prices> {
+        self.prices.or_else(|| price::lookup(&self.model))
+    }
+
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        self.prices().map(|p| p.cost(usage))
+    }
+
+    /// The API key, read now from the named variable. `Ok(None)`: no key configured.
+    pub fn api_key(&self) -> Result<Option<String>, ModelError> {
+        match &self.api_key_env {
+            None => Ok(None),
+            Some(name) => match std::env::var(name) {
+                Ok(v) if !v.trim().is_empty() => Ok(Some(v.trim().to_string())),
+                _ => Err(ModelError::Config(format!(
+                    "the API key variable {name} is not set (model {} at {})",
+                    self.model, self.base_url
+                ))),
+            },
+        }
+    }
+
+    /// Send one chat request, retrying what is worth retrying. BLOCKING: call
+    /// it from a plain thread (a trial worker); async code uses [`Self::chat_async`].
+    pub fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        block_on(self.chat_async(req))
+    }
+
+    pub async fn chat_async(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let started = Instant::now();
+        let key = self.api_key()?;
+        let mut strategy = match (&req.structured, self.provider) {
+            (None, _) => None,
+            (Some(_), Provider::Anthropic) => Some(Strategy::Tool),
+            (Some(_), Provider::OpenAI) => Some(remembered_strategy(self).unwrap_or(Strategy::JsonSchema)),
+        };
+        let mut attempts = 0u32;
+        loop {
+            let body = match self.provider {
+                Provider::OpenAI => openai::body(self, req, strategy),
+                Provider::Anthropic => anthropic::body(self, req),
+            };
+            let (result, used) = retry::send(self, key.as_deref(), &body).await;
+            attempts += used;
+            let raw = match result {
+                Ok(raw) => raw,
+                Err(retry::Failure::BadRequest(msg))
+                    if strategy == Some(Strategy::JsonSchema) && openai::refuses_json_schema(&msg) =>
+                {
+                    // llama.cpp's server and others refuse `json_schema`: fall back
+                    // to `json_object` with the schema in the prompt, and remember.
+                    strategy = Some(Strategy::JsonObject);
+                    remember_strategy(self, Strategy::JsonObject);
+                    continue;
+                }
+                Err(f) => return Err(redact(f.into_error(), key.as_deref())),
+            };
+            let parsed = match self.provider {
+                Provider::OpenAI => openai::parse(&raw, req),
+                Provider::Anthropic => anthropic::parse(&raw, req),
+            };
+            let mut resp = parsed.map_err(|e| redact(e, key.as_deref()))?;
+            resp.cost_usd = self.cost(&resp.usage);
+            resp.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            resp.attempts = attempts;
+            resp.strategy = strategy.map(|s| s.as_str().to_string());
+            return Ok(resp);
+        }
+    }
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+fn env_prefix(provider: Provider) -> &'static str {
+    match provider {
+        Provider::OpenAI => "OPENAI",
+        Provider::Anthropic => "ANTHROPIC",
+    }
+}
+
+/// Whether a model of `provider` ("openai" | "anthropic") is reachable by
+/// configuration: `EVALUA_<P>_BASE_URL`, `<P>_BASE_URL` or `<P>_API_KEY` is set.
+pub fn configured(provider: &str) -> bool {
+    let p = match provider {
+        "anthropic" => Provider::Anthropic,
+        _ => Provider::OpenAI,
+    };
+    let pre = env_prefix(p);
+    [format!("EVALUA_{pre}_BASE_URL"), format!("{pre}_BASE_URL"), format!("{pre}_API_KEY")]
+        .iter()
+        .any(|n| env_nonempty(n).is_some())
+}
+
+/// An endpoint from the normalised options table the Lua DSL builds
+/// (`evalua.model{}`, `evalua.agent.openai{}`, …), as JSON. Defaults:
+/// `base_url` from `EVALUA_<P>_BASE_URL`, then `<P>_BASE_URL`, then the
+/// official URL; `model` from `EVALUA_<P>_MODEL`; the key from the variable
+/// `api_key_env` names, else `<P>_API_KEY` (required for the official URL,
+/// optional for another one: local servers need none).
+pub fn endpoint_from_options(v: &Json) -> Result<Endpoint, String> {
+    endpoint_options(v, true)
+}
+
+/// As [`endpoint_from_options`]; without `require_model`, no model named
+/// leaves `model` empty (the model proxy then keeps the agent's choice).
+pub fn endpoint_options(v: &Json, require_model: bool) -> Result<Endpoint, String> {
+    let provider = match v.get("provider").and_then(|p| p.as_str()).unwrap_or("openai") {
+        "openai" => Provider::OpenAI,
+        "anthropic" => Provider::Anthropic,
+        other => return Err(format!("unknown model provider '{other}'")),
+    };
+    let pre = env_prefix(provider);
+    let s = |k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from).filter(|x| !x.is_empty());
+    let base_url = s("base_url")
+        .or_else(|| env_nonempty(&format!("EVALUA_{pre}_BASE_URL")))
+        .or_else(|| env_nonempty(&format!("{pre}_BASE_URL")))
+        .unwrap_or_else(|| Endpoint::default_base_url(provider).to_string());
+    let model = match s("model").or_else(|| env_nonempty(&format!("EVALUA_{pre}_MODEL"))) {
+        Some(m) => m,
+        None if !require_model => String::new(),
+        None => return Err(format!("no model named: set 'model' or the environment variable EVALUA_{pre}_MODEL")),
+    };
+    let mut ep = Endpoint::new(provider, &base_url, &model);
+    let default_key = format!("{pre}_API_KEY");
+    ep.api_key_env = match s("api_key_env") {
+        Some(k) => Some(k),
+        None if ep.base_url == Endpoint::default_base_url(provider) => Some(default_key),
+        None => env_nonempty(&default_key).map(|_| default_key),
+    };
+    let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
+    if let Some(t) = f("timeout_s").filter(|t| *t > 0.0) {
+        ep.timeout = Duration::from_secs_f64(t);
+    }
+    if let Some(n) = f("max_retries") {
+        ep.max_retries = n as u32;
+    }
+    if let Some(n) = f("max_concurrency").filter(|n| *n >= 1.0) {
+        ep.max_concurrency = n as usize;
+    }
+    if let Some(p) = v.get("prices").filter(|p| p.is_object()) {
+        ep.prices = Some(Prices {
+            input: p.get("input").and_then(|x| x.as_f64()).unwrap_or(0.0),
+            output: p.get("output").and_then(|x| x.as_f64()).unwrap_or(0.0),
+        });
+    }
+    Ok(ep)
+}
+
+/// How a structured (JSON-schema) answer was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    JsonSchema,
+    JsonObject,
+    Tool,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::JsonSchema => "json_schema",
+            Strategy::JsonObject => "json_object",
+            Strategy::Tool => "tool",
+        }
+    }
+}
+
+fn strategies() -> &'static Mutex<HashMap<(String, String), Strategy>> {
+    static S: OnceLock<Mutex<HashMap<(String, String), Strategy>>> = OnceLock::new();
+    S.get_or_init(Default::default)
+}
+
+fn remembered_strategy(ep: &Endpoint) -> Option<Strategy> {
+    strategies().lock().unwrap().get(&(ep.base_url.clone(), ep.model.clone())).copied()
+}
+
+fn remember_strategy(ep: &Endpoint, s: Strategy) {
+    strategies().lock().unwrap().insert((ep.base_url.clone(), ep.model.clone()), s);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn system(text: impl Into<String>) -> Self {
+        Message { role: Role::System, content: text.into(), tool_calls: Vec::new(), tool_call_id: None }
+    }
+    pub fn user(text: impl Into<String>) -> Self {
+        Message { role: Role::User, content: text.into(), tool_calls: Vec::new(), tool_call_id: None }
+    }
+    pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Message { role: Role::Assistant, content: text.into(), tool_calls, tool_call_id: None }
+    }
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Message {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// Parsed arguments; a string when the model's arguments were not JSON
+    /// (the executor then rejects the call against the tool's schema).
+    pub arguments: Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolSchema {
+    pub name: String,
+    pub description: String,
+    pub parameters: Json,
+}
+
+/// Ask for an answer that is JSON matching `schema`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Structured {
+    pub name: String,
+    pub schema: Json,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub system: Option<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSchema>,
+    pub temperature: Option<f64>,
+    /// Passed through on OpenAI-compatible servers; Anthropic has no seed.
+    pub seed: Option<u64>,
+    pub max_tokens: Option<u32>,
+    pub structured: Option<Structured>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// The text answer; with `structured`, the JSON text (for Anthropic, the
+    /// forced tool's input serialised).
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    /// From the price table; `None` when the model has no known price.
+    pub cost_usd: Option<f64>,
+    /// The whole call, retries and backoff included.
+    pub latency_ms: f64,
+    pub finish_reason: String,
+    pub refusal: Option<String>,
+    /// Structured output strategy used: "json_schema" | "json_object" | "tool".
+    pub strategy: Option<String>,
+    /// HTTP requests made (1 when the first succeeded).
+    pub attempts: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelError {
+    /// 400/401/403/404, a quota-exhausted 429, a missing key: reported at once.
+    Config(String),
+    /// Retries exhausted on 429/529/5xx/connection failures.
+    Unavailable(String),
+    /// The last attempt timed out (after retries).
+    Timeout(String),
+    /// The server answered 2xx with something that is not a valid response.
+    Malformed(String),
+}
+
+impl ModelError {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ModelError::Config(_) => "config",
+            ModelError::Unavailable(_) => "unavailable",
+            ModelError::Timeout(_) => "timeout",
+            ModelError::Malformed(_) => "malformed",
+        }
+    }
+    pub fn message(&self) -> &str {
+        match self {
+            ModelError::Config(m) | ModelError::Unavailable(m) | ModelError::Timeout(m) | ModelError::Malformed(m) => m,
+        }
+    }
+    fn map_message(self, f: impl FnOnce(String) -> String) -> Self {
+        match self {
+            ModelError::Config(m) => ModelError::Config(f(m)),
+            ModelError::Unavailable(m) => ModelError::Unavailable(f(m)),
+            ModelError::Timeout(m) => ModelError::Timeout(f(m)),
+            ModelError::Malformed(m) => ModelError::Malformed(f(m)),
+        }
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self {
+            ModelError::Config(_) => "model configuration error",
+            ModelError::Unavailable(_) => "model unavailable",
+            ModelError::Timeout(_) => "model timed out",
+            ModelError::Malformed(_) => "malformed model response",
+        };
+        write!(f, "{what}: {}", self.message())
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// Never let a key reach a message (a server may echo it back).
+pub fn redact(e: ModelError, key: Option<&str>) -> ModelError {
+    match key {
+        Some(k) if k.len() >= 4 => e.map_message(|m| m.replace(k, "***")),
+        _ => e,
+    }
+}
+
+/// Cut a server's body for an error message.
+pub(crate) fn snippet(s: &str) -> String {
+    const MAX: usize = 300;
+    let s = s.trim();
+    if s.chars().count() > MAX { format!("{}…", s.chars().take(MAX).collect::<String>()) } else { s.to_string() }
+}
+
+/// The process's one tokio runtime: model clients and the model proxy.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("evalua-net")
+            .enable_all()
+            .build()
+            .expect("cannot start the tokio runtime")
+    })
+}
+
+/// Run a future to completion from blocking code. From inside the runtime
+/// (where `block_on` would panic) it runs on a helper thread.
+pub fn block_on<F: std::future::Future + Send>(f: F) -> F::Output
+where
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        std::thread::scope(|s| s.spawn(|| runtime().block_on(f)).join().expect("model call panicked"))
+    } else {
+        runtime().block_on(f)
+    }
+}
+
+/// One HTTP client for the process (connection pools per host).
+pub(crate) fn client() -> &'static reqwest::Client {
+    static C: OnceLock<reqwest::Client> = OnceLock::new();
+    C.get_or_init(|| {
+        reqwest::Client::builder()
+            .user_agent(concat!("evalua/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("cannot build the HTTP client")
+    })
+}
+
+/// The process-wide cap on concurrent requests to one base URL.
+pub(crate) fn semaphore(ep: &Endpoint) -> Arc<tokio::sync::Semaphore> {
+    static S: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>> = OnceLock::new();
+    let map = S.get_or_init(Default::default);
+    map.lock()
+        .unwrap()
+        .entry(ep.base_url.clone())
+        .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(ep.max_concurrency.max(1))))
+        .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_the_key() {
+        let e = redact(ModelError::Config("bad key sk-secret-123 given".into()), Some("sk-secret-123"));
+        assert_eq!(e.message(), "bad key *** given");
+    }
+
+    #[test]
+    fn missing_key_is_a_config_error() {
+        let mut ep = Endpoint::new(Provider::OpenAI, "http://127.0.0.1:1/v1", "m");
+        ep.api_key_env = Some("EVALUA_TEST_SURELY_UNSET_KEY".into());
+        assert!(matches!(ep.api_key(), Err(ModelError::Config(_))));
+    }
+}

@@ -1,0 +1,702 @@
+//! Model clients, model-driven agents, simulated users and the model proxy,
+//! against mock model servers listening on 127.0.0.1 inside the test (axum).
+//! No test uses the network; the real-model test runs only when
+//! EVALUA_REAL_MODEL_URL names a local OpenAI-compatible server.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use evalua::model::{ChatRequest, Endpoint, Message, ModelError, Provider, Structured, ToolSchema};
+
+use crate::common::*;
+
+/// One scripted answer of the mock server.
+#[derive(Clone)]
+pub enum Reply {
+    Json(Value),
+    Status(u16, String, Vec<(&'static str, String)>),
+    Raw(String),
+    Sleep(Duration, Box<Reply>),
+}
+
+/// A request the mock received.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub path: String,
+    pub auth: Option<String>,
+    pub api_key: Option<String>,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct MockState {
+    script: Mutex<VecDeque<Reply>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+/// A mock model server: answers with the scripted replies in order; the last
+/// one repeats.
+pub struct Mock {
+    pub addr: SocketAddr,
+    state: Arc<MockState>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Mock {
+    pub fn start(script: Vec<Reply>) -> Mock {
+        let state = Arc::new(MockState { script: Mutex::new(script.into()), seen: Mutex::default() });
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let st = state.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let app = Router::new().fallback(answer).with_state(st);
+                let l = tokio::net::TcpListener::from_std(listener).unwrap();
+                let _ = axum::serve(l, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await;
+            });
+        });
+        Mock { addr, state, _stop: tx }
+    }
+
+    pub fn openai_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.state.seen.lock().unwrap().clone()
+    }
+}
+
+async fn answer(State(st): State<Arc<MockState>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(String::from);
+    st.seen.lock().unwrap().push(Seen {
+        path: uri.path().to_string(),
+        auth: h("authorization"),
+        api_key: h("x-api-key"),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    });
+    let reply = {
+        let mut s = st.script.lock().unwrap();
+        if s.len() > 1 { s.pop_front().unwrap() } else { s.front().cloned().unwrap_or(Reply::Raw("{}".into())) }
+    };
+    render(reply).await
+}
+
+fn render(r: Reply) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> {
+    Box::pin(async move {
+        match r {
+            Reply::Json(v) => axum::Json(v).into_response(),
+            Reply::Raw(s) => (StatusCode::OK, [("content-type", "application/json")], s).into_response(),
+            Reply::Status(code, body, headers) => {
+                let mut resp = (StatusCode::from_u16(code).unwrap(), body).into_response();
+                for (k, v) in headers {
+                    resp.headers_mut().insert(k, v.parse().unwrap());
+                }
+                resp
+            }
+            Reply::Sleep(d, then) => {
+                tokio::time::sleep(d).await;
+                render(*then).await
+            }
+        }
+    })
+}
+
+/// An OpenAI chat completion with text and/or tool calls.
+pub fn oa(text: Option<&str>, calls: &[(&str, &str, Value)], input: u64, output: u64) -> Reply {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| json!({ "id": id, "type": "function", "function": { "name": name, "arguments": args.to_string() } }))
+        .collect();
+    let mut msg = json!({ "role": "assistant", "content": text });
+    if !tool_calls.is_empty() {
+        msg["tool_calls"] = json!(tool_calls);
+    }
+    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    Reply::Json(json!({
+        "id": "x", "object": "chat.completion", "model": "mock",
+        "choices": [{ "index": 0, "message": msg, "finish_reason": finish }],
+        "usage": { "prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output }
+    }))
+}
+
+/// An Anthropic message with text and/or tool uses.
+fn an(text: Option<&str>, calls: &[(&str, &str, Value)], input: u64, output: u64) -> Reply {
+    let mut content = Vec::new();
+    if let Some(t) = text {
+        content.push(json!({ "type": "text", "text": t }));
+    }
+    for (id, name, args) in calls {
+        content.push(json!({ "type": "tool_use", "id": id, "name": name, "input": args }));
+    }
+    Reply::Json(json!({
+        "id": "msg", "type": "message", "role": "assistant", "model": "claude-mock", "content": content,
+        "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+        "usage": { "input_tokens": input, "output_tokens": output }
+    }))
+}
+
+const KEY: &str = "sk-test-EVALUA-SECRET-4f9a2c";
+
+/// A suite with one `lookup_order` tool and one case, played by `agent`.
+fn model_suite(agent: &str, budget: &str, case_extra: &str) -> String {
+    format!(
+        r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {{ name = "llm", trials = 1, budget = {{ {budget} }}, agent = {agent} }}
+suite:tool {{ name = "lookup_order", description = "Look up an order",
+  params = {{ type = "object", properties = {{ order_id = {{ type = "string" }} }}, required = {{ "order_id" }} }},
+  run = function(ctx, a) return {{ order_id = a.order_id, total = 19.9 }} end }}
+suite:case {{ id = "c1", input = "Refund P-9930", {case_extra}
+  expect = {{ check.answer {{ contains = "19.9" }} }} }}
+return suite
+"#
+    )
+}
+
+fn openai_agent(mock: &Mock, extra: &str) -> String {
+    format!(
+        "evalua.agent.openai {{ model = 'gpt-4.1-mini', base_url = {:?}, api_key_env = 'EVALUA_TEST_KEY', temperature = 0, {extra} }}",
+        mock.openai_url()
+    )
+}
+
+/// Run a suite file's text in a temp dir with the test key set; return (dir, output, records).
+fn run(text: &str) -> (tempfile::TempDir, std::process::Output, Vec<Value>) {
+    let dir = project(&[("s.lua", text)]);
+    let out = bin()
+        .current_dir(dir.path())
+        .env("EVALUA_TEST_KEY", KEY)
+        .args(["run", "s.lua", "--out", "out", "-q"])
+        .output()
+        .unwrap();
+    let recs = if dir.path().join("out/trials.jsonl").exists() { trials(&dir.path().join("out")) } else { Vec::new() };
+    (dir, out, recs)
+}
+
+fn trace(dir: &Path, rec: &Value) -> Value {
+    json(&dir.join("out").join(rec["trace"].as_str().unwrap()))
+}
+
+/// No file under `dir` contains `needle`.
+fn assert_nowhere(dir: &Path, needle: &str) {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files += 1;
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(!String::from_utf8_lossy(&bytes).contains(needle), "{} contains the secret", p.display());
+            }
+        }
+    }
+    assert!(files >= 3, "the run dir has its files ({files})");
+}
+
+#[test]
+fn openai_agent_runs_the_tool_loop_and_records_usage_and_cost() {
+    let mock = Mock::start(vec![
+        oa(None, &[("call_a", "lookup_order", json!({ "order_id": "P-9930" }))], 100, 20),
+        oa(Some("Refunded 19.9 EUR."), &[], 150, 10),
+    ]);
+    let (dir, out, recs) = run(&model_suite(&openai_agent(&mock, "seed = 42"), "max_tokens = 1000", ""));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "accepted", "{r}");
+    assert_eq!(r["answer"], "Refunded 19.9 EUR.");
+    assert_eq!(r["calls"]["executed"], 1);
+    assert_eq!(r["usage"]["input_tokens"], 250);
+    assert_eq!(r["usage"]["output_tokens"], 30);
+    // gpt-4.1-mini from the built-in table: 0.40 / 1.60 USD per million.
+    let cost = r["usage"]["cost_usd"].as_f64().unwrap();
+    assert!(close(cost, (250.0 * 0.40 + 30.0 * 1.60) / 1e6), "cost {cost}");
+    let t = trace(dir.path(), r);
+    assert_eq!(t["model_calls"].as_array().unwrap().len(), 2);
+    assert_eq!(t["model_calls"][0]["by"], "agent");
+
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].path, "/v1/chat/completions");
+    assert_eq!(seen[0].auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(seen[0].body["seed"], 42);
+    assert_eq!(seen[0].body["temperature"], 0.0);
+    assert_eq!(seen[0].body["tools"][0]["function"]["name"], "lookup_order");
+    // The second request carries the tool call (content "" beside it, never null) and its result.
+    let msgs = seen[1].body["messages"].as_array().unwrap();
+    let asst = msgs.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(asst["content"], "");
+    assert_eq!(asst["tool_calls"][0]["id"], "call_a");
+    let tool = msgs.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool["tool_call_id"], "call_a");
+    assert!(tool["content"].as_str().unwrap().contains("19.9"));
+    assert_nowhere(&dir.path().join("out"), KEY);
+}
+
+#[test]
+fn anthropic_agent_runs_the_tool_loop() {
+    let mock = Mock::start(vec![
+        an(Some("Let me look."), &[("tu_1", "lookup_order", json!({ "order_id": "P-9930" }))], 80, 12),
+        an(Some("Refunded 19.9."), &[], 90, 5),
+    ]);
+    let agent = format!(
+        "evalua.agent.anthropic {{ model = 'claude-sonnet-4-5', base_url = {:?}, api_key_env = 'EVALUA_TEST_KEY', system = 'Be brief.' }}",
+        mock.url()
+    );
+    let (dir, out, recs) = run(&model_suite(&agent, "", ""));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "accepted", "{r}");
+    assert_eq!(r["usage"]["input_tokens"], 170);
+    let seen = mock.seen();
+    assert_eq!(seen[0].path, "/v1/messages");
+    assert_eq!(seen[0].api_key.as_deref(), Some(KEY));
+    assert_eq!(seen[0].body["system"], "Be brief.");
+    let last = &seen[1].body["messages"].as_array().unwrap()[2];
+    assert_eq!(last["role"], "user");
+    assert_eq!(last["content"][0]["type"], "tool_result");
+    assert_eq!(last["content"][0]["tool_use_id"], "tu_1");
+    // The system prompt's hash is in the manifest, not its key.
+    let manifest = json(&dir.path().join("out/manifest.json"));
+    assert!(manifest["agent"]["system_sha256"].as_str().unwrap().len() == 64, "{}", manifest["agent"]);
+    assert_nowhere(&dir.path().join("out"), KEY);
+}
+
+#[test]
+fn rate_limits_and_server_errors_are_retried() {
+    // 429 with retry-after: 1 second, then success.
+    let mock = Mock::start(vec![
+        Reply::Status(
+            429,
+            r#"{"error":{"message":"slow down","code":"rate_limit_exceeded"}}"#.into(),
+            vec![("retry-after", "1".into())],
+        ),
+        oa(Some("19.9"), &[], 10, 2),
+    ]);
+    let started = Instant::now();
+    let (dir, out, recs) = run(&model_suite(&openai_agent(&mock, ""), "", ""));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "accepted", "{r}");
+    assert!(started.elapsed() >= Duration::from_secs(1), "retry-after was honoured");
+    assert_eq!(mock.seen().len(), 2);
+    assert_eq!(trace(dir.path(), r)["model_calls"][0]["attempts"], 2);
+
+    // 500, then success.
+    let mock = Mock::start(vec![Reply::Status(500, "boom".into(), vec![]), oa(Some("19.9"), &[], 10, 2)]);
+    let (_dir, _out, recs) = run(&model_suite(&openai_agent(&mock, ""), "", ""));
+    assert_eq!(record(&recs, "c1", 1)["outcome"], "accepted");
+    assert_eq!(mock.seen().len(), 2);
+}
+
+#[test]
+fn api_failures_are_infra_errors_and_configuration_errors_are_not_retried() {
+    // Persistent 500: retried max_retries times, then an infrastructure error.
+    let mock = Mock::start(vec![Reply::Status(500, "boom".into(), vec![])]);
+    let (_d, out, recs) = run(&model_suite(&openai_agent(&mock, "max_retries = 2"), "", ""));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "infra_error", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("model unavailable"), "{r}");
+    assert_eq!(mock.seen().len(), 3);
+
+    // 401: reported at once, one request. The server echoes the key: it is redacted.
+    let mock = Mock::start(vec![Reply::Status(
+        401,
+        format!(r#"{{"error":{{"message":"Incorrect API key {KEY}"}}}}"#),
+        vec![],
+    )]);
+    let (dir, _out, recs) = run(&model_suite(&openai_agent(&mock, "max_retries = 3"), "", ""));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "infra_error", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("configuration"), "{r}");
+    assert!(r["error"].as_str().unwrap().contains("***"), "{r}");
+    assert_eq!(mock.seen().len(), 1);
+    assert_nowhere(&dir.path().join("out"), KEY);
+
+    // A quota-exhausted 429 is a configuration error too: not retried.
+    let mock = Mock::start(vec![Reply::Status(
+        429,
+        r#"{"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}}"#.into(),
+        vec![],
+    )]);
+    let (_d, _out, recs) = run(&model_suite(&openai_agent(&mock, "max_retries = 3"), "", ""));
+    assert!(record(&recs, "c1", 1)["error"].as_str().unwrap().contains("quota"));
+    assert_eq!(mock.seen().len(), 1);
+
+    // A timeout per request.
+    let mock = Mock::start(vec![Reply::Sleep(Duration::from_secs(5), Box::new(oa(Some("late"), &[], 1, 1)))]);
+    let started = Instant::now();
+    let (_d, _out, recs) = run(&model_suite(&openai_agent(&mock, "timeout_s = 0.3, max_retries = 1"), "", ""));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "infra_error", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("timed out"), "{r}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // Malformed JSON with a 200.
+    let mock = Mock::start(vec![Reply::Raw("{\"choices\": [ this is not json".into())]);
+    let (_d, _out, recs) = run(&model_suite(&openai_agent(&mock, ""), "", ""));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "infra_error", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("malformed"), "{r}");
+}
+
+#[test]
+fn model_usage_counts_against_the_token_budget() {
+    // Each answer uses 600 tokens and asks for another lookup: the second answer spends max_tokens.
+    let mock = Mock::start(vec![oa(None, &[("c", "lookup_order", json!({ "order_id": "P-1" }))], 500, 100)]);
+    let (_d, out, recs) = run(&model_suite(&openai_agent(&mock, ""), "max_tokens = 1000", ""));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["ended"], "budget", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("max_tokens"), "{r}");
+    assert_eq!(mock.seen().len(), 2);
+
+    // The agent's own max_turns bounds the model calls.
+    let mock = Mock::start(vec![oa(None, &[("c", "lookup_order", json!({ "order_id": "P-1" }))], 1, 1)]);
+    let (_d, _out, recs) = run(&model_suite(&openai_agent(&mock, "max_turns = 3"), "", ""));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["ended"], "budget", "{r}");
+    assert_eq!(mock.seen().len(), 3);
+}
+
+#[test]
+fn structured_output_falls_back_to_json_object_when_json_schema_is_refused() {
+    let mock = Mock::start(vec![
+        Reply::Status(
+            400,
+            r#"{"error":{"message":"response_format type json_schema is not supported"}}"#.into(),
+            vec![],
+        ),
+        oa(Some(r#"{"ok": true}"#), &[], 5, 3),
+    ]);
+    let ep = Endpoint::new(Provider::OpenAI, &mock.openai_url(), "local-model");
+    let req = ChatRequest {
+        messages: vec![Message::user("judge this")],
+        structured: Some(Structured { name: "verdict".into(), schema: json!({ "type": "object" }) }),
+        ..Default::default()
+    };
+    let r = ep.chat(&req).unwrap();
+    assert_eq!(r.strategy.as_deref(), Some("json_object"));
+    assert_eq!(r.text.as_deref(), Some(r#"{"ok": true}"#));
+    assert_eq!(r.cost_usd, None, "a local model has no known price");
+    let seen = mock.seen();
+    assert_eq!(seen[0].body["response_format"]["type"], "json_schema");
+    assert_eq!(seen[1].body["response_format"]["type"], "json_object");
+    assert!(seen[1].body["messages"][0]["content"].as_str().unwrap().contains("JSON schema"));
+    assert!(seen[0].auth.is_none(), "no key configured: none sent");
+
+    // A 400 about something else is a configuration error, not a fallback.
+    let mock = Mock::start(vec![Reply::Status(400, r#"{"error":{"message":"bad model"}}"#.into(), vec![])]);
+    let ep = Endpoint::new(Provider::OpenAI, &mock.openai_url(), "other-model");
+    let e = ep.chat(&req).unwrap_err();
+    assert!(matches!(e, ModelError::Config(_)), "{e}");
+    assert_eq!(mock.seen().len(), 1);
+
+    // Anthropic: a forced tool.
+    let mock = Mock::start(vec![an(None, &[("t", "verdict", json!({ "ok": false }))], 5, 3)]);
+    let ep = Endpoint::new(Provider::Anthropic, &mock.url(), "claude-haiku-4-5");
+    let r = ep.chat(&ChatRequest { tools: Vec::<ToolSchema>::new(), ..req.clone() }).unwrap();
+    assert_eq!(r.strategy.as_deref(), Some("tool"));
+    assert_eq!(r.text.as_deref(), Some(r#"{"ok":false}"#));
+    assert_eq!(mock.seen()[0].body["tool_choice"]["name"], "verdict");
+}
+
+#[test]
+fn simulated_user_answers_from_its_hidden_profile() {
+    let profile = "PROFILE-MARKER: customer 4821, postcode 28013";
+    let agent = Mock::start(vec![
+        oa(Some("What is your postcode?"), &[], 10, 5),
+        oa(Some("Thanks. Refunded 19.9."), &[], 10, 5),
+        oa(Some("Anything else?"), &[], 10, 5),
+    ]);
+    let user = Mock::start(vec![oa(Some("28013"), &[], 7, 3), oa(Some("###STOP###"), &[], 7, 1)]);
+    let case_extra = format!(
+        "user = evalua.user.llm {{ profile = {profile:?}, goal = 'get the refund', model = evalua.model {{ model = 'sim', base_url = {:?} }} }},",
+        user.openai_url()
+    );
+    let (dir, out, recs) = run(&model_suite(&openai_agent(&agent, ""), "max_turns = 6", &case_extra));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "accepted", "{r}");
+    assert_eq!(r["answer"], "Thanks. Refunded 19.9.");
+    let t = trace(dir.path(), r);
+    let msgs: Vec<(String, String)> = t["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        msgs,
+        vec![
+            ("user".into(), "Refund P-9930".into()),
+            ("agent".into(), "What is your postcode?".into()),
+            ("user".into(), "28013".into()),
+            ("agent".into(), "Thanks. Refunded 19.9.".into()),
+        ]
+    );
+    // The agent never saw the profile; the simulated user did.
+    for s in agent.seen() {
+        assert!(!s.body.to_string().contains("PROFILE-MARKER"), "the profile reached the agent");
+    }
+    assert!(user.seen()[0].body.to_string().contains("PROFILE-MARKER"));
+    // The simulated user's own view: the case input is its own (assistant) turn.
+    assert_eq!(user.seen()[0].body["messages"][1]["role"], "assistant");
+    let by: Vec<&str> = t["model_calls"].as_array().unwrap().iter().map(|c| c["by"].as_str().unwrap()).collect();
+    assert_eq!(by, vec!["agent", "user", "agent", "user"]);
+    // The user's tokens are recorded in model_calls but are not the agent's usage.
+    assert_eq!(r["usage"]["input_tokens"], 20);
+}
+
+#[test]
+fn a_failing_simulated_user_is_an_infra_error() {
+    let agent = Mock::start(vec![oa(Some("What is your postcode?"), &[], 10, 5)]);
+    let user = Mock::start(vec![Reply::Status(401, "no".into(), vec![])]);
+    let case_extra = format!(
+        "user = evalua.user.llm {{ profile = 'p', goal = 'g', model = {{ model = 'sim', base_url = {:?} }} }},",
+        user.openai_url()
+    );
+    let (_d, _out, recs) = run(&model_suite(&openai_agent(&agent, ""), "", &case_extra));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "infra_error", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("simulated user"), "{r}");
+}
+
+#[test]
+fn missing_key_variable_is_a_configuration_error() {
+    let mock = Mock::start(vec![oa(Some("19.9"), &[], 1, 1)]);
+    let agent = format!(
+        "evalua.agent.openai {{ model = 'm', base_url = {:?}, api_key_env = 'EVALUA_TEST_SURELY_UNSET' }}",
+        mock.openai_url()
+    );
+    let (_d, _out, recs) = run(&model_suite(&agent, "", ""));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "infra_error");
+    assert!(r["error"].as_str().unwrap().contains("EVALUA_TEST_SURELY_UNSET"), "{r}");
+    assert!(mock.seen().is_empty());
+}
+
+#[test]
+fn bad_model_options_are_user_errors() {
+    let dir = project(&[("s.lua", &model_suite("evalua.agent.openai { model = 'm', temprature = 0 }", "", ""))]);
+    let out = evalua(dir.path(), &["check", "s.lua"]);
+    assert_user_error(&out, "s.lua:3:");
+    assert!(stderr(&out).contains("unknown key 'temprature'"), "{}", stderr(&out));
+
+    let dir = project(&[(
+        "s.lua",
+        &model_suite("evalua.agent.openai { model = 'm', system = 'prompts/missing.md' }", "", ""),
+    )]);
+    assert_user_error(&evalua(dir.path(), &["check", "s.lua"]), "no such file");
+}
+
+const PROXY_AGENT: &str = r#"import json, os, sys, urllib.request, urllib.error
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+start = json.loads(sys.stdin.readline())
+for i in range(int(start["input"])):
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        data=json.dumps({"model": "agent-model", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+        headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req).read()
+    except urllib.error.HTTPError as e:
+        send({"type": "final", "content": "refused %d" % e.code}); sys.exit(0)
+# It never reports usage; its environment is its answer.
+send({"type": "final", "content": json.dumps(dict(os.environ))})
+"#;
+
+#[test]
+fn model_proxy_records_usage_and_enforces_max_tokens_for_agents_that_never_report_it() {
+    let mock = Mock::start(vec![oa(Some("hello"), &[], 300, 100)]);
+    let suite = format!(
+        r#"local evalua = require("evalua")
+local suite = evalua.suite {{ name = "proxy", budget = {{ max_tokens = 1000, deadline_s = 20 }},
+  agent = evalua.agent.command {{ cmd = {{ "python3", evalua.path("agent.py") }},
+    model_proxy = evalua.model {{ model = "gpt-4.1-mini", base_url = {:?}, api_key_env = "EVALUA_TEST_KEY" }} }} }}
+local ok = {{ name = "ran", run = function(t) return true end }}
+suite:case {{ id = "two_calls", input = "2", expect = {{ ok }} }}
+suite:case {{ id = "five_calls", input = "5", expect = {{ ok }} }}
+return suite
+"#,
+        mock.openai_url()
+    );
+    let dir = project(&[("s.lua", &suite), ("agent.py", PROXY_AGENT)]);
+    let out = bin()
+        .current_dir(dir.path())
+        .env("EVALUA_TEST_KEY", KEY)
+        .args(["run", "s.lua", "--out", "out", "-q", "--jobs", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let recs = trials(&dir.path().join("out"));
+
+    let r = record(&recs, "two_calls", 1);
+    assert_eq!(r["outcome"], "accepted", "{r}");
+    assert_eq!(r["usage"]["input_tokens"], 600);
+    assert_eq!(r["usage"]["output_tokens"], 200);
+    assert!(close(r["usage"]["cost_usd"].as_f64().unwrap(), (600.0 * 0.40 + 200.0 * 1.60) / 1e6));
+    let env: Value = serde_json::from_str(r["answer"].as_str().unwrap()).unwrap();
+    assert!(env["OPENAI_API_KEY"].as_str().unwrap().starts_with("evalua-proxy-"), "{env}");
+    assert!(env["OPENAI_BASE_URL"].as_str().unwrap().starts_with("http://127.0.0.1:"), "{env}");
+    assert!(!r["answer"].as_str().unwrap().contains(KEY), "the real key reached the agent");
+    let t = trace(dir.path(), r);
+    let calls = t["model_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["by"], "proxy");
+    assert!(calls[0]["latency_ms"].as_f64().unwrap() > 0.0);
+
+    // 400 tokens a call: the third spends max_tokens = 1000; the trial ends as `budget`.
+    let r = record(&recs, "five_calls", 1);
+    assert_eq!(r["ended"], "budget", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("max_tokens"), "{r}");
+    assert_eq!(r["usage"]["input_tokens"].as_u64().unwrap() + r["usage"]["output_tokens"].as_u64().unwrap(), 1200);
+
+    // Upstream saw the real key and the suite's model, 2 + 3 requests.
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 5, "no request after the budget was spent");
+    assert!(seen.iter().all(|s| s.auth.as_deref() == Some(format!("Bearer {KEY}").as_str())));
+    assert!(seen.iter().all(|s| s.body["model"] == "gpt-4.1-mini"));
+    assert_nowhere(&dir.path().join("out"), KEY);
+}
+
+#[test]
+fn model_proxy_refuses_a_wrong_key() {
+    let mock = Mock::start(vec![oa(Some("hello"), &[], 1, 1)]);
+    let proxy = evalua::model::proxy::Proxy::start(
+        Some(Endpoint::new(Provider::OpenAI, &mock.openai_url(), "m")),
+        None,
+        Default::default(),
+        Instant::now() + Duration::from_secs(10),
+        Instant::now(),
+    )
+    .unwrap();
+    let ep = |key_env: &str| {
+        let mut e = Endpoint::new(Provider::OpenAI, &proxy.openai_base_url(), "m");
+        e.api_key_env = Some(key_env.into());
+        e.max_retries = 0;
+        e
+    };
+    let req = ChatRequest { messages: vec![Message::user("hi")], ..Default::default() };
+    // SAFETY: these variables are read by this test only.
+    unsafe {
+        std::env::set_var("EVALUA_TEST_PROXY_WRONG", "wrong-key");
+        std::env::set_var("EVALUA_TEST_PROXY_RIGHT", &proxy.dummy_key);
+    }
+    assert!(matches!(ep("EVALUA_TEST_PROXY_WRONG").chat(&req), Err(ModelError::Config(_))));
+    assert!(mock.seen().is_empty());
+    let r = ep("EVALUA_TEST_PROXY_RIGHT").chat(&req).unwrap();
+    assert_eq!(r.text.as_deref(), Some("hello"));
+    assert_eq!(proxy.take_calls().len(), 1);
+    // No Anthropic endpoint configured: a clear 404.
+    let mut a = Endpoint::new(Provider::Anthropic, &proxy.anthropic_base_url(), "m");
+    a.api_key_env = Some("EVALUA_TEST_PROXY_RIGHT".into());
+    let e = a.chat(&req).unwrap_err();
+    assert!(e.to_string().contains("no anthropic endpoint"), "{e}");
+}
+
+#[test]
+fn refunds_llm_is_skipped_without_a_model() {
+    let out = bin()
+        .current_dir(repo())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("EVALUA_OPENAI_BASE_URL")
+        .args(["run", "suites/refunds_llm.lua", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("skipped: suites/refunds_llm.lua: no model configured"), "{}", stdout(&out));
+    // It is a valid suite all the same.
+    let out = evalua(&repo(), &["check", "suites/refunds_llm.lua"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Runs only when EVALUA_REAL_MODEL_URL names an OpenAI-compatible server
+/// (e.g. http://127.0.0.1:8080/v1; see the README): the refunds cases with a
+/// real model. A small model chooses badly: this checks the mechanics (the
+/// run completes, tool calls are parsed and executed through the executor,
+/// usage is recorded), not the quality.
+#[test]
+fn real_model_runs_refunds_llm() {
+    let Ok(url) = std::env::var("EVALUA_REAL_MODEL_URL") else {
+        eprintln!("skipped: set EVALUA_REAL_MODEL_URL to run against a real OpenAI-compatible server");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let out = bin()
+        .current_dir(repo())
+        .env("EVALUA_OPENAI_BASE_URL", &url)
+        .args(["run", "suites/refunds_llm.lua", "--trials", "1", "-q", "--out", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", stderr(&out));
+    let recs = trials(&out_dir);
+    assert_eq!(recs.len(), 3);
+    for r in &recs {
+        assert_ne!(r["outcome"], "infra_error", "the server answered: {r}");
+        assert!(r["usage"]["input_tokens"].as_u64().unwrap() > 0, "usage recorded: {r}");
+        let t = json(&out_dir.join(r["trace"].as_str().unwrap()));
+        assert!(!t["model_calls"].as_array().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn concurrent_requests_to_one_base_url_are_capped() {
+    let mock = Mock::start(vec![Reply::Sleep(Duration::from_millis(300), Box::new(oa(Some("ok"), &[], 1, 1)))]);
+    let mut ep = Endpoint::new(Provider::OpenAI, &mock.openai_url(), "m");
+    ep.max_concurrency = 1;
+    let req = ChatRequest { messages: vec![Message::user("hi")], ..Default::default() };
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| ep.chat(&req).unwrap());
+        }
+    });
+    // One at a time: three 300 ms answers take at least 900 ms.
+    assert!(started.elapsed() >= Duration::from_millis(900), "{:?}", started.elapsed());
+    assert_eq!(mock.seen().len(), 3);
+}
+
+#[test]
+fn an_anthropic_simulated_user_gets_a_conversation_that_starts_with_a_user_turn() {
+    let agent = Mock::start(vec![oa(Some("Postcode?"), &[], 1, 1), oa(Some("Refunded 19.9."), &[], 1, 1)]);
+    let user = Mock::start(vec![an(Some("28013"), &[], 1, 1), an(Some("###STOP###"), &[], 1, 1)]);
+    let case_extra = format!(
+        "user = evalua.user.llm {{ profile = 'p', goal = 'g', model = {{ provider = 'anthropic', model = 'claude-haiku-4-5', base_url = {:?}, api_key_env = 'EVALUA_TEST_KEY' }} }},",
+        user.url()
+    );
+    let (_d, out, recs) = run(&model_suite(&openai_agent(&agent, ""), "", &case_extra));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(record(&recs, "c1", 1)["answer"], "Refunded 19.9.");
+    let first = &user.seen()[0].body;
+    let roles: Vec<&str> = first["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, vec!["user", "assistant", "user"]);
+    assert!(first["system"].as_str().unwrap().contains("goal"));
+}
