@@ -700,3 +700,17 @@ fn an_anthropic_simulated_user_gets_a_conversation_that_starts_with_a_user_turn(
     assert_eq!(roles, vec!["user", "assistant", "user"]);
     assert!(first["system"].as_str().unwrap().contains("goal"));
 }
+
+#[test]
+fn retries_stop_at_the_trials_deadline() {
+    let mock = Mock::start(vec![Reply::Sleep(Duration::from_secs(3), Box::new(oa(Some("late"), &[], 1, 1)))]);
+    let started = Instant::now();
+    let (_d, out, recs) =
+        run(&model_suite(&openai_agent(&mock, "timeout_s = 30, max_retries = 4"), "deadline_s = 1", ""));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["ended"], "deadline", "{r}");
+    assert_ne!(r["outcome"], "infra_error", "{r}");
+    assert!(started.elapsed() < Duration::from_millis(2900), "{:?}", started.elapsed());
+    assert_eq!(mock.seen().len(), 1, "no retry past the deadline");
+}
