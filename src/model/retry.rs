@@ -99,18 +99,18 @@ async fn attempt(ep: &Endpoint, key: Option<&str>, body: &Json) -> Attempt {
     }
     let resp = match rb.send().await {
         Ok(r) => r,
-        Err(e) => return transport(ep, e),
+        Err(e) => return transport(e),
     };
     let status = resp.status().as_u16();
     let wait = retry_after(resp.headers());
     let text = match resp.text().await {
         Ok(t) => t,
-        Err(e) => return transport(ep, e),
+        Err(e) => return transport(e),
     };
     classify(status, wait, text)
 }
 
-fn transport(ep: &Endpoint, e: reqwest::Error) -> Attempt {
+fn transport(e: reqwest::Error) -> Attempt {
     if e.is_timeout() {
         Attempt::Retry("no answer within the request's timeout".to_string(), None, true)
     } else {
