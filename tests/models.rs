@@ -410,6 +410,22 @@ fn structured_output_falls_back_to_json_object_when_json_schema_is_refused() {
     assert!(seen[1].body["messages"][0]["content"].as_str().unwrap().contains("JSON schema"));
     assert!(seen[0].auth.is_none(), "no key configured: none sent");
 
+    // llama-cpp-python refuses it with a 500 naming response_format: a fallback too, not retried.
+    let mock = Mock::start(vec![
+        Reply::Status(
+            500,
+            r#"{"error":{"message":"'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\""}}"#
+                .into(),
+            vec![],
+        ),
+        oa(Some(r#"{"ok": true}"#), &[], 5, 3),
+    ]);
+    let ep = Endpoint::new(Provider::OpenAI, &mock.openai_url(), "llama-model");
+    let r = ep.chat(&req).unwrap();
+    assert_eq!(r.strategy.as_deref(), Some("json_object"));
+    assert_eq!(r.attempts, 2);
+    assert_eq!(mock.seen().len(), 2);
+
     // A 400 about something else is a configuration error, not a fallback.
     let mock = Mock::start(vec![Reply::Status(400, r#"{"error":{"message":"bad model"}}"#.into(), vec![])]);
     let ep = Endpoint::new(Provider::OpenAI, &mock.openai_url(), "other-model");
@@ -713,4 +729,32 @@ fn retries_stop_at_the_trials_deadline() {
     assert_ne!(r["outcome"], "infra_error", "{r}");
     assert!(started.elapsed() < Duration::from_millis(2900), "{:?}", started.elapsed());
     assert_eq!(mock.seen().len(), 1, "no retry past the deadline");
+}
+
+/// With EVALUA_REAL_MODEL_URL: a structured (JSON-schema) answer from a real
+/// server, by whichever strategy it accepts; the answer is JSON.
+#[test]
+fn real_model_structured_output() {
+    let Ok(url) = std::env::var("EVALUA_REAL_MODEL_URL") else {
+        eprintln!("skipped: set EVALUA_REAL_MODEL_URL to run against a real OpenAI-compatible server");
+        return;
+    };
+    let mut ep = Endpoint::new(Provider::OpenAI, &url, "local");
+    ep.timeout = Duration::from_secs(120);
+    let req = ChatRequest {
+        messages: vec![Message::user("Is the sky blue? Answer as JSON.")],
+        structured: Some(Structured {
+            name: "answer".into(),
+            schema: json!({ "type": "object", "properties": { "yes": { "type": "boolean" } }, "required": ["yes"] }),
+        }),
+        max_tokens: Some(64),
+        temperature: Some(0.0),
+        ..Default::default()
+    };
+    let r = ep.chat(&req).unwrap();
+    assert!(r.strategy.is_some());
+    let v: Value = serde_json::from_str(r.text.as_deref().unwrap_or("")).expect("a JSON answer");
+    assert!(v.is_object(), "{v}");
+    assert!(r.usage.input_tokens > 0);
+    eprintln!("strategy {:?}, answer {v}", r.strategy);
 }

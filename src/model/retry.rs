@@ -107,6 +107,13 @@ async fn attempt(ep: &Endpoint, key: Option<&str>, body: &Json) -> Attempt {
         Ok(t) => t,
         Err(e) => return transport(e),
     };
+    // A server that refuses `json_schema` output says so with a 400, a 422 or
+    // (llama-cpp-python) a 500 naming `response_format`: not worth retrying,
+    // the caller falls back to another strategy.
+    let asks_json_schema = body.pointer("/response_format/type").and_then(|t| t.as_str()) == Some("json_schema");
+    if asks_json_schema && !(200..300).contains(&status) && super::openai::refuses_json_schema(&text) {
+        return Attempt::Fail(Failure::BadRequest(format!("HTTP {status}: {}", snippet(&text))));
+    }
     classify(status, wait, text)
 }
 
