@@ -669,18 +669,21 @@ fn real_model_runs_refunds_llm() {
     let out = bin()
         .current_dir(repo())
         .env("EVALUA_OPENAI_BASE_URL", &url)
-        .args(["run", "suites/refunds_llm.lua", "--trials", "1", "-q", "--out", out_dir.to_str().unwrap()])
+        .args(["run", "suites/refunds_llm.lua", "--trials", "1", "--jobs", "1", "--case", "reembolso_parcial_01"])
+        .args(["-q", "--out", out_dir.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", stderr(&out));
     let recs = trials(&out_dir);
-    assert_eq!(recs.len(), 3);
-    for r in &recs {
-        assert_ne!(r["outcome"], "infra_error", "the server answered: {r}");
-        assert!(r["usage"]["input_tokens"].as_u64().unwrap() > 0, "usage recorded: {r}");
-        let t = json(&out_dir.join(r["trace"].as_str().unwrap()));
-        assert!(!t["model_calls"].as_array().unwrap().is_empty());
-    }
+    assert_eq!(recs.len(), 1);
+    let r = &recs[0];
+    assert_ne!(r["outcome"], "infra_error", "the server answered: {r}");
+    assert!(r["usage"]["input_tokens"].as_u64().unwrap() > 0, "usage recorded: {r}");
+    assert_eq!(r["usage"]["cost_usd"], 0.0, "a local model has no price: {r}");
+    // The model asked for tools and the executor handled them (whatever it chose).
+    assert!(r["calls"]["requested"].as_u64().unwrap() > 0, "tool calls parsed: {r}");
+    let t = json(&out_dir.join(r["trace"].as_str().unwrap()));
+    assert!(t["model_calls"].as_array().unwrap().iter().any(|c| c["error"].is_null()));
 }
 
 #[test]
