@@ -761,3 +761,40 @@ fn real_model_structured_output() {
     assert!(r.usage.input_tokens > 0);
     eprintln!("strategy {:?}, answer {v}", r.strategy);
 }
+
+#[test]
+fn anthropic_overload_is_retried_and_the_proxy_serves_the_messages_api() {
+    // 529 (overloaded), then success: retried.
+    let upstream = Mock::start(vec![
+        Reply::Status(529, r#"{"type":"error","error":{"type":"overloaded_error"}}"#.into(), vec![]),
+        an(Some("hi"), &[], 40, 2),
+    ]);
+    let mut real = Endpoint::new(Provider::Anthropic, &upstream.url(), "claude-sonnet-4-5");
+    real.api_key_env = Some("EVALUA_TEST_PROXY_REAL_KEY".into());
+    real.backoff = Duration::from_millis(10);
+    let proxy = evalua::model::proxy::Proxy::start(
+        None,
+        Some(real),
+        Default::default(),
+        Instant::now() + Duration::from_secs(10),
+        Instant::now(),
+    )
+    .unwrap();
+    // SAFETY: these variables are read by this test only.
+    unsafe {
+        std::env::set_var("EVALUA_TEST_PROXY_REAL_KEY", KEY);
+        std::env::set_var("EVALUA_TEST_PROXY_DUMMY", &proxy.dummy_key);
+    }
+    // An agent's Anthropic client, pointed at the proxy with the dummy key.
+    let mut agent = Endpoint::new(Provider::Anthropic, &proxy.anthropic_base_url(), "whatever");
+    agent.api_key_env = Some("EVALUA_TEST_PROXY_DUMMY".into());
+    let r = agent.chat(&ChatRequest { messages: vec![Message::user("hi")], ..Default::default() }).unwrap();
+    assert_eq!(r.text.as_deref(), Some("hi"));
+    let seen = upstream.seen();
+    assert_eq!(seen.len(), 2, "the 529 was retried");
+    assert!(seen.iter().all(|s| s.api_key.as_deref() == Some(KEY) && s.body["model"] == "claude-sonnet-4-5"));
+    let calls = proxy.take_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!((calls[0].input_tokens, calls[0].output_tokens, calls[0].attempts), (40, 2, 2));
+    assert!(close(calls[0].cost_usd.unwrap(), (40.0 * 3.0 + 2.0 * 15.0) / 1e6));
+}
