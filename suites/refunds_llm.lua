@@ -8,8 +8,8 @@
 --   EVALUA_OPENAI_BASE_URL=http://127.0.0.1:8080/v1 evalua run suites/refunds_llm.lua   # a local server
 --   OPENAI_API_KEY=sk-... evalua run suites/refunds_llm.lua                           # OpenAI itself
 --
--- EVALUA_OPENAI_MODEL names the model (default gpt-4.1-mini; a llama.cpp
--- server answers with whatever model it loaded). See the README, "Model-driven
+-- EVALUA_OPENAI_MODEL names the model (default: gpt-4.1-mini, or "local" with
+-- EVALUA_OPENAI_BASE_URL: a llama.cpp server answers with the model it loaded). See the README, "Model-driven
 -- agents", for a local server with SmolLM2-135M.
 
 local evalua = require("evalua")
@@ -27,11 +27,13 @@ local suite = evalua.suite {
   budget  = { deadline_s = 120, max_tool_calls = 12, max_turns = 6, max_tokens = 60000, max_cost_usd = 0.20 },
   sandbox = { db = "sqlite", schema = "fixtures/shop.sql", clock = "2026-11-03T10:00:00Z" },
   agent   = evalua.agent.openai {
-    model       = evalua.getenv("EVALUA_OPENAI_MODEL") or "gpt-4.1-mini",
+    -- A local server's model has no price: "local" keeps gpt-4.1-mini's off its tokens.
+    model       = evalua.getenv("EVALUA_OPENAI_MODEL")
+                  or (evalua.getenv("EVALUA_OPENAI_BASE_URL") and "local" or "gpt-4.1-mini"),
     system      = "prompts/refunds.md",
     temperature = 0,
     max_turns   = 10,
-    max_tokens  = 512,
+    max_tokens  = 256,
   },
   gate    = { critical_failures = 0 },
 }

@@ -410,6 +410,22 @@ fn structured_output_falls_back_to_json_object_when_json_schema_is_refused() {
     assert!(seen[1].body["messages"][0]["content"].as_str().unwrap().contains("JSON schema"));
     assert!(seen[0].auth.is_none(), "no key configured: none sent");
 
+    // llama-cpp-python refuses it with a 500 naming response_format: a fallback too, not retried.
+    let mock = Mock::start(vec![
+        Reply::Status(
+            500,
+            r#"{"error":{"message":"'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\""}}"#
+                .into(),
+            vec![],
+        ),
+        oa(Some(r#"{"ok": true}"#), &[], 5, 3),
+    ]);
+    let ep = Endpoint::new(Provider::OpenAI, &mock.openai_url(), "llama-model");
+    let r = ep.chat(&req).unwrap();
+    assert_eq!(r.strategy.as_deref(), Some("json_object"));
+    assert_eq!(r.attempts, 2);
+    assert_eq!(mock.seen().len(), 2);
+
     // A 400 about something else is a configuration error, not a fallback.
     let mock = Mock::start(vec![Reply::Status(400, r#"{"error":{"message":"bad model"}}"#.into(), vec![])]);
     let ep = Endpoint::new(Provider::OpenAI, &mock.openai_url(), "other-model");
@@ -653,18 +669,21 @@ fn real_model_runs_refunds_llm() {
     let out = bin()
         .current_dir(repo())
         .env("EVALUA_OPENAI_BASE_URL", &url)
-        .args(["run", "suites/refunds_llm.lua", "--trials", "1", "-q", "--out", out_dir.to_str().unwrap()])
+        .args(["run", "suites/refunds_llm.lua", "--trials", "1", "--jobs", "1", "--case", "reembolso_parcial_01"])
+        .args(["-q", "--out", out_dir.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", stderr(&out));
     let recs = trials(&out_dir);
-    assert_eq!(recs.len(), 3);
-    for r in &recs {
-        assert_ne!(r["outcome"], "infra_error", "the server answered: {r}");
-        assert!(r["usage"]["input_tokens"].as_u64().unwrap() > 0, "usage recorded: {r}");
-        let t = json(&out_dir.join(r["trace"].as_str().unwrap()));
-        assert!(!t["model_calls"].as_array().unwrap().is_empty());
-    }
+    assert_eq!(recs.len(), 1);
+    let r = &recs[0];
+    assert_ne!(r["outcome"], "infra_error", "the server answered: {r}");
+    assert!(r["usage"]["input_tokens"].as_u64().unwrap() > 0, "usage recorded: {r}");
+    assert_eq!(r["usage"]["cost_usd"], 0.0, "a local model has no price: {r}");
+    // The model asked for tools and the executor handled them (whatever it chose).
+    assert!(r["calls"]["requested"].as_u64().unwrap() > 0, "tool calls parsed: {r}");
+    let t = json(&out_dir.join(r["trace"].as_str().unwrap()));
+    assert!(t["model_calls"].as_array().unwrap().iter().any(|c| c["error"].is_null()));
 }
 
 #[test]
@@ -699,4 +718,83 @@ fn an_anthropic_simulated_user_gets_a_conversation_that_starts_with_a_user_turn(
     let roles: Vec<&str> = first["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, vec!["user", "assistant", "user"]);
     assert!(first["system"].as_str().unwrap().contains("goal"));
+}
+
+#[test]
+fn retries_stop_at_the_trials_deadline() {
+    let mock = Mock::start(vec![Reply::Sleep(Duration::from_secs(3), Box::new(oa(Some("late"), &[], 1, 1)))]);
+    let started = Instant::now();
+    let (_d, out, recs) =
+        run(&model_suite(&openai_agent(&mock, "timeout_s = 30, max_retries = 4"), "deadline_s = 1", ""));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["ended"], "deadline", "{r}");
+    assert_ne!(r["outcome"], "infra_error", "{r}");
+    assert!(started.elapsed() < Duration::from_millis(2900), "{:?}", started.elapsed());
+    assert_eq!(mock.seen().len(), 1, "no retry past the deadline");
+}
+
+/// With EVALUA_REAL_MODEL_URL: a structured (JSON-schema) answer from a real
+/// server, by whichever strategy it accepts; the answer is JSON.
+#[test]
+fn real_model_structured_output() {
+    let Ok(url) = std::env::var("EVALUA_REAL_MODEL_URL") else {
+        eprintln!("skipped: set EVALUA_REAL_MODEL_URL to run against a real OpenAI-compatible server");
+        return;
+    };
+    let mut ep = Endpoint::new(Provider::OpenAI, &url, "local");
+    ep.timeout = Duration::from_secs(120);
+    let req = ChatRequest {
+        messages: vec![Message::user("Is the sky blue? Answer as JSON.")],
+        structured: Some(Structured {
+            name: "answer".into(),
+            schema: json!({ "type": "object", "properties": { "yes": { "type": "boolean" } }, "required": ["yes"] }),
+        }),
+        max_tokens: Some(64),
+        temperature: Some(0.0),
+        ..Default::default()
+    };
+    let r = ep.chat(&req).unwrap();
+    assert!(r.strategy.is_some());
+    let v: Value = serde_json::from_str(r.text.as_deref().unwrap_or("")).expect("a JSON answer");
+    assert!(v.is_object(), "{v}");
+    assert!(r.usage.input_tokens > 0);
+    eprintln!("strategy {:?}, answer {v}", r.strategy);
+}
+
+#[test]
+fn anthropic_overload_is_retried_and_the_proxy_serves_the_messages_api() {
+    // 529 (overloaded), then success: retried.
+    let upstream = Mock::start(vec![
+        Reply::Status(529, r#"{"type":"error","error":{"type":"overloaded_error"}}"#.into(), vec![]),
+        an(Some("hi"), &[], 40, 2),
+    ]);
+    let mut real = Endpoint::new(Provider::Anthropic, &upstream.url(), "claude-sonnet-4-5");
+    real.api_key_env = Some("EVALUA_TEST_PROXY_REAL_KEY".into());
+    real.backoff = Duration::from_millis(10);
+    let proxy = evalua::model::proxy::Proxy::start(
+        None,
+        Some(real),
+        Default::default(),
+        Instant::now() + Duration::from_secs(10),
+        Instant::now(),
+    )
+    .unwrap();
+    // SAFETY: these variables are read by this test only.
+    unsafe {
+        std::env::set_var("EVALUA_TEST_PROXY_REAL_KEY", KEY);
+        std::env::set_var("EVALUA_TEST_PROXY_DUMMY", &proxy.dummy_key);
+    }
+    // An agent's Anthropic client, pointed at the proxy with the dummy key.
+    let mut agent = Endpoint::new(Provider::Anthropic, &proxy.anthropic_base_url(), "whatever");
+    agent.api_key_env = Some("EVALUA_TEST_PROXY_DUMMY".into());
+    let r = agent.chat(&ChatRequest { messages: vec![Message::user("hi")], ..Default::default() }).unwrap();
+    assert_eq!(r.text.as_deref(), Some("hi"));
+    let seen = upstream.seen();
+    assert_eq!(seen.len(), 2, "the 529 was retried");
+    assert!(seen.iter().all(|s| s.api_key.as_deref() == Some(KEY) && s.body["model"] == "claude-sonnet-4-5"));
+    let calls = proxy.take_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!((calls[0].input_tokens, calls[0].output_tokens, calls[0].attempts), (40, 2, 2));
+    assert!(close(calls[0].cost_usd.unwrap(), (40.0 * 3.0 + 2.0 * 15.0) / 1e6));
 }

@@ -119,6 +119,7 @@ pub fn bounded(ep: &Endpoint, deadline: Instant) -> Option<Endpoint> {
     }
     let mut ep = ep.clone();
     ep.timeout = ep.timeout.min(left);
+    ep.deadline = Some(deadline);
     Some(ep)
 }
 

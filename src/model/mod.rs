@@ -76,6 +76,10 @@ pub struct Endpoint {
     /// The first backoff; doubled per retry (with jitter), capped at [`retry::MAX_BACKOFF`].
     #[serde(rename = "backoff_s", serialize_with = "as_secs")]
     pub backoff: Duration,
+    /// No attempt starts or runs past this instant (a trial's deadline):
+    /// each attempt's timeout is cut to it, and no retry waits beyond it.
+    #[serde(skip)]
+    pub deadline: Option<Instant>,
 }
 
 fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -94,6 +98,7 @@ impl Endpoint {
             prices: None,
             max_concurrency: 8,
             backoff: Duration::from_millis(500),
+            deadline: None,
         }
     }
 

@@ -4,7 +4,9 @@
 //! an assistant message with tool calls is sent with `content: ""`, never
 //! `null` (answered with HTTP 500 otherwise); `response_format` of type
 //! `json_schema` may be refused with a 400, and the caller then falls back to
-//! `json_object` with the schema in the prompt (see [`refuses_json_schema`]).
+//! `json_object` with the schema in the prompt (see [`refuses_json_schema`]);
+//! and `tool_choice: "auto"` is sent explicitly with tools (llama-cpp-python's
+//! server leaves the tools out of the prompt without it).
 
 use serde_json::{Value as Json, json};
 
@@ -37,6 +39,9 @@ pub fn body(ep: &Endpoint, req: &ChatRequest, strategy: Option<Strategy>) -> Jso
                         "function": { "name": t.name, "description": t.description, "parameters": t.parameters } })
             })
             .collect();
+        // OpenAI's default, but llama.cpp's Python server (chatml-function-calling)
+        // drops the tools from the prompt unless `tool_choice` is given.
+        b["tool_choice"] = json!("auto");
     }
     if let Some(t) = req.temperature {
         b["temperature"] = json!(t);
@@ -184,6 +189,7 @@ mod tests {
         assert_eq!(b["seed"], json!(7));
         assert_eq!(b["temperature"], json!(0.0));
         assert_eq!(b["tools"][0]["function"]["name"], json!("f"));
+        assert_eq!(b["tool_choice"], json!("auto"));
     }
 
     #[test]

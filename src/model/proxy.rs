@@ -214,6 +214,7 @@ async fn forward(s: Arc<Shared>, provider: Provider, headers: HeaderMap, body: B
         return error(provider, StatusCode::GATEWAY_TIMEOUT, "timeout", "evalua: the trial's deadline has passed");
     }
     ep.timeout = ep.timeout.min(left);
+    ep.deadline = Some(s.deadline);
     let started_ms = s.started.elapsed().as_secs_f64() * 1000.0;
     let t0 = Instant::now();
     let key = match ep.api_key() {

@@ -7,7 +7,7 @@
 //! with jitter. Not retried: every other 4xx (a configuration error) and a
 //! 429 whose body says `insufficient_quota` (more waiting will not help).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
@@ -61,12 +61,13 @@ pub async fn send(ep: &Endpoint, key: Option<&str>, body: &Json) -> (Result<Stri
             Attempt::Fail(f) => return (Err(f), attempts),
             Attempt::Retry(msg, wait, timed_out) => (msg, wait, timed_out),
         };
-        if attempts > ep.max_retries {
+        let wait = wait.unwrap_or_else(|| backoff(ep.backoff, attempts - 1)).min(MAX_BACKOFF);
+        let past_deadline = ep.deadline.is_some_and(|d| Instant::now() + wait >= d);
+        if attempts > ep.max_retries || past_deadline {
             let msg = format!("{msg} (after {attempts} attempts to {})", url(ep));
             let f = if timed_out { Failure::Timeout(msg) } else { Failure::Unavailable(msg) };
             return (Err(f), attempts);
         }
-        let wait = wait.unwrap_or_else(|| backoff(ep.backoff, attempts - 1)).min(MAX_BACKOFF);
         tokio::time::sleep(wait).await;
     }
 }
@@ -80,7 +81,14 @@ pub fn backoff(base: Duration, n: u32) -> Duration {
 async fn attempt(ep: &Endpoint, key: Option<&str>, body: &Json) -> Attempt {
     let sem = semaphore(ep);
     let _permit = sem.acquire_owned().await.expect("the semaphore is never closed");
-    let mut rb = super::client().post(url(ep)).timeout(ep.timeout).json(body);
+    let timeout = match ep.deadline {
+        Some(d) => ep.timeout.min(d.saturating_duration_since(Instant::now())),
+        None => ep.timeout,
+    };
+    if timeout.is_zero() {
+        return Attempt::Fail(Failure::Timeout("the deadline passed before the request".into()));
+    }
+    let mut rb = super::client().post(url(ep)).timeout(timeout).json(body);
     rb = match (ep.provider, key) {
         (Provider::OpenAI, Some(k)) => rb.bearer_auth(k),
         (Provider::Anthropic, Some(k)) => rb.header("x-api-key", k),
@@ -91,20 +99,27 @@ async fn attempt(ep: &Endpoint, key: Option<&str>, body: &Json) -> Attempt {
     }
     let resp = match rb.send().await {
         Ok(r) => r,
-        Err(e) => return transport(ep, e),
+        Err(e) => return transport(e),
     };
     let status = resp.status().as_u16();
     let wait = retry_after(resp.headers());
     let text = match resp.text().await {
         Ok(t) => t,
-        Err(e) => return transport(ep, e),
+        Err(e) => return transport(e),
     };
+    // A server that refuses `json_schema` output says so with a 400, a 422 or
+    // (llama-cpp-python) a 500 naming `response_format`: not worth retrying,
+    // the caller falls back to another strategy.
+    let asks_json_schema = body.pointer("/response_format/type").and_then(|t| t.as_str()) == Some("json_schema");
+    if asks_json_schema && !(200..300).contains(&status) && super::openai::refuses_json_schema(&text) {
+        return Attempt::Fail(Failure::BadRequest(format!("HTTP {status}: {}", snippet(&text))));
+    }
     classify(status, wait, text)
 }
 
-fn transport(ep: &Endpoint, e: reqwest::Error) -> Attempt {
+fn transport(e: reqwest::Error) -> Attempt {
     if e.is_timeout() {
-        Attempt::Retry(format!("no answer within {:.1} s", ep.timeout.as_secs_f64()), None, true)
+        Attempt::Retry("no answer within the request's timeout".to_string(), None, true)
     } else {
         // Strip the URL's query (none is used) and keep the cause chain.
         let mut msg = e.to_string();
