@@ -166,6 +166,23 @@ pub fn make_run_dir(out: Option<&Path>, suite: &str, run_id: &str) -> Result<Pat
     Ok(dir)
 }
 
+/// Split the work (in plan order) into the runs of trials a worker claims at
+/// once: consecutive trials of one case, about an eighth of a worker's share.
+/// A worker that runs a case's trials back to back evaluates the suite once
+/// for them (see `lua::reuse`); small runs still spread trial by trial.
+fn chunks(work: &[(usize, u32)], jobs: usize) -> Vec<std::ops::Range<usize>> {
+    let size = (work.len() / (jobs * 8)).max(1);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=work.len() {
+        if i == work.len() || work[i].0 != work[start].0 || i - start == size {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    out
+}
+
 /// Run every planned trial and write the run dir.
 pub fn execute(plan: &Plan, opts: &RunOptions, dir: &Path, run_id: &str, argv: &[String]) -> Result<RunResult> {
     let work: Vec<(usize, u32)> = plan
@@ -181,20 +198,29 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &Path, run_id: &str, argv: &
     let mut tally = Tally::new(plan.cases.len());
     let progress = progress_bar(work.len() as u64, opts.progress);
 
+    let jobs = opts.jobs.max(1).min(work.len().max(1));
+    let chunks = chunks(&work, jobs);
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::sync_channel::<(usize, TrialRecord)>(1024);
-    let jobs = opts.jobs.max(1).min(work.len().max(1));
     let mut write_error: Option<String> = None;
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let tx = tx.clone();
-            let (work, next) = (&work, &next);
+            let (work, next, chunks) = (&work, &next, &chunks);
             scope.spawn(move || {
+                let mut mine = 0..0;
                 loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(case_idx, number)) = work.get(i) else {
-                        break;
+                    let i = match mine.next() {
+                        Some(i) => i,
+                        None => match chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            Some(c) => {
+                                mine = c.clone();
+                                continue;
+                            }
+                            None => break,
+                        },
                     };
+                    let (case_idx, number) = work[i];
                     let case = &plan.cases[case_idx];
                     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| trial::run(plan, case, number)));
                     let mut out = match out {
