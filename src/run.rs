@@ -166,6 +166,9 @@ pub fn make_run_dir(out: Option<&Path>, suite: &str, run_id: &str) -> Result<Pat
     Ok(dir)
 }
 
+/// Threads that write trace files (see `execute`).
+const TRACE_WRITERS: usize = 2;
+
 /// Split the work (in plan order) into the runs of trials a worker claims at
 /// once: consecutive trials of one case, about an eighth of a worker's share.
 /// A worker that runs a case's trials back to back evaluates the suite once
@@ -202,10 +205,32 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &Path, run_id: &str, argv: &
     let chunks = chunks(&work, jobs);
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::sync_channel::<(usize, TrialRecord)>(1024);
+    // Creating a file can block on the disk's journal for far longer than a
+    // trial takes to compute, so traces are written by their own threads: a
+    // worker hands over the serialised trace and goes on with its next trial.
+    let (trace_tx, trace_rx) = mpsc::sync_channel::<(usize, TrialRecord, Vec<u8>)>(256);
+    let trace_rx = std::sync::Mutex::new(trace_rx);
     let mut write_error: Option<String> = None;
     std::thread::scope(|scope| {
+        for _ in 0..TRACE_WRITERS {
+            let (tx, trace_rx) = (tx.clone(), &trace_rx);
+            scope.spawn(move || {
+                loop {
+                    let next = trace_rx.lock().map(|rx| rx.recv());
+                    let Ok(Ok((i, mut record, bytes))) = next else { break };
+                    // The trace is on disk before the record is announced.
+                    if let Err(e) = fs::write(dir.join(&record.trace), bytes) {
+                        record.error = Some(format!("could not write the trace: {e}"));
+                    }
+                    if tx.send((i, record)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
         for _ in 0..jobs {
-            let tx = tx.clone();
+            let tx = trace_tx.clone();
             let (work, next, chunks) = (&work, &next, &chunks);
             scope.spawn(move || {
                 let mut mine = 0..0;
@@ -233,17 +258,20 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &Path, run_id: &str, argv: &
                             trial::internal_error(plan, case, number, msg.unwrap_or_else(|| "panic".into()))
                         }
                     };
-                    // The trace is on disk before the record is announced.
-                    if let Err(e) = write_json(&dir.join(&out.record.trace), &out.trace) {
-                        out.record.error = Some(format!("could not write the trace: {e}"));
-                    }
-                    if tx.send((i, out.record)).is_err() {
+                    let bytes = match serde_json::to_vec_pretty(&out.trace) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            out.record.error = Some(format!("could not write the trace: {e}"));
+                            Vec::new()
+                        }
+                    };
+                    if tx.send((i, out.record, bytes)).is_err() {
                         break;
                     }
                 }
             });
         }
-        drop(tx);
+        drop(trace_tx);
         let mut pending: BTreeMap<usize, TrialRecord> = BTreeMap::new();
         let mut written = 0usize;
         for (i, rec) in rx {
