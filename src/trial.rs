@@ -141,6 +141,11 @@ pub fn agent_turn(
 }
 
 impl Trial<'_> {
+    /// One tool call through the trial's executor (validated, authorised, run, recorded).
+    pub fn call_tool(&self, id: Option<String>, name: &str, args: Json) -> crate::executor::Reply {
+        self.executor.call(&self.lua, &self.state, &self.handlers, &self.ctx, id, name, args)
+    }
+
     /// Whether the case has a (scripted or simulated) user to talk to.
     pub fn has_user(&self) -> bool {
         self.user.is_some()

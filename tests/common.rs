@@ -86,3 +86,15 @@ pub fn assert_user_error(o: &Output, needle: &str) {
     assert_eq!(err.trim_end().lines().count(), 1, "expected a one-line error: {err}");
     assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "no panic: {err}");
 }
+
+/// trials.jsonl with the timing fields removed.
+pub fn without_timings(dir: &std::path::Path) -> Vec<Value> {
+    trials(dir)
+        .into_iter()
+        .map(|mut r| {
+            r.as_object_mut().unwrap().remove("wall_ms");
+            r["usage"].as_object_mut().unwrap().remove("wall_ms");
+            r
+        })
+        .collect()
+}

@@ -13,17 +13,6 @@ fn run(dir: &std::path::Path, out: &str, extra: &[&str]) -> std::process::Output
     bin().current_dir(repo()).args(&args).output().unwrap()
 }
 
-fn without_timings(dir: &std::path::Path) -> Vec<Value> {
-    trials(dir)
-        .into_iter()
-        .map(|mut r| {
-            r.as_object_mut().unwrap().remove("wall_ms");
-            r["usage"].as_object_mut().unwrap().remove("wall_ms");
-            r
-        })
-        .collect()
-}
-
 /// summary.json without the timing figures and the run id.
 fn figures(dir: &std::path::Path) -> Value {
     let mut s = json(&dir.join("summary.json"));

@@ -22,18 +22,6 @@ fn in_repo(tmp: &std::path::Path, args: &[&str]) -> std::process::Output {
     bin().current_dir(repo()).args(&args).output().unwrap()
 }
 
-/// trials.jsonl with the timing fields removed.
-fn without_timings(dir: &std::path::Path) -> Vec<Value> {
-    trials(dir)
-        .into_iter()
-        .map(|mut r| {
-            r.as_object_mut().unwrap().remove("wall_ms");
-            r["usage"].as_object_mut().unwrap().remove("wall_ms");
-            r
-        })
-        .collect()
-}
-
 #[test]
 fn same_seed_same_trials_whatever_the_jobs() {
     let dir = project(&[]);

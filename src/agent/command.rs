@@ -343,7 +343,7 @@ fn next_wait(trial: &Trial<'_>, proxy: Option<&Proxy>, left: Duration) -> Result
 
 /// One tool call through the trial's executor; Err(why) when it spent a budget (the trial ends).
 fn call(trial: &Trial<'_>, id: Option<String>, name: &str, args: Json) -> (CallRecord, Result<(), String>) {
-    let reply = trial.executor.call(&trial.lua, &trial.state, &trial.handlers, &trial.ctx, id, name, args);
+    let reply = trial.call_tool(id, name, args);
     let hit = trial.state.borrow().budget_hit.clone();
     (reply.record, hit.map_or(Ok(()), Err))
 }

@@ -201,15 +201,7 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgent) -> AgentEnd {
         }
         req.messages.push(Message::assistant(text, resp.tool_calls.clone()));
         for call in &resp.tool_calls {
-            let reply = trial.executor.call(
-                &trial.lua,
-                &trial.state,
-                &trial.handlers,
-                &trial.ctx,
-                Some(call.id.clone()),
-                &call.name,
-                call.arguments.clone(),
-            );
+            let reply = trial.call_tool(Some(call.id.clone()), &call.name, call.arguments.clone());
             if reply.unwind.is_some() {
                 return deadline_end();
             }

@@ -35,15 +35,7 @@ pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
         }
     }
     for call in &trace.calls {
-        trial.executor.call(
-            &trial.lua,
-            &trial.state,
-            &trial.handlers,
-            &trial.ctx,
-            Some(call.id.clone()),
-            &call.name,
-            call.args.clone(),
-        );
+        trial.call_tool(Some(call.id.clone()), &call.name, call.args.clone());
         if let Some(why) = trial.state.borrow().budget_hit.clone() {
             return AgentEnd::budget(&why);
         }
