@@ -29,6 +29,10 @@ import sys
 import urllib.error
 import urllib.request
 
+sys.dont_write_bytecode = True  # keep suites/agents free of __pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from evalua_protocol import recv, send  # noqa: E402
+
 PROTOCOL_VERSION = "2025-11-25"
 
 
@@ -137,20 +141,6 @@ class Lines:
             if msg.get("type") == "tool_result" and msg.get("id") == cid:
                 ok = msg.get("status") == "ok"
                 return ok, msg.get("content") if ok else "%s: %s" % (msg.get("status"), msg.get("error"))
-
-
-def send(obj):
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-
-
-def recv():
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            return None
-        if line.strip():
-            return json.loads(line)
 
 
 def refund(tools, text):
