@@ -122,17 +122,7 @@ pub fn parse(raw: &str, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
         input_tokens: n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens"),
         output_tokens: n("output_tokens"),
     };
-    Ok(ChatResponse {
-        text,
-        tool_calls,
-        usage,
-        cost_usd: None,
-        latency_ms: 0.0,
-        finish_reason: stop,
-        refusal,
-        strategy: None,
-        attempts: 0,
-    })
+    Ok(ChatResponse::parsed(text, tool_calls, usage, stop, refusal))
 }
 
 #[cfg(test)]

@@ -391,6 +391,30 @@ pub struct ChatResponse {
     pub attempts: u32,
 }
 
+impl ChatResponse {
+    /// A response as a provider's parser reads it from one HTTP body; cost,
+    /// latency, strategy and attempts are filled in by `Endpoint::chat`.
+    fn parsed(
+        text: Option<String>,
+        tool_calls: Vec<ToolCall>,
+        usage: Usage,
+        finish_reason: String,
+        refusal: Option<String>,
+    ) -> Self {
+        ChatResponse {
+            text,
+            tool_calls,
+            usage,
+            cost_usd: None,
+            latency_ms: 0.0,
+            finish_reason,
+            refusal,
+            strategy: None,
+            attempts: 0,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelError {
     /// 400/401/403/404, a quota-exhausted 429, a missing key: reported at once.

@@ -147,17 +147,7 @@ pub fn parse(raw: &str, _req: &ChatRequest) -> Result<ChatResponse, ModelError> 
     let usage = Usage { input_tokens: n("prompt_tokens"), output_tokens: n("completion_tokens") };
     let refusal = msg.get("refusal").and_then(|r| r.as_str()).filter(|s| !s.is_empty()).map(String::from);
     let finish_reason = choice.get("finish_reason").and_then(|f| f.as_str()).unwrap_or("").to_string();
-    Ok(ChatResponse {
-        text,
-        tool_calls,
-        usage,
-        cost_usd: None,
-        latency_ms: 0.0,
-        finish_reason,
-        refusal,
-        strategy: None,
-        attempts: 0,
-    })
+    Ok(ChatResponse::parsed(text, tool_calls, usage, finish_reason, refusal))
 }
 
 #[cfg(test)]
