@@ -9,6 +9,7 @@ mod command;
 mod common;
 mod compare;
 mod figures;
+mod golden;
 mod judge;
 mod lua_defs;
 mod mcp;
