@@ -1,29 +1,26 @@
-//! Errors that are the user's to fix (a bad suite, flag or input file): exit 2,
-//! one line, `file:line` where there is one. Everything else is a trial outcome.
+//! The errors that end a command, and their exit codes (SPEC §2):
+//! `2` the suite, a flag or an input file is wrong (one line, `file:line`
+//! where there is one); `3` evalua itself could not go on (disk full, run dir
+//! unwritable). Everything that goes wrong *inside* a trial is a recorded
+//! outcome instead, never an error here.
 
-use std::fmt;
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// The user's to fix: exit 2.
+    #[error("{0}")]
+    Input(String),
+    /// evalua's environment failed it: exit 3.
+    #[error("{0}")]
+    Environment(String),
+}
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct UserError(pub String);
-
-impl fmt::Display for UserError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+impl Error {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Input(_) => 2,
+            Error::Environment(_) => 3,
+        }
     }
 }
 
-impl std::error::Error for UserError {}
-
-pub type Result<T> = std::result::Result<T, UserError>;
-
-/// Build a [`UserError`] with `format!` syntax.
-#[macro_export]
-macro_rules! user_error {
-    ($($arg:tt)*) => { $crate::error::UserError(format!($($arg)*)) };
-}
-
-impl From<std::io::Error> for UserError {
-    fn from(e: std::io::Error) -> Self {
-        UserError(e.to_string())
-    }
-}
+pub type Result<T> = std::result::Result<T, Error>;

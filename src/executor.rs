@@ -8,15 +8,18 @@
 //! - `executed`: the handler returned; its result is recorded.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlua::{Function, Lua, Table, Value};
 use serde_json::Value as Json;
 
-use crate::lua::{self, Segment, convert, limits::Guarded};
-use crate::record::{CallRecord, CallStatus, Message, ModelCall, OutboxItem, Usage};
-use crate::suite::{Budget, ToolSpec};
+use crate::lua::engine::{self as lua, Segment, convert, limits::Guarded};
+use crate::record::journal::{BudgetHit, Journal, spent_budget};
+use crate::record::{CallRecord, CallStatus};
+use crate::spec::{Budget, ToolSpec};
+use crate::util::schema;
 
 /// Limits on one tool handler call.
 const TOOL_INSTRUCTIONS: u64 = 50_000_000;
@@ -27,78 +30,45 @@ pub struct ToolDef {
     pub validator: jsonschema::Validator,
 }
 
-/// What a trial accumulates while the agent runs.
-pub struct TrialState {
-    pub started: Instant,
-    pub calls: Vec<CallRecord>,
-    pub messages: Vec<Message>,
-    pub outbox: Vec<OutboxItem>,
-    pub usage: Usage,
-    /// Set when a budget is spent: the trial ends as `budget`.
-    pub budget_hit: Option<String>,
-    /// Set by a handler's `ctx.deny(reason)`: the call is recorded as `denied`.
-    pub denied: Option<String>,
-    /// Model calls made for the trial (model agents, simulated users, the model proxy).
-    pub model_calls: Vec<ModelCall>,
-    /// Set when something the harness provides (a simulated user's model)
-    /// failed: the trial is then an infrastructure error.
-    pub infra: Option<String>,
-}
-
-impl TrialState {
-    pub fn new() -> Self {
-        TrialState {
-            started: Instant::now(),
-            calls: Vec::new(),
-            messages: Vec::new(),
-            outbox: Vec::new(),
-            usage: Usage::default(),
-            budget_hit: None,
-            denied: None,
-            model_calls: Vec::new(),
-            infra: None,
-        }
-    }
-    pub fn elapsed_ms(&self) -> f64 {
-        self.started.elapsed().as_secs_f64() * 1000.0
-    }
-}
-
-impl Default for TrialState {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Which budget, if any, a trial with `calls` requests so far has spent.
-pub fn spent_budget(budget: &Budget, usage: &Usage, calls: usize) -> Option<String> {
-    if let Some(max) = budget.max_tool_calls
-        && calls >= max as usize
-    {
-        return Some(format!("max_tool_calls ({max}) reached"));
-    }
-    usage_budget(budget, usage)
-}
-
-/// Which token or cost budget, if any, the usage so far has spent.
-pub fn usage_budget(budget: &Budget, usage: &Usage) -> Option<String> {
-    if let Some(max) = budget.max_tokens
-        && usage.input_tokens + usage.output_tokens > max
-    {
-        return Some(format!("max_tokens ({max}) exceeded"));
-    }
-    if let Some(max) = budget.max_cost_usd
-        && usage.cost_usd > max
-    {
-        return Some(format!("max_cost_usd ({max}) exceeded"));
-    }
-    None
-}
-
+/// A trial's executor: the tools its case offers, the budget, and where
+/// calls run (the handlers and `ctx` in the trial's Lua state) and are
+/// recorded (the trial's journal).
 pub struct Executor {
     /// The tools offered in this case.
     pub tools: Vec<Arc<ToolDef>>,
     pub budget: Budget,
+    pub journal: Rc<RefCell<Journal>>,
+    /// The suite's `_tool_index` table in the trial's Lua state.
+    pub handlers: Table,
+    pub ctx: Table,
+}
+
+/// Why the executor refused a request before its handler ran.
+#[derive(Debug, Clone, PartialEq)]
+enum Refusal {
+    /// Unknown tool or arguments that fail its schema: `rejected`.
+    Rejected(String),
+    /// A `requires` policy is not met: `denied`.
+    Policy(String),
+    /// A budget is spent: `denied`, and the trial ends as `budget`.
+    Budget(BudgetHit),
+}
+
+impl Refusal {
+    fn status(&self) -> CallStatus {
+        match self {
+            Refusal::Rejected(_) => CallStatus::Rejected,
+            Refusal::Policy(_) | Refusal::Budget(_) => CallStatus::Denied,
+        }
+    }
+    /// The error the call is recorded with (and the agent told).
+    fn message(&self) -> String {
+        match self {
+            Refusal::Rejected(m) => m.clone(),
+            Refusal::Policy(m) => format!("policy: {m}"),
+            Refusal::Budget(hit) => format!("budget: {hit}"),
+        }
+    }
 }
 
 /// A recorded call, and an error to re-raise in the agent when an enclosing
@@ -113,18 +83,9 @@ impl Executor {
         self.tools.iter().find(|t| t.spec.name == name)
     }
 
-    /// Validate, authorise and run one request. `handlers` is the suite's
-    /// `_tool_index` table in this trial's Lua state.
-    pub fn call(
-        &self,
-        lua: &Lua,
-        state: &RefCell<TrialState>,
-        handlers: &Table,
-        ctx: &Table,
-        id: Option<String>,
-        name: &str,
-        args: Json,
-    ) -> Reply {
+    /// Validate, authorise and run one request.
+    pub fn call(&self, lua: &Lua, id: Option<String>, name: &str, args: Json) -> Reply {
+        let (state, handlers, ctx) = (&*self.journal, &self.handlers, &self.ctx);
         let (started_ms, id, verdict) = {
             let st = state.borrow();
             let id = id.unwrap_or_else(|| format!("c{}", st.calls.len() + 1));
@@ -144,12 +105,12 @@ impl Executor {
         };
         let mut unwind = None;
         match verdict {
-            Err((status, msg)) => {
-                if status == CallStatus::Denied && msg.starts_with("budget:") {
-                    state.borrow_mut().budget_hit = Some(msg.trim_start_matches("budget: ").to_string());
+            Err(refusal) => {
+                record.status = refusal.status();
+                record.error = Some(refusal.message());
+                if let Refusal::Budget(hit) = refusal {
+                    state.borrow_mut().budget_hit = Some(hit);
                 }
-                record.status = status;
-                record.error = Some(msg);
             }
             Ok(()) => {
                 state.borrow_mut().denied = None;
@@ -172,22 +133,22 @@ impl Executor {
         Reply { record, unwind }
     }
 
-    fn authorise(&self, st: &TrialState, name: &str, args: &Json) -> Result<(), (CallStatus, String)> {
-        if let Some(why) = spent_budget(&self.budget, &st.usage, st.calls.len()) {
-            return Err((CallStatus::Denied, format!("budget: {why}")));
+    fn authorise(&self, st: &Journal, name: &str, args: &Json) -> Result<(), Refusal> {
+        if let Some(hit) = spent_budget(&self.budget, &st.usage, st.calls.len()) {
+            return Err(Refusal::Budget(hit));
         }
         let Some(tool) = self.tool(name) else {
             let offered: Vec<&str> = self.tools.iter().map(|t| t.spec.name.as_str()).collect();
-            return Err((CallStatus::Rejected, format!("unknown tool '{name}' (offered: {})", offered.join(", "))));
+            return Err(Refusal::Rejected(format!("unknown tool '{name}' (offered: {})", offered.join(", "))));
         };
-        let errors = lua::host::schema_errors(&tool.validator, args);
+        let errors = schema::errors(&tool.validator, args);
         if !errors.is_empty() {
-            return Err((CallStatus::Rejected, format!("invalid arguments for {name}: {}", errors.join("; "))));
+            return Err(Refusal::Rejected(format!("invalid arguments for {name}: {}", errors.join("; "))));
         }
         for req in &tool.spec.requires {
             let ok = st.calls.iter().any(|c| &c.name == req && c.status == CallStatus::Executed);
             if !ok {
-                return Err((CallStatus::Denied, format!("policy: {name} requires a successful {req} first")));
+                return Err(Refusal::Policy(format!("{name} requires a successful {req} first")));
             }
         }
         Ok(())

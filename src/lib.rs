@@ -3,26 +3,40 @@
 //! budgets, the tool executor, recording, statistics and result files.
 //!
 //! Data flows one way: suite file → plan (cases × trials) → trial (sandbox +
-//! agent + executor + checks) → record (trace, trials.jsonl) → figures → reports.
+//! agent + executor + checks) → record (trace, trials.jsonl) → figures →
+//! reports. The modules are layered the same way, and no module imports one
+//! above it (ARCHITECTURE.md draws the layers):
+//!
+//! ```text
+//! util, error        helpers with no knowledge of suites
+//! process            the one process runner
+//! spec               what a suite declares, typed (no Lua)
+//! record             what a trial leaves behind, typed; the run dir
+//! stats              figures from records; a run dir read back
+//! sandbox, model     per-trial state; model clients and the model proxy
+//! judge              LLM judges and their calibration
+//! lua                engine ← api ← load (suite tables → spec)
+//! executor           the one door for tool calls
+//! trial              one trial: prepare, grade, record
+//! agent              scripted, command (JSON Lines, MCP), model, replay
+//! run                plan, scheduler, typed run events
+//! report             console, report files, compare, sinks
+//! cmd                one module per command
+//! ```
 
 pub mod agent;
-pub mod calibrate;
-pub mod coding;
-pub mod compare;
+pub mod cmd;
 pub mod error;
 pub mod executor;
-pub mod gate;
 pub mod judge;
 pub mod lua;
 pub mod model;
-pub mod partition;
 pub mod process;
 pub mod record;
 pub mod report;
 pub mod run;
-pub mod rundir;
 pub mod sandbox;
+pub mod spec;
 pub mod stats;
-pub mod suite;
 pub mod trial;
-pub mod workdir;
+pub mod util;

@@ -1,14 +1,16 @@
-//! The command line: parse, dispatch, map errors to exit codes
-//! (0 ran and every gate held, 1 a gate failed, 2 the input is wrong).
+//! The command line: parse, dispatch to `evalua::cmd`, map errors to exit
+//! codes (0 ran and every gate held, 1 a gate failed, 2 the input is wrong,
+//! 3 evalua itself could not go on).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use evalua::error::UserError;
-use evalua::run::{self, Filters, RunOptions};
-use evalua::{compare, partition, report, rundir, suite};
+use evalua::cmd;
+use evalua::error::Result;
+use evalua::record::manifest::Filters;
+use evalua::run::Partition;
 
 #[derive(Parser)]
 #[command(
@@ -67,8 +69,8 @@ enum Command {
         #[arg(long)]
         skip_invalid: bool,
         /// Run only this deterministic share of the (case, trial) pairs, e.g. hash:1/4
-        #[arg(long, value_name = "hash:I/N", value_parser = partition::Partition::parse)]
-        partition: Option<partition::Partition>,
+        #[arg(long, value_name = "hash:I/N", value_parser = Partition::parse)]
+        partition: Option<Partition>,
         /// Compare the finished run with this earlier run dir (as `evalua compare`)
         #[arg(long, value_name = "RUN_DIR")]
         baseline: Option<PathBuf>,
@@ -115,7 +117,7 @@ enum Command {
     Calibrate {
         #[arg(value_name = "SUITE.lua")]
         suite: PathBuf,
-        /// JSON Lines: one labelled item per line (see README, "Judges")
+        /// JSON Lines: one labelled item per line (see docs/guide.md, "Judges")
         #[arg(long, value_name = "FILE")]
         labels: PathBuf,
         /// Calibrate only the rubric with this name
@@ -151,12 +153,12 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(2)
+            ExitCode::from(e.exit_code())
         }
     }
 }
 
-fn dispatch(cli: Cli) -> Result<u8, UserError> {
+fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Run {
             suites,
@@ -174,124 +176,32 @@ fn dispatch(cli: Cli) -> Result<u8, UserError> {
             require_judge,
         } => {
             evalua::judge::cache::set_disabled(no_cache);
-            let argv: Vec<String> = std::env::args().collect();
-            let jobs = jobs
-                .map(|j| j as usize)
-                .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
-            let mut code = 0;
-            let many = suites.len() > 1;
-            // Load and plan every suite first: a bad one stops the run before any agent starts.
-            let mut plans = Vec::new();
-            for path in &suites {
-                let s = suite::load(path)?;
-                if let Some(why) = &s.skip {
-                    // e.g. a model-driven suite with no model configured: not a failure.
-                    println!("skipped: {}: {why}", evalua::lua::display_path(&s.path));
-                    continue;
-                }
-                let mut plan = run::plan(s, trials, &select.filters(), seed)?;
-                evalua::coding::screen(&mut plan, skip_invalid, jobs)?;
-                plans.push(plan);
-            }
-            let baseline = match &baseline {
-                Some(b) if many => {
-                    return Err(UserError(format!("--baseline {}: give one suite with --baseline", b.display())));
-                }
-                Some(b) => Some(compare::preflight(b, &suites[0], allow_revision_change)?),
-                None => None,
-            };
-            for mut plan in plans {
-                if require_judge {
-                    plan.suite.gates.push(evalua::judge::require_judge_gate());
-                }
-                for w in evalua::judge::calibration_warnings(&plan.suite) {
-                    eprintln!("warning: {w}");
-                }
-                let opts = RunOptions { trials, jobs, filters: select.filters(), seed, progress: !quiet, partition };
-                let run_id = run::new_run_id();
-                let out_dir = out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
-                let dir = run::make_run_dir(out_dir.as_deref(), &plan.suite.name, &run_id)?;
-                let result = run::execute(&plan, &opts, &dir, &run_id, &argv)?;
-                print!(
-                    "{}",
-                    report::console(&plan.suite.name, &result.summary, &result.gates, &dir.display().to_string())
-                );
-                print!("{}", evalua::coding::test_report(&dir));
-                let data = rundir::load(&dir)?;
-                report::write_all(&data)?;
-                if let Some(base) = &baseline {
-                    print!("{}", compare::after_run(base, &data, allow_revision_change)?);
-                }
-                if !result.gates_passed() {
-                    code = 1;
-                }
-            }
-            Ok(code)
+            cmd::run::run(cmd::run::RunArgs {
+                suites,
+                trials,
+                jobs: jobs.map(|j| j as usize).unwrap_or_else(cmd::default_jobs),
+                filters: select.filters(),
+                seed,
+                out,
+                quiet,
+                skip_invalid,
+                partition,
+                baseline,
+                allow_revision_change,
+                require_judge,
+                argv: std::env::args().collect(),
+            })
         }
-        Command::Report { dir } => {
-            let data = rundir::load(&dir)?;
-            report::write_all(&data)?;
-            for g in &data.gates {
-                println!("{}", report::gate_line(g));
-            }
-            println!("wrote {}/report.md, report.html, junit.xml", dir.display());
-            Ok(if data.gates_passed() { 0 } else { 1 })
-        }
+        Command::Report { dir } => cmd::report::report(&dir),
         Command::Compare { base, cand, allow_revision_change, json, markdown } => {
-            compare::command(&base, &cand, allow_revision_change, json, markdown)
+            cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
-        Command::Merge { dirs, out } => partition::merge(&dirs, &out),
-        Command::Calibrate { suite: path, labels, rubric, no_cache } => {
+        Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
+        Command::Calibrate { suite, labels, rubric, no_cache } => {
             evalua::judge::cache::set_disabled(no_cache);
-            let s = suite::load(&path)?;
-            let done = evalua::calibrate::run(&s, &labels, rubric.as_deref())?;
-            for c in &done {
-                print!("{}", c.text);
-            }
-            Ok(if done.iter().all(|c| c.compared > 0) { 0 } else { 1 })
+            cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
         }
-        Command::Check { suites, skip_invalid } => {
-            let jobs = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-            for path in &suites {
-                let s = suite::load(path)?;
-                let mut plan = run::plan(s, None, &Filters::default(), 1)?;
-                evalua::coding::screen(&mut plan, skip_invalid, jobs)?;
-                let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
-                let checks: usize = plan.cases.iter().map(|c| c.spec.checks.len()).sum();
-                println!(
-                    "ok: {} ({} cases, {} tools, {} checks, {} trials per run{})",
-                    evalua::lua::display_path(&plan.suite.path),
-                    plan.cases.len(),
-                    plan.suite.tools.len(),
-                    checks,
-                    trials,
-                    match plan.invalid.len() {
-                        0 => String::new(),
-                        n => format!("; {n} invalid cases skipped"),
-                    }
-                );
-            }
-            Ok(0)
-        }
-        Command::List { suite: path, select } => {
-            let s = suite::load(&path)?;
-            let plan = run::plan(s, None, &select.filters(), 1)?;
-            let mut t = comfy_table::Table::new();
-            t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
-            t.set_header(vec!["case", "split", "tags", "difficulty", "trials", "checks", "declared at"]);
-            for c in &plan.cases {
-                t.add_row(vec![
-                    c.spec.id.clone(),
-                    c.spec.split.clone(),
-                    c.spec.tags.join(", "),
-                    c.spec.difficulty.clone().unwrap_or_default(),
-                    c.trials.to_string(),
-                    c.spec.checks.len().to_string(),
-                    c.spec.location.clone(),
-                ]);
-            }
-            println!("{t}");
-            Ok(0)
-        }
+        Command::Check { suites, skip_invalid } => cmd::check::check(&suites, skip_invalid),
+        Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
     }
 }

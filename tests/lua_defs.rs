@@ -197,7 +197,7 @@ fn no_definition_outlives_the_stdlib() {
 /// The names `evalua.host` gets in src/lua/host.rs and the modules it
 /// registers (src/lua/work.rs, src/lua/judge_host.rs): `h.raw_set("NAME", ...)`.
 fn host_names() -> Vec<String> {
-    let src = read("src/lua/host.rs") + &read("src/lua/work.rs") + &read("src/lua/judge_host.rs");
+    let src = read("src/lua/api/host.rs") + &read("src/lua/api/scan.rs") + &read("src/lua/api/judge.rs");
     let re = Regex::new(r#"\bh\.raw_set\(\s*"([A-Za-z_][A-Za-z0-9_]*)""#).unwrap();
     let mut names: Vec<String> = re.captures_iter(&src).map(|c| c[1].to_string()).collect();
     names.sort();
@@ -208,7 +208,7 @@ fn host_names() -> Vec<String> {
 /// Names Lua code embedded in src/lua/*.rs adds to the host table (`host.readonly = readonly` in the prelude).
 fn host_names_set_from_lua() -> Vec<String> {
     let re = Regex::new(r"(?m)^[ \t]*host\.([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[^=]").unwrap();
-    let dir = root().join("src/lua");
+    let dir = root().join("src/lua/engine");
     let mut names = Vec::new();
     for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())) {
         let p = e.unwrap().path();

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value as Json, json};
 
 use super::mcp::{self, Event};
-use crate::executor::usage_budget;
-use crate::model::proxy::{Proxy, ProxySpec};
-use crate::record::{CallRecord, Ended};
-use crate::suite::{AgentIo, ToolsVia};
+use crate::model::Endpoint;
+use crate::model::proxy::Proxy;
+use crate::record::{BudgetHit, CallRecord, Ended};
+use crate::spec::{AgentIo, CommandAgentSpec, ModelSpec, ToolsVia};
 use crate::trial::{AgentEnd, Trial};
 
 /// The longest line an agent may print.
@@ -214,15 +214,9 @@ fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), Strin
     }
 }
 
-pub fn run(
-    trial: &Trial<'_>,
-    argv: &[String],
-    env: &[String],
-    setup_cmd: Option<&[String]>,
-    tools: ToolsVia,
-    io: AgentIo,
-    model_proxy: Option<&ProxySpec>,
-) -> AgentEnd {
+pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
+    let (argv, env, tools, io) = (&spec.cmd, &spec.env, spec.tools, spec.io);
+    let setup_cmd = spec.setup.as_deref();
     if let Err(e) = std::fs::create_dir_all(&trial.workdir) {
         return AgentEnd::infra(format!("cannot create the trial's work dir: {e}"));
     }
@@ -247,13 +241,14 @@ pub fn run(
     }
     // The model proxy: its address and a per-trial dummy key replace whatever
     // the suite passed through (the real keys stay in the harness).
-    let proxy = match model_proxy {
+    let proxy = match &spec.model_proxy {
         None => None,
-        Some(spec) => {
+        Some(p) => {
             let started = trial.state.borrow().started;
+            let resolve = |m: &Option<ModelSpec>| m.as_ref().and_then(|m| Endpoint::resolve(m, false).ok());
             match Proxy::start(
-                spec.openai.clone(),
-                spec.anthropic.clone(),
+                resolve(&p.openai),
+                resolve(&p.anthropic),
                 trial.plan.suite.budget.clone(),
                 trial.deadline,
                 started,
@@ -313,7 +308,7 @@ pub fn run(
 }
 
 /// Move the proxy's recorded calls into the trial; returns the budget spent, if any.
-fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<String> {
+fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<BudgetHit> {
     let calls = p.take_calls();
     let mut st = trial.state.borrow_mut();
     for c in calls {
@@ -342,7 +337,7 @@ fn next_wait(trial: &Trial<'_>, proxy: Option<&Proxy>, left: Duration) -> Result
 }
 
 /// One tool call through the trial's executor; Err(why) when it spent a budget (the trial ends).
-fn call(trial: &Trial<'_>, id: Option<String>, name: &str, args: Json) -> (CallRecord, Result<(), String>) {
+fn call(trial: &Trial<'_>, id: Option<String>, name: &str, args: Json) -> (CallRecord, Result<(), BudgetHit>) {
     let reply = trial.call_tool(id, name, args);
     let hit = trial.state.borrow().budget_hit.clone();
     (reply.record, hit.map_or(Ok(()), Err))
@@ -508,10 +503,9 @@ fn converse(
                 st.usage.input_tokens += n("input_tokens");
                 st.usage.output_tokens += n("output_tokens");
                 st.usage.cost_usd += msg.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
-                if let Some(why) = usage_budget(&trial.plan.suite.budget, &st.usage) {
-                    st.budget_hit = Some(why.clone());
+                if let Some(hit) = st.note_usage(&trial.plan.suite.budget) {
                     drop(st);
-                    return AgentEnd::budget(&why);
+                    return AgentEnd::budget(&hit);
                 }
             }
             "message" => {

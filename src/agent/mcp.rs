@@ -25,7 +25,7 @@ use serde_json::{Value as Json, json};
 use tokio::sync::oneshot;
 
 use crate::record::{CallRecord, CallStatus};
-use crate::suite::ToolSpec;
+use crate::spec::ToolSpec;
 
 /// The protocol version the server offers (the newest with an `initialize`
 /// handshake that rmcp speaks); a client asking for an older one it also

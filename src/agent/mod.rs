@@ -6,17 +6,15 @@ pub mod mcp;
 pub mod model;
 pub mod replay;
 pub mod scripted;
-pub mod user;
 
-use crate::suite::AgentSpec;
+use crate::spec::AgentSpec;
 use crate::trial::{AgentEnd, Trial};
 
+/// Run the case's agent to its end.
 pub fn drive(trial: &Trial<'_>) -> AgentEnd {
     match trial.plan.suite.case_agent(&trial.case.spec) {
         Some(AgentSpec::Scripted { .. }) => scripted::run(trial),
-        Some(AgentSpec::Command { cmd, env, setup, tools, io, model_proxy }) => {
-            command::run(trial, cmd, env, setup.as_deref(), *tools, *io, model_proxy.as_ref())
-        }
+        Some(AgentSpec::Command(spec)) => command::run(trial, spec),
         Some(AgentSpec::Replay { path }) => replay::run(trial, path),
         Some(AgentSpec::Model(m)) => model::run(trial, m),
         None => AgentEnd::infra("no agent declared".into()),

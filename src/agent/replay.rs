@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use crate::lua::display_path;
 use crate::record::{Ended, Trace};
 use crate::trial::{AgentEnd, Trial};
+use crate::util::paths::display_path;
 
 pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
     // A run dir replays the trace of the same (case, trial); a file replays itself.

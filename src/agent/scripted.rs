@@ -5,11 +5,18 @@
 //! request and returns `result, status, error` with status `ok | error | denied`.
 //! `env.say(text)` is a turn to the user and returns the user's reply, if any.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use mlua::{Function, Lua, Table, Value};
 
-use crate::lua::{self, Segment, convert, limits::Guarded};
-use crate::record::Ended;
-use crate::trial::{AgentEnd, Trial, agent_turn, random_fn};
+use crate::executor::Executor;
+use crate::lua::api::env::{self, AgentSide};
+use crate::lua::engine::{self as lua, Segment, convert, limits::Guarded};
+use crate::record::{Ended, Journal};
+use crate::trial::user::User;
+use crate::trial::{AgentEnd, Trial, agent_turn};
+use crate::util::paths::display_path;
 
 pub fn run(trial: &Trial<'_>) -> AgentEnd {
     let lua = &trial.lua;
@@ -53,7 +60,7 @@ fn agent_function(lua: &Lua, agent: &Table) -> mlua::Result<Function> {
         Value::Function(f) => Ok(f),
         other => Err(mlua::Error::runtime(format!(
             "{}: a scripted agent file must return function(task, env), got {}",
-            lua::display_path(std::path::Path::new(&path)),
+            display_path(std::path::Path::new(&path)),
             other.type_name()
         ))),
     }
@@ -90,44 +97,48 @@ fn task_table(trial: &Trial<'_>) -> mlua::Result<Table> {
     Ok(task)
 }
 
+/// What `env.call` and `env.say` reach: the trial's executor and user.
+struct Side {
+    state: Rc<RefCell<Journal>>,
+    executor: Rc<Executor>,
+    user: Rc<User>,
+    max_turns: Option<u32>,
+    deadline: std::time::Instant,
+}
+
+impl AgentSide for Side {
+    fn call(
+        &self,
+        lua: &Lua,
+        name: &str,
+        args: serde_json::Value,
+    ) -> mlua::Result<(Value, &'static str, Option<String>)> {
+        let reply = self.executor.call(lua, None, name, args);
+        if let Some(e) = reply.unwind {
+            return Err(e);
+        }
+        if let Some(why) = self.state.borrow().budget_hit.clone() {
+            return Err(mlua::Error::runtime(format!("budget spent: {why}")));
+        }
+        let result = match &reply.record.result {
+            Some(r) => convert::to_lua(lua, r)?,
+            None => Value::Nil,
+        };
+        Ok((result, reply.record.status.reply(), reply.record.error))
+    }
+
+    fn say(&self, text: String) -> Result<Option<String>, String> {
+        agent_turn(&self.state, self.max_turns, &self.user, self.deadline, text)
+    }
+}
+
 fn env_table(trial: &Trial<'_>) -> mlua::Result<Table> {
-    let lua = &trial.lua;
-    let env = lua.create_table()?;
-
-    let (state, executor, handlers, ctx) =
-        (trial.state.clone(), trial.executor.clone(), trial.handlers.clone(), trial.ctx.clone());
-    env.raw_set(
-        "call",
-        lua.create_function(move |lua, (name, args): (String, Value)| {
-            let args = match &args {
-                Value::Nil => serde_json::json!({}),
-                other => convert::to_json(lua, other)
-                    .map_err(|e| mlua::Error::runtime(format!("env.call('{name}'): arguments are not JSON: {e}")))?,
-            };
-            let reply = executor.call(lua, &state, &handlers, &ctx, None, &name, args);
-            if let Some(e) = reply.unwind {
-                return Err(e);
-            }
-            if let Some(why) = state.borrow().budget_hit.clone() {
-                return Err(mlua::Error::runtime(format!("budget spent: {why}")));
-            }
-            let result = match &reply.record.result {
-                Some(r) => convert::to_lua(lua, r)?,
-                None => Value::Nil,
-            };
-            Ok((result, reply.record.status.reply(), reply.record.error))
-        })?,
-    )?;
-
-    env.raw_set("random", random_fn(lua, trial.rng.clone())?)?;
-
-    let (state, max_turns, user) = (trial.state.clone(), trial.plan.suite.budget.max_turns, trial.user.clone());
-    env.raw_set(
-        "say",
-        lua.create_function(move |_, text: String| {
-            agent_turn(&state, max_turns, &user, text)
-                .map_err(|why| mlua::Error::runtime(format!("budget spent: {why}")))
-        })?,
-    )?;
-    Ok(env)
+    let side = Side {
+        state: trial.state.clone(),
+        executor: trial.executor.clone(),
+        user: trial.user.clone(),
+        max_turns: trial.plan.suite.budget.max_turns,
+        deadline: trial.deadline,
+    };
+    env::build(&trial.lua, Rc::new(side), trial.rng.clone())
 }

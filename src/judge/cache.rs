@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value as Json, json};
 
-use crate::lua::sha256_hex;
+use crate::util::digest::sha256_hex;
 
 static DISABLED: AtomicBool = AtomicBool::new(false);
 

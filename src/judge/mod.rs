@@ -9,101 +9,25 @@
 //! are cached on disk (see [`cache`]), so an unchanged re-run makes no calls.
 
 pub mod cache;
+pub mod calibrate;
 pub mod client;
 pub mod prompt;
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
-use crate::lua::sha256_hex;
+use crate::spec::{JudgeSpec, ModelSpec, Suite};
+use crate::util::digest::sha256_hex;
+use crate::util::paths::display_path;
 pub use prompt::Mark;
 use prompt::{Better, TrialData};
 
-/// A judge model as a suite declares it (`judge.model { ... }` or
-/// `evalua.model { ... }`: the same options as model agents, `model` required).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ModelSpec {
-    #[serde(default = "default_provider")]
-    pub provider: String,
-    pub model: String,
-    #[serde(default)]
-    pub base_url: Option<String>,
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    #[serde(default)]
-    pub temperature: Option<f64>,
-    #[serde(default)]
-    pub seed: Option<u64>,
-    #[serde(default)]
-    pub max_tokens: Option<u32>,
-    #[serde(default)]
-    pub timeout_s: Option<f64>,
-    #[serde(default)]
-    pub max_retries: Option<u32>,
-    #[serde(default)]
-    pub max_concurrency: Option<u32>,
-    #[serde(default)]
-    pub prices: Option<Json>,
-}
-
-fn default_provider() -> String {
-    "openai".into()
-}
-
-/// The `judge` table of a judge check, as the suite declared it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum JudgeSpec {
-    Rubric {
-        name: String,
-        criteria: Vec<String>,
-        #[serde(default)]
-        models: Vec<ModelSpec>,
-        /// Declared with `panel = {...}` (majority vote) rather than `model =`.
-        #[serde(default)]
-        panel: bool,
-    },
-    Pairwise {
-        name: String,
-        question: String,
-        #[serde(default)]
-        models: Vec<ModelSpec>,
-        /// "a" (a must win) or "a_or_tie" (a must not lose).
-        #[serde(default = "default_pass")]
-        pass: String,
-    },
-}
-
-fn default_pass() -> String {
-    "a_or_tie".into()
-}
-
-impl JudgeSpec {
-    pub fn name(&self) -> &str {
-        match self {
-            JudgeSpec::Rubric { name, .. } | JudgeSpec::Pairwise { name, .. } => name,
-        }
-    }
-    pub fn models(&self) -> &[ModelSpec] {
-        match self {
-            JudgeSpec::Rubric { models, .. } | JudgeSpec::Pairwise { models, .. } => models,
-        }
-    }
-    pub fn prompt_hash(&self) -> String {
-        match self {
-            JudgeSpec::Rubric { criteria, .. } => prompt::rubric_prompt_hash(criteria),
-            JudgeSpec::Pairwise { question, .. } => prompt::pairwise_prompt_hash(question),
-        }
-    }
-    /// The judge's identity for calibration: its model(s), not where they are served.
-    pub fn model_id(&self) -> String {
-        let ids: Vec<String> = self.models().iter().map(|m| format!("{}:{}", m.provider, m.model)).collect();
-        match self {
-            JudgeSpec::Rubric { panel: true, .. } => format!("panel[{}]", ids.join(",")),
-            _ => ids.join(","),
-        }
+/// The prompt hash of a judge check: what its verdicts and calibration are tied to.
+pub fn prompt_hash(spec: &JudgeSpec) -> String {
+    match spec {
+        JudgeSpec::Rubric { criteria, .. } => prompt::rubric_prompt_hash(criteria),
+        JudgeSpec::Pairwise { question, .. } => prompt::pairwise_prompt_hash(question),
     }
 }
 
@@ -116,11 +40,11 @@ pub struct Judge {
 
 impl Judge {
     pub fn id(&self) -> String {
-        format!("{}:{}", self.spec.provider, self.spec.model)
+        self.spec.id()
     }
     /// Model and server: the same model name on another server may answer otherwise.
     pub fn endpoint_id(&self) -> String {
-        format!("{}:{}@{}", self.spec.provider, self.spec.model, self.endpoint.base_url)
+        format!("{}@{}", self.spec.id(), self.endpoint.base_url)
     }
     /// Everything about the judge that can change its answer: part of the cache key.
     pub fn cache_id(&self) -> String {
@@ -136,7 +60,7 @@ fn env_nonempty(name: &str) -> Option<String> {
 /// Resolve a model spec, or say why it is not reachable by configuration
 /// (then the check is skipped). Reachable: a base URL (in the spec, or
 /// `EVALUA_<P>_BASE_URL` / `<P>_BASE_URL`) or the API key variable set. The
-/// endpoint itself is built as for model agents (`model::endpoint_from_options`).
+/// endpoint itself is built as for model agents (`model::Endpoint::resolve`).
 pub fn resolve(spec: &ModelSpec) -> Result<Judge, String> {
     let pre = match spec.provider.as_str() {
         "openai" => "OPENAI",
@@ -149,12 +73,11 @@ pub fn resolve(spec: &ModelSpec) -> Result<Judge, String> {
         || env_nonempty(&format!("{pre}_BASE_URL")).is_some();
     if !has_base && env_nonempty(&key_env).is_none() {
         return Err(format!(
-            "no judge model reachable for {}:{}: set {key_env} (or {pre}_BASE_URL, or base_url in the judge's model)",
-            spec.provider, spec.model
+            "no judge model reachable for {}: set {key_env} (or {pre}_BASE_URL, or base_url in the judge's model)",
+            spec.id()
         ));
     }
-    let options = serde_json::to_value(spec).map_err(|e| e.to_string())?;
-    let endpoint = crate::model::endpoint_from_options(&options)?;
+    let endpoint = crate::model::Endpoint::resolve(spec, true)?;
     Ok(Judge { spec: spec.clone(), endpoint })
 }
 
@@ -487,7 +410,7 @@ impl Calibration {
 }
 
 pub fn calibration(suite_dir: &Path, spec: &JudgeSpec) -> Calibration {
-    let (model_id, hash) = (spec.model_id(), spec.prompt_hash());
+    let (model_id, hash) = (spec.model_id(), prompt_hash(spec));
     let p = calibration_path(suite_dir, &model_id, &hash);
     if p.is_file() {
         return Calibration::Current(p);
@@ -509,15 +432,14 @@ pub fn calibration(suite_dir: &Path, spec: &JudgeSpec) -> Calibration {
 }
 
 /// Every distinct judge check of a suite: (spec, the cases that use it).
-pub fn suite_judges(suite: &crate::suite::Suite) -> Vec<(JudgeSpec, Vec<String>)> {
+pub fn suite_judges(suite: &Suite) -> Vec<(JudgeSpec, Vec<String>)> {
     let mut out: Vec<(JudgeSpec, Vec<String>)> = Vec::new();
     for case in &suite.cases {
         for c in &case.checks {
-            let Some(j) = &c.judge else { continue };
-            let Ok(spec) = serde_json::from_value::<JudgeSpec>(j.clone()) else { continue };
-            match out.iter_mut().find(|(s, _)| *s == spec) {
+            let Some(spec) = &c.judge else { continue };
+            match out.iter_mut().find(|(s, _)| s == spec) {
                 Some((_, cases)) => cases.push(case.id.clone()),
-                None => out.push((spec, vec![case.id.clone()])),
+                None => out.push((spec.clone(), vec![case.id.clone()])),
             }
         }
     }
@@ -525,7 +447,7 @@ pub fn suite_judges(suite: &crate::suite::Suite) -> Vec<(JudgeSpec, Vec<String>)
 }
 
 /// The manifest's `judges`: each judge check's model(s) and prompt hash.
-pub fn manifest(suite: &crate::suite::Suite) -> Json {
+pub fn manifest(suite: &Suite) -> Json {
     Json::Array(
         suite_judges(suite)
             .into_iter()
@@ -540,11 +462,11 @@ pub fn manifest(suite: &crate::suite::Suite) -> Json {
                         "base_url": resolve(m).ok().map(|j| j.endpoint.base_url),
                         "temperature": m.temperature, "seed": m.seed,
                     })).collect::<Vec<_>>(),
-                    "prompt_sha256": spec.prompt_hash(),
+                    "prompt_sha256": prompt_hash(&spec),
                     "reachable": reachable,
                     "calibration": calibration(&suite.dir, &spec).as_str(),
                     "cases": cases,
-                    "cache": if cache::disabled() { "off".to_string() } else { crate::lua::display_path(&cache::dir(&suite.dir)) },
+                    "cache": if cache::disabled() { "off".to_string() } else { display_path(&cache::dir(&suite.dir)) },
                 })
             })
             .collect(),
@@ -553,7 +475,7 @@ pub fn manifest(suite: &crate::suite::Suite) -> Json {
 
 /// Warnings for `evalua run`: reachable rubric judges without a calibration
 /// record for their (model, prompt), or whose prompt changed since.
-pub fn calibration_warnings(suite: &crate::suite::Suite) -> Vec<String> {
+pub fn calibration_warnings(suite: &Suite) -> Vec<String> {
     let mut out = Vec::new();
     for (spec, _) in suite_judges(suite) {
         if !matches!(spec, JudgeSpec::Rubric { .. })
@@ -562,7 +484,7 @@ pub fn calibration_warnings(suite: &crate::suite::Suite) -> Vec<String> {
         {
             continue;
         }
-        let suite_path = crate::lua::display_path(&suite.path);
+        let suite_path = display_path(&suite.path);
         match calibration(&suite.dir, &spec) {
             Calibration::Current(_) => {}
             Calibration::Missing => out.push(format!(
@@ -570,27 +492,17 @@ pub fn calibration_warnings(suite: &crate::suite::Suite) -> Vec<String> {
                  (evalua calibrate {suite_path} --labels LABELS.jsonl)",
                 spec.name(),
                 spec.model_id(),
-                &spec.prompt_hash()[..12]
+                &prompt_hash(&spec)[..12]
             )),
-            Calibration::Stale { prompt_hash, .. } => out.push(format!(
+            Calibration::Stale { prompt_hash: then, .. } => out.push(format!(
                 "judge '{}' ({}): its prompt changed since it was calibrated (prompt {} then, {} now); \
                  re-run evalua calibrate {suite_path} --labels LABELS.jsonl",
                 spec.name(),
                 spec.model_id(),
-                prompt_hash.get(..12).unwrap_or(&prompt_hash),
-                &spec.prompt_hash()[..12]
+                then.get(..12).unwrap_or(&then),
+                &prompt_hash(&spec)[..12]
             )),
         }
     }
     out
-}
-
-/// `--require-judge`: a gate `skipped_checks = 0` added to the suite's own.
-pub fn require_judge_gate() -> crate::gate::Gate {
-    crate::gate::Gate {
-        name: "skipped_checks (--require-judge)".into(),
-        metric: crate::gate::Metric::SkippedChecks,
-        threshold: 0.0,
-        on: crate::gate::On::Point,
-    }
 }

@@ -5,7 +5,8 @@
 
 use serde_json::{Value as Json, json};
 
-use crate::lua::{host, sha256_hex};
+use crate::util::digest::sha256_hex;
+use crate::util::schema;
 
 /// Bumped whenever the wording below changes: it is part of every prompt hash.
 pub const PROMPT_VERSION: &str = "evalua-judge/1";
@@ -264,8 +265,8 @@ pub fn parse_json(text: &str) -> Result<Json, String> {
 /// Validate a rubric answer against its schema, then check that every
 /// criterion is accounted for exactly once.
 pub fn read_rubric(value: &Json, n: usize) -> Result<RubricVerdict, String> {
-    let v = host::validator(&rubric_schema(n))?;
-    let errors = host::schema_errors(&v, value);
+    let v = schema::validator(&rubric_schema(n))?;
+    let errors = schema::errors(&v, value);
     if !errors.is_empty() {
         return Err(format!("the judge's answer violates the verdict schema: {}", errors.join("; ")));
     }
@@ -314,8 +315,8 @@ pub enum Better {
 }
 
 pub fn read_pairwise(value: &Json) -> Result<Better, String> {
-    let v = host::validator(&pairwise_schema())?;
-    let errors = host::schema_errors(&v, value);
+    let v = schema::validator(&pairwise_schema())?;
+    let errors = schema::errors(&v, value);
     if !errors.is_empty() {
         return Err(format!("the judge's answer violates the pairwise schema: {}", errors.join("; ")));
     }

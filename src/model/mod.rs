@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-pub use price::Prices;
+use crate::spec::ModelSpec;
+pub use crate::spec::Prices;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -116,7 +117,7 @@ impl Endpoint {
     }
 
     pub fn cost(&self, usage: &Usage) -> Option<f64> {
-        self.prices().map(|p| p.cost(usage))
+        self.prices().map(|p| price::cost(&p, usage))
     }
 
     /// The API key, read now from the named variable. `Ok(None)`: no key configured.
@@ -206,59 +207,65 @@ pub fn configured(provider: &str) -> bool {
         .any(|n| env_nonempty(n).is_some())
 }
 
-/// An endpoint from the normalised options table the Lua DSL builds
-/// (`evalua.model{}`, `evalua.agent.openai{}`, …), as JSON. Defaults:
-/// `base_url` from `EVALUA_<P>_BASE_URL`, then `<P>_BASE_URL`, then the
-/// official URL; `model` from `EVALUA_<P>_MODEL`; the key from the variable
-/// `api_key_env` names, else `<P>_API_KEY` (required for the official URL,
-/// optional for another one: local servers need none).
-pub fn endpoint_from_options(v: &Json) -> Result<Endpoint, String> {
-    endpoint_options(v, true)
-}
+impl Endpoint {
+    /// This endpoint for one call within a trial: its timeout cut to the
+    /// trial's deadline. None when the deadline has passed.
+    pub fn bounded(&self, deadline: Instant) -> Option<Endpoint> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        let mut ep = self.clone();
+        ep.timeout = ep.timeout.min(left);
+        ep.deadline = Some(deadline);
+        Some(ep)
+    }
 
-/// As [`endpoint_from_options`]; without `require_model`, no model named
-/// leaves `model` empty (the model proxy then keeps the agent's choice).
-pub fn endpoint_options(v: &Json, require_model: bool) -> Result<Endpoint, String> {
-    let provider = match v.get("provider").and_then(|p| p.as_str()).unwrap_or("openai") {
-        "openai" => Provider::OpenAI,
-        "anthropic" => Provider::Anthropic,
-        other => return Err(format!("unknown model provider '{other}'")),
-    };
-    let pre = env_prefix(provider);
-    let s = |k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from).filter(|x| !x.is_empty());
-    let base_url = s("base_url")
-        .or_else(|| env_nonempty(&format!("EVALUA_{pre}_BASE_URL")))
-        .or_else(|| env_nonempty(&format!("{pre}_BASE_URL")))
-        .unwrap_or_else(|| Endpoint::default_base_url(provider).to_string());
-    let model = match s("model").or_else(|| env_nonempty(&format!("EVALUA_{pre}_MODEL"))) {
-        Some(m) => m,
-        None if !require_model => String::new(),
-        None => return Err(format!("no model named: set 'model' or the environment variable EVALUA_{pre}_MODEL")),
-    };
-    let mut ep = Endpoint::new(provider, &base_url, &model);
-    let default_key = format!("{pre}_API_KEY");
-    ep.api_key_env = match s("api_key_env") {
-        Some(k) => Some(k),
-        None if ep.base_url == Endpoint::default_base_url(provider) => Some(default_key),
-        None => env_nonempty(&default_key).map(|_| default_key),
-    };
-    let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
-    if let Some(t) = f("timeout_s").filter(|t| *t > 0.0) {
-        ep.timeout = Duration::from_secs_f64(t);
+    /// Resolve a declared model (`spec::ModelSpec`) against the environment.
+    /// Defaults: `base_url` from `EVALUA_<P>_BASE_URL`, then `<P>_BASE_URL`,
+    /// then the official URL; `model` from `EVALUA_<P>_MODEL`; the key from
+    /// the variable `api_key_env` names, else `<P>_API_KEY` (required for the
+    /// official URL, optional for another one: local servers need none).
+    /// Without `require_model`, no model named leaves `model` empty (the
+    /// model proxy then keeps the agent's choice).
+    pub fn resolve(spec: &ModelSpec, require_model: bool) -> Result<Endpoint, String> {
+        let provider = match spec.provider.as_str() {
+            "openai" => Provider::OpenAI,
+            "anthropic" => Provider::Anthropic,
+            other => return Err(format!("unknown model provider '{other}'")),
+        };
+        let pre = env_prefix(provider);
+        let nonempty = |v: &Option<String>| v.clone().filter(|x| !x.is_empty());
+        let base_url = nonempty(&spec.base_url)
+            .or_else(|| env_nonempty(&format!("EVALUA_{pre}_BASE_URL")))
+            .or_else(|| env_nonempty(&format!("{pre}_BASE_URL")))
+            .unwrap_or_else(|| Endpoint::default_base_url(provider).to_string());
+        let model = match nonempty(&spec.model).or_else(|| env_nonempty(&format!("EVALUA_{pre}_MODEL"))) {
+            Some(m) => m,
+            None if !require_model => String::new(),
+            None => {
+                return Err(format!("no model named: set 'model' or the environment variable EVALUA_{pre}_MODEL"));
+            }
+        };
+        let mut ep = Endpoint::new(provider, &base_url, &model);
+        let default_key = format!("{pre}_API_KEY");
+        ep.api_key_env = match nonempty(&spec.api_key_env) {
+            Some(k) => Some(k),
+            None if ep.base_url == Endpoint::default_base_url(provider) => Some(default_key),
+            None => env_nonempty(&default_key).map(|_| default_key),
+        };
+        if let Some(t) = spec.timeout_s.filter(|t| *t > 0.0) {
+            ep.timeout = Duration::from_secs_f64(t);
+        }
+        if let Some(n) = spec.max_retries {
+            ep.max_retries = n;
+        }
+        if let Some(n) = spec.max_concurrency.filter(|n| *n >= 1) {
+            ep.max_concurrency = n as usize;
+        }
+        ep.prices = spec.prices;
+        Ok(ep)
     }
-    if let Some(n) = f("max_retries") {
-        ep.max_retries = n as u32;
-    }
-    if let Some(n) = f("max_concurrency").filter(|n| *n >= 1.0) {
-        ep.max_concurrency = n as usize;
-    }
-    if let Some(p) = v.get("prices").filter(|p| p.is_object()) {
-        ep.prices = Some(Prices {
-            input: p.get("input").and_then(|x| x.as_f64()).unwrap_or(0.0),
-            output: p.get("output").and_then(|x| x.as_f64()).unwrap_or(0.0),
-        });
-    }
-    Ok(ep)
 }
 
 /// How a structured (JSON-schema) answer was asked for.

@@ -3,22 +3,12 @@
 //! `prices = { input = ..., output = ... }`). Local models are not in it:
 //! their cost is unknown (`None`), not zero.
 
-use serde::{Deserialize, Serialize};
-
 use super::Usage;
+pub use crate::spec::Prices;
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Prices {
-    /// USD per million input tokens.
-    pub input: f64,
-    /// USD per million output tokens.
-    pub output: f64,
-}
-
-impl Prices {
-    pub fn cost(&self, u: &Usage) -> f64 {
-        (u.input_tokens as f64 * self.input + u.output_tokens as f64 * self.output) / 1_000_000.0
-    }
+/// What `usage` costs at `p`.
+pub fn cost(p: &Prices, u: &Usage) -> f64 {
+    (u.input_tokens as f64 * p.input + u.output_tokens as f64 * p.output) / 1_000_000.0
 }
 
 /// (model name prefix, input, output). The longest matching prefix wins, so
@@ -64,7 +54,7 @@ mod tests {
     #[test]
     fn cost_is_per_million() {
         let p = Prices { input: 2.0, output: 8.0 };
-        let c = p.cost(&Usage { input_tokens: 1000, output_tokens: 500 });
+        let c = cost(&p, &Usage { input_tokens: 1000, output_tokens: 500 });
         assert!((c - 0.006).abs() < 1e-12);
     }
 }

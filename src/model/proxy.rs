@@ -24,41 +24,8 @@ use serde_json::{Value as Json, json};
 
 use super::{Endpoint, ModelError, Provider, Usage, price, redact, retry, runtime};
 use crate::record::ModelCall;
-use crate::suite::Budget;
-
-/// The endpoints a suite's `model_proxy` forwards to: `true` gives both
-/// official ones (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY, base URLs
-/// overridable as for model agents); an options table (`evalua.model{}`)
-/// gives one provider's.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ProxySpec {
-    pub openai: Option<Endpoint>,
-    pub anthropic: Option<Endpoint>,
-}
-
-impl ProxySpec {
-    /// From an `evalua.agent.command{}` table's `model_proxy`.
-    pub fn read(lua: &mlua::Lua, agent: &mlua::Table) -> Result<Option<ProxySpec>, String> {
-        let v: mlua::Value = agent.get("model_proxy").map_err(|e| e.to_string())?;
-        let what = "evalua.agent.command: model_proxy";
-        match v {
-            mlua::Value::Nil | mlua::Value::Boolean(false) => Ok(None),
-            mlua::Value::Boolean(true) => Ok(Some(ProxySpec {
-                openai: Some(super::endpoint_options(&json!({ "provider": "openai" }), false)?),
-                anthropic: Some(super::endpoint_options(&json!({ "provider": "anthropic" }), false)?),
-            })),
-            t @ mlua::Value::Table(_) => {
-                let opts = crate::lua::convert::to_json(lua, &t)?;
-                let ep = super::endpoint_options(&opts, false).map_err(|e| format!("{what}: {e}"))?;
-                Ok(Some(match ep.provider {
-                    Provider::OpenAI => ProxySpec { openai: Some(ep), anthropic: None },
-                    Provider::Anthropic => ProxySpec { openai: None, anthropic: Some(ep) },
-                }))
-            }
-            other => Err(format!("{what} must be true or model options, got {}", other.type_name())),
-        }
-    }
-}
+use crate::record::journal::{BudgetHit, usage_budget};
+use crate::spec::Budget;
 
 /// What the proxy has seen so far in the trial.
 #[derive(Default)]
@@ -69,7 +36,7 @@ pub struct ProxyLog {
     pub output_tokens: u64,
     pub cost_usd: f64,
     pub calls: u32,
-    pub budget_hit: Option<String>,
+    pub budget_hit: Option<BudgetHit>,
 }
 
 struct Shared {
@@ -146,7 +113,7 @@ impl Proxy {
         std::mem::take(&mut self.shared.log.lock().unwrap().pending)
     }
 
-    pub fn budget_hit(&self) -> Option<String> {
+    pub fn budget_hit(&self) -> Option<BudgetHit> {
         self.shared.log.lock().unwrap().budget_hit.clone()
     }
 }
@@ -237,7 +204,11 @@ async fn forward(s: Arc<Shared>, provider: Provider, headers: HeaderMap, body: B
         },
     };
     let model = v.get("model").and_then(|m| m.as_str()).unwrap_or(&ep.model).to_string();
-    let cost = ep.prices.or_else(|| price::lookup(&model)).or_else(|| price::lookup(&ep.model)).map(|p| p.cost(&usage));
+    let cost = ep
+        .prices
+        .or_else(|| price::lookup(&model))
+        .or_else(|| price::lookup(&ep.model))
+        .map(|p| price::cost(&p, &usage));
     let finish = match provider {
         Provider::OpenAI => v.pointer("/choices/0/finish_reason"),
         Provider::Anthropic => v.get("stop_reason"),
@@ -270,7 +241,7 @@ async fn forward(s: Arc<Shared>, provider: Provider, headers: HeaderMap, body: B
             ..Default::default()
         };
         if log.budget_hit.is_none() {
-            log.budget_hit = crate::executor::usage_budget(&s.budget, &spent);
+            log.budget_hit = usage_budget(&s.budget, &spent);
         }
     }
     (StatusCode::OK, [(axum::http::header::CONTENT_TYPE, "application/json")], text).into_response()

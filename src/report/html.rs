@@ -14,7 +14,8 @@ use serde_json::{Value as Json, json};
 
 use super::{by_case, figure_rows, fmt_value, gate_line, k_max, truncate};
 use crate::record::{Outcome, TrialRecord};
-use crate::rundir::RunData;
+use crate::spec::gate::Metric;
+use crate::stats::{K, RunData};
 
 /// Embedded trajectories above this total are cut harder.
 const TRACE_BUDGET: usize = 3_000_000;
@@ -126,12 +127,14 @@ fn curve_svg(run: &RunData) -> String {
         let _ = write!(s, r#"<text x="{}" y="{}" font-size="11" text-anchor="middle">{k}</text>"#, x(k), h - b + 16.0);
     }
     let _ = write!(s, r#"<text x="{}" y="{}" font-size="11" text-anchor="end">k</text>"#, l - 6.0, h - b + 16.0);
-    for (name, map, color) in [("pass^", &cap.pass_hat_k, "#2563eb"), ("pass@", &cap.pass_at_k, "#ea580c")] {
-        let pts: Vec<(u32, f64)> = (1..=kmax).filter_map(|k| map.get(&k.to_string()).map(|v| (k, *v))).collect();
+    let hat: &dyn Fn(u32) -> Metric = &Metric::PassHat;
+    let at: &dyn Fn(u32) -> Metric = &Metric::PassAt;
+    for (metric, map, color) in [(hat, &cap.pass_hat_k, "#2563eb"), (at, &cap.pass_at_k, "#ea580c")] {
+        let pts: Vec<(u32, f64)> = (1..=kmax).filter_map(|k| map.get(&K(k)).map(|v| (k, *v))).collect();
         let path: Vec<String> = pts.iter().map(|(k, v)| format!("{:.1},{:.1}", x(*k), y(*v))).collect();
         let _ = write!(s, r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#, path.join(" "));
         for (k, v) in pts {
-            if let Some(iv) = cap.intervals.get(&format!("{name}{k}")) {
+            if let Some(iv) = cap.interval(metric(k)) {
                 let _ = write!(
                     s,
                     r#"<line x1="{0:.1}" x2="{0:.1}" y1="{1:.1}" y2="{2:.1}" stroke="{color}" stroke-opacity=".45" stroke-width="5"/>"#,
@@ -142,9 +145,10 @@ fn curve_svg(run: &RunData) -> String {
             }
             let _ = write!(
                 s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"><title>{name}{k} = {}</title></circle>"#,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"><title>{} = {}</title></circle>"#,
                 x(k),
                 y(v),
+                metric(k),
                 fmt_value(Some(v), true)
             );
         }
@@ -257,10 +261,10 @@ pub fn render(run: &RunData) -> String {
     if traces.len() > TRACE_BUDGET {
         traces = script_json(&build(160));
     }
-    let data = json!({ "suite": run.suite, "cases": cases, "omitted": omitted, "max": MAX_EMBEDDED });
+    let data = json!({ "suite": run.suite(), "cases": cases, "omitted": omitted, "max": MAX_EMBEDDED });
 
     let mut o = String::with_capacity(traces.len() + 64 * 1024);
-    let title = format!("evalua report: {}", run.suite);
+    let title = format!("evalua report: {}", run.suite());
     let _ = write!(
         o,
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>{}</title>
@@ -268,13 +272,13 @@ pub fn render(run: &RunData) -> String {
 <style>{CSS}</style></head><body>"#,
         esc(&title)
     );
-    let version = run.version.as_deref().map(|v| format!(" ({})", esc(v))).unwrap_or_default();
+    let version = run.version().map(|v| format!(" ({})", esc(v))).unwrap_or_default();
     let _ = write!(
         o,
         "<h1>{}{version}</h1><p class=meta>run <code>{}</code> · seed {} · {} cases, {} trials (capability view) · 95% intervals from a seeded bootstrap over cases</p>",
         esc(&title),
-        esc(&run.run_id),
-        run.seed,
+        esc(run.run_id()),
+        run.seed(),
         f.capability.cases,
         f.capability.trials
     );

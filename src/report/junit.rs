@@ -12,10 +12,10 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::{by_case, evidence_text, gate_line};
-use crate::error::{Result, UserError};
-use crate::gate::Metric;
+use crate::error::{Error, Result};
 use crate::record::TrialRecord;
-use crate::rundir::RunData;
+use crate::spec::gate::Metric;
+use crate::stats::RunData;
 
 /// Why a case fails, if it does (reasons, evidence lines).
 pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<String>, Vec<String>) {
@@ -29,8 +29,8 @@ pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<
     if c.n > 0 {
         for g in &rate_gates {
             let v = match g.metric {
-                Metric::PassHat(k) => c.pass_hat_k.get(&k.to_string()).copied(),
-                Metric::PassAt(k) => c.pass_at_k.get(&k.to_string()).copied(),
+                Metric::PassHat(k) => c.pass_hat(k),
+                Metric::PassAt(k) => c.pass_at(k),
                 _ => Some(c.accepted as f64 / c.n as f64),
             };
             match v {
@@ -76,10 +76,10 @@ pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<
 }
 
 pub fn render(run: &RunData) -> Result<String> {
-    let mut report = Report::new(format!("evalua {}", run.suite));
-    let mut suite = TestSuite::new(run.suite.clone());
-    suite.add_property(Property::new("run_id", run.run_id.clone()));
-    suite.add_property(Property::new("seed", run.seed.to_string()));
+    let mut report = Report::new(format!("evalua {}", run.suite()));
+    let mut suite = TestSuite::new(run.suite().to_string());
+    suite.add_property(Property::new("run_id", run.run_id().to_string()));
+    suite.add_property(Property::new("seed", run.seed().to_string()));
     let all = by_case(run);
     for (i, c) in run.summary.cases.iter().enumerate() {
         let (reasons, evidence) = case_failures(run, i, &all[i]);
@@ -104,7 +104,7 @@ pub fn render(run: &RunData) -> Result<String> {
             TestCaseStatus::success()
         };
         let mut tc = TestCase::new(c.id.clone(), status);
-        tc.set_classname(run.suite.clone());
+        tc.set_classname(run.suite().to_string());
         let ms: f64 = run.trials[i].iter().map(|t| t.wall_ms).sum();
         tc.set_time(Duration::from_secs_f64((ms / 1000.0).max(0.0)));
         tc.set_system_out(format!(
@@ -117,7 +117,7 @@ pub fn render(run: &RunData) -> Result<String> {
     }
     report.add_test_suite(suite);
     if !run.gates.is_empty() {
-        let mut gates = TestSuite::new(format!("{} gates", run.suite));
+        let mut gates = TestSuite::new(format!("{} gates", run.suite()));
         for g in &run.gates {
             let status = if g.passed {
                 TestCaseStatus::success()
@@ -128,10 +128,10 @@ pub fn render(run: &RunData) -> Result<String> {
                 s
             };
             let mut tc = TestCase::new(format!("gate {}", g.name), status);
-            tc.set_classname(format!("{}.gates", run.suite));
+            tc.set_classname(format!("{}.gates", run.suite()));
             gates.add_test_case(tc);
         }
         report.add_test_suite(gates);
     }
-    report.to_string().map_err(|e| UserError(format!("junit.xml: {e}")))
+    report.to_string().map_err(|e| Error::Input(format!("junit.xml: {e}")))
 }

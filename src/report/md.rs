@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::{by_case, evidence_text, figure_rows, fmt_value, gate_line, k_max};
 use crate::record::Outcome;
-use crate::rundir::RunData;
+use crate::stats::RunData;
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -16,12 +16,15 @@ pub fn render(run: &RunData) -> String {
     let f = &s.figures;
     let cap = &f.capability;
     let mut o = String::new();
-    let version = run.version.as_deref().map(|v| format!(" ({v})")).unwrap_or_default();
-    let _ = writeln!(o, "# evalua report: {}{version}\n", run.suite);
+    let version = run.version().map(|v| format!(" ({v})")).unwrap_or_default();
+    let _ = writeln!(o, "# evalua report: {}{version}\n", run.suite());
     let _ = writeln!(
         o,
         "Run `{}` · seed {} · {} cases, {} trials (capability view)\n",
-        run.run_id, run.seed, cap.cases, cap.trials
+        run.run_id(),
+        run.seed(),
+        cap.cases,
+        cap.trials
     );
     if !run.gates.is_empty() {
         let failed = run.gates.iter().filter(|g| !g.passed).count();
@@ -78,7 +81,7 @@ pub fn render(run: &RunData) -> String {
         "| case | n | accepted | pass^1 | pass^{kmax} | failed | critical | grader err | infra err |\n|---|---|---|---|---|---|---|---|---|"
     );
     for c in &s.cases {
-        let hat = |k: u32| c.pass_hat_k.get(&k.to_string()).copied();
+        let hat = |k: u32| c.pass_hat(k);
         let oc = |k: &str| c.outcomes.get(k).copied().unwrap_or(0);
         let _ = writeln!(
             o,

@@ -1,0 +1,34 @@
+//! `evalua check`: load and validate suites (ids, fixtures, schemas, checks,
+//! and `check.tests` on their initial trees); no agent runs.
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::lua::load;
+use crate::record::manifest::Filters;
+use crate::run;
+use crate::util::paths::display_path;
+
+pub fn check(suites: &[PathBuf], skip_invalid: bool) -> Result<u8> {
+    let jobs = super::default_jobs();
+    for path in suites {
+        let s = load::load(path)?;
+        let mut plan = run::plan(s, None, &Filters::default(), 1)?;
+        run::screen::screen(&mut plan, skip_invalid, jobs)?;
+        let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
+        let checks: usize = plan.cases.iter().map(|c| c.spec.checks.len()).sum();
+        println!(
+            "ok: {} ({} cases, {} tools, {} checks, {} trials per run{})",
+            display_path(&plan.suite.path),
+            plan.cases.len(),
+            plan.suite.tools.len(),
+            checks,
+            trials,
+            match plan.invalid.len() {
+                0 => String::new(),
+                n => format!("; {n} invalid cases skipped"),
+            }
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,24 @@
+//! `evalua compare BASE CAND`: paired, case by case.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::report::compare::{Comparison, compare as compare_runs, console, markdown};
+use crate::stats::rundata;
+
+pub fn compare(base: &Path, cand: &Path, allow: bool, json: bool, md: bool) -> Result<u8> {
+    let b = rundata::load(base)?;
+    let c = rundata::load(cand)?;
+    let cmp = compare_runs(&b, &c, allow)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&cmp).unwrap_or_default());
+    } else if md {
+        print!("{}", markdown(&cmp));
+    } else {
+        for w in &cmp.warnings {
+            eprintln!("warning: {w}");
+        }
+        print!("{}", console(&Comparison { warnings: Vec::new(), ..cmp }));
+    }
+    Ok(0)
+}

@@ -1,0 +1,16 @@
+//! The commands, one module each: what `main` dispatches to after parsing.
+//! Each returns the exit code of a command that ran (0, or 1 when a gate
+//! failed), or the error that stopped it (exit 2 or 3).
+
+pub mod calibrate;
+pub mod check;
+pub mod compare;
+pub mod list;
+pub mod merge;
+pub mod report;
+pub mod run;
+
+/// The worker threads to use when `--jobs` is not given: one per core.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

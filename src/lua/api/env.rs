@@ -1,0 +1,53 @@
+//! `env`: what a scripted agent gets (SPEC §4): `env.call(name, args)`
+//! (through the trial's executor, returning `result, status, error`),
+//! `env.say(text)` (a turn to the user, returning the reply) and
+//! `env.random()` (seeded per trial). The agent layer provides the calls
+//! through [`AgentSide`]; this module only binds them into Lua.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use mlua::{Lua, Table, Value};
+
+use super::ctx::random_fn;
+use crate::lua::engine::convert;
+use crate::sandbox::TrialRng;
+
+/// The agent side of a trial, as a scripted agent reaches it.
+pub trait AgentSide {
+    /// One tool call: `(result, status, error)` with status `ok | error | denied`.
+    /// An `Err` is raised in the agent (its budget is spent, or a limit tripped).
+    fn call(
+        &self,
+        lua: &Lua,
+        name: &str,
+        args: serde_json::Value,
+    ) -> mlua::Result<(Value, &'static str, Option<String>)>;
+    /// A turn to the user; Err(why) when the turn budget is spent.
+    fn say(&self, text: String) -> Result<Option<String>, String>;
+}
+
+/// Build the `env` table for one trial.
+pub fn build(lua: &Lua, side: Rc<dyn AgentSide>, rng: Rc<RefCell<TrialRng>>) -> mlua::Result<Table> {
+    let env = lua.create_table()?;
+    let s = side.clone();
+    env.raw_set(
+        "call",
+        lua.create_function(move |lua, (name, args): (String, Value)| {
+            let args = match &args {
+                Value::Nil => serde_json::json!({}),
+                other => convert::to_json(lua, other)
+                    .map_err(|e| mlua::Error::runtime(format!("env.call('{name}'): arguments are not JSON: {e}")))?,
+            };
+            s.call(lua, &name, args)
+        })?,
+    )?;
+    env.raw_set("random", random_fn(lua, rng)?)?;
+    env.raw_set(
+        "say",
+        lua.create_function(move |_, text: String| {
+            side.say(text).map_err(|why| mlua::Error::runtime(format!("budget spent: {why}")))
+        })?,
+    )?;
+    Ok(env)
+}

@@ -1,0 +1,27 @@
+//! What a Lua state offers suites, one module per namespace (the way
+//! wezterm keeps one module per Lua API surface):
+//!
+//! - [`host`]: `evalua.host`, the primitives the stdlib is written on;
+//! - [`scan`]: the host's globbing and secret-scanning primitives;
+//! - [`judge`]: the host's judge calls;
+//! - [`db`]: the database handles (`ctx.db`, `t.db`, `t.initial`);
+//! - [`ctx`]: what a tool handler gets;
+//! - [`t`]: what a check gets;
+//! - [`env`]: what a scripted agent gets.
+
+pub mod ctx;
+pub mod db;
+pub mod env;
+pub mod host;
+pub mod judge;
+pub mod scan;
+pub mod t;
+
+use mlua::Lua;
+
+use super::engine::{self, StateConfig};
+
+/// A sandboxed state with the host API registered (see [`engine::new_state`]).
+pub fn new_state(config: StateConfig) -> mlua::Result<Lua> {
+    engine::new_state(config, host::register)
+}

@@ -1,0 +1,228 @@
+//! `t`: the finished trial a check sees (SPEC §3): answer, calls, messages,
+//! outbox, usage, the final state read-only (`t.db`), the initial one
+//! (`t.initial`, copied only if asked for), the work dir's files, and for
+//! coding agents `t.diff`, `t.run_command` and `t.run_tests` (each command
+//! runs in a fresh copy of the final tree, so no check changes what the next
+//! one sees).
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+use mlua::{Lua, LuaSerdeExt, Table, Value};
+use serde_json::json;
+
+use super::ctx::argv_of;
+use super::db::Db;
+use crate::lua::engine::{self, convert};
+use crate::process;
+use crate::record::{Ended, Journal};
+use crate::sandbox::DbImage;
+use crate::sandbox::tests::{TestRun, run_tests};
+use crate::sandbox::workdir::{self, Diff};
+use crate::util::paths::read_confined;
+use crate::util::tree::{copy_tree, list_files, overlay};
+
+/// Defaults of `t.run_command` (`check.command`).
+const CHECK_MAX_OUTPUT: usize = 16 * 1024 * 1024;
+const CHECK_TAIL: usize = 4 * 1024;
+
+fn rt(msg: impl Into<String>) -> mlua::Error {
+    mlua::Error::runtime(msg.into())
+}
+
+/// What a trial's `t` is made of.
+pub struct TParts<'a> {
+    pub case_table: &'a Table,
+    pub trial: u32,
+    pub seed: u64,
+    pub answer: &'a str,
+    pub ended: Ended,
+    pub error: Option<&'a str>,
+    pub journal: &'a Journal,
+    /// The final database (the trial's own connection; made read-only here).
+    pub conn: Rc<rusqlite::Connection>,
+    /// The case's initial database, for `t.initial`.
+    pub initial: Option<DbImage>,
+    pub workdir: &'a Path,
+    /// The case's initial work tree, for `t.diff`.
+    pub work_template: Option<&'a Path>,
+    /// Every test `t.run_tests` ran, for the run's per-test report.
+    pub tests_ran: Rc<RefCell<Vec<TestRun>>>,
+}
+
+/// Build the `t` a check sees.
+pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
+    let st = p.journal;
+    let t = lua.create_table()?;
+    t.raw_set("case", p.case_table.clone())?;
+    t.raw_set("trial", p.trial)?;
+    t.raw_set("seed", p.seed as i64)?;
+    t.raw_set("answer", p.answer)?;
+    t.raw_set("ended", p.ended.as_str())?;
+    t.raw_set("error", p.error)?;
+
+    let calls = lua.create_table()?;
+    for c in &st.calls {
+        let ct = lua.create_table()?;
+        ct.raw_set("id", c.id.as_str())?;
+        ct.raw_set("name", c.name.as_str())?;
+        ct.raw_set("args", convert::to_lua(lua, &c.args)?)?;
+        ct.raw_set("status", c.status.as_str())?;
+        ct.raw_set("effect", c.effect.as_deref())?;
+        if let Some(r) = &c.result {
+            ct.raw_set("result", convert::to_lua(lua, r)?)?;
+        }
+        ct.raw_set("error", c.error.as_deref())?;
+        ct.raw_set("started_ms", c.started_ms)?;
+        ct.raw_set("ended_ms", c.ended_ms)?;
+        calls.raw_push(ct)?;
+    }
+    calls.set_metatable(Some(lua.array_metatable()))?;
+    t.raw_set("calls", calls)?;
+
+    t.raw_set("messages", convert::to_lua(lua, &serde_json::to_value(&st.messages).unwrap_or_default())?)?;
+    t.raw_set("outbox", convert::to_lua(lua, &serde_json::to_value(&st.outbox).unwrap_or_default())?)?;
+    let usage = convert::to_lua(lua, &serde_json::to_value(&st.usage).unwrap_or_default())?;
+    t.raw_set("usage", usage)?;
+
+    // The final state, read-only, and the initial one (copied only if asked for).
+    let _ = p.conn.pragma_update(None, "query_only", true);
+    t.raw_set("db", Db::read_only(p.conn.clone(), "t.db"))?;
+    let initial = match &p.initial {
+        Some(image) => Db::lazy_read_only(image.clone(), "t.initial"),
+        None => {
+            Db::read_only(Rc::new(rusqlite::Connection::open_in_memory().map_err(mlua::Error::external)?), "t.initial")
+        }
+    };
+    t.raw_set("initial", initial)?;
+    t.raw_set("files", files_table(lua, p.workdir)?)?;
+    install_work(lua, &t, &p)?;
+    Ok(t)
+}
+
+/// `t.files`: the work dir's files by relative path, read on demand.
+fn files_table(lua: &Lua, dir: &Path) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let mt = lua.create_table()?;
+    let root = dir.to_path_buf();
+    mt.raw_set(
+        "__index",
+        lua.create_function(move |lua, (_t, key): (Value, String)| match read_confined(&root, &key) {
+            Some(bytes) => Ok(Value::String(lua.create_string(bytes)?)),
+            None => Ok(Value::Nil),
+        })?,
+    )?;
+    let root = dir.to_path_buf();
+    mt.raw_set(
+        "__pairs",
+        lua.create_function(move |lua, _t: Value| {
+            let snapshot = lua.create_table()?;
+            for rel in list_files(&root) {
+                if let Some(bytes) = read_confined(&root, &rel) {
+                    snapshot.raw_set(rel, lua.create_string(bytes)?)?;
+                }
+            }
+            let next: mlua::Function = lua.globals().get("next")?;
+            Ok((next, snapshot, Value::Nil))
+        })?,
+    )?;
+    t.set_metatable(Some(mt))?;
+    Ok(t)
+}
+
+/// The work-dir side of `t`: `t.diff`, `t.run_command`, `t.run_tests`.
+fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
+    let before = p.work_template;
+    let d = if before.is_none() && !p.workdir.exists() {
+        Diff::default()
+    } else {
+        workdir::diff(before, p.workdir).map_err(|e| rt(format!("t.diff: {e}")))?
+    };
+    let files: Vec<serde_json::Value> =
+        d.files.iter().map(|(p, s)| json!({ "path": p, "status": s.as_str() })).collect();
+    let diff = lua.create_table()?;
+    diff.raw_set("text", d.text)?;
+    diff.raw_set("files", convert::to_lua(lua, &serde_json::Value::Array(files))?)?;
+    t.raw_set("diff", diff)?;
+
+    let copies = Rc::new(Cell::new(0u32));
+    let base = p.workdir.to_path_buf();
+    let make_copy = move |inject: Option<String>| -> Result<Copy, String> {
+        copies.set(copies.get() + 1);
+        let name = format!("{}.check-{}", base.file_name().and_then(|n| n.to_str()).unwrap_or("trial"), copies.get());
+        let dir = base.with_file_name(name);
+        let copy = Copy(dir.clone());
+        if base.exists() {
+            copy_tree(&base, &dir).map_err(|e| format!("cannot copy the final work dir: {e}"))?;
+        } else {
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        }
+        if let Some(inj) = inject {
+            overlay(Path::new(&inj), &dir).map_err(|e| format!("cannot inject {inj}: {e}"))?;
+        }
+        Ok(copy)
+    };
+    let make_copy = Rc::new(make_copy);
+
+    let mk = make_copy.clone();
+    t.raw_set(
+        "run_command",
+        lua.create_function(move |lua, spec: Table| {
+            let argv = argv_of(&spec.get::<Value>("cmd")?, "t.run_command")?;
+            let timeout = Duration::from_secs_f64(spec.get::<Option<f64>>("timeout_s")?.unwrap_or(60.0).max(0.001));
+            let max_output = spec.get::<Option<f64>>("max_output")?.map(|v| v as usize).unwrap_or(CHECK_MAX_OUTPUT);
+            let tail = spec.get::<Option<f64>>("tail")?.map(|v| v as usize).unwrap_or(CHECK_TAIL);
+            let copy = match mk(spec.get::<Option<String>>("inject")?) {
+                Ok(c) => c,
+                Err(e) => return Ok((Value::Nil, Some(e))),
+            };
+            let pspec = process::Spec { argv: &argv, cwd: &copy.0, timeout, max_output, tail };
+            let limits = engine::limits(lua);
+            match limits.blocking(|| process::run(&pspec)) {
+                Ok(out) => {
+                    Ok((convert::to_lua(lua, &serde_json::to_value(&out).map_err(mlua::Error::external)?)?, None))
+                }
+                Err(e) => Ok((Value::Nil, Some(e))),
+            }
+        })?,
+    )?;
+    let mk = make_copy;
+    let ran = p.tests_ran.clone();
+    t.raw_set(
+        "run_tests",
+        lua.create_function(move |lua, spec: Table| {
+            let runner: Vec<String> = spec.get("runner")?;
+            let tests: Vec<String> = spec.get("tests")?;
+            let timeout = Duration::from_secs_f64(spec.get::<Option<f64>>("timeout_s")?.unwrap_or(60.0).max(0.001));
+            let copy = match mk(spec.get::<Option<String>>("inject")?) {
+                Ok(c) => c,
+                Err(e) => return Ok((Value::Nil, Some(e))),
+            };
+            let limits = engine::limits(lua);
+            match limits.blocking(|| run_tests(&copy.0, &runner, &tests, timeout)) {
+                Ok(runs) => {
+                    ran.borrow_mut().extend(runs.iter().cloned());
+                    let v = serde_json::to_value(&runs).map_err(mlua::Error::external)?;
+                    let lv = convert::to_lua(lua, &v)?;
+                    if let Value::Table(t) = &lv {
+                        t.set_metatable(Some(lua.array_metatable()))?;
+                    }
+                    Ok((lv, None))
+                }
+                Err(e) => Ok((Value::Nil, Some(e))),
+            }
+        })?,
+    )?;
+    Ok(())
+}
+
+/// A check's private copy of the final tree, removed when dropped.
+struct Copy(PathBuf);
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

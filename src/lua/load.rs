@@ -1,0 +1,313 @@
+//! Loading a suite: run the Lua file in a sandboxed state (declaring only)
+//! and read the returned tables into the typed specs of [`crate::spec`]. Every
+//! Lua table → spec conversion is here. Trials later evaluate the same file in
+//! their worker's state to get the functions (tool handlers, checks, scripted
+//! agents) back.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlua::{Lua, Table, Value};
+
+use super::api;
+use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
+use crate::error::{Error, Result};
+use crate::spec::gate;
+use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
+use crate::spec::{
+    AgentIo, AgentSpec, Budget, CaseSpec, CheckInfo, CommandAgentSpec, JudgeSpec, ModelAgentSpec, ModelSpec, ProxySpec,
+    Sources, Suite, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+};
+use crate::util::digest::sha256_hex;
+use crate::util::paths::display_path;
+
+/// Limits on loading a suite file.
+const LOAD_INSTRUCTIONS: u64 = 200_000_000;
+const LOAD_SECONDS: u64 = 20;
+
+pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64, validate: bool) -> StateConfig {
+    StateConfig { suite_dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(), sources, clock, validate }
+}
+
+/// Run the suite file in `lua` and return the suite table it returns.
+pub fn eval_suite(lua: &Lua, path: &Path) -> std::result::Result<Table, String> {
+    let limits = lua::limits(lua);
+    let seg = Segment {
+        instructions: Some(LOAD_INSTRUCTIONS),
+        deadline: Some(Instant::now() + Duration::from_secs(LOAD_SECONDS)),
+    };
+    let value = match limits.guard(lua, seg, || lua::run_file(lua, path)) {
+        Guarded::Done(Ok(v)) => v,
+        Guarded::Done(Err(e)) => return Err(lua::describe(&e)),
+        Guarded::Stopped(stop) => {
+            return Err(format!("{}: loading the suite stopped: {}", display_path(path), stop.describe()));
+        }
+    };
+    match value {
+        Value::Table(t) if t.raw_get::<Value>("_cases").map(|v| v.is_table()).unwrap_or(false) => Ok(t),
+        _ => Err(format!(
+            "{}: the suite file must end with `return suite` (the value of evalua.suite{{...}})",
+            display_path(path)
+        )),
+    }
+}
+
+/// Load and validate a suite file.
+pub fn load(path: &Path) -> Result<Suite> {
+    let path = std::path::absolute(path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    if !path.is_file() {
+        return Err(Error::Input(format!("{}: no such suite file", display_path(&path))));
+    }
+    let sources = Arc::new(Sources::default());
+    let lua = api::new_state(state_config(&path, sources.clone(), 0, true))
+        .map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
+    let t = eval_suite(&lua, &path).map_err(Error::Input)?;
+    read_suite(&lua, &t, &path, sources).map_err(|e| Error::Input(format!("{}: {e}", display_path(&path))))
+}
+
+fn opt<T: mlua::FromLua>(t: &Table, k: &str) -> std::result::Result<Option<T>, String> {
+    t.get::<Option<T>>(k).map_err(|e| format!("'{k}': {}", lua::describe(&e)))
+}
+
+fn strings(t: &Table, k: &str) -> std::result::Result<Vec<String>, String> {
+    Ok(opt::<Vec<String>>(t, k)?.unwrap_or_default())
+}
+
+/// Model endpoint options (`evalua.model{}` and the same keys elsewhere), as
+/// the DSL normalised them.
+fn model_spec(lua: &Lua, v: &Value) -> std::result::Result<ModelSpec, String> {
+    let j = convert::to_json(lua, v)?;
+    serde_json::from_value(j).map_err(|e| format!("model options: {e}"))
+}
+
+fn read_agent(lua: &Lua, v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String> {
+    let Some(a) = v else { return Ok(None) };
+    let kind: String = opt(&a, "kind")?.unwrap_or_default();
+    match kind.as_str() {
+        "scripted" => Ok(Some(AgentSpec::Scripted { path: opt::<String>(&a, "path")?.map(PathBuf::from) })),
+        "command" => Ok(Some(AgentSpec::Command(CommandAgentSpec {
+            cmd: strings(&a, "cmd")?,
+            env: strings(&a, "env")?,
+            setup: opt::<Vec<String>>(&a, "setup")?,
+            tools: match opt::<String>(&a, "tools")?.as_deref() {
+                None | Some("protocol") => ToolsVia::Protocol,
+                Some("mcp") => ToolsVia::Mcp,
+                Some(other) => return Err(format!("agent tools = '{other}' is not supported")),
+            },
+            io: match opt::<String>(&a, "io")?.as_deref() {
+                None | Some("jsonl") => AgentIo::Jsonl,
+                Some("plain") => AgentIo::Plain,
+                Some(other) => return Err(format!("agent io = '{other}' is not supported")),
+            },
+            model_proxy: proxy_spec(lua, &a)?,
+        }))),
+        "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
+        "openai" | "anthropic" => Ok(Some(AgentSpec::Model(model_agent(lua, &a, &kind)?))),
+        other => Err(format!("agent kind '{other}' is not supported")),
+    }
+}
+
+/// `evalua.agent.openai{}` / `anthropic{}`: the endpoint must resolve now
+/// (a model named, a key variable where one is needed), not in every trial.
+fn model_agent(lua: &Lua, t: &Table, provider: &str) -> std::result::Result<ModelAgentSpec, String> {
+    let what = format!("evalua.agent.{provider}");
+    let mut model = model_spec(lua, &Value::Table(t.clone())).map_err(|e| format!("{what}: {e}"))?;
+    model.provider = provider.to_string();
+    crate::model::Endpoint::resolve(&model, true).map_err(|e| format!("{what}: {e}"))?;
+    let (system, system_path) = match opt::<String>(t, "system_path")? {
+        Some(p) => {
+            let text = std::fs::read_to_string(&p)
+                .map_err(|e| format!("{what}: cannot read the system prompt {}: {e}", display_path(p.as_ref())))?;
+            (Some(text), Some(display_path(Path::new(&p))))
+        }
+        None => (opt::<String>(t, "system")?, None),
+    };
+    Ok(ModelAgentSpec {
+        system_sha256: system.as_ref().map(|s| sha256_hex(s.as_bytes())),
+        model,
+        system,
+        system_path,
+        max_turns: opt::<u32>(t, "max_turns")?.unwrap_or(DEFAULT_AGENT_TURNS),
+    })
+}
+
+/// A command agent's `model_proxy`: `true` (both official endpoints) or one
+/// provider's options.
+fn proxy_spec(lua: &Lua, agent: &Table) -> std::result::Result<Option<ProxySpec>, String> {
+    let what = "evalua.agent.command: model_proxy";
+    match opt::<Value>(agent, "model_proxy")?.unwrap_or(Value::Nil) {
+        Value::Nil | Value::Boolean(false) => Ok(None),
+        Value::Boolean(true) => Ok(Some(ProxySpec {
+            openai: Some(ModelSpec::for_provider("openai")),
+            anthropic: Some(ModelSpec::for_provider("anthropic")),
+        })),
+        t @ Value::Table(_) => {
+            let spec = model_spec(lua, &t).map_err(|e| format!("{what}: {e}"))?;
+            crate::model::Endpoint::resolve(&spec, false).map_err(|e| format!("{what}: {e}"))?;
+            Ok(Some(match spec.provider.as_str() {
+                "anthropic" => ProxySpec { openai: None, anthropic: Some(spec) },
+                _ => ProxySpec { openai: Some(spec), anthropic: None },
+            }))
+        }
+        other => Err(format!("{what} must be true or model options, got {}", other.type_name())),
+    }
+}
+
+/// `sandbox.workdir` as normalised by the DSL: `{ dir = abs }` or `{ git = abs, rev = s }`.
+fn workdir_spec(t: &Table) -> std::result::Result<WorkdirSpec, String> {
+    let get = |k: &str| t.get::<Option<String>>(k).map_err(|e| format!("workdir.{k}: {e}"));
+    if let Some(dir) = get("dir")? {
+        return Ok(WorkdirSpec::Dir { path: PathBuf::from(dir) });
+    }
+    match get("git")? {
+        Some(bundle) => Ok(WorkdirSpec::Git { bundle: PathBuf::from(bundle), rev: get("rev")? }),
+        None => Err("workdir: expected a folder or { git = bundle, rev = ... }".into()),
+    }
+}
+
+/// A case's `user` (`evalua.user.script{}` / `evalua.user.llm{}`).
+fn user_spec(lua: &Lua, u: &Table) -> std::result::Result<UserSpec, String> {
+    let kind: String = opt(u, "kind")?.unwrap_or_default();
+    match kind.as_str() {
+        "script" => Ok(UserSpec::Script { turns: strings(u, "turns")? }),
+        "llm" => Ok(UserSpec::Llm {
+            profile: opt(u, "profile")?.unwrap_or_default(),
+            goal: opt(u, "goal")?.unwrap_or_default(),
+            model: Box::new(match opt::<Value>(u, "model")? {
+                Some(m @ Value::Table(_)) => model_spec(lua, &m).map_err(|e| format!("evalua.user.llm: {e}"))?,
+                _ => ModelSpec::default(),
+            }),
+            max_turns: opt::<u32>(u, "max_turns")?.unwrap_or(DEFAULT_USER_TURNS),
+        }),
+        other => Err(format!("unknown user kind '{other}'")),
+    }
+}
+
+/// `check.tests{}`'s options, as the stdlib normalised them.
+fn tests_spec(lua: &Lua, v: &Value) -> std::result::Result<TestsSpec, String> {
+    let v = convert::to_json(lua, v)?;
+    let list = |k: &str| -> Vec<String> {
+        v[k].as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+    };
+    let runner = list("runner");
+    if runner.is_empty() {
+        return Err("check.tests: 'runner' must be a non-empty list".into());
+    }
+    Ok(TestsSpec {
+        runner,
+        inject: v["inject"].as_str().map(PathBuf::from),
+        fail_to_pass: list("fail_to_pass"),
+        pass_to_pass: list("pass_to_pass"),
+        timeout_s: v["timeout_s"].as_f64().unwrap_or(60.0),
+    })
+}
+
+/// A judge check's `judge` table.
+pub fn judge_spec(lua: &Lua, v: &Value) -> std::result::Result<JudgeSpec, String> {
+    let j = convert::to_json(lua, v)?;
+    serde_json::from_value(j).map_err(|e| format!("judge: bad spec: {e}"))
+}
+
+fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::result::Result<Suite, String> {
+    let budget_t: Table = t.get("budget").map_err(|e| e.to_string())?;
+    let budget = Budget {
+        deadline_s: opt(&budget_t, "deadline_s")?,
+        max_tool_calls: opt::<f64>(&budget_t, "max_tool_calls")?.map(|v| v as u32),
+        max_turns: opt::<f64>(&budget_t, "max_turns")?.map(|v| v as u32),
+        max_tokens: opt::<f64>(&budget_t, "max_tokens")?.map(|v| v as u64),
+        max_cost_usd: opt(&budget_t, "max_cost_usd")?,
+    };
+    let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
+    let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
+    let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
+
+    let mut tools = Vec::new();
+    let tools_t: Table = t.get("_tools").map_err(|e| e.to_string())?;
+    for tt in tools_t.sequence_values::<Table>() {
+        let tt = tt.map_err(|e| e.to_string())?;
+        let params: Value = tt.get("params").map_err(|e| e.to_string())?;
+        tools.push(ToolSpec {
+            name: tt.get("name").map_err(|e| e.to_string())?,
+            description: tt.get("description").map_err(|e| e.to_string())?,
+            params: convert::to_json(lua, &params)?,
+            effect: tt.get("effect").map_err(|e| e.to_string())?,
+            requires: strings(&tt, "requires")?,
+        });
+    }
+
+    let mut cases = Vec::new();
+    let cases_t: Table = t.get("_cases").map_err(|e| e.to_string())?;
+    for ct in cases_t.sequence_values::<Table>() {
+        let ct = ct.map_err(|e| e.to_string())?;
+        let mut checks = Vec::new();
+        let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
+        for c in checks_t.sequence_values::<Table>() {
+            let c = c.map_err(|e| e.to_string())?;
+            let kind: Option<String> = opt(&c, "kind")?;
+            let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
+                (Some("tests"), Some(v)) => Some(tests_spec(lua, &v)?),
+                _ => None,
+            };
+            checks.push(CheckInfo {
+                name: c.get("name").map_err(|e| e.to_string())?,
+                critical: c.get("critical").map_err(|e| e.to_string())?,
+                kind,
+                tests,
+                judge: match c.get::<Value>("judge").map_err(|e| e.to_string())? {
+                    Value::Nil => None,
+                    v => Some(judge_spec(lua, &v)?),
+                },
+            });
+        }
+        let tools_subset: Option<Vec<String>> = opt(&ct, "tools")?;
+        cases.push(CaseSpec {
+            id: ct.get("id").map_err(|e| e.to_string())?,
+            split: ct.get("split").map_err(|e| e.to_string())?,
+            tags: strings(&ct, "tags")?,
+            difficulty: opt(&ct, "difficulty")?,
+            input: ct.get("input").map_err(|e| e.to_string())?,
+            fixture: opt::<String>(&ct, "fixture")?.map(PathBuf::from),
+            trials: opt::<f64>(&ct, "trials")?.map(|v| v as u32),
+            weight: ct.get("weight").map_err(|e| e.to_string())?,
+            tools: tools_subset,
+            agent: read_agent(lua, opt(&ct, "agent")?)?,
+            clock: opt(&ct, "clock")?,
+            workdir: opt::<Table>(&ct, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,
+            checks,
+            user: opt::<Table>(&ct, "user")?.map(|u| user_spec(lua, &u)).transpose()?,
+            location: opt::<String>(&ct, "_where")?.unwrap_or_default(),
+        });
+    }
+
+    let suite = Suite {
+        path: path.to_path_buf(),
+        dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        name: t.get("name").map_err(|e| e.to_string())?,
+        version: opt(t, "version")?,
+        description: opt(t, "description")?,
+        trials: opt::<f64>(t, "trials")?.map(|v| v as u32).unwrap_or(1),
+        budget,
+        schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
+        clock: opt(&sandbox, "clock")?,
+        workdir: opt::<Table>(&sandbox, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,
+        gates,
+        agent: read_agent(lua, opt(t, "agent")?)?,
+        tools,
+        cases,
+        sources,
+        skip: opt::<Value>(t, "skip")?.and_then(|v| match v {
+            Value::String(s) => Some(s.to_string_lossy()),
+            _ => None,
+        }),
+    };
+    for case in &suite.cases {
+        if suite.case_agent(case).is_none() {
+            return Err(format!(
+                "case '{}' ({}) has no agent: set `agent` in evalua.suite{{}} or in the case",
+                case.id, case.location
+            ));
+        }
+    }
+    Ok(suite)
+}

@@ -1,0 +1,592 @@
+//! `evalua compare BASE CAND` and `run --baseline`: pair two runs case by case.
+//!
+//! Per case, the figure compared is the accepted rate (c/n, = pass^1):
+//! **improved** when the candidate's is higher, **regressed** when lower,
+//! **unchanged** when equal and above zero, **unresolved** when no trial was
+//! accepted in either run; **not comparable** when a case has no counted trial
+//! in one of the runs or is in one run only. These per-case classes describe
+//! what moved; whether the suite moved is read from the difference of each
+//! figure with its 95% paired bootstrap interval (cases resampled together in
+//! both runs, seeded), which excludes 0 when the change is unlikely to be noise.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::stats::{CaseFigures, quantile};
+use crate::stats::{RunData, rundata};
+use crate::util::digest::sha256_hex;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    Improved,
+    Regressed,
+    Unchanged,
+    Unresolved,
+    NotComparable,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Improved => "improved",
+            Class::Regressed => "regressed",
+            Class::Unchanged => "unchanged",
+            Class::Unresolved => "unresolved",
+            Class::NotComparable => "not_comparable",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseDiff {
+    pub id: String,
+    pub class: Class,
+    /// (accepted, n) in each run; null when the case is not in that run.
+    pub base: Option<(u32, u32)>,
+    pub cand: Option<(u32, u32)>,
+    /// Candidate accepted rate − base accepted rate.
+    pub delta: Option<f64>,
+    pub base_critical: u32,
+    pub cand_critical: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureDiff {
+    pub name: String,
+    pub base: Option<f64>,
+    pub cand: Option<f64>,
+    /// Paired difference (cand − base) over the cases both runs counted.
+    pub delta: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+    /// Paired cases the difference is computed on.
+    pub cases: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    pub dir: String,
+    pub run_id: String,
+    pub cases: usize,
+    pub trials: u32,
+    pub critical_failures: u32,
+    pub grader_errors: u32,
+    pub infra_errors: u32,
+    pub total_cost_usd: f64,
+    pub cost_per_accepted_usd: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub latency_n: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub suite: String,
+    pub base: Side,
+    pub cand: Side,
+    pub warnings: Vec<String>,
+    pub figures: Vec<FigureDiff>,
+    pub counts: BTreeMap<&'static str, usize>,
+    pub cases: Vec<CaseDiff>,
+    /// Cases with a critical failure in the candidate and none in the base.
+    pub new_critical: Vec<String>,
+}
+
+fn side(r: &RunData) -> Side {
+    let f = &r.summary.figures;
+    Side {
+        dir: r.dir.display().to_string(),
+        run_id: r.run_id().to_string(),
+        cases: f.capability.cases,
+        trials: f.capability.trials,
+        critical_failures: f.critical_failures,
+        grader_errors: f.grader_errors,
+        infra_errors: f.infra_errors,
+        total_cost_usd: f.total_cost_usd,
+        cost_per_accepted_usd: f.cost_per_accepted_usd,
+        p50_ms: f.p50_ms,
+        p95_ms: f.p95_ms,
+        latency_n: f.latency_n,
+    }
+}
+
+fn short(h: Option<&str>) -> String {
+    h.map(|h| h.chars().take(12).collect()).unwrap_or_else(|| "unknown".into())
+}
+
+/// Differences in what was run that make the comparison unfair: an error
+/// unless `allow`, then a warning.
+fn revision_problems(base: &RunData, cand: &RunData) -> Vec<String> {
+    let mut out = Vec::new();
+    if base.suite_sha256() != cand.suite_sha256() {
+        out.push(format!(
+            "the suite file differs (sha256 {} vs {})",
+            short(base.suite_sha256()),
+            short(cand.suite_sha256())
+        ));
+    }
+    let changed: Vec<&str> = base
+        .infos
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let j = cand.case_index(&c.id)?;
+            (base.revisions[i] != cand.revisions[j]).then_some(c.id.as_str())
+        })
+        .collect();
+    if !changed.is_empty() {
+        let more = if changed.len() > 5 { format!(" and {} more", changed.len() - 5) } else { String::new() };
+        out.push(format!(
+            "{} case(s) changed revision: {}{more}",
+            changed.len(),
+            changed[..changed.len().min(5)].join(", ")
+        ));
+    }
+    out
+}
+
+fn warnings(base: &RunData, cand: &RunData) -> Vec<String> {
+    let mut w = Vec::new();
+    let (bm, cm) = (&base.manifest, &cand.manifest);
+    let budget = |m: &crate::record::Manifest| serde_json::to_value(&m.budget).unwrap_or_default();
+    if budget(bm) != budget(cm) {
+        w.push(format!("budgets differ: {} vs {}", budget(bm), budget(cm)));
+    }
+    let trials = |r: &RunData| -> BTreeMap<String, u32> {
+        r.infos.iter().zip(&r.planned).map(|(c, n)| (c.id.clone(), *n)).collect()
+    };
+    let (bt, ct) = (trials(base), trials(cand));
+    let differing = bt.iter().filter(|(id, n)| ct.get(*id).is_some_and(|m| m != *n)).count();
+    if differing > 0 {
+        w.push(format!("trials per case differ for {differing} case(s) (pass^k compares only k both runs support)"));
+    }
+    // A judge check is the same instrument only with the same model(s) and prompt.
+    let judges = |m: &crate::record::Manifest| -> Vec<(String, String, String)> {
+        let s = |j: &serde_json::Value, k: &str| j[k].as_str().unwrap_or_default().to_string();
+        m.judges
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|j| (s(j, "name"), s(j, "judge"), s(j, "prompt_sha256")))
+            .collect()
+    };
+    let (bj, cj) = (judges(bm), judges(cm));
+    for (name, judge, prompt) in &bj {
+        if let Some((_, cjudge, cprompt)) = cj.iter().find(|(n, _, _)| n == name)
+            && (cjudge != judge || cprompt != prompt)
+        {
+            w.push(format!(
+                "judge '{name}' differs: {judge} (prompt {}) vs {cjudge} (prompt {})",
+                short(Some(prompt)),
+                short(Some(cprompt))
+            ));
+        }
+    }
+    for (name, m) in [("base", bm), ("candidate", cm)] {
+        if let Some(p) = m.partition.as_deref() {
+            w.push(format!("the {name} is one partition ({p}) of a run; merge the parts first for the whole picture"));
+        }
+    }
+    let (nb, nc) = (base.infos.len(), cand.infos.len());
+    let common = base.infos.iter().filter(|c| cand.case_index(&c.id).is_some()).count();
+    if common < nb || common < nc {
+        w.push(format!(
+            "case sets differ: {common} in both, {} only in the base, {} only in the candidate",
+            nb - common,
+            nc - common
+        ));
+    }
+    w
+}
+
+/// The paired cases: (base row, cand row, weight) where both runs counted trials.
+fn pairs<'a>(base: &'a RunData, cand: &'a RunData) -> Vec<(&'a CaseFigures, &'a CaseFigures, f64)> {
+    base.summary
+        .cases
+        .iter()
+        .filter_map(|b| {
+            let c = &cand.summary.cases[cand.case_index(&b.id)?];
+            (b.n > 0 && c.n > 0).then_some((b, c, c.weight))
+        })
+        .collect()
+}
+
+type Pair<'a> = (&'a CaseFigures, &'a CaseFigures, f64);
+
+/// Paired percentile bootstrap of the weighted mean difference of `f` (resampling cases).
+fn paired(pairs: &[Pair], seed: u64, f: &dyn Fn(&CaseFigures) -> Option<f64>) -> Option<(f64, (f64, f64), usize)> {
+    let vals: Vec<(f64, f64)> = pairs.iter().filter_map(|(b, c, w)| Some((f(c)? - f(b)?, *w))).collect();
+    if vals.is_empty() {
+        return None;
+    }
+    let mean = |it: &mut dyn Iterator<Item = (f64, f64)>| {
+        let (mut s, mut w) = (0.0, 0.0);
+        for (d, wt) in it {
+            s += d * wt;
+            w += wt;
+        }
+        s / w
+    };
+    let point = mean(&mut vals.iter().copied());
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut means: Vec<f64> =
+        (0..2000).map(|_| mean(&mut (0..vals.len()).map(|_| vals[rng.usize(..vals.len())]))).collect();
+    means.sort_by(|a, b| a.total_cmp(b));
+    Some((point, (quantile(&means, 0.025)?, quantile(&means, 0.975)?), vals.len()))
+}
+
+/// Compare two loaded runs (revision problems are errors unless `allow`).
+pub fn compare(base: &RunData, cand: &RunData, allow: bool) -> Result<Comparison> {
+    let problems = revision_problems(base, cand);
+    let mut warns = Vec::new();
+    if !problems.is_empty() {
+        if !allow {
+            return Err(Error::Input(format!(
+                "{} and {} ran different suite revisions: {}; pass --allow-revision-change to compare anyway",
+                base.dir.display(),
+                cand.dir.display(),
+                problems.join("; ")
+            )));
+        }
+        warns.extend(problems.into_iter().map(|p| format!("revision change allowed: {p}")));
+    }
+    warns.extend(warnings(base, cand));
+    let pairs = pairs(base, cand);
+    let seed = base.seed().wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ cand.seed() ^ 0xc0a1;
+
+    let kmax = pairs.iter().map(|(b, c, _)| b.n.min(c.n)).min().unwrap_or(0);
+    let mut figures = Vec::new();
+    let bc = &base.summary.figures.capability;
+    let cc = &cand.summary.figures.capability;
+    let ks: Vec<u32> = (1..=kmax).filter(|k| *k <= crate::stats::INTERVAL_K_UP_TO || *k == kmax).collect();
+    let mut push = |name: String, b: Option<f64>, c: Option<f64>, f: &dyn Fn(&CaseFigures) -> Option<f64>| {
+        let p = paired(&pairs, seed, f);
+        figures.push(FigureDiff {
+            name,
+            base: b,
+            cand: c,
+            delta: p.map(|p| p.0),
+            interval: p.map(|p| p.1),
+            cases: p.map(|p| p.2).unwrap_or(0),
+        });
+    };
+    for &k in &ks {
+        push(format!("pass^{k}"), bc.pass_hat(k), cc.pass_hat(k), &|c: &CaseFigures| c.pass_hat(k));
+    }
+    for &k in &ks {
+        push(format!("pass@{k}"), bc.pass_at(k), cc.pass_at(k), &|c: &CaseFigures| c.pass_at(k));
+    }
+    push("accepted".into(), bc.accepted_rate, cc.accepted_rate, &|c: &CaseFigures| {
+        Some(c.accepted as f64 / c.n as f64)
+    });
+
+    // Cost per accepted trial: ratio of sums on each side, paired resampling.
+    {
+        let (bcost, ccost) = (base.summary.figures.cost_per_accepted_usd, cand.summary.figures.cost_per_accepted_usd);
+        let ratio = |rows: &mut dyn Iterator<Item = (f64, u32)>| {
+            let (mut cost, mut acc) = (0.0, 0u32);
+            for (c, a) in rows {
+                cost += c;
+                acc += a;
+            }
+            (acc > 0).then(|| cost / acc as f64)
+        };
+        let diff = |idx: &mut dyn Iterator<Item = usize>| -> Option<f64> {
+            let idx: Vec<usize> = idx.collect();
+            let b = ratio(&mut idx.iter().map(|&i| (pairs[i].0.cost_usd, pairs[i].0.accepted)))?;
+            let c = ratio(&mut idx.iter().map(|&i| (pairs[i].1.cost_usd, pairs[i].1.accepted)))?;
+            Some(c - b)
+        };
+        let any_cost = base.summary.figures.total_cost_usd > 0.0 || cand.summary.figures.total_cost_usd > 0.0;
+        if any_cost && !pairs.is_empty() {
+            let point = diff(&mut (0..pairs.len()));
+            let mut rng = fastrand::Rng::with_seed(seed ^ 0xc057);
+            let mut ds: Vec<f64> =
+                (0..2000).filter_map(|_| diff(&mut (0..pairs.len()).map(|_| rng.usize(..pairs.len())))).collect();
+            ds.sort_by(|a, b| a.total_cmp(b));
+            let interval = if ds.len() >= 1900 { quantile(&ds, 0.025).zip(quantile(&ds, 0.975)) } else { None };
+            figures.push(FigureDiff {
+                name: "cost_per_accepted_usd".into(),
+                base: bcost,
+                cand: ccost,
+                delta: point,
+                interval,
+                cases: pairs.len(),
+            });
+        }
+    }
+
+    // Per case.
+    let mut cases = Vec::new();
+    let mut new_critical = Vec::new();
+    let mut ids: Vec<&str> = base.infos.iter().map(|c| c.id.as_str()).collect();
+    ids.extend(cand.infos.iter().map(|c| c.id.as_str()).filter(|id| base.case_index(id).is_none()));
+    for id in ids {
+        let b = base.case_index(id).map(|i| &base.summary.cases[i]);
+        let c = cand.case_index(id).map(|i| &cand.summary.cases[i]);
+        let crit = |r: Option<&CaseFigures>| r.map(|r| r.outcomes.get("critical").copied().unwrap_or(0)).unwrap_or(0);
+        let (class, delta) = match (b, c) {
+            (Some(b), Some(c)) if b.n > 0 && c.n > 0 => {
+                let (rb, rc) = (b.accepted as f64 / b.n as f64, c.accepted as f64 / c.n as f64);
+                let class = if rc > rb {
+                    Class::Improved
+                } else if rc < rb {
+                    Class::Regressed
+                } else if rc > 0.0 {
+                    Class::Unchanged
+                } else {
+                    Class::Unresolved
+                };
+                (class, Some(rc - rb))
+            }
+            _ => (Class::NotComparable, None),
+        };
+        if crit(c) > 0 && crit(b) == 0 {
+            new_critical.push(id.to_string());
+        }
+        cases.push(CaseDiff {
+            id: id.to_string(),
+            class,
+            base: b.map(|r| (r.accepted, r.n)),
+            cand: c.map(|r| (r.accepted, r.n)),
+            delta,
+            base_critical: crit(b),
+            cand_critical: crit(c),
+        });
+    }
+    let mut counts = BTreeMap::new();
+    for k in [Class::Improved, Class::Regressed, Class::Unchanged, Class::Unresolved, Class::NotComparable] {
+        counts.insert(k.as_str(), cases.iter().filter(|c| c.class == k).count());
+    }
+    Ok(Comparison {
+        suite: cand.suite().to_string(),
+        base: side(base),
+        cand: side(cand),
+        warnings: warns,
+        figures,
+        counts,
+        cases,
+        new_critical,
+    })
+}
+
+fn rate(v: Option<f64>, name: &str) -> String {
+    if name.starts_with("cost") {
+        return match v {
+            Some(v) => format!("${v:.4}"),
+            None => "∞".into(),
+        };
+    }
+    crate::report::fmt_value(v, true)
+}
+
+fn delta(v: Option<f64>, name: &str) -> String {
+    match v.map(|v| if v.abs() < 1e-9 { 0.0 } else { v }) {
+        Some(v) if name.starts_with("cost") => format!("{}${:.4}", if v >= 0.0 { "+" } else { "−" }, v.abs()),
+        Some(v) => format!("{}{:.1} pt", if v >= 0.0 { "+" } else { "−" }, v.abs() * 100.0),
+        None => "–".into(),
+    }
+}
+
+/// The tables show pass^k / pass@k for k = 1, 2, 3, 5 and the largest k; JSON has every k ≤ 10.
+fn shown(c: &Comparison, f: &FigureDiff) -> bool {
+    let k = |p: &str| f.name.strip_prefix(p).and_then(|k| k.parse::<u32>().ok());
+    let kmax = c.figures.iter().filter_map(|f| f.name.strip_prefix("pass^").and_then(|k| k.parse::<u32>().ok())).max();
+    match k("pass^").or(k("pass@")) {
+        Some(k) => [1, 2, 3, 5].contains(&k) || Some(k) == kmax,
+        None => true,
+    }
+}
+
+fn interval(f: &FigureDiff) -> String {
+    match f.interval {
+        Some((lo, hi)) => {
+            let mark = if lo > 0.0 || hi < 0.0 { " *" } else { "" };
+            format!("[{}, {}]{mark}", delta(Some(lo), &f.name), delta(Some(hi), &f.name))
+        }
+        None => "–".into(),
+    }
+}
+
+fn ac(v: Option<(u32, u32)>) -> String {
+    v.map(|(a, n)| format!("{a}/{n}")).unwrap_or_else(|| "absent".into())
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.0} ms")).unwrap_or_else(|| "–".into())
+}
+
+/// The console rendering.
+pub fn console(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "compare {}: base {} → candidate {}", c.suite, c.base.run_id, c.cand.run_id);
+    for w in &c.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    let mut t = comfy_table::Table::new();
+    t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
+    t.set_header(vec!["figure", "base", "candidate", "Δ (paired)", "95% interval of Δ", "paired cases"]);
+    for f in c.figures.iter().filter(|f| shown(c, f)) {
+        t.add_row(vec![
+            f.name.clone(),
+            rate(f.base, &f.name),
+            rate(f.cand, &f.name),
+            delta(f.delta, &f.name),
+            interval(f),
+            f.cases.to_string(),
+        ]);
+    }
+    let _ = writeln!(o, "{t}");
+    let _ = writeln!(o, "(* the interval excludes 0; paired bootstrap over cases, seeded)");
+    let _ = writeln!(
+        o,
+        "cases: {} improved, {} regressed, {} unchanged, {} unresolved, {} not comparable (per-case accepted rate)",
+        c.counts["improved"],
+        c.counts["regressed"],
+        c.counts["unchanged"],
+        c.counts["unresolved"],
+        c.counts["not_comparable"]
+    );
+    for class in [Class::Regressed, Class::Improved] {
+        let rows: Vec<&CaseDiff> = c.cases.iter().filter(|d| d.class == class).collect();
+        if !rows.is_empty() {
+            let _ = writeln!(o, "{}:", class.as_str());
+            for d in rows {
+                let _ = writeln!(o, "  {}  {} → {} ({})", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""));
+            }
+        }
+    }
+    let unresolved: Vec<&str> =
+        c.cases.iter().filter(|d| d.class == Class::Unresolved).map(|d| d.id.as_str()).collect();
+    if !unresolved.is_empty() {
+        let _ = writeln!(o, "unresolved (no accepted trial in either run): {}", unresolved.join(", "));
+    }
+    let nc: Vec<&str> = c.cases.iter().filter(|d| d.class == Class::NotComparable).map(|d| d.id.as_str()).collect();
+    if !nc.is_empty() {
+        let _ = writeln!(o, "not comparable (absent or no counted trial in one run): {}", nc.join(", "));
+    }
+    let _ = writeln!(
+        o,
+        "critical failures {} → {}{}",
+        c.base.critical_failures,
+        c.cand.critical_failures,
+        if c.new_critical.is_empty() { String::new() } else { format!("; NEW in: {}", c.new_critical.join(", ")) }
+    );
+    let _ = writeln!(
+        o,
+        "grader errors {} → {}, infra errors {} → {}",
+        c.base.grader_errors, c.cand.grader_errors, c.base.infra_errors, c.cand.infra_errors
+    );
+    let _ = writeln!(
+        o,
+        "total cost ${:.4} → ${:.4}; latency p50 {} → {}, p95 {} → {} (n {} → {})",
+        c.base.total_cost_usd,
+        c.cand.total_cost_usd,
+        ms(c.base.p50_ms),
+        ms(c.cand.p50_ms),
+        ms(c.base.p95_ms),
+        ms(c.cand.p95_ms),
+        c.base.latency_n,
+        c.cand.latency_n
+    );
+    o
+}
+
+/// Markdown for a pull-request comment.
+pub fn markdown(c: &Comparison) -> String {
+    let mut o = String::new();
+    let reg = c.counts["regressed"];
+    let _ = writeln!(o, "### evalua: `{}` — base `{}` vs candidate `{}`\n", c.suite, c.base.run_id, c.cand.run_id);
+    for w in &c.warnings {
+        let _ = writeln!(o, "> ⚠️ {w}");
+    }
+    if !c.warnings.is_empty() {
+        let _ = writeln!(o);
+    }
+    let _ =
+        writeln!(o, "| figure | base | candidate | Δ | 95% interval of Δ | paired cases |\n|---|---|---|---|---|---|");
+    for f in c.figures.iter().filter(|f| shown(c, f)) {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} |",
+            f.name,
+            rate(f.base, &f.name),
+            rate(f.cand, &f.name),
+            delta(f.delta, &f.name),
+            interval(f),
+            f.cases
+        );
+    }
+    let _ = writeln!(o, "\n\\* the interval excludes 0 (paired bootstrap over cases, seeded).\n");
+    let _ = writeln!(
+        o,
+        "**Cases** (per-case accepted rate): {} improved · **{} regressed** · {} unchanged · {} unresolved · {} not comparable\n",
+        c.counts["improved"], reg, c.counts["unchanged"], c.counts["unresolved"], c.counts["not_comparable"]
+    );
+    if !c.new_critical.is_empty() {
+        let _ = writeln!(
+            o,
+            "**New critical failures** in: {}\n",
+            c.new_critical.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    for class in [Class::Regressed, Class::Improved] {
+        let rows: Vec<&CaseDiff> = c.cases.iter().filter(|d| d.class == class).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let open = if class == Class::Regressed { " open" } else { "" };
+        let _ = writeln!(o, "<details{open}><summary>{} {}</summary>\n", rows.len(), class.as_str());
+        let _ = writeln!(o, "| case | base | candidate | Δ accepted |\n|---|---|---|---|");
+        for d in rows {
+            let _ = writeln!(o, "| `{}` | {} | {} | {} |", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""));
+        }
+        let _ = writeln!(o, "\n</details>\n");
+    }
+    let _ = writeln!(
+        o,
+        "Critical failures {} → {} · grader errors {} → {} · infra errors {} → {} · total cost ${:.4} → ${:.4} · p50 {} → {} · p95 {} → {}",
+        c.base.critical_failures,
+        c.cand.critical_failures,
+        c.base.grader_errors,
+        c.cand.grader_errors,
+        c.base.infra_errors,
+        c.cand.infra_errors,
+        c.base.total_cost_usd,
+        c.cand.total_cost_usd,
+        ms(c.base.p50_ms),
+        ms(c.cand.p50_ms),
+        ms(c.base.p95_ms),
+        ms(c.cand.p95_ms)
+    );
+    o
+}
+
+/// `run --baseline`, before the run: the baseline must be a run dir of the same suite file.
+pub fn preflight(baseline: &Path, suite: &Path, allow: bool) -> Result<RunData> {
+    let b = rundata::load(baseline)?;
+    let sha = std::fs::read(suite).map(|bytes| sha256_hex(&bytes)).ok();
+    if !allow && sha.as_deref() != b.suite_sha256() {
+        return Err(Error::Input(format!(
+            "--baseline {}: it ran a different revision of {} (suite sha256 {} vs {}); pass --allow-revision-change to compare anyway",
+            baseline.display(),
+            suite.display(),
+            short(b.suite_sha256()),
+            short(sha.as_deref())
+        )));
+    }
+    Ok(b)
+}
+
+/// `run --baseline`, after the run: compare, write compare.json and compare.md into the run dir.
+pub fn after_run(base: &RunData, cand: &RunData, allow: bool) -> Result<String> {
+    let cmp = compare(base, cand, allow)?;
+    crate::record::rundir::write_json(&cand.dir.join("compare.json"), &cmp)?;
+    std::fs::write(cand.dir.join("compare.md"), markdown(&cmp))
+        .map_err(|e| Error::Environment(format!("{}: {e}", cand.dir.join("compare.md").display())))?;
+    Ok(console(&cmp))
+}

@@ -1,0 +1,111 @@
+//! Planning a run: select the cases, build each case's template database and
+//! work tree, compile the tools' schemas. Everything that can be wrong with
+//! the suite fails here, before any agent runs.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+use crate::executor::ToolDef;
+use crate::record::manifest::Filters;
+use crate::sandbox::DbImage;
+use crate::sandbox::sqlite::build_template;
+use crate::sandbox::workdir::Templates;
+use crate::spec::{CaseSpec, Suite};
+use crate::trial::{CasePlan, Plan};
+use crate::util::paths::display_path;
+use crate::util::schema;
+use crate::util::time::instant;
+
+/// An input error about a case: say which case, and where it is declared.
+fn in_case(e: Error, spec: &CaseSpec) -> Error {
+    match e {
+        Error::Input(m) => Error::Input(format!("{m} (case '{}' at {})", spec.id, spec.location)),
+        other => other,
+    }
+}
+
+/// Select the cases, build each case's template database and compile the
+/// tools' schemas: everything that can be wrong with the suite fails here,
+/// before any agent runs.
+pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
+    let glob = match &filters.case {
+        Some(g) => {
+            Some(globset::Glob::new(g).map_err(|e| Error::Input(format!("--case {g:?}: {e}")))?.compile_matcher())
+        }
+        None => None,
+    };
+    let now = jiff::Timestamp::now();
+    let default_clock = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
+
+    let mut tools: HashMap<String, Arc<ToolDef>> = HashMap::new();
+    for t in &suite.tools {
+        let validator = schema::compile(&t.params).map_err(|e| Error::Input(format!("tool '{}': {e}", t.name)))?;
+        tools.insert(t.name.clone(), Arc::new(ToolDef { spec: t.clone(), validator }));
+    }
+
+    let scratch = tempfile::Builder::new()
+        .prefix("evalua-run-")
+        .tempdir()
+        .map_err(|e| Error::Environment(format!("cannot create a temp dir for the trials' work dirs: {e}")))?;
+    let mut work_templates = Templates::default();
+    let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage> = HashMap::new();
+    let mut cases = Vec::new();
+    for spec in &suite.cases {
+        if glob.as_ref().is_some_and(|g| !g.is_match(&spec.id)) {
+            continue;
+        }
+        if !filters.tags.is_empty() && !filters.tags.iter().any(|t| spec.tags.contains(t)) {
+            continue;
+        }
+        if filters.split.as_ref().is_some_and(|s| s != &spec.split) {
+            continue;
+        }
+        let key = (suite.schema.clone(), spec.fixture.clone());
+        let template = if key.0.is_none() && key.1.is_none() {
+            None
+        } else if let Some(t) = templates.get(&key) {
+            Some(t.clone())
+        } else {
+            let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
+            let image = build_template(&files).map_err(|e| in_case(e, spec))?;
+            templates.insert(key, image.clone());
+            Some(image)
+        };
+        let clock_text =
+            spec.clock.clone().or_else(|| suite.clock.clone()).unwrap_or_else(|| default_clock.to_string());
+        let clock =
+            instant(&clock_text, "UTC").map_err(|e| Error::Input(format!("case '{}': clock: {e}", spec.id)))? as i64;
+        let offered: Vec<Arc<ToolDef>> = match &spec.tools {
+            Some(names) => names.iter().filter_map(|n| tools.get(n).cloned()).collect(),
+            None => suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect(),
+        };
+        let work = match suite.case_workdir(spec) {
+            Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, spec))?),
+            None => None,
+        };
+        cases.push(CasePlan {
+            work,
+            trials: trials.or(spec.trials).unwrap_or(suite.trials),
+            spec: spec.clone(),
+            template,
+            tools: offered,
+            clock,
+            clock_text,
+        });
+    }
+    if cases.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: no case matches the filters (case={:?}, tag={:?}, split={:?}); `evalua list` shows the cases",
+            display_path(&suite.path),
+            filters.case,
+            filters.tags,
+            filters.split
+        )));
+    }
+    static PLANS: AtomicU64 = AtomicU64::new(1);
+    let id = PLANS.fetch_add(1, Ordering::Relaxed);
+    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new() })
+}

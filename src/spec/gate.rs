@@ -1,0 +1,204 @@
+//! Gates: thresholds declared in the suite before the run; any failed gate
+//! makes the exit code 1.
+//!
+//! `gate = { ["pass^3"] = 0.8, critical_failures = 0, accepted = { min = 0.7, on = "lower" } }`
+//! Rates and pass figures are minimums; counts, cost and latency are maximums.
+//! `on = "lower"` / `"upper"` checks the 95% interval's bound instead of the point.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value as Json;
+
+/// A figure a gate can be declared on (and the key of its interval in
+/// summary.json: `"pass^3"`, `"accepted"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Metric {
+    PassHat(u32),
+    PassAt(u32),
+    Accepted,
+    CriticalFailures,
+    GraderErrors,
+    InfraErrors,
+    SkippedChecks,
+    CostPerAccepted,
+    P50Ms,
+    P95Ms,
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::PassHat(k) => write!(f, "pass^{k}"),
+            Metric::PassAt(k) => write!(f, "pass@{k}"),
+            Metric::Accepted => f.write_str("accepted"),
+            Metric::CriticalFailures => f.write_str("critical_failures"),
+            Metric::GraderErrors => f.write_str("grader_errors"),
+            Metric::InfraErrors => f.write_str("infra_errors"),
+            Metric::SkippedChecks => f.write_str("skipped_checks"),
+            Metric::CostPerAccepted => f.write_str("cost_per_accepted_usd"),
+            Metric::P50Ms => f.write_str("p50_ms"),
+            Metric::P95Ms => f.write_str("p95_ms"),
+        }
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl Metric {
+    /// Higher is better (a minimum) or lower is better (a maximum).
+    pub fn is_minimum(self) -> bool {
+        matches!(self, Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum On {
+    Point,
+    Lower,
+    Upper,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    pub name: String,
+    pub metric: Metric,
+    pub threshold: f64,
+    pub on: On,
+}
+
+pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms";
+
+/// A gate's figure from its name (`"pass^3"`, `"critical_failures"`, …).
+pub fn metric(name: &str) -> Result<Metric, String> {
+    let k = |rest: &str| -> Result<u32, String> {
+        rest.parse::<u32>().ok().filter(|k| *k >= 1).ok_or_else(|| format!("'{name}': k must be a positive integer"))
+    };
+    Ok(match name {
+        "accepted" => Metric::Accepted,
+        "critical_failures" => Metric::CriticalFailures,
+        "grader_errors" => Metric::GraderErrors,
+        "infra_errors" => Metric::InfraErrors,
+        "skipped_checks" => Metric::SkippedChecks,
+        "cost_per_accepted_usd" => Metric::CostPerAccepted,
+        "p50_ms" => Metric::P50Ms,
+        "p95_ms" => Metric::P95Ms,
+        _ => {
+            if let Some(rest) = name.strip_prefix("pass^") {
+                Metric::PassHat(k(rest)?)
+            } else if let Some(rest) = name.strip_prefix("pass@") {
+                Metric::PassAt(k(rest)?)
+            } else {
+                return Err(format!("unknown gate '{name}' (known: {KNOWN})"));
+            }
+        }
+    })
+}
+
+/// Parse the suite's `gate` table (as JSON). Errors name the offending gate.
+pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
+    let map = match gate {
+        Json::Object(m) => m,
+        Json::Array(a) if a.is_empty() => return Ok(Vec::new()),
+        _ => return Err("'gate' must be a table of name = threshold".into()),
+    };
+    let mut gates = Vec::new();
+    for (name, v) in map {
+        let metric = metric(name)?;
+        let (threshold, on) = match v {
+            Json::Number(n) => (n.as_f64().unwrap_or(f64::NAN), On::Point),
+            Json::Object(o) => {
+                for k in o.keys() {
+                    if !["min", "max", "on"].contains(&k.as_str()) {
+                        return Err(format!("'{name}': unknown key '{k}' (use min or max, and on)"));
+                    }
+                }
+                let t = if metric.is_minimum() { o.get("min") } else { o.get("max") };
+                let wrong = if metric.is_minimum() { o.get("max") } else { o.get("min") };
+                if wrong.is_some() {
+                    let want = if metric.is_minimum() { "min" } else { "max" };
+                    return Err(format!(
+                        "'{name}' is a {} threshold: use {want} =",
+                        if metric.is_minimum() { "minimum" } else { "maximum" },
+                        want = want
+                    ));
+                }
+                let t = t.and_then(|t| t.as_f64()).ok_or_else(|| {
+                    format!("'{name}': give {} = a number", if metric.is_minimum() { "min" } else { "max" })
+                })?;
+                let on = match o.get("on").and_then(|v| v.as_str()) {
+                    None | Some("point") => On::Point,
+                    Some("lower") => On::Lower,
+                    Some("upper") => On::Upper,
+                    Some(other) => {
+                        return Err(format!("'{name}': on must be \"point\", \"lower\" or \"upper\", got {other:?}"));
+                    }
+                };
+                (t, on)
+            }
+            _ => {
+                return Err(format!("'{name}': the threshold must be a number or {{ min|max = n, on = ... }}"));
+            }
+        };
+        if !threshold.is_finite() || threshold < 0.0 {
+            return Err(format!("'{name}': the threshold must be a non-negative number"));
+        }
+        if metric.is_minimum() && threshold > 1.0 {
+            return Err(format!("'{name}': a rate threshold is between 0 and 1, got {threshold}"));
+        }
+        gates.push(Gate { name: name.clone(), metric, threshold, on });
+    }
+    gates.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(gates)
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub name: String,
+    pub threshold: f64,
+    /// The figure the gate was checked on (point or interval bound); null when undefined.
+    pub value: Option<f64>,
+    pub on: On,
+    pub passed: bool,
+    pub note: Option<String>,
+}
+
+/// Decide one gate given the figure's point value and interval.
+pub fn decide(g: &Gate, point: Option<f64>, interval: Option<(f64, f64)>) -> Verdict {
+    let value = match g.on {
+        On::Point => point,
+        On::Lower => interval.map(|i| i.0),
+        On::Upper => interval.map(|i| i.1),
+    };
+    let (passed, note) = match value {
+        None => (
+            false,
+            Some("the figure is undefined for this run (e.g. k larger than the trials of some case)".to_string()),
+        ),
+        Some(v) if v.is_nan() => (false, Some("the figure is undefined".to_string())),
+        Some(v) => (if g.metric.is_minimum() { v >= g.threshold } else { v <= g.threshold }, None),
+    };
+    Verdict { name: g.name.clone(), threshold: g.threshold, value, on: g.on, passed, note }
+}
+
+/// Rebuild a gate from its manifest entry (`{ name, threshold, on }`).
+pub fn from_manifest(name: &str, threshold: f64, on: On) -> Result<Gate, String> {
+    // A gate added by a flag carries it in parentheses: "skipped_checks (--require-judge)".
+    let metric_name = name.split(" (").next().unwrap_or(name);
+    Ok(Gate { name: name.to_string(), metric: metric(metric_name)?, threshold, on })
+}
+
+/// `--require-judge`: a gate `skipped_checks = 0` added to the suite's own.
+pub fn require_judge() -> Gate {
+    Gate {
+        name: "skipped_checks (--require-judge)".into(),
+        metric: Metric::SkippedChecks,
+        threshold: 0.0,
+        on: On::Point,
+    }
+}

@@ -1,0 +1,187 @@
+//! What a suite declares, as typed data: the suite, its cases, tools,
+//! checks, budget, agents, users, judges and gates. No Lua here: the Lua
+//! loader (`lua::load`) builds these from the suite file's tables, and every
+//! layer above plans and runs from them.
+
+pub mod gate;
+pub mod model;
+pub mod sources;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+pub use gate::Gate;
+pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, ProxySpec, UserSpec};
+pub use sources::{SourceFile, Sources};
+
+/// The trial deadline when the suite's budget sets none.
+pub const DEFAULT_DEADLINE_S: f64 = 300.0;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Budget {
+    pub deadline_s: Option<f64>,
+    pub max_tool_calls: Option<u32>,
+    pub max_turns: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Budget {
+    /// How long a trial's agent may run: `deadline_s`, else [`DEFAULT_DEADLINE_S`].
+    pub fn deadline(&self) -> Duration {
+        Duration::from_secs_f64(self.deadline_s.unwrap_or(DEFAULT_DEADLINE_S))
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub params: Json,
+    pub effect: String,
+    pub requires: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AgentSpec {
+    /// A scripted agent: a Lua file, or a function defined in the suite.
+    Scripted { path: Option<PathBuf> },
+    /// A program speaking JSON Lines (SPEC §4), one process per trial.
+    Command(CommandAgentSpec),
+    /// A recorded trace's tool calls, fed back through the executor.
+    Replay { path: PathBuf },
+    /// A model-driven tool loop in the host (`evalua.agent.openai` / `anthropic`).
+    Model(ModelAgentSpec),
+}
+
+/// `evalua.agent.command { ... }`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandAgentSpec {
+    pub cmd: Vec<String>,
+    pub env: Vec<String>,
+    pub setup: Option<Vec<String>>,
+    pub tools: ToolsVia,
+    pub io: AgentIo,
+    /// `model_proxy`: the endpoints the harness's model proxy forwards to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_proxy: Option<ProxySpec>,
+}
+
+/// How a command agent reaches the case's tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolsVia {
+    /// `tool_call` / `tool_result` lines of the JSON Lines protocol.
+    #[default]
+    Protocol,
+    /// An MCP server in the harness (streamable HTTP on 127.0.0.1), at `EVALUA_MCP_URL`.
+    Mcp,
+}
+
+/// How a command agent's task input and final answer travel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentIo {
+    /// `start` … `final` JSON Lines on stdin/stdout.
+    #[default]
+    Jsonl,
+    /// The input as the last argument; the whole stdout, on exit 0, is the answer.
+    Plain,
+}
+
+/// Where a case's initial work tree comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkdirSpec {
+    /// A folder, copied as it is.
+    Dir { path: PathBuf },
+    /// A git bundle, cloned once and checked out at `rev` (default: the bundle's HEAD).
+    Git { bundle: PathBuf, rev: Option<String> },
+}
+
+/// `check.tests { ... }` (SWE-bench semantics): the host validates it on the
+/// initial tree before the first trial.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestsSpec {
+    pub runner: Vec<String>,
+    pub inject: Option<PathBuf>,
+    pub fail_to_pass: Vec<String>,
+    pub pass_to_pass: Vec<String>,
+    pub timeout_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckInfo {
+    pub name: String,
+    pub critical: bool,
+    /// The check's kind (`"tests"`, `"sql"`, ...) when it comes from `evalua.check`.
+    pub kind: Option<String>,
+    /// `check.tests`: validated on the initial tree before any trial.
+    #[serde(rename = "options")]
+    pub tests: Option<TestsSpec>,
+    /// A judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeSpec>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseSpec {
+    pub id: String,
+    pub split: String,
+    pub tags: Vec<String>,
+    pub difficulty: Option<String>,
+    pub input: String,
+    pub fixture: Option<PathBuf>,
+    pub trials: Option<u32>,
+    pub weight: f64,
+    pub tools: Option<Vec<String>>,
+    pub agent: Option<AgentSpec>,
+    pub clock: Option<String>,
+    /// The case's own work-dir fixture (overrides the suite's).
+    pub workdir: Option<WorkdirSpec>,
+    pub checks: Vec<CheckInfo>,
+    /// The (scripted or simulated) user the agent talks to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserSpec>,
+    /// `file:line` where the case was declared.
+    pub location: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub path: PathBuf,
+    pub dir: PathBuf,
+    pub name: String,
+    pub version: Option<String>,
+    pub description: Option<String>,
+    pub trials: u32,
+    pub budget: Budget,
+    pub schema: Option<PathBuf>,
+    pub clock: Option<String>,
+    /// `sandbox.workdir`: the trials' initial work tree.
+    pub workdir: Option<WorkdirSpec>,
+    pub gates: Vec<Gate>,
+    pub agent: Option<AgentSpec>,
+    pub tools: Vec<ToolSpec>,
+    pub cases: Vec<CaseSpec>,
+    /// Every source file the suite was made of (its hash goes to the manifest).
+    pub sources: Arc<Sources>,
+    /// `skip = "why"` in evalua.suite{}: `evalua run` skips the suite (exit 0) saying why.
+    pub skip: Option<String>,
+}
+
+impl Suite {
+    /// The case's work-dir fixture: its own, else the suite's.
+    pub fn case_workdir<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a WorkdirSpec> {
+        case.workdir.as_ref().or(self.workdir.as_ref())
+    }
+
+    pub fn case_agent<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a AgentSpec> {
+        case.agent.as_ref().or(self.agent.as_ref())
+    }
+}

@@ -1,0 +1,145 @@
+//! Models as a suite declares them: the endpoint options shared by model
+//! agents, simulated users, judges and the model proxy (`evalua.model{}`),
+//! and the specs that use them. Resolving options against the environment
+//! (base URLs, keys) is the model layer's job (`model::Endpoint::resolve`).
+
+use serde::{Deserialize, Serialize};
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Prices {
+    /// USD per million input tokens.
+    pub input: f64,
+    /// USD per million output tokens.
+    pub output: f64,
+}
+
+/// A model endpoint as declared (`evalua.model{}` and the same keys on
+/// `evalua.agent.openai{}`, judges and `model_proxy`). Holds the *name* of
+/// the key's environment variable, never a key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    #[serde(default = "default_provider")]
+    pub provider: String,
+    /// None: from `EVALUA_<P>_MODEL` (or, for the proxy, the agent's choice).
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+    #[serde(default)]
+    pub prices: Option<Prices>,
+}
+
+fn default_provider() -> String {
+    "openai".into()
+}
+
+impl ModelSpec {
+    pub fn for_provider(provider: &str) -> Self {
+        ModelSpec { provider: provider.to_string(), ..Default::default() }
+    }
+    /// `provider:model` (the model may be unnamed yet).
+    pub fn id(&self) -> String {
+        format!("{}:{}", self.provider, self.model.as_deref().unwrap_or(""))
+    }
+}
+
+/// `evalua.agent.openai{}` / `evalua.agent.anthropic{}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelAgentSpec {
+    pub model: ModelSpec,
+    /// The system prompt's text (not in the manifest: its sha256 is).
+    #[serde(skip)]
+    pub system: Option<String>,
+    pub system_path: Option<String>,
+    pub system_sha256: Option<String>,
+    /// Model calls (steps of the tool loop) per trial.
+    pub max_turns: u32,
+}
+
+/// Model calls per trial when a model agent sets no `max_turns`.
+pub const DEFAULT_AGENT_TURNS: u32 = 20;
+
+/// The endpoints a command agent's `model_proxy` forwards to: `true` gives
+/// both official ones; an options table gives one provider's.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProxySpec {
+    pub openai: Option<ModelSpec>,
+    pub anthropic: Option<ModelSpec>,
+}
+
+/// The user an agent talks to in a multi-turn case.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum UserSpec {
+    /// Fixed turns: each agent message gets the next one.
+    Script { turns: Vec<String> },
+    /// A simulated user played by a model (`evalua.user.llm`).
+    Llm { profile: String, goal: String, model: Box<ModelSpec>, max_turns: u32 },
+}
+
+/// Replies a simulated user gives when its spec sets no `max_turns`.
+pub const DEFAULT_USER_TURNS: u32 = 10;
+
+/// The `judge` table of a judge check, as the suite declared it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum JudgeSpec {
+    Rubric {
+        name: String,
+        criteria: Vec<String>,
+        #[serde(default)]
+        models: Vec<ModelSpec>,
+        /// Declared with `panel = {...}` (majority vote) rather than `model =`.
+        #[serde(default)]
+        panel: bool,
+    },
+    Pairwise {
+        name: String,
+        question: String,
+        #[serde(default)]
+        models: Vec<ModelSpec>,
+        /// "a" (a must win) or "a_or_tie" (a must not lose).
+        #[serde(default = "default_pass")]
+        pass: String,
+    },
+}
+
+fn default_pass() -> String {
+    "a_or_tie".into()
+}
+
+impl JudgeSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            JudgeSpec::Rubric { name, .. } | JudgeSpec::Pairwise { name, .. } => name,
+        }
+    }
+    pub fn models(&self) -> &[ModelSpec] {
+        match self {
+            JudgeSpec::Rubric { models, .. } | JudgeSpec::Pairwise { models, .. } => models,
+        }
+    }
+    /// The judge's identity for calibration: its model(s), not where they are served.
+    pub fn model_id(&self) -> String {
+        let ids: Vec<String> = self.models().iter().map(ModelSpec::id).collect();
+        match self {
+            JudgeSpec::Rubric { panel: true, .. } => format!("panel[{}]", ids.join(",")),
+            _ => ids.join(","),
+        }
+    }
+}

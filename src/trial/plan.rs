@@ -1,0 +1,68 @@
+//! A run's plan, shared read-only by every worker: the suite, and for each
+//! selected case its template database, tools (with compiled schemas),
+//! frozen clock and initial work tree.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::executor::ToolDef;
+use crate::record::Invalid;
+use crate::sandbox::DbImage;
+use crate::sandbox::workdir::Template;
+use crate::spec::{CaseSpec, Suite};
+use crate::stats::CaseInfo;
+
+/// A case ready to run: its template database and the tools it offers.
+pub struct CasePlan {
+    pub spec: CaseSpec,
+    pub trials: u32,
+    pub template: Option<DbImage>,
+    pub tools: Vec<Arc<ToolDef>>,
+    /// The frozen clock, as Unix seconds and as written.
+    pub clock: i64,
+    pub clock_text: String,
+    /// The initial work tree (`sandbox.workdir`), copied into each trial's work dir.
+    pub work: Option<Arc<Template>>,
+}
+
+/// Everything a trial needs, shared read-only by all workers.
+pub struct Plan {
+    /// Unique in the process: worker states are tied to one plan.
+    pub id: u64,
+    pub suite: Suite,
+    pub cases: Vec<CasePlan>,
+    pub seed: u64,
+    /// A private folder for the run's work dirs; removed with the plan.
+    pub scratch: tempfile::TempDir,
+    /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
+    pub invalid: Vec<Invalid>,
+}
+
+impl Plan {
+    /// The trial's work dir. It is created only when something uses it (most
+    /// database-only trials never do) and removed when the trial ends.
+    pub fn workdir(&self, case: &CasePlan, number: u32) -> PathBuf {
+        let safe: String = case
+            .spec
+            .id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+            .collect();
+        self.scratch.path().join(format!("{safe}.{number}"))
+    }
+}
+
+impl Plan {
+    /// What the figures need to know about each planned case.
+    pub fn case_infos(&self) -> Vec<CaseInfo> {
+        self.cases
+            .iter()
+            .map(|c| CaseInfo {
+                id: c.spec.id.clone(),
+                weight: c.spec.weight,
+                tags: c.spec.tags.clone(),
+                difficulty: c.spec.difficulty.clone(),
+            })
+            .collect()
+    }
+}

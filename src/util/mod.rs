@@ -1,0 +1,9 @@
+//! The bottom layer: small, general helpers with no knowledge of suites,
+//! trials or Lua. Everything above may use them; they use nothing above.
+
+pub mod digest;
+pub mod paths;
+pub mod regex;
+pub mod schema;
+pub mod time;
+pub mod tree;
