@@ -179,7 +179,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             cmd::run::run(cmd::run::RunArgs {
                 suites,
                 trials,
-                jobs: jobs.map(|j| j as usize).unwrap_or_else(cmd::default_jobs),
+                jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
                 filters: select.filters(),
                 seed,
                 out,

@@ -10,7 +10,7 @@ use crate::run;
 use crate::util::paths::display_path;
 
 pub fn check(suites: &[PathBuf], skip_invalid: bool) -> Result<u8> {
-    let jobs = super::default_jobs();
+    let jobs = run::default_jobs();
     for path in suites {
         let s = load::load(path)?;
         let mut plan = run::plan(s, None, &Filters::default(), 1)?;

@@ -9,8 +9,3 @@ pub mod list;
 pub mod merge;
 pub mod report;
 pub mod run;
-
-/// The worker threads to use when `--jobs` is not given: one per core.
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-}

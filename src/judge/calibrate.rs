@@ -19,8 +19,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value as Json, json};
 
+use super::prompt::{Mark, TrialData, prompt_hash, strip_call};
+use super::records::calibration_path;
+use super::resolve::resolve;
+use super::verdict;
 use crate::error::{Error, Result};
-use crate::judge::{self, Mark, prompt::TrialData, prompt::strip_call};
 use crate::spec::{JudgeSpec, Suite};
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
@@ -240,7 +243,7 @@ pub struct Calibrated {
 /// Calibrate every rubric the labels file speaks about.
 pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calibrated>> {
     let shown = display_path(labels);
-    let rubrics: Vec<JudgeSpec> = judge::suite_judges(suite)
+    let rubrics: Vec<JudgeSpec> = super::records::suite_judges(suite)
         .into_iter()
         .map(|(s, _)| s)
         .filter(|s| matches!(s, JudgeSpec::Rubric { .. }))
@@ -284,22 +287,22 @@ pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calib
             return Err(Error::Input(format!("rubric '{name}' has no judge model to calibrate (give it model = ...)")));
         }
         for m in models {
-            judge::resolve(m).map_err(|e| Error::Input(format!("rubric '{name}': {e}")))?;
+            resolve(m).map_err(|e| Error::Input(format!("rubric '{name}': {e}")))?;
         }
         for item in &mut items {
             bind_labels(item, criteria, &shown)?;
         }
-        let cache_dir = judge::cache::dir(&suite.dir);
+        let cache_dir = super::cache::dir(&suite.dir);
         // A few items at once: judge calls are slow and mostly waiting.
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: std::sync::Mutex<Vec<(usize, judge::Conclusion)>> = Default::default();
+        let results: std::sync::Mutex<Vec<(usize, verdict::Conclusion)>> = Default::default();
         std::thread::scope(|s| {
             for _ in 0..items.len().min(4) {
                 s.spawn(|| {
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(item) = items.get(i) else { break };
-                        let c = judge::rubric(criteria, models, *panel, &item.data, &cache_dir);
+                        let c = verdict::rubric(criteria, models, *panel, &item.data, &cache_dir);
                         results.lock().unwrap().push((i, c));
                     }
                 });
@@ -340,7 +343,7 @@ pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calib
         let human_pass = cm.pass_pass + cm.pass_fail;
         let kappa = cm.kappa();
         let judge_id = spec.model_id();
-        let prompt_hash = judge::prompt_hash(&spec);
+        let prompt_hash = prompt_hash(&spec);
 
         let mut t = String::new();
         let _ = writeln!(t, "rubric '{name}'  judge {judge_id}  prompt {}", &prompt_hash[..12]);
@@ -380,7 +383,7 @@ pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calib
 
         let mut record_path = None;
         if cm.n() > 0 {
-            let path = judge::calibration_path(&suite.dir, &judge_id, &prompt_hash);
+            let path = calibration_path(&suite.dir, &judge_id, &prompt_hash);
             let record = json!({
                 "rubric": name,
                 "judge": judge_id,

@@ -5,7 +5,7 @@ use serde_json::{Value as Json, json};
 
 use crate::model::{ChatRequest, Message, Structured};
 
-use super::Judge;
+use super::resolve::Judge;
 
 /// One request to a judge.
 pub struct Request {

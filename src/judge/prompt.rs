@@ -5,6 +5,7 @@
 
 use serde_json::{Value as Json, json};
 
+use crate::spec::JudgeSpec;
 use crate::util::digest::sha256_hex;
 use crate::util::schema;
 
@@ -335,6 +336,14 @@ pub fn quote_found(quote: &str, data: &TrialData) -> bool {
         return true;
     }
     data.blocks().iter().any(|b| fold(&b.text).contains(&q))
+}
+
+/// The prompt hash of a judge check: what its verdicts and calibration are tied to.
+pub fn prompt_hash(spec: &JudgeSpec) -> String {
+    match spec {
+        JudgeSpec::Rubric { criteria, .. } => rubric_prompt_hash(criteria),
+        JudgeSpec::Pairwise { question, .. } => pairwise_prompt_hash(question),
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use serde_json::{Value as Json, json};
 
-use super::{ChatRequest, ChatResponse, Endpoint, ModelError, Role, ToolCall, Usage, snippet};
+use super::types::{ChatRequest, ChatResponse, Endpoint, ModelError, Role, ToolCall, Usage, snippet};
 
 /// Anthropic requires `max_tokens`; this is used when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -127,7 +127,7 @@ pub fn parse(raw: &str, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Message, Provider, Structured};
+    use super::super::types::{Message, Provider, Structured};
     use super::*;
 
     #[test]

@@ -10,7 +10,9 @@
 
 use serde_json::{Value as Json, json};
 
-use super::{ChatRequest, ChatResponse, Endpoint, Message, ModelError, Role, Strategy, ToolCall, Usage, snippet};
+use super::types::{
+    ChatRequest, ChatResponse, Endpoint, Message, ModelError, Role, Strategy, ToolCall, Usage, snippet,
+};
 
 pub fn body(ep: &Endpoint, req: &ChatRequest, strategy: Option<Strategy>) -> Json {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
@@ -152,7 +154,7 @@ pub fn parse(raw: &str, _req: &ChatRequest) -> Result<ChatResponse, ModelError> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Provider, Structured, ToolSchema};
+    use super::super::types::{Provider, Structured, ToolSchema};
     use super::*;
 
     fn ep() -> Endpoint {

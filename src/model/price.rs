@@ -3,12 +3,11 @@
 //! `prices = { input = ..., output = ... }`). Local models are not in it:
 //! their cost is unknown (`None`), not zero.
 
-use super::Usage;
 pub use crate::spec::Prices;
 
-/// What `usage` costs at `p`.
-pub fn cost(p: &Prices, u: &Usage) -> f64 {
-    (u.input_tokens as f64 * p.input + u.output_tokens as f64 * p.output) / 1_000_000.0
+/// What `input` and `output` tokens cost at `p`.
+pub fn cost(p: &Prices, input_tokens: u64, output_tokens: u64) -> f64 {
+    (input_tokens as f64 * p.input + output_tokens as f64 * p.output) / 1_000_000.0
 }
 
 /// (model name prefix, input, output). The longest matching prefix wins, so
@@ -54,7 +53,7 @@ mod tests {
     #[test]
     fn cost_is_per_million() {
         let p = Prices { input: 2.0, output: 8.0 };
-        let c = cost(&p, &Usage { input_tokens: 1000, output_tokens: 500 });
+        let c = cost(&p, 1000, 500);
         assert!((c - 0.006).abs() < 1e-12);
     }
 }

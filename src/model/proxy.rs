@@ -22,7 +22,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value as Json, json};
 
-use super::{Endpoint, ModelError, Provider, Usage, price, redact, retry, runtime};
+use super::net::runtime;
+use super::types::{Endpoint, ModelError, Provider, Usage, redact};
+use super::{price, retry};
 use crate::record::ModelCall;
 use crate::record::journal::{BudgetHit, usage_budget};
 use crate::spec::Budget;
@@ -208,7 +210,7 @@ async fn forward(s: Arc<Shared>, provider: Provider, headers: HeaderMap, body: B
         .prices
         .or_else(|| price::lookup(&model))
         .or_else(|| price::lookup(&ep.model))
-        .map(|p| price::cost(&p, &usage));
+        .map(|p| price::cost(&p, usage.input_tokens, usage.output_tokens));
     let finish = match provider {
         Provider::OpenAI => v.pointer("/choices/0/finish_reason"),
         Provider::Anthropic => v.get("stop_reason"),

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use super::{Endpoint, ModelError, Provider, semaphore, snippet};
+use super::net::{client, semaphore};
+use super::types::{Endpoint, ModelError, Provider, snippet};
 
 /// The longest wait between two attempts, whatever the server asks.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -88,7 +89,7 @@ async fn attempt(ep: &Endpoint, key: Option<&str>, body: &Json) -> Attempt {
     if timeout.is_zero() {
         return Attempt::Fail(Failure::Timeout("the deadline passed before the request".into()));
     }
-    let mut rb = super::client().post(url(ep)).timeout(timeout).json(body);
+    let mut rb = client().post(url(ep)).timeout(timeout).json(body);
     rb = match (ep.provider, key) {
         (Provider::OpenAI, Some(k)) => rb.bearer_auth(k),
         (Provider::Anthropic, Some(k)) => rb.header("x-api-key", k),

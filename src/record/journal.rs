@@ -5,7 +5,7 @@
 use std::fmt;
 use std::time::Instant;
 
-use super::{CallRecord, Message, ModelCall, OutboxItem, Usage};
+use super::trial::{CallRecord, Message, ModelCall, OutboxItem, Usage};
 use crate::spec::Budget;
 
 /// A budget a trial spent: the trial then ends as `budget`.

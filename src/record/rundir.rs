@@ -15,7 +15,8 @@ use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use super::{Manifest, Trace, TrialRecord};
+use super::manifest::Manifest;
+use super::trial::{Trace, TrialRecord};
 use crate::error::{Error, Result};
 
 /// A run dir on disk.

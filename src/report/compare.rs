@@ -381,7 +381,7 @@ fn rate(v: Option<f64>, name: &str) -> String {
             None => "∞".into(),
         };
     }
-    crate::report::fmt_value(v, true)
+    super::text::fmt_value(v, true)
 }
 
 fn delta(v: Option<f64>, name: &str) -> String {

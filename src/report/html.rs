@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use serde_json::{Value as Json, json};
 
-use super::{by_case, figure_rows, fmt_value, gate_line, k_max, truncate};
+use super::text::{by_case, figure_rows, fmt_value, gate_line, k_max, truncate};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
 use crate::stats::{K, RunData};

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::{by_case, evidence_text, gate_line};
+use super::text::{by_case, evidence_text, gate_line};
 use crate::error::{Error, Result};
 use crate::record::TrialRecord;
 use crate::spec::gate::Metric;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{by_case, evidence_text, figure_rows, fmt_value, gate_line, k_max};
+use super::text::{by_case, evidence_text, figure_rows, fmt_value, gate_line, k_max};
 use crate::record::Outcome;
 use crate::stats::RunData;
 
@@ -176,7 +176,7 @@ pub fn render(run: &RunData) -> String {
             cell(&r.case),
             r.trial,
             r.trace,
-            cell(&super::truncate(&why, 300))
+            cell(&super::text::truncate(&why, 300))
         );
     }
     o

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
-use super::RunOptions;
+use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
 use crate::record::manifest::{CaseEntry, FileHash, GateEntry, Machine, Manifest, SuiteEntry, WorkdirEntry};
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};

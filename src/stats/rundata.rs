@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{CaseInfo, Summary, SummaryFile, Tally, decide_gates, summarize};
+use super::figures::{CaseInfo, Summary, SummaryFile, Tally, decide_gates, summarize};
 use crate::error::{Error, Result};
 use crate::record::{Manifest, Outcome, RunDir, Trace, TrialRecord};
 use crate::spec::gate::{self, Gate, Verdict};

@@ -22,7 +22,7 @@ pub use plan::{CasePlan, Plan};
 use user::User;
 
 use crate::executor::Executor;
-use crate::lua::api::{self, ctx::CtxParts, host, t::TParts};
+use crate::lua::api::{self, ctx::CtxParts, marks, t::TParts};
 use crate::lua::engine::{self as lua, Log, Segment, convert, limits::Guarded};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, Trace, TrialRecord};
 use crate::sandbox::tests::TestRun;
@@ -437,8 +437,8 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
                     convert::to_json(lua, &evidence).unwrap_or_else(|e| json!(format!("(evidence is not JSON: {e})")));
                 match first {
                     Value::Boolean(b) => r.passed = Some(b),
-                    Value::LightUserData(p) if Value::LightUserData(p) == host::SKIP => r.skipped = true,
-                    Value::LightUserData(p) if Value::LightUserData(p) == host::UNDECIDED => {
+                    Value::LightUserData(p) if Value::LightUserData(p) == marks::SKIP => r.skipped = true,
+                    Value::LightUserData(p) if Value::LightUserData(p) == marks::UNDECIDED => {
                         let msg = it.next().and_then(|m| m.as_string().map(|s| s.to_string_lossy()));
                         r.error = Some(msg.unwrap_or_else(|| "the check could not decide".into()));
                     }

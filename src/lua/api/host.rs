@@ -14,15 +14,7 @@ use crate::util::regex::with_regex;
 use crate::util::schema;
 use crate::util::time::instant;
 
-/// The value a check returns first to say "skipped, not passed".
-/// A light userdata that is not `evalua.null` (NULL): a dangling, never-read address.
-pub const SKIP: Value = Value::LightUserData(mlua::LightUserData(std::ptr::dangling_mut::<std::ffi::c_void>()));
-
-/// The value a check returns first to say "a grader error, with evidence":
-/// `return host.UNDECIDED, evidence, message` (a judge's invalid or
-/// undeterminable verdict keeps its votes). Another dangling address (2).
-pub const UNDECIDED: Value =
-    Value::LightUserData(mlua::LightUserData(std::ptr::dangling_mut::<u16>() as *mut std::ffi::c_void));
+pub use super::marks::{SKIP, UNDECIDED};
 
 /// False in a trial's state: see [`engine::StateConfig::validate`].
 fn validating(lua: &Lua) -> bool {

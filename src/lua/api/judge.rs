@@ -11,7 +11,7 @@ use std::time::Instant;
 use mlua::{IntoLuaMulti, Lua, LuaSerdeExt, MultiValue, Table, Value};
 use serde_json::Value as Json;
 
-use super::host;
+use super::marks;
 use crate::judge::prompt::{TrialData, strip_call};
 use crate::judge::{self, Status};
 use crate::lua::engine::{self, convert};
@@ -61,8 +61,8 @@ fn conclude(lua: &Lua, c: judge::Conclusion) -> mlua::Result<MultiValue> {
     match c.status {
         Status::Passed => (true, evidence).into_lua_multi(lua),
         Status::Failed => (false, evidence).into_lua_multi(lua),
-        Status::Skipped(why) => (host::SKIP, why).into_lua_multi(lua),
-        Status::Undecided(msg) => (host::UNDECIDED, evidence, msg).into_lua_multi(lua),
+        Status::Skipped(why) => (marks::SKIP, why).into_lua_multi(lua),
+        Status::Undecided(msg) => (marks::UNDECIDED, evidence, msg).into_lua_multi(lua),
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! - [`host`]: `evalua.host`, the primitives the stdlib is written on;
 //! - [`scan`]: the host's globbing and secret-scanning primitives;
-//! - [`judge`]: the host's judge calls;
+//! - [`judge`]: the host's judge calls, and [`marks`]: what a check returns when it neither passes nor fails;
 //! - [`db`]: the database handles (`ctx.db`, `t.db`, `t.initial`);
 //! - [`ctx`]: what a tool handler gets;
 //! - [`t`]: what a check gets;
@@ -14,6 +14,7 @@ pub mod db;
 pub mod env;
 pub mod host;
 pub mod judge;
+pub mod marks;
 pub mod scan;
 pub mod t;
 

@@ -214,7 +214,7 @@ fn walk(lua: &Lua, mode: Mode, roots: Vec<Value>, list: Option<&Table>) -> mlua:
 fn roots(lua: &Lua, suite: &Table) -> mlua::Result<Vec<Value>> {
     Ok(vec![
         Value::Table(suite.clone()),
-        Value::Table(super::env(lua)?),
+        Value::Table(super::state::env(lua)?),
         lua.named_registry_value::<Value>("evalua.loaded")?,
     ])
 }

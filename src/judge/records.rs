@@ -1,0 +1,145 @@
+//! A suite's judges as the run records them: the manifest's `judges`, the
+//! calibration record of each (model, prompt), and the warnings `run`
+//! prints when a judge has none.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value as Json, json};
+
+use super::cache;
+use super::prompt::prompt_hash;
+use super::resolve::resolve;
+use crate::spec::{JudgeSpec, Suite};
+use crate::util::digest::sha256_hex;
+use crate::util::paths::display_path;
+
+/// Where calibration records of a suite in `suite_dir` live.
+pub fn calibration_dir(suite_dir: &Path) -> PathBuf {
+    suite_dir.join(".evalua").join("calibration")
+}
+
+/// The record file of (judge model, prompt hash).
+pub fn calibration_path(suite_dir: &Path, model_id: &str, prompt_hash: &str) -> PathBuf {
+    let key = sha256_hex(format!("{model_id}\n{prompt_hash}").as_bytes());
+    calibration_dir(suite_dir).join(format!("{}.json", &key[..16]))
+}
+
+/// Whether a rubric's judge has a calibration record for its current prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Calibration {
+    Current(PathBuf),
+    /// A record exists for this rubric and model, but for another prompt.
+    Stale {
+        path: PathBuf,
+        prompt_hash: String,
+    },
+    Missing,
+}
+
+impl Calibration {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Calibration::Current(_) => "current",
+            Calibration::Stale { .. } => "prompt_changed",
+            Calibration::Missing => "none",
+        }
+    }
+}
+
+pub fn calibration(suite_dir: &Path, spec: &JudgeSpec) -> Calibration {
+    let (model_id, hash) = (spec.model_id(), prompt_hash(spec));
+    let p = calibration_path(suite_dir, &model_id, &hash);
+    if p.is_file() {
+        return Calibration::Current(p);
+    }
+    let Ok(rd) = std::fs::read_dir(calibration_dir(suite_dir)) else {
+        return Calibration::Missing;
+    };
+    for e in rd.flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
+        let Ok(v) = serde_json::from_str::<Json>(&text) else { continue };
+        if v["rubric"] == spec.name() && v["judge"] == model_id.as_str() {
+            return Calibration::Stale {
+                path: e.path(),
+                prompt_hash: v["prompt_sha256"].as_str().unwrap_or("").to_string(),
+            };
+        }
+    }
+    Calibration::Missing
+}
+
+/// Every distinct judge check of a suite: (spec, the cases that use it).
+pub fn suite_judges(suite: &Suite) -> Vec<(JudgeSpec, Vec<String>)> {
+    let mut out: Vec<(JudgeSpec, Vec<String>)> = Vec::new();
+    for case in &suite.cases {
+        for c in &case.checks {
+            let Some(spec) = &c.judge else { continue };
+            match out.iter_mut().find(|(s, _)| s == spec) {
+                Some((_, cases)) => cases.push(case.id.clone()),
+                None => out.push((spec.clone(), vec![case.id.clone()])),
+            }
+        }
+    }
+    out
+}
+
+/// The manifest's `judges`: each judge check's model(s) and prompt hash.
+pub fn manifest(suite: &Suite) -> Json {
+    Json::Array(
+        suite_judges(suite)
+            .into_iter()
+            .map(|(spec, cases)| {
+                let reachable = !spec.models().is_empty() && spec.models().iter().all(|m| resolve(m).is_ok());
+                json!({
+                    "name": spec.name(),
+                    "type": match spec { JudgeSpec::Rubric { .. } => "rubric", JudgeSpec::Pairwise { .. } => "pairwise" },
+                    "judge": spec.model_id(),
+                    "models": spec.models().iter().map(|m| json!({
+                        "provider": m.provider, "model": m.model,
+                        "base_url": resolve(m).ok().map(|j| j.endpoint.base_url),
+                        "temperature": m.temperature, "seed": m.seed,
+                    })).collect::<Vec<_>>(),
+                    "prompt_sha256": prompt_hash(&spec),
+                    "reachable": reachable,
+                    "calibration": calibration(&suite.dir, &spec).as_str(),
+                    "cases": cases,
+                    "cache": if cache::disabled() { "off".to_string() } else { display_path(&cache::dir(&suite.dir)) },
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Warnings for `evalua run`: reachable rubric judges without a calibration
+/// record for their (model, prompt), or whose prompt changed since.
+pub fn calibration_warnings(suite: &Suite) -> Vec<String> {
+    let mut out = Vec::new();
+    for (spec, _) in suite_judges(suite) {
+        if !matches!(spec, JudgeSpec::Rubric { .. })
+            || spec.models().is_empty()
+            || !spec.models().iter().all(|m| resolve(m).is_ok())
+        {
+            continue;
+        }
+        let suite_path = display_path(&suite.path);
+        match calibration(&suite.dir, &spec) {
+            Calibration::Current(_) => {}
+            Calibration::Missing => out.push(format!(
+                "judge '{}' ({}, prompt {}) has no calibration record: its agreement with humans is unknown \
+                 (evalua calibrate {suite_path} --labels LABELS.jsonl)",
+                spec.name(),
+                spec.model_id(),
+                &prompt_hash(&spec)[..12]
+            )),
+            Calibration::Stale { prompt_hash: then, .. } => out.push(format!(
+                "judge '{}' ({}): its prompt changed since it was calibrated (prompt {} then, {} now); \
+                 re-run evalua calibrate {suite_path} --labels LABELS.jsonl",
+                spec.name(),
+                spec.model_id(),
+                then.get(..12).unwrap_or(&then),
+                &prompt_hash(&spec)[..12]
+            )),
+        }
+    }
+    out
+}

@@ -1,0 +1,309 @@
+//! Asking judges: a rubric (a binary verdict per criterion, one judge or a
+//! panel voting by majority) and a pairwise comparison (both orders; a tie
+//! when they disagree). Only valid answers are cached.
+
+use std::path::Path;
+
+use serde_json::{Value as Json, json};
+
+use super::cache;
+use super::client;
+use super::prompt::{self, Better, Mark, TrialData};
+use super::resolve::{Judge, resolve};
+use crate::spec::ModelSpec;
+use crate::util::digest::sha256_hex;
+
+/// What a judge check concluded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Passed,
+    Failed,
+    /// A grader error: invalid answer, refusal, API failure, undeterminable.
+    Undecided(String),
+    /// Not reachable by configuration: counted as skipped, never passed.
+    Skipped(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Conclusion {
+    pub status: Status,
+    pub evidence: Json,
+    /// A rubric's verdict per criterion, when the judge (or the panel) gave a valid one.
+    pub marks: Option<Vec<Mark>>,
+}
+
+/// One judge's answer to one request (a rubric vote, or one order of a pair).
+struct Answer {
+    judge: String,
+    cached: bool,
+    value: Result<Json, String>,
+    meta: Json,
+}
+
+/// Ask `judge` (or read the cache) and validate with `read`. Only answers that
+/// pass `read` are cached.
+fn ask<T>(
+    judge: &Judge,
+    request: &client::Request,
+    key: &str,
+    cache_dir: &Path,
+    read: impl Fn(&Json) -> Result<T, String>,
+) -> (Answer, Option<T>) {
+    let id = judge.id();
+    if let Some(v) = cache::get(cache_dir, key)
+        && let Ok(t) = read(&v)
+    {
+        return (Answer { judge: id, cached: true, value: Ok(v), meta: json!({}) }, Some(t));
+    }
+    match client::ask(judge, request) {
+        Err(e) => (Answer { judge: id, cached: false, value: Err(e), meta: json!({}) }, None),
+        Ok(reply) => {
+            let meta = reply.meta();
+            match read(&reply.answer) {
+                Ok(t) => {
+                    cache::put(
+                        cache_dir,
+                        key,
+                        json!({ "judge": judge.endpoint_id(), "request": request.name }),
+                        &reply.answer,
+                    );
+                    (Answer { judge: id, cached: false, value: Ok(reply.answer), meta }, Some(t))
+                }
+                Err(e) => {
+                    let mut meta = meta;
+                    meta["answer"] = reply.answer;
+                    (Answer { judge: id, cached: false, value: Err(e), meta }, None)
+                }
+            }
+        }
+    }
+}
+
+fn resolve_all(models: &[ModelSpec]) -> Result<Vec<Judge>, String> {
+    if models.is_empty() {
+        return Err("no judge model configured (give the rubric model = judge.model { ... })".into());
+    }
+    models.iter().map(resolve).collect()
+}
+
+fn mark_str(m: Mark) -> &'static str {
+    match m {
+        Mark::Pass => "pass",
+        Mark::Fail => "fail",
+        Mark::Undeterminable => "undeterminable",
+    }
+}
+
+/// Run a rubric on a trial's data.
+pub fn rubric(
+    criteria: &[String],
+    models: &[ModelSpec],
+    panel: bool,
+    data: &TrialData,
+    cache_dir: &Path,
+) -> Conclusion {
+    let judges = match resolve_all(models) {
+        Ok(j) => j,
+        Err(why) => return Conclusion { status: Status::Skipped(why.clone()), evidence: json!(why), marks: None },
+    };
+    let prompt_hash = prompt::rubric_prompt_hash(criteria);
+    let input_hash = data.hash();
+    let n = criteria.len();
+    let one = |i: usize, judge: &Judge| {
+        let nonce = prompt::nonce();
+        let request = client::Request {
+            name: "rubric_verdict",
+            system: prompt::RUBRIC_SYSTEM.to_string(),
+            user: prompt::rubric_user(criteria, data, &nonce),
+            schema: prompt::rubric_schema(n),
+        };
+        let seat = if panel { i.to_string() } else { "0".into() };
+        let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, &seat);
+        ask(judge, &request, &key, cache_dir, |v| prompt::read_rubric(v, n))
+    };
+    let results: Vec<(Answer, Option<prompt::RubricVerdict>)> = if judges.len() == 1 {
+        vec![one(0, &judges[0])]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = judges.iter().enumerate().map(|(i, j)| s.spawn(move || one(i, j))).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            Answer {
+                                judge: "?".into(),
+                                cached: false,
+                                value: Err("the judge call panicked".into()),
+                                meta: json!({}),
+                            },
+                            None,
+                        )
+                    })
+                })
+                .collect()
+        })
+    };
+
+    let seats = results.len();
+    let valid: Vec<&prompt::RubricVerdict> = results.iter().filter_map(|(_, v)| v.as_ref()).collect();
+    let mut votes = Vec::new();
+    let mut quotes = Vec::new();
+    for (a, v) in &results {
+        let mut vote = json!({ "judge": a.judge, "cached": a.cached });
+        match (&a.value, v) {
+            (Ok(raw), Some(v)) => {
+                vote["marks"] = json!(v.marks.iter().map(|m| mark_str(*m)).collect::<Vec<_>>());
+                vote["failure_mode"] = raw["failure_mode"].clone();
+                for e in raw["evidence"].as_array().into_iter().flatten() {
+                    let q = e["quote"].as_str().unwrap_or("");
+                    if q.trim().is_empty() {
+                        continue;
+                    }
+                    quotes.push(json!({ "judge": a.judge, "criterion": e["criterion"], "quote": q,
+                                        "found_in_data": prompt::quote_found(q, data) }));
+                }
+            }
+            _ => vote["error"] = json!(a.value.as_ref().err().cloned().unwrap_or_else(e_none)),
+        }
+        if let Json::Object(m) = &a.meta {
+            for (k, v) in m {
+                vote[k] = v.clone();
+            }
+        }
+        votes.push(vote);
+    }
+
+    let mut evidence = json!({
+        "judge": if panel { format!("panel of {seats}") } else { judges[0].id() },
+        "prompt_sha256": prompt_hash,
+        "votes": votes,
+    });
+    if !quotes.is_empty() {
+        evidence["quotes"] = json!(quotes);
+    }
+    // A verdict needs a majority of the whole panel: errors count as abstentions.
+    let need = seats / 2 + 1;
+    if valid.len() < need {
+        let first = results.iter().find_map(|(a, _)| a.value.as_ref().err().cloned()).unwrap_or_default();
+        let msg = if seats == 1 {
+            format!("judge error: {first}")
+        } else {
+            format!("judge error: {} of {seats} judges gave no valid verdict (first: {first})", seats - valid.len())
+        };
+        evidence["verdict"] = json!("error");
+        evidence["error"] = json!(msg);
+        return Conclusion { status: Status::Undecided(msg), evidence, marks: None };
+    }
+    let mut per = Vec::new();
+    let mut marks = Vec::new();
+    for (i, c) in criteria.iter().enumerate() {
+        let count = |m: Mark| valid.iter().filter(|v| v.marks[i] == m).count();
+        let (p, f, u) = (count(Mark::Pass), count(Mark::Fail), count(Mark::Undeterminable));
+        let mark = if p >= need {
+            Mark::Pass
+        } else if f >= need {
+            Mark::Fail
+        } else {
+            Mark::Undeterminable
+        };
+        marks.push(mark);
+        let mut entry = json!({ "criterion": c, "verdict": mark_str(mark) });
+        if seats > 1 {
+            entry["votes"] = json!({ "pass": p, "fail": f, "undeterminable": u, "error": seats - valid.len() });
+        }
+        per.push(entry);
+    }
+    evidence["criteria"] = json!(per);
+    if !panel && let Some(v) = valid.first() {
+        evidence["failure_mode"] = v.raw["failure_mode"].clone();
+    }
+    let status = if marks.contains(&Mark::Fail) {
+        Status::Failed
+    } else if let Some(i) = marks.iter().position(|m| *m == Mark::Undeterminable) {
+        let why = if seats > 1 { "no majority of the panel on" } else { "the judge could not determine" };
+        Status::Undecided(format!("undeterminable: {why} criterion {}: {:?}", i + 1, criteria[i]))
+    } else {
+        Status::Passed
+    };
+    evidence["verdict"] = json!(match &status {
+        Status::Passed => "passed",
+        Status::Failed => "failed",
+        _ => "undeterminable",
+    });
+    if let Status::Undecided(m) = &status {
+        evidence["error"] = json!(m);
+    }
+    Conclusion { status, evidence, marks: Some(marks) }
+}
+
+fn e_none() -> String {
+    "no valid verdict".into()
+}
+
+/// Compare `a` and `b` in both orders; a tie when the orders disagree.
+pub fn pairwise(
+    question: &str,
+    models: &[ModelSpec],
+    pass: &str,
+    task: &str,
+    a: &str,
+    b: &str,
+    cache_dir: &Path,
+) -> Conclusion {
+    let judges = match resolve_all(models) {
+        Ok(j) => j,
+        Err(why) => return Conclusion { status: Status::Skipped(why.clone()), evidence: json!(why), marks: None },
+    };
+    let judge = &judges[0];
+    let prompt_hash = prompt::pairwise_prompt_hash(question);
+    let mut orders = Vec::new();
+    let mut winners = Vec::new();
+    for (first, second, label) in [(a, b, "a,b"), (b, a, "b,a")] {
+        let nonce = prompt::nonce();
+        let request = client::Request {
+            name: "pairwise_verdict",
+            system: prompt::PAIRWISE_SYSTEM.to_string(),
+            user: prompt::pairwise_user(question, task, first, second, &nonce),
+            schema: prompt::pairwise_schema(),
+        };
+        let input_hash = sha256_hex(json!([task, first, second]).to_string().as_bytes());
+        let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, "0");
+        let (answer, better) = ask(judge, &request, &key, cache_dir, prompt::read_pairwise);
+        let winner = better.map(|b| match (b, label) {
+            (Better::Tie, _) => "tie",
+            (Better::First, "a,b") | (Better::Second, "b,a") => "a",
+            _ => "b",
+        });
+        let mut o = json!({ "shown": label, "cached": answer.cached, "winner": winner });
+        match &answer.value {
+            Ok(v) => o["evidence"] = v["evidence"].clone(),
+            Err(e) => o["error"] = json!(e),
+        }
+        if let Json::Object(m) = &answer.meta {
+            for (k, v) in m {
+                o[k] = v.clone();
+            }
+        }
+        orders.push(o);
+        winners.push(winner.map(|w| w.to_string()).ok_or_else(|| answer.value.err().unwrap_or_else(e_none)));
+    }
+    let mut evidence =
+        json!({ "judge": judge.id(), "prompt_sha256": prompt_hash, "question": question, "orders": orders });
+    let (w1, w2) = match (&winners[0], &winners[1]) {
+        (Ok(x), Ok(y)) => (x.clone(), y.clone()),
+        (Err(e), _) | (_, Err(e)) => {
+            let msg = format!("judge error: {e}");
+            evidence["winner"] = json!(null);
+            evidence["error"] = json!(msg);
+            return Conclusion { status: Status::Undecided(msg), evidence, marks: None };
+        }
+    };
+    let winner = if w1 == w2 { w1 } else { "tie".to_string() };
+    if winners[0] != winners[1] {
+        evidence["note"] = json!("the two orders disagree: reported as a tie");
+    }
+    let passed = winner == "a" || (winner == "tie" && pass == "a_or_tie");
+    evidence["winner"] = json!(winner);
+    Conclusion { status: if passed { Status::Passed } else { Status::Failed }, evidence, marks: None }
+}

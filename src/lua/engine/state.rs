@@ -1,0 +1,316 @@
+//! The state itself: creation (sandboxed libraries, limits, the read-only
+//! shared base), environments per unit of work, `require`, chunk loading
+//! with a process-wide bytecode cache, `print` capture and error text.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use mlua::{Lua, LuaOptions, StdLib, Table, Value};
+
+use super::limits::Limits;
+
+use crate::spec::Sources;
+use crate::util::paths::display_path;
+
+/// The Lua modules embedded in the binary, by module name.
+pub const STDLIB: &[(&str, &str, &str)] = &[
+    ("evalua", "stdlib/evalua/init.lua", include_str!("../../../stdlib/evalua/init.lua")),
+    ("evalua.check", "stdlib/evalua/check.lua", include_str!("../../../stdlib/evalua/check.lua")),
+    ("evalua.judge", "stdlib/evalua/judge.lua", include_str!("../../../stdlib/evalua/judge.lua")),
+    ("evalua.tools", "stdlib/evalua/tools.lua", include_str!("../../../stdlib/evalua/tools.lua")),
+];
+
+/// Memory a single Lua state may allocate.
+pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
+
+/// What a state needs to know about where it runs.
+#[derive(Clone)]
+pub struct StateConfig {
+    /// The suite file's folder: relative paths and `require` start here.
+    pub suite_dir: PathBuf,
+    pub sources: Arc<Sources>,
+    /// The frozen clock, as Unix seconds (`os.time()`).
+    pub clock: i64,
+    /// Validate declarations (loading a suite). A trial re-runs a suite that
+    /// was already validated, only to get its functions back, so it skips the
+    /// validation-only primitives (schema_error, regex_error, gate_error, exists).
+    pub validate: bool,
+}
+
+/// Host-side data stored in the state (`lua.app_data_ref::<StateData>()`).
+pub struct StateData {
+    pub config: StateConfig,
+    pub limits: Rc<Limits>,
+}
+
+/// Lines of `print` output kept per unit of work.
+const LOG_LINES: usize = 200;
+
+/// `print` output of the running unit of work (a suite's evaluation, a
+/// trial), kept for the trace; stored as the state's app data while it runs.
+#[derive(Default, Clone)]
+pub struct Log(pub Vec<String>);
+
+impl Log {
+    pub fn push(&mut self, line: String) {
+        if self.0.len() < LOG_LINES {
+            self.0.push(line);
+        } else if self.0.len() == LOG_LINES {
+            self.0.push("… (further output dropped)".to_string());
+        }
+    }
+}
+
+/// Fills the host table (`evalua.host`) of a new state: `lua::api` does.
+pub type RegisterHost = fn(&Lua, &Table) -> mlua::Result<()>;
+
+/// Create a sandboxed state with `require`, the host module and limits.
+///
+/// A state outlives one trial (a worker reuses it), so everything shared is
+/// made read-only here: the library tables, the stdlib modules, the string
+/// metatable. Each trial then runs in its own environment ([`fresh_env`]):
+/// its own globals, its own project modules, its own suite closures.
+pub fn new_state(config: StateConfig, register_host: RegisterHost) -> mlua::Result<Lua> {
+    let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::UTF8 | StdLib::COROUTINE;
+    let lua = Lua::new_with(libs, LuaOptions::default())?;
+    lua.set_memory_limit(MEMORY_LIMIT)?;
+    // Trials allocate many short-lived tables: generational collection fits.
+    lua.gc_set_mode(mlua::state::GcMode::Generational(Default::default()));
+    let limits = Rc::new(Limits::default());
+    limits.install(&lua)?;
+
+    let globals = lua.globals();
+    for name in ["dofile", "loadfile"] {
+        globals.raw_set(name, Value::Nil)?;
+    }
+    let string: Table = globals.get("string")?;
+    string.raw_set("dump", Value::Nil)?;
+
+    lua.set_app_data(StateData { config: config.clone(), limits });
+    let host_table = lua.create_table()?;
+    register_host(&lua, &host_table)?;
+    lua.set_named_registry_value("evalua.host", host_table.clone())?;
+    install_require(&lua)?;
+    load_chunk(&lua, "=evalua prelude", PRELUDE, None)?.call::<()>(host_table)?;
+    fresh_env(&lua)?;
+    Ok(lua)
+}
+
+/// Runs once per state, in the shared base environment.
+const PRELUDE: &str = r#"
+local host = ...   -- the raw host table (users only ever see a read-only view)
+local raw_load, raw_setmetatable, raw_collect = load, setmetatable, collectgarbage
+
+-- A read-only view of a shared table (and of the tables inside it).
+-- Reads go through a table __index (the VM's fast path) to a shadow copy
+-- whose nested tables are views too; writes raise.
+local views = raw_setmetatable({}, { __mode = "k" })
+local function refuse(_, k)
+  error("evalua: shared library tables are read-only (tried to set '" .. tostring(k) .. "')", 2)
+end
+local function readonly(t)
+  if views[t] then return views[t] end
+  local shadow = {}
+  local view = raw_setmetatable({}, {
+    __index = shadow, __newindex = refuse, __metatable = false,
+    __pairs = function() return next, shadow, nil end,
+    __len = function() return #shadow end,
+  })
+  views[t] = view
+  for k, v in pairs(t) do
+    if type(v) == "table" and getmetatable(v) == nil then v = readonly(v) end
+    shadow[k] = v
+  end
+  return view
+end
+host.readonly = readonly
+
+-- Text only; a chunk without an explicit env gets the running trial's.
+load = function(chunk, name, _mode, env)
+  return raw_load(chunk, name, "t", env or host.env())
+end
+-- A finaliser could run during a later trial: refuse them.
+setmetatable = function(t, mt)
+  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+    error("evalua: __gc metamethods are not allowed in suites", 2)
+  end
+  return raw_setmetatable(t, mt)
+end
+-- Reading the collector is fine; steering it would leak into later trials.
+collectgarbage = function(opt, ...)
+  opt = opt or "collect"
+  if opt == "count" or opt == "collect" or opt == "step" or opt == "isrunning" then return raw_collect(opt, ...) end
+  error("evalua: collectgarbage('" .. tostring(opt) .. "') is not allowed in suites", 2)
+end
+os = { time = host.os_time, date = host.os_date, clock = host.os_clock,
+       difftime = function(a, b) return a - (b or 0) end }
+print = host.print
+getmetatable("").__metatable = false
+for _, name in ipairs({ "string", "table", "math", "utf8", "coroutine", "os" }) do
+  _G[name] = readonly(_G[name])
+end
+"#;
+
+/// Give the state a pristine environment for the next unit of work (a trial):
+/// a new globals table over the read-only base, and a new module cache for
+/// the project's own modules. Returns the environment.
+pub fn fresh_env(lua: &Lua) -> mlua::Result<Table> {
+    let env = lua.create_table()?;
+    let mt = lua.create_table()?;
+    mt.raw_set("__index", lua.globals())?;
+    mt.raw_set("__metatable", false)?;
+    env.set_metatable(Some(mt))?;
+    env.raw_set("_G", env.clone())?;
+    lua.set_named_registry_value("evalua.env", env.clone())?;
+    lua.set_named_registry_value("evalua.loaded", lua.create_table()?)?;
+    Ok(env)
+}
+
+/// The environment of the running unit of work.
+pub fn env(lua: &Lua) -> mlua::Result<Table> {
+    lua.named_registry_value("evalua.env")
+}
+
+pub fn limits(lua: &Lua) -> Rc<Limits> {
+    lua.app_data_ref::<StateData>().expect("state data").limits.clone()
+}
+
+pub fn suite_dir(lua: &Lua) -> PathBuf {
+    lua.app_data_ref::<StateData>().expect("state data").config.suite_dir.clone()
+}
+
+/// Bytecode of every chunk compiled in this process, by chunk name and source
+/// hash: each trial re-runs the suite file, and parsing the same text again
+/// for every trial would be most of a trial's cost.
+type BytecodeCache = HashMap<(String, u64), Arc<Vec<u8>>>;
+static BYTECODE: std::sync::LazyLock<Mutex<BytecodeCache>> = std::sync::LazyLock::new(Default::default);
+
+fn text_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// Compile `text` as chunk `name` (once per process) and load it into `lua`.
+/// Debug info is kept, so errors still read `file:line:`.
+/// The chunk's globals are `env` (the trial's), or the shared base when None.
+pub fn load_chunk(lua: &Lua, name: &str, text: &str, env: Option<Table>) -> mlua::Result<mlua::Function> {
+    let key = (name.to_string(), text_hash(text));
+    let cached = BYTECODE.lock().unwrap().get(&key).cloned();
+    fn with_env<'a>(c: mlua::chunk::Chunk<'a>, env: &Option<Table>) -> mlua::chunk::Chunk<'a> {
+        match env {
+            Some(e) => c.set_environment(e.clone()),
+            None => c,
+        }
+    }
+    if let Some(code) = cached {
+        return with_env(lua.load(&code[..]).set_name(name).set_mode(mlua::chunk::ChunkMode::Binary), &env)
+            .into_function();
+    }
+    let f = with_env(lua.load(text).set_name(name).set_mode(mlua::chunk::ChunkMode::Text), &env).into_function()?;
+    BYTECODE.lock().unwrap().insert(key, Arc::new(f.dump(false)));
+    Ok(f)
+}
+
+/// Load and run a Lua file with a chunk name that makes errors read `path:line:`.
+pub fn run_file(lua: &Lua, path: &Path) -> mlua::Result<Value> {
+    let sources = lua.app_data_ref::<StateData>().expect("state data").config.sources.clone();
+    let file = sources.get(path).map_err(|e| mlua::Error::runtime(format!("{}: {e}", display_path(path))))?;
+    load_chunk(lua, &format!("@{}", file.display), &file.text, Some(env(lua)?))?.call(())
+}
+
+fn install_require(lua: &Lua) -> mlua::Result<()> {
+    lua.set_named_registry_value("evalua.stdlib", lua.create_table()?)?;
+    lua.set_named_registry_value("evalua.loaded", lua.create_table()?)?;
+    let require = lua.create_function(|lua, name: String| -> mlua::Result<Value> {
+        // The stdlib lives as long as the state, shared read-only; the
+        // project's modules are loaded afresh in each environment.
+        let is_std = name == "evalua.host" || STDLIB.iter().any(|(n, _, _)| *n == name);
+        let loaded: Table = lua.named_registry_value(if is_std { "evalua.stdlib" } else { "evalua.loaded" })?;
+        match loaded.raw_get::<Value>(name.as_str())? {
+            Value::Nil => {}
+            Value::Boolean(false) => {
+                return Err(mlua::Error::runtime(format!("require: module '{name}' requires itself (a loop)")));
+            }
+            v => return Ok(v),
+        }
+        loaded.raw_set(name.as_str(), false)?;
+        let result = load_module(lua, &name);
+        let value = match result {
+            Ok(v) => v,
+            Err(e) => {
+                loaded.raw_set(name.as_str(), Value::Nil)?;
+                return Err(e);
+            }
+        };
+        let mut value = if value.is_nil() { Value::Boolean(true) } else { value };
+        if is_std && let Value::Table(t) = &value {
+            let host: Table = lua.named_registry_value("evalua.host")?;
+            value = host.get::<mlua::Function>("readonly")?.call(t.clone())?;
+        }
+        loaded.raw_set(name.as_str(), value.clone())?;
+        Ok(value)
+    })?;
+    lua.globals().raw_set("require", require)
+}
+
+fn load_module(lua: &Lua, name: &str) -> mlua::Result<Value> {
+    if name == "evalua.host" {
+        return lua.named_registry_value("evalua.host");
+    }
+    if let Some((_, file, src)) = STDLIB.iter().find(|(n, _, _)| *n == name) {
+        return load_chunk(lua, &format!("@{file}"), src, None)?.call(name);
+    }
+    if name.is_empty() || name.contains("..") || name.contains('/') || name.contains('\\') {
+        return Err(mlua::Error::runtime(format!("require: bad module name '{name}'")));
+    }
+    let rel = format!("{}.lua", name.replace('.', "/"));
+    let rel_init = format!("{}/init.lua", name.replace('.', "/"));
+    let mut tried = Vec::new();
+    let bases = [suite_dir(lua), std::env::current_dir().unwrap_or_default()];
+    for base in &bases {
+        for r in [&rel, &rel_init] {
+            let p = base.join(r);
+            if p.is_file() {
+                return run_file(lua, &p);
+            }
+            let shown = display_path(&p);
+            if !tried.contains(&shown) {
+                tried.push(shown);
+            }
+        }
+    }
+    Err(mlua::Error::runtime(format!(
+        "{}: module '{name}' not found (tried the embedded stdlib, {})",
+        caller(lua, 1),
+        tried.join(", ")
+    )))
+}
+
+/// `file:line` of the function running `level` frames up the Lua stack.
+pub fn caller(lua: &Lua, level: usize) -> String {
+    lua.inspect_stack(level, |d| {
+        let src = d.source().source.map(|s| s.into_owned()).unwrap_or_default();
+        let line = d.current_line().unwrap_or(0);
+        format!("{}:{line}", src.strip_prefix('@').unwrap_or(&src))
+    })
+    .unwrap_or_else(|| "?".to_string())
+}
+
+/// One line describing a Lua error, `file:line: message` when Lua knows where.
+pub fn describe(err: &mlua::Error) -> String {
+    use mlua::Error as E;
+    let s = match err {
+        E::CallbackError { cause, .. } => return describe(cause),
+        E::WithContext { context, cause } => return format!("{context}: {}", describe(cause)),
+        E::SyntaxError { message, .. } => message.clone(),
+        E::RuntimeError(m) => m.clone(),
+        E::MemoryError(_) => format!("out of memory: a Lua state may use at most {} MiB", MEMORY_LIMIT >> 20),
+        E::ExternalError(e) => e.to_string(),
+        other => other.to_string(),
+    };
+    s.lines().next().unwrap_or("").trim_end().to_string()
+}

@@ -1,0 +1,251 @@
+//! What one trial leaves behind: its record (one line of trials.jsonl,
+//! stable keys of SPEC §8), its trace, and the pieces both are made of.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Accepted,
+    Failed,
+    Critical,
+    GraderError,
+    InfraError,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 5] =
+        [Outcome::Accepted, Outcome::Failed, Outcome::Critical, Outcome::GraderError, Outcome::InfraError];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Failed => "failed",
+            Outcome::Critical => "critical",
+            Outcome::GraderError => "grader_error",
+            Outcome::InfraError => "infra_error",
+        }
+    }
+}
+
+/// How the agent's run ended (`t.ended`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    Final,
+    Deadline,
+    Budget,
+    Crashed,
+    ProtocolError,
+    /// The agent never got its chance (an infrastructure error).
+    NotStarted,
+}
+
+impl Ended {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ended::Final => "final",
+            Ended::Deadline => "deadline",
+            Ended::Budget => "budget",
+            Ended::Crashed => "crashed",
+            Ended::ProtocolError => "protocol_error",
+            Ended::NotStarted => "not_started",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    Executed,
+    Failed,
+    Rejected,
+    Denied,
+    Faulted,
+}
+
+impl CallStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Executed => "executed",
+            CallStatus::Failed => "failed",
+            CallStatus::Rejected => "rejected",
+            CallStatus::Denied => "denied",
+            CallStatus::Faulted => "faulted",
+        }
+    }
+    /// The status the agent sees in its tool result.
+    pub fn reply(self) -> &'static str {
+        match self {
+            CallStatus::Executed => "ok",
+            CallStatus::Denied => "denied",
+            _ => "error",
+        }
+    }
+}
+
+/// One tool request, recorded whether or not it ran.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub id: String,
+    pub name: String,
+    pub args: Json,
+    pub status: CallStatus,
+    pub effect: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub started_ms: f64,
+    pub ended_ms: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CallCounts {
+    pub requested: u32,
+    pub executed: u32,
+    pub failed: u32,
+    pub rejected: u32,
+    pub denied: u32,
+    pub faulted: u32,
+}
+
+impl CallCounts {
+    pub fn of(calls: &[CallRecord]) -> Self {
+        let mut c = CallCounts { requested: calls.len() as u32, ..Default::default() };
+        for call in calls {
+            match call.status {
+                CallStatus::Executed => c.executed += 1,
+                CallStatus::Failed => c.failed += 1,
+                CallStatus::Rejected => c.rejected += 1,
+                CallStatus::Denied => c.denied += 1,
+                CallStatus::Faulted => c.faulted += 1,
+            }
+        }
+        c
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub wall_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub name: String,
+    /// true / false; null when the check raised (a grader error) or was skipped.
+    pub passed: Option<bool>,
+    pub critical: bool,
+    pub evidence: Json,
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
+}
+
+/// One line of trials.jsonl.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrialRecord {
+    pub case: String,
+    pub trial: u32,
+    pub seed: u64,
+    pub outcome: Outcome,
+    pub ended: Ended,
+    pub checks: Vec<CheckResult>,
+    pub calls: CallCounts,
+    pub usage: Usage,
+    pub wall_ms: f64,
+    pub answer: String,
+    /// Why the agent did not end normally, or why the trial could not run.
+    pub error: Option<String>,
+    /// The trace file, relative to the run dir.
+    pub trace: String,
+}
+
+/// A message of the conversation (`t.messages`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OutboxItem {
+    pub kind: String,
+    pub to: String,
+    pub body: Json,
+}
+
+/// The full trace of a trial, one JSON file under traces/.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trace {
+    pub case: String,
+    pub trial: u32,
+    pub seed: u64,
+    pub input: String,
+    pub outcome: Outcome,
+    pub ended: Ended,
+    pub answer: String,
+    pub error: Option<String>,
+    pub messages: Vec<Message>,
+    pub calls: Vec<CallRecord>,
+    pub outbox: Vec<OutboxItem>,
+    pub usage: Usage,
+    pub checks: Vec<CheckResult>,
+    pub log: Vec<String>,
+    pub stderr_tail: Option<String>,
+    /// Every model call made for the trial (model agents, simulated users, the model proxy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_calls: Vec<ModelCall>,
+}
+
+/// One model call: who made it, its usage, cost and latency. Never a key.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ModelCall {
+    /// "agent" (a model agent), "user" (a simulated user) or "proxy" (a command agent's call through the model proxy).
+    pub by: String,
+    pub provider: String,
+    pub model: String,
+    pub started_ms: f64,
+    pub latency_ms: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// From the price table; null when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default)]
+    pub attempts: u32,
+    /// Why the call failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Decide a trial's outcome by the three-valued logic of SPEC §8.
+pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
+    if infra_error {
+        Outcome::InfraError
+    } else if checks.iter().any(|c| c.critical && c.passed == Some(false)) {
+        Outcome::Critical
+    } else if checks.iter().any(|c| c.passed == Some(false)) {
+        Outcome::Failed
+    } else if checks.iter().any(|c| c.passed.is_none() && !c.skipped) {
+        Outcome::GraderError
+    } else {
+        Outcome::Accepted
+    }
+}
+
+/// A file name for a trial's trace: safe characters only, unique per (case, trial).
+pub fn trace_name(case: &str, trial: u32) -> String {
+    let safe: String =
+        case.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    format!("traces/{safe}.{trial}.json")
+}
