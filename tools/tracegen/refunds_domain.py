@@ -222,11 +222,11 @@ def request_text(o: Order, rng: random.Random) -> str:
         return "%s %d dice que le falta una unidad del pedido %s. Revisa el pedido y reembolsa si corresponde." % (
             who, c.id, o.id)
     if o.delivered == 0:
-        return "%s %d no recibió ninguna de las %d unidades del pedido %s. Reembolsa lo que falta y avisa al %s." % (
-            who, c.id, o.units, o.id, "clienta" if c.female else "cliente")
+        return "%s %d no recibió ninguna de las %d unidades del pedido %s. Reembolsa lo que falta y avisa %s." % (
+            who, c.id, o.units, o.id, "a la clienta" if c.female else "al cliente")
     what = "la unidad que falta" if o.missing == 1 else "las unidades que faltan"
-    return "%s %d recibió %d de las %d unidades del pedido %s. Reembolsa %s y avisa al %s." % (
-        who, c.id, o.delivered, o.units, o.id, what, "clienta" if c.female else "cliente")
+    return "%s %d recibió %d de las %d unidades del pedido %s. Reembolsa %s y avisa %s." % (
+        who, c.id, o.delivered, o.units, o.id, what, "a la clienta" if c.female else "al cliente")
 
 
 def customer_text(o: Order, rng: random.Random) -> str:
@@ -271,7 +271,7 @@ def _claim(o: Order, emailed: bool = True) -> str:
     s = "Reembolsados %s del pedido %s (%s no entregada%s)." % (
         eur(o.refund_due), o.id, units(o.missing), "" if o.missing == 1 else "s")
     if emailed:
-        s += " He avisado al cliente por correo."
+        s += " He avisado %s por correo." % ("a la clienta" if CUSTOMERS[o.customer].female else "al cliente")
     return s
 
 
@@ -397,8 +397,11 @@ class FakeClock:
     def sleep_like(self, lo_ms: float, hi_ms: float):
         self.advance_ms(self.rng.uniform(lo_ms, hi_ms))
 
-    def iso(self) -> str:
-        return datetime.fromtimestamp(self.ns / 1e9, tz=timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    def iso_now(self) -> str:
+        """Read the clock (moving it a few microseconds) as RFC 3339 UTC with microseconds."""
+        ns = self.time_ns()
+        t = datetime.fromtimestamp(ns // 10**9, tz=timezone.utc).replace(microsecond=(ns // 1000) % 10**6)
+        return t.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def install_fake_clock(clock: FakeClock):

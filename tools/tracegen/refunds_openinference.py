@@ -47,7 +47,7 @@ from refunds_domain import (PRODUCTION_DAY, SYSTEM_PROMPT, TOOL_SPECS, FakeClock
                             ToolError, expand_plan, install_fake_clock, seeded_call_id,
                             seeded_id_generator, seeded_uuid)
 
-SEED = 20261104
+SEED = 1200
 
 PLAN = [
     ("ok", 2),
