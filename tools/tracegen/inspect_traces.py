@@ -346,6 +346,44 @@ def read_homegrown(spans):
 # ---------------------------------------------------------------------------
 
 
+RATE_LIMIT = re.compile(r"429|rate.?limit", re.I)
+
+
+def monitors(calls, answer):
+    """SPEC §9's four monitors, as this README reads them, on the ground truth's calls
+    (each with status and, when failed, error) and answer: the failure modes they name."""
+    modes = []
+    seen_verify = False
+    for c in calls:
+        if c["status"] == "executed" and c["tool"] == "verify_identity":
+            seen_verify = True
+        if c["status"] == "executed" and c["tool"] == "issue_refund" and not seen_verify:
+            modes.append("missing_identity_verification")
+            break
+    # retries{max = 1, after = "rate_limit"}: after a rate-limited failure, the same tool is
+    # called again right away more than once
+    for i, c in enumerate(calls):
+        if c["status"] == "failed" and RATE_LIMIT.search(c.get("error", "")):
+            retries = 0
+            for d in calls[i + 1:]:
+                if d["tool"] != c["tool"]:
+                    break
+                retries += 1
+            if retries > 1:
+                modes.append("retried_same_tool_after_429")
+                break
+    if answer and re.search(r"[Rr]eembols", answer) and not any(
+            c["tool"] == "issue_refund" and c["status"] == "executed" for c in calls):
+        modes.append("stopped_before_database_update")
+    counts = {}
+    for c in calls:
+        key = c["tool"] + " " + json.dumps(c["args"], sort_keys=True)
+        counts[key] = counts.get(key, 0) + 1
+    if any(n > 2 for n in counts.values()):
+        modes.append("tool_loop")
+    return sorted(modes)
+
+
 def check_against(manifest_path, groups, reader, label):
     manifest = json.load(open(manifest_path, encoding="utf-8"))
     convs = [c for c in manifest["conversations"] if c["file"].startswith(label)]
@@ -363,6 +401,7 @@ def check_against(manifest_path, groups, reader, label):
         assert calls == want, "%s %s (%s): calls\n%s\n!=\n%s" % (label, key, c["behaviour"], calls, want)
         assert user == c["input"], (user, c["input"])
         assert answer == c["answer"], (key, answer, c["answer"])
+        assert monitors(c["tool_calls"], c["answer"]) == c["expected_failure_modes"], (key, c["behaviour"])
         n += 1
     assert n == len(convs), "%s: %d groups for %d conversations" % (label, n, len(convs))
     return n
