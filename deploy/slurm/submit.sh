@@ -11,6 +11,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 n=${1:-3}
+SBATCH_ARGS=${SBATCH_ARGS:-}
 WORKDIR=$(cd "${WORKDIR:-.}" && pwd)
 mkdir -p "$WORKDIR/logs"
 
