@@ -41,10 +41,9 @@ for w in plain agent; do
   trials=$((cases * trials_per_case))
   for i in $(seq 0 "$runs"); do   # run 0 is a warm-up (page cache), not counted
     out=$tmp/evalua-$w-$i
-    start=$(date +%s.%N)
-    EVALUA_BENCH_CASES=$cases "$evalua" run "bench/$w.lua" --jobs 2 --out "$out" -q >"$tmp/evalua.log" 2>&1 \
+    EVALUA_BENCH_CASES=$cases /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" \
+      "$evalua" run "bench/$w.lua" --jobs 2 --out "$out" -q >"$tmp/evalua.log" 2>&1 \
       || { cat "$tmp/evalua.log" >&2; exit 1; }
-    end=$(date +%s.%N)
     python3 - "$out/trials.jsonl" "$trials" <<'EOF'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -52,12 +51,14 @@ bad = [l for l in lines if l["outcome"] != "accepted"]
 if len(lines) != int(sys.argv[2]) or bad:
     sys.exit(f"compare_inspect.sh: bad evalua run: {len(lines)} trials of {sys.argv[2]}, {len(bad)} not accepted")
 EOF
-    secs=$(echo "$end - $start" | bc -l)
+    read -r secs user sys kb <"$tmp/time"
     rm -rf "$out"
     if ((i == 0)); then continue; fi
-    printf '%-6s %-6s run %d: %6d trials in %6.2f s = %7.1f trials/s (load %s)\n' evalua "$w" "$i" "$trials" "$secs" \
-      "$(echo "$trials / $secs" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
-    echo "evalua $w $trials $secs" >>"$results"
+    cpu=$(echo "$user + $sys" | bc -l)
+    printf '%-6s %-6s run %d: %6d trials in %6.2f s = %7.1f trials/s; CPU %6.2f s (%.0f µs a trial), peak RSS %4.0f MB (load %s)\n' \
+      evalua "$w" "$i" "$trials" "$secs" "$(echo "$trials / $secs" | bc -l)" "$cpu" "$(echo "$cpu * 1000000 / $trials" | bc -l)" \
+      "$(echo "$kb / 1024" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
+    echo "evalua $w $trials $secs $cpu $kb" >>"$results"
   done
 done
 
@@ -71,20 +72,24 @@ fi
 echo
 python3 - "$results" <<'EOF'
 import statistics, sys
-rows, size = {}, {}
+rows, cpu, rss, size = {}, {}, {}, {}
 for line in open(sys.argv[1]):
-    tool, w, trials, secs = line.split()
+    tool, w, trials, secs, cpu_s, kb = line.split()
     rows.setdefault((w, tool), []).append(int(trials) / float(secs))
+    cpu.setdefault((w, tool), []).append(float(cpu_s) * 1e6 / int(trials))
+    rss.setdefault((w, tool), []).append(int(kb) / 1024)
     size[(w, tool)] = int(trials)
-print(f"| workload | tool | trials a run | runs | trials/s (median) | min–max |")
-print(f"|---|---|---|---|---|---|")
+print(f"| workload | tool | trials a run | runs | trials/s (median) | min–max | CPU µs a trial (median) | peak RSS MB |")
+print(f"|---|---|---|---|---|---|---|---|")
 for w in ("plain", "agent"):
     for tool in ("evalua", "inspect"):
         r = rows.get((w, tool))
         if not r:
             continue
-        print(f"| {w} | {tool} | {size[(w, tool)]:,} | {len(r)} | {statistics.median(r):,.1f} | {min(r):,.1f}–{max(r):,.1f} |")
+        print(f"| {w} | {tool} | {size[(w, tool)]:,} | {len(r)} | {statistics.median(r):,.1f} | {min(r):,.1f}–{max(r):,.1f} "
+              f"| {statistics.median(cpu[(w, tool)]):,.0f} | {max(rss[(w, tool)]):,.0f} |")
     e, i = rows.get((w, "evalua")), rows.get((w, "inspect"))
     if e and i:
-        print(f"| {w} | ratio | | | evalua / inspect = {statistics.median(e) / statistics.median(i):,.1f}× | |")
+        ce, ci = statistics.median(cpu[(w, "evalua")]), statistics.median(cpu[(w, "inspect")])
+        print(f"| {w} | evalua ÷ inspect | | | {statistics.median(e) / statistics.median(i):,.1f}× | | {ci / ce:,.1f}× less CPU | |")
 EOF

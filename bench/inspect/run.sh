@@ -7,11 +7,12 @@
 # Environment: RUNS (3), WORKLOADS ("plain agent"), PLAIN_SAMPLES (2000),
 # AGENT_SAMPLES (500), EPOCHS (5), MAX_SAMPLES (1: see README.md),
 # INSPECT_VENV (bench/inspect/.venv), RESULTS (a file to append
-# "inspect WORKLOAD TRIALS SECONDS" lines to, for bench/compare_inspect.sh).
+# "inspect WORKLOAD TRIALS WALL_S CPU_S PEAK_RSS_KB" lines to, for bench/compare_inspect.sh).
 #
 # Each run is one `inspect eval` process on mockllm/model with --no-log-samples,
-# timed from launch to exit (Python's start-up and imports included, as the
-# evalua side's time includes its own). A run counts only if its log says every
+# timed by /usr/bin/time from launch to exit (Python's start-up and imports
+# included, as the evalua side's time includes its own), with its CPU time
+# (user + system: steadier than wall time on a shared machine) and peak RSS. A run counts only if its log says every
 # sample completed and the accuracy is 1.0. Not a test: nothing here fails CI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,17 +76,18 @@ for w in $workloads; do
   rates=()
   for i in $(seq 1 "$runs"); do
     d="$logs/$w-$i"
-    start=$(date +%s.%N)
-    "$venv/bin/inspect" eval "$here/tasks.py@$w" --model mockllm/model --no-log-samples \
+    /usr/bin/time -f "%e %U %S %M" -o "$logs/$w-$i.time" \
+      "$venv/bin/inspect" eval "$here/tasks.py@$w" --model mockllm/model --no-log-samples \
       --max-samples "$max_samples" --max-tasks 1 --display none --log-dir "$d" >"$logs/$w-$i.out" 2>&1 \
       || { cat "$logs/$w-$i.out" >&2; exit 1; }
-    end=$(date +%s.%N)
     verify "$d" "$trials"
-    secs=$(echo "$end - $start" | bc -l)
+    read -r secs user sys kb <"$logs/$w-$i.time"
     rate=$(echo "$trials / $secs" | bc -l)
     rates+=("$rate")
-    printf '%-6s %-6s run %d: %6d trials in %6.2f s = %6.1f trials/s (load %s)\n' inspect "$w" "$i" "$trials" "$secs" "$rate" "$(cut -d' ' -f1 /proc/loadavg)"
-    if [[ -n ${RESULTS:-} ]]; then echo "inspect $w $trials $secs" >>"$RESULTS"; fi
+    printf '%-6s %-6s run %d: %6d trials in %6.2f s = %7.1f trials/s; CPU %6.2f s (%.0f µs a trial), peak RSS %4.0f MB (load %s)\n' \
+      inspect "$w" "$i" "$trials" "$secs" "$rate" "$(echo "$user + $sys" | bc -l)" "$(echo "($user + $sys) * 1000000 / $trials" | bc -l)" \
+      "$(echo "$kb / 1024" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
+    if [[ -n ${RESULTS:-} ]]; then echo "inspect $w $trials $secs $(echo "$user + $sys" | bc -l) $kb" >>"$RESULTS"; fi
   done
   printf '%-6s %-6s median of %d runs: %.1f trials/s\n' inspect "$w" "$runs" "$(printf '%s\n' "${rates[@]}" | median)"
 done
