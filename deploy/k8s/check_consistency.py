@@ -80,7 +80,7 @@ def main(folder):
          f"EVALUA_PARTITIONS is {env.get('EVALUA_PARTITIONS')!r} but completions is {completions}: they must match")
     script = " ".join(c.get("command", []) + c.get("args", []))
     need("--partition auto" in script, where, "the container must run `evalua run ... --partition auto`")
-    need('/parts/$JOB_COMPLETION_INDEX' in script or '/parts/$(JOB_COMPLETION_INDEX)' in script, where,
+    need('JOB_COMPLETION_INDEX' in script and ('/parts/$idx' in script or '/parts/$JOB_COMPLETION_INDEX' in script), where,
          "the part must be written to /parts/$JOB_COMPLETION_INDEX")
     run_parts = mounts_of(c).get("/parts")
     need(run_parts is not None, where, "nothing is mounted at /parts")
