@@ -18,7 +18,8 @@
 # runs with --jobs 2 (this machine's cores) and its run dir on disk; Inspect
 # with --no-log-samples and --max-samples $MAX_SAMPLES (bench/inspect/README.md).
 # Environment: RUNS, PLAIN_CASES (2000), AGENT_CASES (500), MAX_SAMPLES, INSPECT_VENV,
-# SKIP_INSPECT=1 (evalua only). Prints a table of median trials/s. Not a test.
+# SKIP_INSPECT=1 (evalua only), EVALUA_OUT_DIR (where evalua's run dirs go, default
+# a temp folder on disk; /dev/shm takes the disk's noise out: see bench/inspect/README.md). Prints a table of median trials/s. Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 evalua=${1:-${EVALUA:-target/release/evalua}}
@@ -30,8 +31,9 @@ trials_per_case=5
 [[ -x $evalua ]] || { echo "compare_inspect.sh: no evalua binary at $evalua (cargo build --release, or pass its path)" >&2; exit 2; }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "${outdir:-}"' EXIT
 results=$tmp/results
+outdir=$(mktemp -d -p "${EVALUA_OUT_DIR:-$tmp}")
 : >"$results"
 
 # --- evalua ---------------------------------------------------------------
@@ -40,7 +42,7 @@ for w in plain agent; do
   case $w in plain) cases=$plain_cases ;; agent) cases=$agent_cases ;; esac
   trials=$((cases * trials_per_case))
   for i in $(seq 0 "$runs"); do   # run 0 is a warm-up (page cache), not counted
-    out=$tmp/evalua-$w-$i
+    out=$outdir/evalua-$w-$i
     EVALUA_BENCH_CASES=$cases /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" \
       "$evalua" run "bench/$w.lua" --jobs 2 --out "$out" -q >"$tmp/evalua.log" 2>&1 \
       || { cat "$tmp/evalua.log" >&2; exit 1; }
@@ -55,8 +57,8 @@ EOF
     rm -rf "$out"
     if ((i == 0)); then continue; fi
     cpu=$(echo "$user + $sys" | bc -l)
-    printf '%-6s %-6s run %d: %6d trials in %6.2f s = %7.1f trials/s; CPU %6.2f s (%.0f µs a trial), peak RSS %4.0f MB (load %s)\n' \
-      evalua "$w" "$i" "$trials" "$secs" "$(echo "$trials / $secs" | bc -l)" "$cpu" "$(echo "$cpu * 1000000 / $trials" | bc -l)" \
+    printf '%-6s %-6s run %d: %6d trials in %6.2f s = %7.1f trials/s; CPU %6.2f s (sys %5.2f; %.0f µs a trial), peak RSS %4.0f MB (load %s)\n' \
+      evalua "$w" "$i" "$trials" "$secs" "$(echo "$trials / $secs" | bc -l)" "$cpu" "$sys" "$(echo "$cpu * 1000000 / $trials" | bc -l)" \
       "$(echo "$kb / 1024" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
     echo "evalua $w $trials $secs $cpu $kb" >>"$results"
   done

@@ -84,8 +84,8 @@ for w in $workloads; do
     read -r secs user sys kb <"$logs/$w-$i.time"
     rate=$(echo "$trials / $secs" | bc -l)
     rates+=("$rate")
-    printf '%-6s %-6s run %d: %6d trials in %6.2f s = %7.1f trials/s; CPU %6.2f s (%.0f µs a trial), peak RSS %4.0f MB (load %s)\n' \
-      inspect "$w" "$i" "$trials" "$secs" "$rate" "$(echo "$user + $sys" | bc -l)" "$(echo "($user + $sys) * 1000000 / $trials" | bc -l)" \
+    printf '%-6s %-6s run %d: %6d trials in %6.2f s = %7.1f trials/s; CPU %6.2f s (sys %5.2f; %.0f µs a trial), peak RSS %4.0f MB (load %s)\n' \
+      inspect "$w" "$i" "$trials" "$secs" "$rate" "$(echo "$user + $sys" | bc -l)" "$sys" "$(echo "($user + $sys) * 1000000 / $trials" | bc -l)" \
       "$(echo "$kb / 1024" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
     if [[ -n ${RESULTS:-} ]]; then echo "inspect $w $trials $secs $(echo "$user + $sys" | bc -l) $kb" >>"$RESULTS"; fi
   done
