@@ -1,5 +1,6 @@
 //! Integration tests: they drive the real binary on real suites.
 
+mod architecture;
 mod bad_input;
 mod browser;
 mod budgets;
