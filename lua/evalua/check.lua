@@ -123,6 +123,19 @@ function check.before(a, b, opts) end
 ---@return evalua.Check
 function check.no_loops(opts) end
 
+--- Options of `check.retries`.
+---@class evalua.check.RetriesOpts: evalua.CheckOpts
+---@field tool? string only this tool (default: every tool)
+---@field max? integer retries allowed after a failure (default 1)
+---@field after? "rate_limit"|"error"|"any" which failures open a streak (default "error")
+
+--- No tool is called again more than `max` times after a failed or faulted call of the kind `after` names
+--- ("rate_limit": a faulted rate limit, or an error saying 429 / rate limit; "error": any failed or faulted call;
+--- "any": any call that did not execute). A successful call of the tool ends the streak.
+---@param opts? evalua.check.RetriesOpts
+---@return evalua.Check
+function check.retries(opts) end
+
 --- No write/external tool executed and the database equals the initial one.
 ---@param opts? evalua.CheckOpts
 ---@return evalua.Check

@@ -514,6 +514,69 @@ function check.no_loops(opts)
   end)
 end
 
+-- Whether a call that did not succeed was turned down by a rate limit: a
+-- `faulted` rate limit, or an error (or error type) that says 429 / rate limit.
+local function rate_limited(c)
+  if type(c.fault) == "table" and c.fault.kind == "rate_limit" then return true end
+  for _, text in ipairs { c.error, c.error_type } do
+    if type(text) == "string" then
+      local low = text:lower()
+      if low:find("429", 1, true) or low:find("rate[ _%-]?limit") or low:find("too many requests", 1, true) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
+-- Whether call `c` is a failure of the kind `after` names.
+local function failure_of(c, after)
+  if c.status == "executed" then return false end
+  if after == "any" then return true end
+  if c.status ~= "failed" and c.status ~= "faulted" then return false end
+  if after == "rate_limit" then return rate_limited(c) end
+  return true -- "error": any failed or faulted call
+end
+check._rate_limited = rate_limited
+
+--- No tool is called again more than `max` times after a failed or faulted
+--- call of the kind `after` names ("rate_limit": a faulted rate limit or an
+--- error saying 429 / rate limit; "error" (default): any failed or faulted
+--- call; "any": any call that did not execute). The count restarts when a
+--- call of that tool succeeds. `tool` limits the check to one tool.
+function check.retries(opts)
+  opts = opts_of("check.retries", opts, { "tool", "max", "after" }, 2)
+  local max, after = opts.max or 1, opts.after or "error"
+  if math.type(max) ~= "integer" or max < 0 then error("check.retries: 'max' must be a non-negative integer", 2) end
+  if after ~= "rate_limit" and after ~= "error" and after ~= "any" then
+    error("check.retries: 'after' must be \"rate_limit\", \"error\" or \"any\", got " .. tostring(after), 2)
+  end
+  if opts.tool ~= nil and type(opts.tool) ~= "string" then error("check.retries: 'tool' must be a tool name", 2) end
+  local name = "retries (" .. (opts.tool and (opts.tool .. ", ") or "") .. "max " .. max .. " after " .. after .. ")"
+  return make("retries", name, opts, function(t)
+    -- Per tool: the index of the failure that opened the streak, and the retries since.
+    local open = {}
+    for i, c in ipairs(t.calls) do
+      if opts.tool == nil or c.name == opts.tool then
+        local streak = open[c.name]
+        if streak then
+          streak.retries = streak.retries + 1
+          if streak.retries > max then
+            return false, { tool = c.name, retries = streak.retries, max = max, after = after,
+                            first_failure = streak.at, call = i }
+          end
+        end
+        if c.status == "executed" then
+          open[c.name] = nil
+        elseif failure_of(c, after) and not streak then
+          open[c.name] = { at = i, retries = 0 }
+        end
+      end
+    end
+    return true, "ok"
+  end)
+end
+
 --- No write/external tool executed and the database equals the initial one.
 function check.no_writes(opts)
   opts = opts_of("check.no_writes", opts, {}, 2)

@@ -97,6 +97,21 @@ case("claims_ok", { { "put", { k = "r" } } }, "Refund issued.", { check.claims_o
 case("claims_bad", {}, "Refund issued.", { check.claims_only_after("(?i)refund issued", "put") })
 case("claims_none", {}, "I could not do it.", { check.claims_only_after("(?i)refund issued", "put") })
 
+-- retries: `flaky` fails with a 429 until the `ok` tool has been called
+suite:tool { name = "flaky", params = { type = "object", properties = { k = { type = "string" } } },
+  run = function(ctx, a)
+    if ctx.db:one("SELECT count(*) FROM kv WHERE k = 'unlocked'") == 0 then error("HTTP 429: rate limit exceeded", 0) end
+    return { ok = true }
+  end }
+suite:tool { name = "broken", run = function() error("disk full", 0) end }
+suite:tool { name = "unlock", effect = "write", run = function(ctx) ctx.db:exec("INSERT INTO kv(k, v) VALUES ('unlocked', 1)"); return {} end }
+case("retries_ok", { { "flaky" }, { "flaky" }, { "unlock" }, { "flaky" } }, "", { check.retries { max = 2, after = "rate_limit" } })
+case("retries_bad", { { "flaky" }, { "flaky" }, { "flaky" }, { "flaky" } }, "", { check.retries { max = 2, after = "rate_limit" } })
+case("retries_other_error_not_a_rate_limit", { { "broken" }, { "broken" }, { "broken" } }, "", { check.retries { max = 1, after = "rate_limit" } })
+case("retries_error_counts_any_failure", { { "broken" }, { "broken" }, { "broken" } }, "", { check.retries { max = 1 } })
+case("retries_reset_by_success", { { "flaky" }, { "unlock" }, { "flaky" }, { "flaky" }, { "flaky" } }, "", { check.retries { max = 1, after = "rate_limit" } })
+case("retries_tool_filter", { { "broken" }, { "broken" }, { "broken" } }, "", { check.retries { tool = "flaky", max = 0 } })
+
 -- ended
 case("ended_ok", {}, "done", { check.ended() })
 suite:case { id = "ended_bad", input = "x", expect = { check.ended { "final" } },
