@@ -105,6 +105,18 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+    /// Print one trial's trace from a run dir
+    Show {
+        #[arg(value_name = "RUN_DIR")]
+        dir: PathBuf,
+        #[arg(value_name = "CASE")]
+        case: String,
+        #[arg(value_name = "TRIAL")]
+        trial: u32,
+        /// Print the stored JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
     /// Combine the partitioned runs of one suite into one run dir
     Merge {
         #[arg(required = true, value_name = "RUN_DIR")]
@@ -197,6 +209,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
+        Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
         Command::Calibrate { suite, labels, rubric, no_cache } => {
             evalua::judge::cache::set_disabled(no_cache);
             cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())

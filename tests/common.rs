@@ -56,6 +56,18 @@ pub fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// A trial's trace, as `evalua show RUN_DIR CASE TRIAL --json` prints it.
+pub fn trace(run_dir: &Path, case: &str, trial: u64) -> Value {
+    let o = evalua(Path::new("."), &["show", run_dir.to_str().unwrap(), case, &trial.to_string(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "evalua show: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The trace of a record of trials.jsonl in `run_dir`.
+pub fn trace_of(run_dir: &Path, rec: &Value) -> Value {
+    trace(run_dir, rec["case"].as_str().unwrap(), rec["trial"].as_u64().unwrap())
+}
+
 /// The record of (case, trial).
 pub fn record<'a>(records: &'a [Value], case: &str, trial: u64) -> &'a Value {
     records

@@ -197,7 +197,10 @@ fn no_definition_outlives_the_stdlib() {
 /// The names `evalua.host` gets in src/lua/host.rs and the modules it
 /// registers (src/lua/work.rs, src/lua/judge_host.rs): `h.raw_set("NAME", ...)`.
 fn host_names() -> Vec<String> {
-    let src = read("src/lua/api/host.rs") + &read("src/lua/api/scan.rs") + &read("src/lua/api/judge.rs");
+    let src = read("src/lua/api/host.rs")
+        + &read("src/lua/api/scan.rs")
+        + &read("src/lua/api/judge.rs")
+        + &read("src/lua/api/declare.rs");
     let re = Regex::new(r#"\bh\.raw_set\(\s*"([A-Za-z_][A-Za-z0-9_]*)""#).unwrap();
     let mut names: Vec<String> = re.captures_iter(&src).map(|c| c[1].to_string()).collect();
     names.sort();

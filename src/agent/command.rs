@@ -266,7 +266,7 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
     }
     match io {
         AgentIo::Jsonl => c.stdin(Stdio::piped()),
-        AgentIo::Plain => c.arg(&trial.case.spec.input).stdin(Stdio::null()),
+        AgentIo::Plain => c.arg(&trial.input).stdin(Stdio::null()),
     };
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = match c.spawn() {
@@ -417,7 +417,7 @@ fn converse(
         .collect();
     let mut start = json!({
         "type": "start", "case": trial.case.spec.id, "trial": trial.number, "seed": trial.seed,
-        "input": trial.case.spec.input, "tools": tools, "budget": trial.plan.suite.budget,
+        "input": trial.input, "tools": tools, "budget": trial.plan.suite.budget,
     });
     if let Some(url) = mcp_url {
         start["mcp_url"] = json!(url);

@@ -31,6 +31,19 @@ pub struct RunArgs {
     pub argv: Vec<String>,
 }
 
+/// Say on stderr which dataset rows `on_error = "skip"` left out.
+pub fn warn_skipped_rows(suite: &crate::spec::Suite) {
+    for d in suite.datasets.iter().filter(|d| d.skipped > 0) {
+        eprintln!("warning: {}: {} of {} rows skipped as bad (on_error = \"skip\")", d.path, d.skipped, d.rows);
+        for why in &d.skipped_rows {
+            eprintln!("  {why}");
+        }
+        if d.skipped as usize > d.skipped_rows.len() {
+            eprintln!("  … and {} more", d.skipped as usize - d.skipped_rows.len());
+        }
+    }
+}
+
 pub fn run(a: RunArgs) -> Result<u8> {
     let many = a.suites.len() > 1;
     let mut plans = Vec::new();
@@ -41,6 +54,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
             println!("skipped: {}: {why}", display_path(&s.path));
             continue;
         }
+        warn_skipped_rows(&s);
         let mut plan = run::plan(s, a.trials, &a.filters, a.seed)?;
         run::screen::screen(&mut plan, a.skip_invalid, a.jobs)?;
         plans.push(plan);
@@ -70,7 +84,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
         let run_id = new_run_id();
         let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
         let dir = RunDir::create(out_dir.as_deref(), &plan.suite.name, &run_id)?;
-        dir.write_manifest(&run::manifest::build(&plan, &opts, &run_id, &a.argv))?;
+        let manifest = run::manifest::build(&plan, &opts, &run_id, &a.argv);
+        dir.write_manifest(&manifest)?;
 
         let mut trials_file = sinks::TrialsFile::create(&dir)?;
         let mut progress = sinks::Progress::new(!a.quiet);
@@ -91,9 +106,16 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 seed: plan.seed,
                 summary: &summary,
                 gates: &gates,
+                datasets: stats::DatasetCount::of(&manifest.datasets),
             },
         )?;
         print!("{}", report::console(&plan.suite.name, &summary, &gates, &dir.path.display().to_string()));
+        for d in manifest.datasets.iter().filter(|d| d.skipped > 0) {
+            println!(
+                "dataset {}: {} of {} rows skipped as bad (on_error = \"skip\"; manifest.json lists the first)",
+                d.path, d.skipped, d.rows
+            );
+        }
         print!("{}", tests.text());
         let data = rundata::load(&dir.path)?;
         report::write_all(&data)?;

@@ -163,7 +163,9 @@ pub struct TrialRecord {
     pub answer: String,
     /// Why the agent did not end normally, or why the trial could not run.
     pub error: Option<String>,
-    /// The trace file, relative to the run dir.
+    /// Where the trace is stored, relative to the run dir: the trace pack
+    /// (`traces/traces.jsonl`, the trace found by case and trial through its
+    /// index), or in run dirs of the earlier layout the trace's own file.
     pub trace: String,
 }
 
@@ -183,7 +185,7 @@ pub struct OutboxItem {
     pub body: Json,
 }
 
-/// The full trace of a trial, one JSON file under traces/.
+/// The full trace of a trial, one line of the run dir's trace pack.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trace {
     pub case: String,
@@ -243,7 +245,8 @@ pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
     }
 }
 
-/// A file name for a trial's trace: safe characters only, unique per (case, trial).
+/// The file a trial's trace had in the earlier run-dir layout (one file per
+/// trial): safe characters only, unique per (case, trial).
 pub fn trace_name(case: &str, trial: u32) -> String {
     let safe: String =
         case.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();

@@ -9,7 +9,9 @@ use serde_json::Value as Json;
 
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
-use crate::record::manifest::{CaseEntry, FileHash, GateEntry, Machine, Manifest, SuiteEntry, WorkdirEntry};
+use crate::record::manifest::{
+    CaseEntry, DatasetEntry, FileHash, GateEntry, Machine, Manifest, SuiteEntry, WorkdirEntry,
+};
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;
 use crate::util::digest::sha256_hex;
@@ -35,6 +37,24 @@ pub fn grader_hash(plan: &Plan) -> String {
             .join("\n")
             .as_bytes(),
     )
+}
+
+/// The manifest's entries for the suite's dataset files.
+pub fn datasets(plan: &Plan) -> Vec<DatasetEntry> {
+    plan.suite
+        .datasets
+        .iter()
+        .map(|d| DatasetEntry {
+            path: d.path.clone(),
+            format: d.format.as_str().to_string(),
+            sha256: d.sha256.clone(),
+            bytes: d.bytes,
+            rows: d.rows,
+            cases: d.cases,
+            skipped: d.skipped,
+            skipped_rows: d.skipped_rows.clone(),
+        })
+        .collect()
 }
 
 pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Manifest {
@@ -99,6 +119,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             .iter()
             .map(|s| FileHash { path: s.display.clone(), sha256: Some(s.sha256.clone()), error: None })
             .collect(),
+        datasets: datasets(plan),
         grader_sha256: grader_hash(plan),
         tool_contract_sha256: sha256_hex(serde_json::to_string(&suite.tools).unwrap_or_default().as_bytes()),
         agent: agent.unwrap_or(Json::Null),

@@ -30,7 +30,7 @@ fn in_case(e: Error, spec: &CaseSpec) -> Error {
 /// Select the cases, build each case's template database and compile the
 /// tools' schemas: everything that can be wrong with the suite fails here,
 /// before any agent runs.
-pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
+pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
     let glob = match &filters.case {
         Some(g) => {
             Some(globset::Glob::new(g).map_err(|e| Error::Input(format!("--case {g:?}: {e}")))?.compile_matcher())
@@ -46,6 +46,8 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         tools.insert(t.name.clone(), Arc::new(ToolDef { spec: t.clone(), validator }));
     }
 
+    let all_tools: Arc<Vec<Arc<ToolDef>>> =
+        Arc::new(suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect());
     let scratch = tempfile::Builder::new()
         .prefix("evalua-run-")
         .tempdir()
@@ -53,7 +55,8 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     let mut work_templates = Templates::default();
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage> = HashMap::new();
     let mut cases = Vec::new();
-    for spec in &suite.cases {
+    // The plan owns the selected cases' specs (the suite keeps none: one copy of each).
+    for spec in std::mem::take(&mut suite.cases) {
         if glob.as_ref().is_some_and(|g| !g.is_match(&spec.id)) {
             continue;
         }
@@ -70,7 +73,7 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             Some(t.clone())
         } else {
             let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
-            let image = build_template(&files).map_err(|e| in_case(e, spec))?;
+            let image = build_template(&files).map_err(|e| in_case(e, &spec))?;
             templates.insert(key, image.clone());
             Some(image)
         };
@@ -78,18 +81,18 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             spec.clock.clone().or_else(|| suite.clock.clone()).unwrap_or_else(|| default_clock.to_string());
         let clock =
             instant(&clock_text, "UTC").map_err(|e| Error::Input(format!("case '{}': clock: {e}", spec.id)))? as i64;
-        let offered: Vec<Arc<ToolDef>> = match &spec.tools {
-            Some(names) => names.iter().filter_map(|n| tools.get(n).cloned()).collect(),
-            None => suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect(),
+        let offered = match &spec.tools {
+            Some(names) => Arc::new(names.iter().filter_map(|n| tools.get(n).cloned()).collect()),
+            None => all_tools.clone(),
         };
-        let work = match suite.case_workdir(spec) {
-            Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, spec))?),
+        let work = match suite.case_workdir(&spec) {
+            Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, &spec))?),
             None => None,
         };
         cases.push(CasePlan {
             work,
             trials: trials.or(spec.trials).unwrap_or(suite.trials),
-            spec: spec.clone(),
+            spec,
             template,
             tools: offered,
             clock,
@@ -107,5 +110,6 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     }
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new() })
+    let ids = Arc::new(cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
+    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new() })
 }

@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::figures::{CaseInfo, Summary, SummaryFile, Tally, decide_gates, summarize};
+use super::figures::{CaseInfo, DatasetCount, Summary, SummaryFile, Tally, decide_gates, summarize};
 use crate::error::{Error, Result};
+use crate::record::rundir::TraceLink;
 use crate::record::{Manifest, Outcome, RunDir, Trace, TrialRecord};
 use crate::spec::gate::{self, Gate, Verdict};
 
@@ -63,9 +64,13 @@ impl RunData {
     pub fn suite_sha256(&self) -> Option<&str> {
         Some(self.manifest.suite.sha256.as_str()).filter(|s| !s.is_empty())
     }
-    /// The trace of a record, if its file is there.
+    /// The trace of a record, if the run dir holds it.
     pub fn trace(&self, rec: &TrialRecord) -> Option<Trace> {
         self.run_dir.read_trace(rec)
+    }
+    /// Where a record's trace is (the trace pack and its line), for links.
+    pub fn trace_link(&self, rec: &TrialRecord) -> TraceLink {
+        self.run_dir.trace_link(rec)
     }
     /// summary.json's content for these figures.
     pub fn summary_file(&self) -> SummaryFile<'_> {
@@ -76,6 +81,7 @@ impl RunData {
             seed: self.seed(),
             summary: &self.summary,
             gates: &self.gates,
+            datasets: DatasetCount::of(&self.manifest.datasets),
         }
     }
 }

@@ -43,6 +43,8 @@ pub struct Trial<'p> {
     pub state: Rc<RefCell<Journal>>,
     pub executor: Rc<Executor>,
     pub case_table: Table,
+    /// The case's input (from its table: the plan does not keep inputs).
+    pub input: String,
     pub handlers: Table,
     /// The agent declaration (`evalua.agent.*`) in this state: the case's or the suite's.
     pub agent: Table,
@@ -201,13 +203,14 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         wall_ms: 0.0,
         answer: String::new(),
         error: Some(error.clone()),
-        trace: record::trace_name(&case.spec.id, number),
+        trace: record::traces::PACK.to_string(),
     };
     let trace = Trace {
         case: case.spec.id.clone(),
         trial: number,
         seed,
-        input: case.spec.input.clone(),
+        // The case could not be materialised: its input is in the suite file.
+        input: String::new(),
         outcome: record.outcome,
         ended: record.ended,
         answer: String::new(),
@@ -235,12 +238,8 @@ fn prepare<'p>(
     if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
         data.config.clock = case.clock;
     }
-    let (suite_t, log) = worker::evaluated_suite(&lua, plan, case)?;
-    lua.set_app_data(Log(log));
-    let case_table: Table = suite_t
-        .get::<Table>("_case_index")
-        .and_then(|t| t.get(case.spec.id.as_str()))
-        .map_err(|e| format!("case '{}' vanished when the suite was re-run: {e}", case.spec.id))?;
+    let (suite_t, case_table) = worker::case_table(&lua, plan, case)?;
+    let input: String = case_table.raw_get("input").map_err(|e| format!("case '{}': input: {e}", case.spec.id))?;
     let handlers: Table = suite_t.get("_tool_index").map_err(|e| e.to_string())?;
     let agent: Table = match case_table.get::<Option<Table>>("agent").map_err(|e| e.to_string())? {
         Some(a) => a,
@@ -287,11 +286,7 @@ fn prepare<'p>(
         handlers: handlers.clone(),
         ctx: ctx.clone(),
     });
-    state.borrow_mut().messages.push(record::Message {
-        role: "user".into(),
-        content: case.spec.input.clone(),
-        call_id: None,
-    });
+    state.borrow_mut().messages.push(record::Message { role: "user".into(), content: input.clone(), call_id: None });
     Ok(Trial {
         plan,
         case,
@@ -301,6 +296,7 @@ fn prepare<'p>(
         state,
         executor,
         case_table,
+        input,
         handlers,
         agent,
         ctx,
@@ -340,13 +336,13 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         wall_ms,
         answer: end.answer.clone(),
         error: end.error.clone(),
-        trace: record::trace_name(&trial.case.spec.id, trial.number),
+        trace: record::traces::PACK.to_string(),
     };
     let trace = Trace {
         case: record.case.clone(),
         trial: trial.number,
         seed: trial.seed,
-        input: trial.case.spec.input.clone(),
+        input: trial.input.clone(),
         outcome,
         ended: end.ended,
         answer: end.answer,
@@ -367,7 +363,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
 /// The tests `t.run_tests` ran, each with its `check.tests` group.
 fn test_rows(spec: &crate::spec::CaseSpec, ran: &[TestRun]) -> Vec<TestRow> {
     let mut rows = Vec::new();
-    for tests in spec.checks.iter().filter_map(|c| c.tests.as_ref()) {
+    for tests in spec.tests.iter().map(|c| &c.spec) {
         let groups = [("FAIL_TO_PASS", &tests.fail_to_pass), ("PASS_TO_PASS", &tests.pass_to_pass)];
         for (group, ids) in groups {
             for id in ids {
@@ -383,17 +379,31 @@ fn test_rows(spec: &crate::spec::CaseSpec, ran: &[TestRun]) -> Vec<TestRow> {
 /// Run every check of the case on the finished trial.
 fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>>) -> Vec<CheckResult> {
     let lua = &trial.lua;
-    let infos = &trial.case.spec.checks;
+    let checks: Vec<Table> = trial
+        .case_table
+        .raw_get::<Table>("checks")
+        .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
+        .unwrap_or_default();
+    // Each check's name and criticality, as its case table says.
+    let infos: Vec<(String, bool)> = checks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let name =
+                c.raw_get::<Option<String>>("name").ok().flatten().unwrap_or_else(|| format!("check #{}", i + 1));
+            (name, c.raw_get::<Option<bool>>("critical").ok().flatten().unwrap_or(false))
+        })
+        .collect();
     let t = match build_t(trial, end, tests_ran) {
         Ok(t) => t,
         Err(e) => {
             let msg = format!("cannot build the trial for the checks: {}", lua::describe(&e));
             return infos
-                .iter()
-                .map(|c| CheckResult {
-                    name: c.name.clone(),
+                .into_iter()
+                .map(|(name, critical)| CheckResult {
+                    name,
                     passed: None,
-                    critical: c.critical,
+                    critical,
                     evidence: Json::Null,
                     error: Some(msg.clone()),
                     skipped: false,
@@ -401,15 +411,10 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
                 .collect();
         }
     };
-    let checks: Vec<Table> = trial
-        .case_table
-        .get::<Table>("checks")
-        .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
-        .unwrap_or_default();
     let limits = lua::limits(lua);
     let mut out = Vec::with_capacity(checks.len());
-    for (check, info) in checks.iter().zip(infos) {
-        let run: mlua::Result<mlua::Function> = check.get("run");
+    for (check, (name, critical)) in checks.iter().zip(infos) {
+        let run: mlua::Result<mlua::Function> = check.raw_get("run");
         let seg = Segment {
             instructions: Some(CHECK_INSTRUCTIONS),
             deadline: Some(Instant::now() + Duration::from_secs(CHECK_SECONDS)),
@@ -418,14 +423,7 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
             Ok(f) => limits.guard(lua, seg, || f.call::<MultiValue>(t.clone())),
             Err(e) => Guarded::Done(Err(e)),
         };
-        let mut r = CheckResult {
-            name: info.name.clone(),
-            passed: None,
-            critical: info.critical,
-            evidence: Json::Null,
-            error: None,
-            skipped: false,
-        };
+        let mut r = CheckResult { name, passed: None, critical, evidence: Json::Null, error: None, skipped: false };
         match result {
             Guarded::Stopped(stop) => r.error = Some(format!("check stopped: {}", stop.describe())),
             Guarded::Done(Err(e)) => r.error = Some(lua::describe(&e)),
