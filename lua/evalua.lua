@@ -36,6 +36,7 @@
 ---| "budget"         # a budget (tool calls, turns, tokens, cost) was spent
 ---| "crashed"        # the agent raised or exited abnormally
 ---| "protocol_error" # the agent broke the protocol
+---| "infra_error"    # its model endpoint (or simulated user) failed after the agent had acted; graded
 ---| "not_started"    # an infrastructure error kept the agent from running
 
 --- What became of a tool request.

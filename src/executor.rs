@@ -86,14 +86,14 @@ impl Executor {
     /// Validate, authorise and run one request.
     pub fn call(&self, lua: &Lua, id: Option<String>, name: &str, args: Json) -> Reply {
         let (state, handlers, ctx) = (&*self.journal, &self.handlers, &self.ctx);
-        let (started_ms, id, verdict) = {
+        let (started_ms, (id, requested_id), verdict) = {
             let st = state.borrow();
-            let id = id.unwrap_or_else(|| format!("c{}", st.calls.len() + 1));
-            (st.elapsed_ms(), id, self.authorise(&st, name, &args))
+            (st.elapsed_ms(), unique_id(&st.calls, id), self.authorise(&st, name, &args))
         };
         let tool = self.tool(name);
         let mut record = CallRecord {
             id,
+            requested_id,
             name: name.to_string(),
             args: args.clone(),
             status: CallStatus::Executed,
@@ -141,6 +141,14 @@ impl Executor {
             let offered: Vec<&str> = self.tools.iter().map(|t| t.spec.name.as_str()).collect();
             return Err(Refusal::Rejected(format!("unknown tool '{name}' (offered: {})", offered.join(", "))));
         };
+        if let Json::String(text) = args {
+            // A model's arguments that did not parse arrive as their text.
+            let what = match serde_json::from_str::<Json>(text) {
+                Ok(_) => "a JSON string, not an object".to_string(),
+                Err(e) => format!("not valid JSON ({e})"),
+            };
+            return Err(Refusal::Rejected(format!("invalid arguments for {name}: {what}: {}", snippet(text))));
+        }
         let errors = schema::errors(&tool.validator, args);
         if !errors.is_empty() {
             return Err(Refusal::Rejected(format!("invalid arguments for {name}: {}", errors.join("; "))));
@@ -152,6 +160,33 @@ impl Executor {
             }
         }
         Ok(())
+    }
+}
+
+/// A call id unique in the trial, and the agent's own id when it had to be
+/// replaced: an id the agent gives is kept when no earlier call has it, else
+/// suffixed (`c1` → `c1.2`); a call without one gets the first free `cN`.
+/// (MCP calls carry no id of the agent's; JSON Lines and model calls do, and
+/// one trial may mix them.)
+fn unique_id(calls: &[CallRecord], wanted: Option<String>) -> (String, Option<String>) {
+    let taken = |id: &str| calls.iter().any(|c| c.id == id);
+    match wanted {
+        Some(w) if !taken(&w) => (w, None),
+        Some(w) => {
+            let id = (2..).map(|k| format!("{w}.{k}")).find(|id| !taken(id)).expect("a free suffix");
+            (id, Some(w))
+        }
+        None => ((calls.len() + 1..).map(|n| format!("c{n}")).find(|id| !taken(id)).expect("a free id"), None),
+    }
+}
+
+/// The start of a long text, for an error message.
+fn snippet(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.chars().count() > MAX {
+        format!("{}…", text.chars().take(MAX).collect::<String>())
+    } else {
+        text.to_string()
     }
 }
 

@@ -37,6 +37,10 @@ pub enum Ended {
     Budget,
     Crashed,
     ProtocolError,
+    /// Something the harness provides (the agent's model endpoint, a
+    /// simulated user's model) failed after the agent had acted: the trial is
+    /// graded on what the agent did, its `infra_error` says what failed.
+    InfraError,
     /// The agent never got its chance (an infrastructure error).
     NotStarted,
 }
@@ -49,6 +53,7 @@ impl Ended {
             Ended::Budget => "budget",
             Ended::Crashed => "crashed",
             Ended::ProtocolError => "protocol_error",
+            Ended::InfraError => "infra_error",
             Ended::NotStarted => "not_started",
         }
     }
@@ -87,7 +92,12 @@ impl CallStatus {
 /// One tool request, recorded whether or not it ran.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallRecord {
+    /// Unique within the trial: the agent's own id when it gave a free one.
     pub id: String,
+    /// The id the agent gave when another call of the trial had it already
+    /// (the agent's replies still carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_id: Option<String>,
     pub name: String,
     pub args: Json,
     pub status: CallStatus,
@@ -163,6 +173,11 @@ pub struct TrialRecord {
     pub answer: String,
     /// Why the agent did not end normally, or why the trial could not run.
     pub error: Option<String>,
+    /// What the harness failed to provide, when it did: beside a graded
+    /// outcome when the agent had acted already (`ended` is `infra_error`),
+    /// or the reason of an `infra_error` outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra_error: Option<String>,
     /// The trace file, relative to the run dir.
     pub trace: String,
 }
@@ -194,6 +209,9 @@ pub struct Trace {
     pub ended: Ended,
     pub answer: String,
     pub error: Option<String>,
+    /// As in the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra_error: Option<String>,
     pub messages: Vec<Message>,
     pub calls: Vec<CallRecord>,
     pub outbox: Vec<OutboxItem>,
@@ -206,12 +224,38 @@ pub struct Trace {
     pub model_calls: Vec<ModelCall>,
 }
 
+/// Which model API a call went to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelApi {
+    /// OpenAI-compatible `/chat/completions`.
+    ChatCompletions,
+    /// Anthropic `/v1/messages`.
+    Messages,
+    /// OpenAI `/responses`.
+    Responses,
+    /// `/models` (OpenAI or Anthropic): a listing, no tokens.
+    Models,
+    /// Anthropic `/v1/messages/count_tokens`: counted, not spent.
+    CountTokens,
+}
+
+impl ModelApi {
+    /// Whether a call of this API generates text (and spends tokens).
+    pub fn generates(self) -> bool {
+        matches!(self, ModelApi::ChatCompletions | ModelApi::Messages | ModelApi::Responses)
+    }
+}
+
 /// One model call: who made it, its usage, cost and latency. Never a key.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ModelCall {
     /// "agent" (a model agent), "user" (a simulated user) or "proxy" (a command agent's call through the model proxy).
     pub by: String,
     pub provider: String,
+    /// The API called; absent in traces written before it was recorded (then a chat call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<ModelApi>,
     pub model: String,
     pub started_ms: f64,
     pub latency_ms: f64,

@@ -93,8 +93,12 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     );
     let _ = writeln!(
         out,
-        "  counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}",
-        f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
+        "  counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}",
+        f.critical_failures,
+        f.grader_errors,
+        f.infra_errors,
+        super::text::after_start(f.infra_errors_after_start),
+        f.skipped_checks
     );
     if !gates.is_empty() {
         let _ = writeln!(out, "gates:");

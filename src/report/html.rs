@@ -314,7 +314,7 @@ pub fn render(run: &RunData) -> String {
     let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
     let _ = write!(
         o,
-        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>, skipped checks {}.</p></div>",
+        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>{}, skipped checks {}.</p></div>",
         fmt_value(f.operational.accepted_rate, true),
         f.operational.trials,
         ms(f.p50_ms),
@@ -323,6 +323,7 @@ pub fn render(run: &RunData) -> String {
         f.critical_failures,
         f.grader_errors,
         f.infra_errors,
+        super::text::after_start(f.infra_errors_after_start),
         f.skipped_checks
     );
     let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(run));

@@ -61,8 +61,12 @@ pub fn render(run: &RunData) -> String {
     );
     let _ = writeln!(
         o,
-        "- Counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}\n",
-        f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
+        "- Counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}\n",
+        f.critical_failures,
+        f.grader_errors,
+        f.infra_errors,
+        super::text::after_start(f.infra_errors_after_start),
+        f.skipped_checks
     );
 
     if !run.gates.is_empty() {
@@ -161,18 +165,27 @@ pub fn render(run: &RunData) -> String {
         let _ = writeln!(o);
     }
 
-    let errors: Vec<_> =
-        run.records.iter().filter(|r| matches!(r.outcome, Outcome::GraderError | Outcome::InfraError)).collect();
+    // Grader and infrastructure errors, and graded trials an infrastructure
+    // failure cut short (listed with their outcome and what failed).
+    let errors: Vec<_> = run
+        .records
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::GraderError | Outcome::InfraError) || r.infra_error.is_some())
+        .collect();
     let _ = writeln!(o, "## Errors (counted apart)\n");
     if errors.is_empty() {
         let _ = writeln!(o, "No grader or infrastructure errors.");
     }
     for r in errors {
         let why = r.error.clone().or_else(|| r.checks.iter().find_map(|c| c.error.clone())).unwrap_or_default();
+        let outcome = match r.outcome {
+            Outcome::GraderError | Outcome::InfraError => r.outcome.as_str().to_string(),
+            other => format!("{} (infra error after the agent started)", other.as_str()),
+        };
         let _ = writeln!(
             o,
             "- {} {}#{} ([trace]({})): {}",
-            r.outcome.as_str(),
+            outcome,
             cell(&r.case),
             r.trial,
             r.trace,

@@ -130,3 +130,9 @@ pub fn truncate(s: &str, max: usize) -> String {
         format!("{t}… ({} chars)", s.chars().count())
     }
 }
+
+/// Beside the infra-error count: graded trials whose agent an infrastructure
+/// failure cut short after it had acted (nothing when there are none).
+pub fn after_start(n: u32) -> String {
+    if n == 0 { String::new() } else { format!(" (and {n} after the agent started, graded)") }
+}

@@ -105,6 +105,8 @@ pub struct Tally {
     pub total_tool_calls: u64,
     pub trials_run: u64,
     pub skipped_checks: u32,
+    /// Graded trials whose agent was cut short by an infrastructure failure.
+    pub infra_after_start: u32,
 }
 
 impl Tally {
@@ -117,6 +119,9 @@ impl Tally {
         *ct.outcomes.entry(r.outcome).or_default() += 1;
         ct.cost_usd += r.usage.cost_usd;
         self.total_cost_usd += r.usage.cost_usd;
+        if r.outcome != Outcome::InfraError && r.infra_error.is_some() {
+            self.infra_after_start += 1;
+        }
         if r.outcome != Outcome::InfraError {
             self.latencies_ms.push(r.wall_ms);
             self.trials_run += 1;
@@ -345,6 +350,10 @@ pub struct SuiteFigures {
     pub critical_failures: u32,
     pub grader_errors: u32,
     pub infra_errors: u32,
+    /// Trials graded although an infrastructure failure cut their agent
+    /// short after it had acted (counted in the capability view's n; each
+    /// record's `infra_error` says what failed).
+    pub infra_errors_after_start: u32,
     pub skipped_checks: u32,
     pub total_cost_usd: f64,
     /// Total cost / accepted trials; null (∞) when no trial was accepted.
@@ -427,6 +436,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             critical_failures: sum(Outcome::Critical),
             grader_errors: sum(Outcome::GraderError),
             infra_errors: sum(Outcome::InfraError),
+            infra_errors_after_start: tally.infra_after_start,
             skipped_checks: tally.skipped_checks,
             total_cost_usd: tally.total_cost_usd,
             cost_per_accepted_usd: (accepted > 0).then(|| tally.total_cost_usd / accepted as f64),

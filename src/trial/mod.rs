@@ -121,7 +121,7 @@ pub struct AgentEnd {
     pub ended: Ended,
     pub answer: String,
     pub error: Option<String>,
-    /// The agent never got its chance (infrastructure error).
+    /// The agent never got its chance (infrastructure error): no check runs.
     pub infra: bool,
     pub stderr_tail: Option<String>,
 }
@@ -134,6 +134,20 @@ impl AgentEnd {
     /// The agent never got its chance: an infrastructure error.
     pub fn infra(error: String) -> Self {
         AgentEnd { ended: Ended::NotStarted, error: Some(error), infra: true, ..Self::running() }
+    }
+    /// Something the harness provides failed after the agent had acted: the
+    /// trial is graded on what the agent did, the failure recorded beside.
+    pub fn infra_after_start(error: String) -> Self {
+        AgentEnd { ended: Ended::InfraError, error: Some(error), ..Self::running() }
+    }
+    /// An infrastructure failure, classified by whether the agent has acted
+    /// in the trial yet (see [`Journal::agent_acted`]).
+    pub fn infra_in(state: &RefCell<Journal>, error: String) -> Self {
+        if state.borrow().agent_acted() { Self::infra_after_start(error) } else { Self::infra(error) }
+    }
+    /// The infrastructure error to record beside the outcome, if any.
+    pub fn infra_error(&self) -> Option<String> {
+        matches!(self.ended, Ended::InfraError | Ended::NotStarted).then(|| self.error.clone()).flatten()
     }
     /// A budget was spent.
     pub fn budget(why: &impl std::fmt::Display) -> Self {
@@ -167,9 +181,11 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
             let lua = trial.lua.clone();
             let trips = lua::limits(&lua).trips();
             let mut end = drive(&trial);
-            if let Some(e) = trial.state.borrow_mut().infra.take() {
-                // A model the harness needed (a simulated user) failed: not the agent's fault.
-                end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra(e) };
+            let failed = trial.state.borrow_mut().infra.take();
+            if let Some(e) = failed {
+                // A model the harness needed (a simulated user) failed: not the
+                // agent's fault, but what the agent did so far is graded.
+                end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra_in(&trial.state, e) };
             }
             let out = finish(trial, end, started);
             worker::retire_if_dirty(&lua, trips);
@@ -201,6 +217,7 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         wall_ms: 0.0,
         answer: String::new(),
         error: Some(error.clone()),
+        infra_error: Some(error.clone()),
         trace: record::trace_name(&case.spec.id, number),
     };
     let trace = Trace {
@@ -211,7 +228,8 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         outcome: record.outcome,
         ended: record.ended,
         answer: String::new(),
-        error: Some(error),
+        error: Some(error.clone()),
+        infra_error: Some(error),
         messages: Vec::new(),
         calls: Vec::new(),
         outbox: Vec::new(),
@@ -340,6 +358,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         wall_ms,
         answer: end.answer.clone(),
         error: end.error.clone(),
+        infra_error: end.infra_error(),
         trace: record::trace_name(&trial.case.spec.id, trial.number),
     };
     let trace = Trace {
@@ -349,6 +368,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         input: trial.case.spec.input.clone(),
         outcome,
         ended: end.ended,
+        infra_error: record.infra_error.clone(),
         answer: end.answer,
         error: end.error,
         messages: st.messages.clone(),
@@ -407,8 +427,14 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
         .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
         .unwrap_or_default();
     let limits = lua::limits(lua);
-    let mut out = Vec::with_capacity(checks.len());
-    for (check, info) in checks.iter().zip(infos) {
+    // Critical checks run first: a critical failure (a prohibited write, a
+    // leak) is known before any slower check (a judge) runs. Results keep
+    // the declaration order.
+    let mut order: Vec<usize> = (0..checks.len().min(infos.len())).collect();
+    order.sort_by_key(|&i| !infos[i].critical);
+    let mut out: Vec<Option<CheckResult>> = vec![None; order.len()];
+    for i in order {
+        let (check, info) = (&checks[i], &infos[i]);
         let run: mlua::Result<mlua::Function> = check.get("run");
         let seg = Segment {
             instructions: Some(CHECK_INSTRUCTIONS),
@@ -449,9 +475,9 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
                 }
             }
         }
-        out.push(r);
+        out[i] = Some(r);
     }
-    out
+    out.into_iter().flatten().collect()
 }
 
 /// The `t` a check sees.

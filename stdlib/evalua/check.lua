@@ -593,7 +593,7 @@ function check.no_writes(opts)
   end)
 end
 
-local ENDINGS = { final = true, deadline = true, budget = true, crashed = true, protocol_error = true }
+local ENDINGS = { final = true, deadline = true, budget = true, crashed = true, protocol_error = true, infra_error = true }
 
 --- The agent's run ended one of these ways (default: { "final" }): a trial
 --- whose state is right but whose agent crashed or broke the protocol is not
@@ -604,7 +604,7 @@ function check.ended(list, opts)
   local allowed = {}
   for i, e in ipairs(list) do
     if not ENDINGS[e] then
-      error("check.ended: item " .. i .. " must be final, deadline, budget, crashed or protocol_error, got " .. tostring(e), 2)
+      error("check.ended: item " .. i .. " must be final, deadline, budget, crashed, protocol_error or infra_error, got " .. tostring(e), 2)
     end
     allowed[e] = true
   end
