@@ -27,7 +27,9 @@ const LOAD_INSTRUCTIONS: u64 = 200_000_000;
 const LOAD_SECONDS: u64 = 20;
 
 pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64, validate: bool) -> StateConfig {
-    StateConfig { suite_dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(), sources, clock, validate }
+    let suite_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let module_dirs = crate::util::paths::module_dirs(&suite_dir).into();
+    StateConfig { suite_dir, module_dirs, sources, clock, validate }
 }
 
 /// Run the suite file in `lua` and return the suite table it returns.

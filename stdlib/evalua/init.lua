@@ -23,6 +23,24 @@ end
 
 M.null = host.null
 
+--- A check returns this first to say "not applicable here": skipped, never passed.
+M.SKIP = host.SKIP
+
+--- JSON for graders and trace adapters: `encode(v)` → string; `decode(s)` → value, or nil and the error.
+M.json = {
+  encode = function(v) return host.json_encode(v) end,
+  decode = function(s) return host.json_decode(s) end,
+}
+
+--- Regular expressions (Rust `regex` syntax; compiled once per pattern):
+--- `is_match(pattern, s)`, `find(pattern, s)` (the first match or nil),
+--- `all(pattern, s)` (every match, or every first capture group).
+M.regex = {
+  is_match = function(pattern, s) return host.regex_is_match(pattern, s) end,
+  find = function(pattern, s) return host.regex_find(pattern, s) end,
+  all = function(pattern, s) return host.regex_all(pattern, s) end,
+}
+
 --- An empty JSON array (a plain `{}` encodes as an object).
 function M.array(t)
   return host.array(t or {})

@@ -42,8 +42,8 @@
 ---@alias evalua.CallStatus
 ---| "executed" # the handler ran and returned
 ---| "failed"   # the handler raised an error
----| "rejected" # the arguments did not validate against the tool's params schema
----| "denied"   # refused by policy (`requires`, a tool not offered) or by the budget
+---| "rejected" # an unknown tool, or arguments that fail its params schema
+---| "denied"   # refused by policy (`requires`, `ctx.deny`) or by the budget
 ---| "faulted"  # an injected fault
 
 --- The status an agent sees for its request (`env.call`'s second result).
@@ -70,6 +70,45 @@ local evalua = {}
 --- SQL NULL / JSON null, distinct from `nil` (e.g. in `t.db:rows(...)` and JSON values).
 ---@type evalua.Null
 evalua.null = nil
+
+--- A check returns this first to say "not applicable here": the result is skipped, never passed.
+---@type lightuserdata
+evalua.SKIP = nil
+
+--- JSON for graders and trace adapters.
+evalua.json = {}
+
+--- Encode a Lua value as JSON text (`{}` is an object; use `evalua.array()` for an empty array).
+---@param v any
+---@return string
+function evalua.json.encode(v) end
+
+--- Decode JSON text: the value, or nil and the error.
+---@param s string
+---@return any value
+---@return string? err
+function evalua.json.decode(s) end
+
+--- Regular expressions (Rust `regex` syntax, compiled once per pattern).
+evalua.regex = {}
+
+--- Whether `pattern` matches somewhere in `s`.
+---@param pattern string
+---@param s string
+---@return boolean
+function evalua.regex.is_match(pattern, s) end
+
+--- The first match of `pattern` in `s`, or nil.
+---@param pattern string
+---@param s string
+---@return string?
+function evalua.regex.find(pattern, s) end
+
+--- Every match of `pattern` in `s` (or, when the pattern has a capture group, every first group).
+---@param pattern string
+---@param s string
+---@return string[]
+function evalua.regex.all(pattern, s) end
 
 --- Make `t` (or a new table) encode as a JSON array, even when empty (a plain `{}` encodes as an object).
 ---@generic T: table
@@ -284,7 +323,7 @@ function Suite:case(spec) end
 ---@class evalua.CaseSpec
 ---@field id string the case's id: letters, digits, `_`, `-`, `.` (required, unique in the suite)
 ---@field split? evalua.Split `"dev"` (default) or `"held_out"`
----@field tags? string[] labels to select and group cases (`--select`)
+---@field tags? string[] labels to select and group cases (`--tag`)
 ---@field difficulty? string free label, e.g. `"easy"`
 ---@field input string the task given to the agent (required)
 ---@field fixture? string SQL file (relative to the suite) loaded after the sandbox schema
