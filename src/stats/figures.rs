@@ -149,7 +149,7 @@ pub struct CaseFigures {
     pub n: u32,
     pub accepted: u32,
     pub weight: f64,
-    pub outcomes: BTreeMap<&'static str, u32>,
+    pub outcomes: BTreeMap<Outcome, u32>,
     pub pass_at_k: ByK,
     pub pass_hat_k: ByK,
     pub cost_usd: f64,
@@ -175,7 +175,7 @@ fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigure
         n,
         accepted: c,
         weight: info.weight,
-        outcomes: Outcome::ALL.iter().map(|o| (o.as_str(), t.count(*o))).collect(),
+        outcomes: Outcome::ALL.iter().map(|o| (*o, t.count(*o))).collect(),
         pass_at_k: pass_at,
         pass_hat_k: pass_hat,
         cost_usd: t.cost_usd,
@@ -218,6 +218,10 @@ impl Figures {
 }
 
 impl CaseFigures {
+    /// Trials of this case with outcome `o`.
+    pub fn count(&self, o: Outcome) -> u32 {
+        self.outcomes.get(&o).copied().unwrap_or(0)
+    }
     pub fn pass_hat(&self, k: u32) -> Option<f64> {
         self.pass_hat_k.get(&K(k)).copied()
     }
