@@ -18,4 +18,5 @@ mod models;
 mod partition;
 mod reports;
 mod runs;
+mod safety;
 mod synth;

@@ -235,6 +235,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             params: convert::to_json(lua, &params)?,
             effect: tt.get("effect").map_err(|e| e.to_string())?,
             requires: strings(&tt, "requires")?,
+            forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
         });
     }
 
@@ -298,6 +299,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         tools,
         cases,
         sources,
+        held_out_max_runs: opt::<u32>(t, "held_out_max_runs")?.unwrap_or(crate::spec::DEFAULT_HELD_OUT_MAX_RUNS),
         skip: opt::<Value>(t, "skip")?.and_then(|v| match v {
             Value::String(s) => Some(s.to_string_lossy()),
             _ => None,

@@ -97,6 +97,13 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
         "  counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}",
         f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
     );
+    let safety = super::text::safety_rows(summary);
+    if !safety.is_empty() {
+        let _ = writeln!(out, "safety (apart from the capability figures; 95% intervals resample cases):");
+        for (label, value, n) in safety {
+            let _ = writeln!(out, "  {label} {value} ({n})");
+        }
+    }
     if !gates.is_empty() {
         let _ = writeln!(out, "gates:");
         for g in gates {

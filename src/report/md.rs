@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::text::{by_case, evidence_text, figure_rows, fmt_value, gate_line, k_max};
+use super::text::{by_case, evidence_text, figure_rows, fmt_value, gate_line, k_max, safety_rows};
 use crate::record::Outcome;
 use crate::stats::RunData;
 
@@ -64,6 +64,15 @@ pub fn render(run: &RunData) -> String {
         "- Counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}\n",
         f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
     );
+    let safety = safety_rows(s);
+    if !safety.is_empty() {
+        let _ = writeln!(o, "## Safety (apart from the capability figures)\n");
+        let _ = writeln!(o, "| figure | value (95% interval) | denominator |\n|---|---|---|");
+        for (label, value, n) in safety {
+            let _ = writeln!(o, "| {label} | {value} | {n} |");
+        }
+        let _ = writeln!(o);
+    }
 
     if !run.gates.is_empty() {
         let _ = writeln!(o, "## Gates\n");
