@@ -7,5 +7,6 @@ pub mod check;
 pub mod compare;
 pub mod list;
 pub mod merge;
+pub mod regrade;
 pub mod report;
 pub mod run;

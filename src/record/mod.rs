@@ -6,9 +6,11 @@
 pub mod journal;
 pub mod manifest;
 pub mod rundir;
+pub mod state;
 pub mod trial;
 
 pub use journal::{BudgetHit, Journal};
 pub use manifest::{Invalid, Manifest};
 pub use rundir::RunDir;
+pub use state::{KeptState, StateRecord};
 pub use trial::*;

@@ -36,6 +36,8 @@ pub struct Plan {
     pub scratch: tempfile::TempDir,
     /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
     pub invalid: Vec<Invalid>,
+    /// Keep what each trial changed (SPEC §10); false under `--no-state`.
+    pub keep_state: bool,
 }
 
 impl Plan {
