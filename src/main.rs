@@ -161,6 +161,11 @@ enum Command {
         #[arg(long)]
         skip_invalid: bool,
     },
+    /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
+    Test {
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
     /// List the cases with split, tags and difficulty
     List {
         #[arg(value_name = "SUITE.lua")]
@@ -242,6 +247,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
         }
         Command::Check { suites, skip_invalid } => cmd::check::check(&suites, skip_invalid),
+        Command::Test { paths } => cmd::test::test(&paths),
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
     }
 }

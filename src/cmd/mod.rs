@@ -10,3 +10,4 @@ pub mod merge;
 pub mod regrade;
 pub mod report;
 pub mod run;
+pub mod test;

@@ -21,8 +21,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::record::manifest::Manifest;
 use crate::record::CheckResult;
+use crate::record::manifest::Manifest;
 use crate::stats::{CaseFigures, quantile};
 use crate::stats::{RunData, rundata};
 use crate::util::digest::sha256_hex;
@@ -799,8 +799,7 @@ pub fn markdown(c: &Comparison) -> String {
         let _ = writeln!(o, "| case | base | candidate | Δ accepted | change |\n|---|---|---|---|---|");
         for d in rows {
             let change = if d.change == Some(Change::Measurement) { "measurement" } else { "" };
-            let _ =
-                writeln!(o, "| `{}` | {} | {} | {} | {change} |", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""));
+            let _ = writeln!(o, "| `{}` | {} | {} | {} | {change} |", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""));
         }
         let _ = writeln!(o, "\n</details>\n");
     }

@@ -6,6 +6,7 @@
 //! Nothing here is shared with another trial: the Lua environment, the
 //! database copy, the work dir, the RNG and the outbox are all the trial's own.
 
+pub mod grader_tests;
 pub mod plan;
 pub mod regrade;
 pub mod user;
