@@ -2,6 +2,7 @@
 -- accept (`evalua test`). A grader that was never seen to fail is not known
 -- to work: every grader here has a must-fail example first.
 
+local evalua = require("evalua")   -- also a global in test files; the local keeps editors quiet
 local policy = require("graders.policy")
 
 local function call(name, effect, status, args)

@@ -2,6 +2,7 @@
 -- it must reject and accept (`evalua test stdlib/tests`). Each group starts
 -- with a must-fail example: a check never seen to fail is not known to work.
 
+local evalua = require("evalua")   -- also a global in test files; the local keeps editors quiet
 local check = require("evalua.check")
 
 local SCHEMA = "fixtures/shop.sql"   -- beside this file
