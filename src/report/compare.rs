@@ -194,6 +194,41 @@ fn relation(base: &Manifest, cand: &Manifest) -> Option<Relation> {
     }
 }
 
+/// One trial's checks in both runs, paired: by name, then (a check whose
+/// options are in its default name, `no_loops (max 2)`, is renamed when they
+/// change) the remaining ones by position when both runs have as many checks.
+/// Each pair is (label, verdict before, verdict now); a check in one run only
+/// is `Absent` in the other.
+fn pair_checks(old: &[CheckResult], new: &[CheckResult]) -> Vec<(String, Verdict, Verdict)> {
+    let mut out = Vec::new();
+    let mut new_used = vec![false; new.len()];
+    let mut old_left = Vec::new();
+    for (i, o) in old.iter().enumerate() {
+        match new.iter().position(|n| n.name == o.name) {
+            Some(j) if !new_used[j] => {
+                new_used[j] = true;
+                out.push((o.name.clone(), verdict(o), verdict(&new[j])));
+            }
+            _ => old_left.push(i),
+        }
+    }
+    for i in old_left {
+        let o = &old[i];
+        if old.len() == new.len() && !new_used[i] {
+            new_used[i] = true;
+            out.push((format!("{} (was: {})", new[i].name, o.name), verdict(o), verdict(&new[i])));
+        } else {
+            out.push((o.name.clone(), verdict(o), Verdict::Absent));
+        }
+    }
+    for (j, n) in new.iter().enumerate() {
+        if !new_used[j] {
+            out.push((n.name.clone(), Verdict::Absent, verdict(n)));
+        }
+    }
+    out
+}
+
 /// Pair the two runs' trials and count, per check, the verdicts that differ.
 /// Returns the measurement and the cases with any difference.
 fn measure(
@@ -218,17 +253,13 @@ fn measure(
             outcomes += 1;
             moved.insert(r.case.clone());
         }
-        let mut names: Vec<&str> = old.iter().map(|c| c.name.as_str()).collect();
-        names.extend(r.checks.iter().map(|c| c.name.as_str()).filter(|n| !old.iter().any(|c| c.name == *n)));
-        for name in names {
-            let was = old.iter().find(|c| c.name == name).map(verdict).unwrap_or(Verdict::Absent);
-            let now = r.checks.iter().find(|c| c.name == name).map(verdict).unwrap_or(Verdict::Absent);
+        for (label, was, now) in pair_checks(&old, &r.checks) {
             if was == now {
                 continue;
             }
             moved.insert(r.case.clone());
-            let e = per_check.entry(name.to_string()).or_insert_with(|| CheckChange {
-                check: name.to_string(),
+            let e = per_check.entry(label.clone()).or_insert_with(|| CheckChange {
+                check: label,
                 trials: 0,
                 pass_to_fail: 0,
                 fail_to_pass: 0,
@@ -845,4 +876,39 @@ pub fn after_run(base: &RunData, cand: &RunData, allow: bool) -> Result<String> 
     std::fs::write(cand.dir.join("compare.md"), markdown(&cmp))
         .map_err(|e| Error::Environment(format!("{}: {e}", cand.dir.join("compare.md").display())))?;
     Ok(console(&cmp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(name: &str, passed: Option<bool>) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            passed,
+            critical: false,
+            evidence: serde_json::Value::Null,
+            error: None,
+            skipped: false,
+        }
+    }
+
+    #[test]
+    fn checks_pair_by_name_then_by_position() {
+        // Renamed in place (its options are in its name): paired by position.
+        let old = [c("sql", Some(true)), c("no_loops (max 2)", Some(false))];
+        let new = [c("sql", Some(true)), c("no_loops (max 4)", Some(true))];
+        let p = pair_checks(&old, &new);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[1], ("no_loops (max 4) (was: no_loops (max 2))".into(), Verdict::Fail, Verdict::Pass));
+        // A check added: absent before; the others by name whatever their order.
+        let new = [c("no_loops (max 2)", Some(false)), c("sql", Some(false)), c("judge", None)];
+        let p = pair_checks(&old, &new);
+        assert_eq!(p[0], ("sql".into(), Verdict::Pass, Verdict::Fail));
+        assert_eq!(p[1], ("no_loops (max 2)".into(), Verdict::Fail, Verdict::Fail));
+        assert_eq!(p[2], ("judge".into(), Verdict::Absent, Verdict::Error));
+        // A check removed.
+        let p = pair_checks(&old, &old[..1]);
+        assert_eq!(p[1], ("no_loops (max 2)".into(), Verdict::Fail, Verdict::Absent));
+    }
 }
