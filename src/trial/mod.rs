@@ -243,7 +243,7 @@ pub(crate) enum Start {
     Fresh,
     /// A recorded trial's rebuilt final state (its database; its work dir is
     /// already in place) and its journal, read back from its trace.
-    Recorded { conn: rusqlite::Connection, journal: Journal },
+    Recorded(Box<(rusqlite::Connection, Journal)>),
 }
 
 fn prepare<'p>(
@@ -273,7 +273,7 @@ fn prepare<'p>(
     // Lua's own math.random follows the trial's seed too.
     worker::seed_math_random(&lua, seed)?;
 
-    let recorded = matches!(start, Start::Recorded { .. });
+    let recorded = matches!(start, Start::Recorded(_));
     let (conn, journal) = match start {
         Start::Fresh => {
             let conn = match &case.template {
@@ -288,7 +288,7 @@ fn prepare<'p>(
             }
             (conn, Journal::new())
         }
-        Start::Recorded { conn, journal } => (conn, journal),
+        Start::Recorded(rec) => *rec,
     };
     let conn = Rc::new(conn);
     let state = Rc::new(RefCell::new(journal));
@@ -353,7 +353,15 @@ enum Ending {
     /// (`db`: the session's changes; None under `--no-state`).
     Live { started: Instant, db: Option<Result<DbChange, String>> },
     /// A recorded trial re-graded: its time, log and kept state as recorded.
-    Recorded { wall_ms: f64, log: Vec<String>, state: StateRecord, kept: Option<KeptState> },
+    Recorded(Box<Recorded>),
+}
+
+/// A re-graded trial's recorded time, log and kept state.
+struct Recorded {
+    wall_ms: f64,
+    log: Vec<String>,
+    state: StateRecord,
+    kept: Option<KeptState>,
 }
 
 /// The trial's change to its work tree (`t.diff`), against the case's template.
@@ -378,7 +386,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
             }
             wall_ms
         }
-        Ending::Recorded { wall_ms, .. } => *wall_ms,
+        Ending::Recorded(r) => r.wall_ms,
     };
     let tests_ran = Rc::new(RefCell::new(Vec::new()));
     let diff = if end.infra { Ok(Diff::default()) } else { work_diff(&trial) };
@@ -391,7 +399,8 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
             (Some(record), Some(kept))
         }
         Ending::Live { .. } => (None, None),
-        Ending::Recorded { log: old, state, kept, .. } => {
+        Ending::Recorded(r) => {
+            let Recorded { log: old, state, kept, .. } = *r;
             log = old.into_iter().chain(log.into_iter().map(|l| format!("[regrade] {l}"))).collect();
             (Some(state), kept)
         }

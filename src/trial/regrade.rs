@@ -7,7 +7,9 @@
 
 use std::path::Path;
 
-use super::{AgentEnd, CasePlan, Ending, Plan, Start, TrialOutput, all_errors, finish, infra, prepare, worker};
+use super::{
+    AgentEnd, CasePlan, Ending, Plan, Recorded, Start, TrialOutput, all_errors, finish, infra, prepare, worker,
+};
 use crate::lua::engine as lua;
 use crate::record::state::{DbFormat, StateRecord};
 use crate::record::{self, Journal, KeptState, Outcome, RunDir, Trace, TrialRecord};
@@ -108,7 +110,7 @@ fn graded(
         model_calls: trace.model_calls,
         ..Journal::new()
     };
-    let trial = match prepare(plan, case, rec.trial, rec.seed, workdir, Start::Recorded { conn, journal }) {
+    let trial = match prepare(plan, case, rec.trial, rec.seed, workdir, Start::Recorded(Box::new((conn, journal)))) {
         Ok(t) => t,
         Err(e) => {
             worker::forget();
@@ -127,7 +129,8 @@ fn graded(
         stderr_tail: trace.stderr_tail,
     };
     let kept = KeptState::Copied { from: old.clone(), case: rec.case.clone(), trial: rec.trial, record: state.clone() };
-    let out = finish(trial, end, Ending::Recorded { wall_ms: rec.wall_ms, log: trace.log, state, kept: Some(kept) });
+    let recorded = Recorded { wall_ms: rec.wall_ms, log: trace.log, state, kept: Some(kept) };
+    let out = finish(trial, end, Ending::Recorded(Box::new(recorded)));
     worker::retire_if_dirty(&lua_state, trips);
     worker::keep_suite_if_unchanged(&lua_state);
     out
