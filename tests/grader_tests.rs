@@ -79,7 +79,7 @@ return {
       messages = { { role = "user", content = "hi" }, { role = "agent", content = "ok?" } },
       workdir = "tree", files = { ["a.txt"] = false } },
   }),
-  evalua.grader_tests(function(t) return require("evalua.host").SKIP end, { { name = "not applicable", expect = "skip" } }),
+  evalua.grader_tests(function(t) return evalua.SKIP end, { { name = "not applicable", expect = "skip" } }),
   evalua.grader_tests(function(t) error("boom") end, { { name = "raises", expect = "error" } }),
 }
 "#;

@@ -20,4 +20,5 @@ mod partition;
 mod regrade;
 mod reports;
 mod runs;
+mod safety;
 mod synth;

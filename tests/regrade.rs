@@ -418,7 +418,7 @@ fn compare_calls_a_regrade_with_a_fixed_grader_a_measurement_change() {
     let o = run_suite(d, "suites/refunds.lua", &["--seed", "7"]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     // The grader is fixed: three repeats of a lookup are fine.
-    let shop = d.join("suites/refunds_shop.lua");
+    let shop = d.join("suites/shared/refunds_shop.lua");
     let text = std::fs::read_to_string(&shop).unwrap();
     assert!(text.contains("check.no_loops { max_repeats = 2 }"));
     let old =
