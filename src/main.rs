@@ -83,6 +83,9 @@ enum Command {
         /// A skipped judge check (no judge model reachable) fails the run
         #[arg(long)]
         require_judge: bool,
+        /// Do not keep each trial's changes (database changeset, changed files); the run cannot be re-graded
+        #[arg(long)]
+        no_state: bool,
     },
     /// Re-render report.md, report.html and junit.xml from a run dir
     Report {
@@ -104,6 +107,29 @@ enum Command {
         /// Print Markdown (for a pull-request comment) instead of the table
         #[arg(long)]
         markdown: bool,
+    },
+    /// Re-run the suite's current checks on a run's recorded final states; no agent runs
+    Regrade {
+        #[arg(value_name = "RUN_DIR")]
+        dir: PathBuf,
+        /// The suite whose checks to run (default: the suite file the run recorded)
+        #[arg(long, value_name = "SUITE.lua")]
+        suite: Option<PathBuf>,
+        /// Write the new run dir here (default runs/<suite>/<time>-<id>/)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Re-grade even if a case's fixture, schema or work tree changed since the run
+        #[arg(long)]
+        allow_fixture_change: bool,
+        /// Trials re-graded at once (default: the number of cores)
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+        /// No progress bar
+        #[arg(long, short)]
+        quiet: bool,
+        /// Call judge models even when a cached verdict exists (and store none)
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Combine the partitioned runs of one suite into one run dir
     Merge {
@@ -134,6 +160,11 @@ enum Command {
         /// Report cases whose tests do not hold on their initial tree as warnings, not errors
         #[arg(long)]
         skip_invalid: bool,
+    },
+    /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
+    Test {
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
     },
     /// List the cases with split, tags and difficulty
     List {
@@ -174,6 +205,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             allow_revision_change,
             no_cache,
             require_judge,
+            no_state,
         } => {
             evalua::judge::cache::set_disabled(no_cache);
             cmd::run::run(cmd::run::RunArgs {
@@ -189,6 +221,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 baseline,
                 allow_revision_change,
                 require_judge,
+                no_state,
                 argv: std::env::args().collect(),
             })
         }
@@ -197,11 +230,24 @@ fn dispatch(cli: Cli) -> Result<u8> {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
+        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache } => {
+            evalua::judge::cache::set_disabled(no_cache);
+            cmd::regrade::regrade(cmd::regrade::RegradeArgs {
+                dir,
+                suite,
+                out,
+                allow_fixture_change,
+                jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
+                quiet,
+                argv: std::env::args().collect(),
+            })
+        }
         Command::Calibrate { suite, labels, rubric, no_cache } => {
             evalua::judge::cache::set_disabled(no_cache);
             cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
         }
         Command::Check { suites, skip_invalid } => cmd::check::check(&suites, skip_invalid),
+        Command::Test { paths } => cmd::test::test(&paths),
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
     }
 }

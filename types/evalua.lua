@@ -122,6 +122,50 @@ function evalua.array(t) end
 ---@return string path the absolute path
 function evalua.path(rel) end
 
+--- Declare a grader's examples for `evalua test` (in a `*_test.lua` file, where `evalua` is a global):
+--- synthetic finished trials that `check` must accept (`expect = "pass"`) or reject (`"fail"`),
+--- or skip (`"skip"`) or raise on (`"error"`). A test file returns this, or a list of them.
+---@param check evalua.Check|evalua.CheckFn|evalua.Check[] the grader (a check group counts as one)
+---@param examples evalua.GraderExample[]
+---@return evalua.GraderTests
+function evalua.grader_tests(check, examples) end
+
+--- What `evalua.grader_tests` returns: the test file's value for `evalua test`.
+---@class evalua.GraderTests
+---@field name string the grader's name
+---@field where string `file:line` of the declaration
+
+--- One synthetic trial of a grader test. Paths (`db.schema`, `db.fixture`, `workdir`) resolve beside
+--- the test file, then from the working directory.
+---@class evalua.GraderExample
+---@field name string shown as `test <grader> :: <name>`
+---@field expect "pass"|"fail"|"skip"|"error" the verdict the grader must give
+---@field calls? evalua.GraderCall[] `t.calls`
+---@field answer? string `t.answer` (default "")
+---@field messages? evalua.Message[] `t.messages` (default: the answer as the agent's one turn)
+---@field outbox? evalua.OutboxItem[] `t.outbox`
+---@field db? { schema?: string, fixture?: string, sql?: string } SQL files for `t.initial`; `sql` runs on a copy of it for `t.db`
+---@field workdir? string a folder: the initial work tree
+---@field initial_files? table<string, string> files added to the initial work tree
+---@field files? table<string, string|false> the agent's changes to it (`false` deletes): `t.files`, `t.diff`
+---@field ended? evalua.Ended default `"final"`
+---@field error? string `t.error`
+---@field usage? evalua.Usage default: no tokens, one turn, `tool_calls = #calls`
+---@field case? table `t.case` (default `{ id = name }`)
+---@field trial? integer `t.trial` (default 1)
+
+--- A tool call of a synthetic trial: only `name` is required.
+---@class evalua.GraderCall
+---@field name string
+---@field args? table default `{}`
+---@field status? evalua.CallStatus default `"executed"`
+---@field effect? evalua.Effect default nil (as for an unknown tool)
+---@field id? string default `c1`, `c2`, …
+---@field result? any
+---@field error? string
+---@field started_ms? number
+---@field ended_ms? number
+
 --- Declare a suite: the returned object takes `suite:tool{}` and `suite:case{}`; a suite file returns it.
 ---@param spec evalua.SuiteSpec
 ---@return evalua.Suite

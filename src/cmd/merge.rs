@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::record::manifest::MergedPart;
 use crate::record::rundir::{RunDir, new_run_id};
+use crate::record::{KeptState, Trace};
 use crate::report;
 use crate::stats::{RunData, rundata};
 
@@ -102,6 +103,18 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
             if src.is_file() {
                 std::fs::copy(&src, dir.path.join(trace))
                     .map_err(|e| Error::Environment(format!("{}: {e}", src.display())))?;
+                // What the trial changed goes along, so the merged run can be re-graded.
+                let state = std::fs::read_to_string(&src)
+                    .ok()
+                    .and_then(|text| serde_json::from_str::<Trace>(&text).ok())
+                    .and_then(|tr| tr.state);
+                if let Some(record) = state {
+                    let kept = KeptState::Copied { from: (*from).clone(), case: c.id.clone(), trial: t, record };
+                    // A part's missing or unreadable state stays missing: re-grading names it then.
+                    if let Err(e) = dir.write_state(&c.id, t, &kept) {
+                        eprintln!("warning: {}: cannot copy the trial's kept state: {e}", src.display());
+                    }
+                }
             }
             trials.append_line(line)?;
             count += 1;

@@ -12,7 +12,8 @@ use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::{self, compare, sinks};
 use crate::run::{self, Partition, RunOptions, Sink};
 use crate::spec::gate;
-use crate::stats::{self, SummaryFile, rundata};
+use crate::stats::{self, RunData, SummaryFile, rundata};
+use crate::trial::Plan;
 use crate::util::paths::display_path;
 
 pub struct RunArgs {
@@ -28,6 +29,8 @@ pub struct RunArgs {
     pub baseline: Option<PathBuf>,
     pub allow_revision_change: bool,
     pub require_judge: bool,
+    /// `--no-state`: do not keep each trial's changes (the run cannot be re-graded).
+    pub no_state: bool,
     /// The command line, for the manifest.
     pub argv: Vec<String>,
 }
@@ -43,6 +46,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
             continue;
         }
         let mut plan = run::plan(s, a.trials, &a.filters, a.seed)?;
+        plan.keep_state = !a.no_state;
         run::screen::screen(&mut plan, a.skip_invalid, a.jobs)?;
         plans.push(plan);
     }
@@ -82,33 +86,45 @@ pub fn run(a: RunArgs) -> Result<u8> {
         let mut tests = sinks::TestsReport::default();
         let mut all: [&mut dyn Sink; 4] = [&mut trials_file, &mut progress, &mut figures, &mut tests];
         run::execute(&plan, &opts, &dir, &mut all)?;
-
-        let infos = plan.case_infos();
-        let summary = stats::summarize(&infos, &figures.0, plan.seed);
-        let gates = stats::decide_gates(&plan.suite.gates, &summary);
-        dir.write_json(
-            "summary.json",
-            &SummaryFile {
-                suite: &plan.suite.name,
-                version: plan.suite.version.as_deref(),
-                run_id: &run_id,
-                seed: plan.seed,
-                summary: &summary,
-                gates: &gates,
-            },
-        )?;
-        print!("{}", report::console(&plan.suite.name, &summary, &gates, &dir.path.display().to_string()));
-        print!("{}", tests.text());
-        let data = rundata::load(&dir.path)?;
-        report::write_all(&data)?;
+        let data = conclude(&plan, &dir, &run_id, &figures, &tests)?;
         if let Some(base) = &baseline {
             print!("{}", compare::after_run(base, &data, a.allow_revision_change)?);
         }
-        if !gates.iter().all(|g| g.passed) {
+        if !data.gates_passed() {
             code = 1;
         }
     }
     Ok(code)
+}
+
+/// After the trials: write summary.json, print the console summary, write
+/// the reports, and return the run dir read back.
+pub(crate) fn conclude(
+    plan: &Plan,
+    dir: &RunDir,
+    run_id: &str,
+    figures: &sinks::Figures,
+    tests: &sinks::TestsReport,
+) -> Result<RunData> {
+    let infos = plan.case_infos();
+    let summary = stats::summarize(&infos, &figures.0, plan.seed);
+    let gates = stats::decide_gates(&plan.suite.gates, &summary);
+    dir.write_json(
+        "summary.json",
+        &SummaryFile {
+            suite: &plan.suite.name,
+            version: plan.suite.version.as_deref(),
+            run_id,
+            seed: plan.seed,
+            summary: &summary,
+            gates: &gates,
+        },
+    )?;
+    print!("{}", report::console(&plan.suite.name, &summary, &gates, &dir.path.display().to_string()));
+    print!("{}", tests.text());
+    let data = rundata::load(&dir.path)?;
+    report::write_all(&data)?;
+    Ok(data)
 }
 
 /// Record a held-out run in the ledger and warn when the same held-out cases

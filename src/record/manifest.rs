@@ -15,6 +15,9 @@ use crate::spec::gate::On;
 pub struct Manifest {
     pub evalua_version: String,
     pub run_id: String,
+    /// What made the run's trials: a run of the agent, or a re-grade of another run's.
+    #[serde(default)]
+    pub kind: RunKind,
     #[serde(default)]
     pub started_at: String,
     #[serde(default)]
@@ -60,6 +63,13 @@ pub struct Manifest {
     /// A merged run: the parts it was made of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<Vec<MergedPart>>,
+    /// Whether each trial's changes (database changeset, work-dir files) were
+    /// kept for re-grading (SPEC §10); null in run dirs written before evalua kept them.
+    #[serde(default)]
+    pub trial_state: Option<StateKeeping>,
+    /// A re-graded run: the run whose trials it graded again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regraded_from: Option<RegradedFrom>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
 }
@@ -153,6 +163,52 @@ impl Machine {
             arch: std::env::consts::ARCH.into(),
             cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             hostname: std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_default(),
+        }
+    }
+}
+
+/// What made a run's trials.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// `evalua run`: the agent acted in each trial.
+    #[default]
+    Run,
+    /// `evalua regrade`: another run's recorded trials, graded again; no agent ran.
+    Regraded,
+}
+
+/// Whether a run kept each trial's changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateKeeping {
+    Kept,
+    /// `--no-state`: the run cannot be re-graded.
+    Skipped,
+}
+
+/// The run a re-graded run graded again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegradedFrom {
+    /// The run dir, as given.
+    pub dir: String,
+    pub run_id: String,
+    /// The grader hash of that run (this run's own is `grader_sha256`).
+    pub grader_sha256: String,
+    /// The run whose agent produced the trajectories: that run's, or, when it
+    /// was itself a re-grade, the one it came from.
+    pub trajectories_run_id: String,
+    /// Cases whose fixture, schema or work tree changed since, re-graded under `--allow-fixture-change`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixture_changes: Vec<String>,
+}
+
+impl Manifest {
+    /// The run whose agent produced these trials' trajectories.
+    pub fn trajectories_run_id(&self) -> &str {
+        match &self.regraded_from {
+            Some(r) => &r.trajectories_run_id,
+            None => &self.run_id,
         }
     }
 }

@@ -241,6 +241,9 @@ pub struct Trace {
     /// Every model call made for the trial (model agents, simulated users, the model proxy).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub model_calls: Vec<ModelCall>,
+    /// What the trial changed (SPEC §10); absent when it was not kept (`--no-state`, an infrastructure error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<super::state::StateRecord>,
 }
 
 /// Which model API a call went to.
@@ -308,7 +311,12 @@ pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
 
 /// A file name for a trial's trace: safe characters only, unique per (case, trial).
 pub fn trace_name(case: &str, trial: u32) -> String {
+    format!("{}.json", state_name(case, trial))
+}
+
+/// `traces/<case>.<trial>`: the stem of a trial's files in the run dir.
+pub fn state_name(case: &str, trial: u32) -> String {
     let safe: String =
         case.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-    format!("traces/{safe}.{trial}.json")
+    format!("traces/{safe}.{trial}")
 }

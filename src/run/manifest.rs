@@ -9,7 +9,9 @@ use serde_json::Value as Json;
 
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
-use crate::record::manifest::{CaseEntry, FileHash, GateEntry, Machine, Manifest, SuiteEntry, WorkdirEntry};
+use crate::record::manifest::{
+    CaseEntry, FileHash, GateEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry, WorkdirEntry,
+};
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;
 use crate::util::digest::sha256_hex;
@@ -84,6 +86,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
     Manifest {
         evalua_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id: run_id.to_string(),
+        kind: RunKind::Run,
         started_at: jiff::Timestamp::now().to_string(),
         command: argv.to_vec(),
         suite: SuiteEntry {
@@ -121,6 +124,8 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             "capability figures leave infra_error trials out of n; figures.operational counts them as failures".into(),
         machine: Machine::this(),
         merged_from: None,
+        trial_state: Some(if plan.keep_state { StateKeeping::Kept } else { StateKeeping::Skipped }),
+        regraded_from: None,
         extra: Default::default(),
     }
 }

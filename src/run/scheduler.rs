@@ -16,7 +16,7 @@ use super::events::{RunEvent, Sink};
 use super::partition::Partition;
 use crate::error::Result;
 use crate::record::manifest::Filters;
-use crate::record::{RunDir, Trace, TrialRecord};
+use crate::record::{KeptState, RunDir, Trace, TrialRecord};
 use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
 
 #[derive(Debug, Clone)]
@@ -67,8 +67,12 @@ pub fn work(plan: &Plan, partition: Option<Partition>) -> Vec<(usize, u32)> {
 /// Run one trial with its agent. A panic in evalua's own code becomes the
 /// trial's infrastructure error: the run goes on and nothing is lost.
 pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
-    let out =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| trial::run(plan, case, number, crate::agent::drive)));
+    guarded(plan, case, number, || trial::run(plan, case, number, crate::agent::drive))
+}
+
+/// `f`, with a panic in evalua's own code turned into the trial's infrastructure error.
+fn guarded(plan: &Plan, case: &CasePlan, number: u32, f: impl FnOnce() -> TrialOutput) -> TrialOutput {
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     match out {
         Ok(o) => o,
         Err(p) => {
@@ -84,17 +88,37 @@ struct Done {
     record: TrialRecord,
     trace: Trace,
     tests: Vec<TestRow>,
+    state: Option<KeptState>,
 }
+
+/// What produces one planned trial's output: given the work item's index,
+/// its case and its trial number. A run drives the agent; a re-grade reads a
+/// recorded trial back.
+pub type TrialFn<'a> = dyn Fn(usize, &CasePlan, u32) -> TrialOutput + Sync + 'a;
 
 /// Run every planned trial (of this partition), storing traces in `dir`,
 /// and tell `sinks` as trials finish.
 pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
     let work = work(plan, opts.partition);
+    execute_work(plan, &work, opts.jobs, dir, sinks, &|_, case, number| run_trial(plan, case, number))
+}
+
+/// Produce the output of every work item (case index, trial number) with
+/// `trial` on `jobs` workers, storing each trial's kept state and trace in
+/// `dir`, and tell `sinks` in work order.
+pub fn execute_work(
+    plan: &Plan,
+    work: &[(usize, u32)],
+    jobs: usize,
+    dir: &RunDir,
+    sinks: &mut [&mut dyn Sink],
+    trial: &TrialFn<'_>,
+) -> Result<()> {
     for s in sinks.iter_mut() {
         s.event(&RunEvent::Started { plan, trials: work.len() })?;
     }
-    let jobs = opts.jobs.max(1).min(work.len().max(1));
-    let chunks = chunks(&work, jobs);
+    let jobs = jobs.max(1).min(work.len().max(1));
+    let chunks = chunks(work, jobs);
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::sync_channel::<Done>(1024);
     let (trace_tx, trace_rx) = mpsc::sync_channel::<(Done, Vec<u8>)>(256);
@@ -107,7 +131,12 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                 loop {
                     let next = trace_rx.lock().map(|rx| rx.recv());
                     let Ok(Ok((mut done, bytes))) = next else { break };
-                    // The trace is stored before the record is announced.
+                    // The trial's kept state, then its trace, are stored before its record is announced.
+                    if let Some(kept) = done.state.take()
+                        && let Err(e) = dir.write_state(&done.record.case, done.record.trial, &kept)
+                    {
+                        done.record.error = Some(format!("could not keep the trial's state: {e}"));
+                    }
                     if let Err(e) = dir.write_trace(&done.record.trace, &bytes) {
                         done.record.error = Some(format!("could not write the trace: {e}"));
                     }
@@ -120,7 +149,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
         drop(tx);
         for _ in 0..jobs {
             let tx = trace_tx.clone();
-            let (work, next, chunks) = (&work, &next, &chunks);
+            let (next, chunks) = (&next, &chunks);
             scope.spawn(move || {
                 let mut mine = 0..0;
                 loop {
@@ -135,7 +164,8 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                         },
                     };
                     let (case_idx, number) = work[i];
-                    let mut out = run_trial(plan, &plan.cases[case_idx], number);
+                    let case = &plan.cases[case_idx];
+                    let mut out = guarded(plan, case, number, || trial(i, case, number));
                     let bytes = match serde_json::to_vec_pretty(&out.trace) {
                         Ok(b) => b,
                         Err(e) => {
@@ -143,7 +173,8 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                             Vec::new()
                         }
                     };
-                    let done = Done { index: i, record: out.record, trace: out.trace, tests: out.tests };
+                    let done =
+                        Done { index: i, record: out.record, trace: out.trace, tests: out.tests, state: out.state };
                     if tx.send((done, bytes)).is_err() {
                         break;
                     }

@@ -6,7 +6,9 @@
 //! Nothing here is shared with another trial: the Lua environment, the
 //! database copy, the work dir, the RNG and the outbox are all the trial's own.
 
+pub mod grader_tests;
 pub mod plan;
+pub mod regrade;
 pub mod user;
 pub mod worker;
 
@@ -24,9 +26,13 @@ use user::User;
 use crate::executor::Executor;
 use crate::lua::api::{self, ctx::CtxParts, marks, t::TParts};
 use crate::lua::engine::{self as lua, Log, Segment, convert, limits::Guarded};
-use crate::record::{self, CallCounts, CheckResult, Ended, Journal, Trace, TrialRecord};
+use crate::record::state::{DbChangeRecord, DbFormat, OwnedDir};
+use crate::record::{self, CallCounts, CheckResult, Ended, Journal, KeptState, StateRecord, Trace, TrialRecord};
+use crate::sandbox::changes::{DbChange, Recorder};
 use crate::sandbox::tests::TestRun;
+use crate::sandbox::workdir::{self, Diff};
 use crate::sandbox::{self, TrialRng};
+use crate::util::digest::sha256_hex;
 
 /// Limits on one check.
 const CHECK_INSTRUCTIONS: u64 = 50_000_000;
@@ -168,6 +174,8 @@ pub struct TrialOutput {
     pub record: TrialRecord,
     pub trace: Trace,
     pub tests: Vec<TestRow>,
+    /// What the trial changed, on its way to the run dir (SPEC §10); None when nothing is kept.
+    pub state: Option<KeptState>,
 }
 
 /// Run one trial, its agent driven by `drive`. Never panics on user input:
@@ -176,10 +184,13 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
     let started = Instant::now();
     let workdir = plan.workdir(case, number);
-    let out = match prepare(plan, case, number, seed, &workdir) {
+    let out = match prepare(plan, case, number, seed, &workdir, Start::Fresh) {
         Ok(trial) => {
             let lua = trial.lua.clone();
             let trips = lua::limits(&lua).trips();
+            // Every change the agent's tools make to the database, from here on.
+            let conn = trial.conn.clone();
+            let recorder = plan.keep_state.then(|| Recorder::start(&conn));
             let mut end = drive(&trial);
             let failed = trial.state.borrow_mut().infra.take();
             if let Some(e) = failed {
@@ -187,7 +198,8 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
                 // agent's fault, but what the agent did so far is graded.
                 end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra_in(&trial.state, e) };
             }
-            let out = finish(trial, end, started);
+            let db = recorder.map(|r| r.and_then(Recorder::finish));
+            let out = finish(trial, end, Ending::Live { started, db });
             worker::retire_if_dirty(&lua, trips);
             worker::keep_suite_if_unchanged(&lua);
             out
@@ -204,7 +216,7 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
     out
 }
 
-fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
+pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
     let record = TrialRecord {
         case: case.spec.id.clone(),
         trial: number,
@@ -239,8 +251,18 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         log: Vec::new(),
         stderr_tail: None,
         model_calls: Vec::new(),
+        state: None,
     };
-    TrialOutput { record, trace, tests: Vec::new() }
+    TrialOutput { record, trace, tests: Vec::new(), state: None }
+}
+
+/// Where a trial's final state and journal come from.
+pub(crate) enum Start {
+    /// A fresh copy of the case's templates; the agent is about to act.
+    Fresh,
+    /// A recorded trial's rebuilt final state (its database; its work dir is
+    /// already in place) and its journal, read back from its trace.
+    Recorded(Box<(rusqlite::Connection, Journal)>),
 }
 
 fn prepare<'p>(
@@ -249,6 +271,7 @@ fn prepare<'p>(
     number: u32,
     seed: u64,
     workdir: &Path,
+    start: Start,
 ) -> Result<Trial<'p>, String> {
     let lua = worker::worker_state(plan)?;
     if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
@@ -269,17 +292,26 @@ fn prepare<'p>(
     // Lua's own math.random follows the trial's seed too.
     worker::seed_math_random(&lua, seed)?;
 
-    let conn = match &case.template {
-        Some(image) => {
-            Rc::new(sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))?)
+    let recorded = matches!(start, Start::Recorded(_));
+    let (conn, journal) = match start {
+        Start::Fresh => {
+            let conn = match &case.template {
+                Some(image) => {
+                    sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))?
+                }
+                None => rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?,
+            };
+            if let Some(t) = &case.work {
+                crate::util::tree::copy_tree(&t.dir, workdir)
+                    .map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
+            }
+            (conn, Journal::new())
         }
-        None => Rc::new(rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?),
+        Start::Recorded(rec) => *rec,
     };
-    let state = Rc::new(RefCell::new(Journal::new()));
+    let conn = Rc::new(conn);
+    let state = Rc::new(RefCell::new(journal));
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
-    if let Some(t) = &case.work {
-        crate::util::tree::copy_tree(&t.dir, workdir).map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
-    }
     // The agent's time starts once its tree is ready.
     let deadline = Instant::now() + plan.suite.budget.deadline();
     let ctx = api::ctx::build(
@@ -298,7 +330,8 @@ fn prepare<'p>(
         },
     )
     .map_err(|e| e.to_string())?;
-    let user = User::new(case.spec.user.as_ref(), seed)?;
+    // A recorded trial's user already spoke (its turns are in the journal).
+    let user = if recorded { User::None } else { User::new(case.spec.user.as_ref(), seed)? };
     let executor = Rc::new(Executor {
         tools: case.tools.clone(),
         budget: plan.suite.budget.clone(),
@@ -306,11 +339,13 @@ fn prepare<'p>(
         handlers: handlers.clone(),
         ctx: ctx.clone(),
     });
-    state.borrow_mut().messages.push(record::Message {
-        role: "user".into(),
-        content: case.spec.input.clone(),
-        call_id: None,
-    });
+    if !recorded {
+        state.borrow_mut().messages.push(record::Message {
+            role: "user".into(),
+            content: case.spec.input.clone(),
+            call_id: None,
+        });
+    }
     Ok(Trial {
         plan,
         case,
@@ -331,22 +366,65 @@ fn prepare<'p>(
     })
 }
 
-/// Grade the finished trial and build its record and trace.
-fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
-    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let lua = &trial.lua;
-    {
-        let mut st = trial.state.borrow_mut();
-        st.usage.wall_ms = wall_ms;
-        if !end.answer.is_empty() || end.ended == Ended::Final {
-            st.messages.push(record::Message { role: "agent".into(), content: end.answer.clone(), call_id: None });
-        }
+/// How the trial's agent part ended, for [`finish`].
+enum Ending {
+    /// The agent just ran: time it from `started`, and keep what it changed
+    /// (`db`: the session's changes; None under `--no-state`).
+    Live { started: Instant, db: Option<Result<DbChange, String>> },
+    /// A recorded trial re-graded: its time, log and kept state as recorded.
+    Recorded(Box<Recorded>),
+}
+
+/// A re-graded trial's recorded time, log and kept state.
+struct Recorded {
+    wall_ms: f64,
+    log: Vec<String>,
+    state: StateRecord,
+    kept: Option<KeptState>,
+}
+
+/// The trial's change to its work tree (`t.diff`), against the case's template.
+fn work_diff(trial: &Trial<'_>) -> Result<Diff, String> {
+    let before = trial.case.work.as_ref().map(|w| w.dir.as_path());
+    if before.is_none() && !trial.workdir.exists() {
+        return Ok(Diff::default());
     }
+    workdir::diff(before, &trial.workdir).map_err(|e| format!("t.diff: {e}"))
+}
+
+/// Grade the finished trial and build its record and trace.
+fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
+    let lua = &trial.lua;
+    let wall_ms = match &ending {
+        Ending::Live { started, .. } => {
+            let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let mut st = trial.state.borrow_mut();
+            st.usage.wall_ms = wall_ms;
+            if !end.answer.is_empty() || end.ended == Ended::Final {
+                st.messages.push(record::Message { role: "agent".into(), content: end.answer.clone(), call_id: None });
+            }
+            wall_ms
+        }
+        Ending::Recorded(r) => r.wall_ms,
+    };
     let tests_ran = Rc::new(RefCell::new(Vec::new()));
-    let checks = if end.infra { Vec::new() } else { grade(&trial, &end, &tests_ran) };
+    let diff = if end.infra { Ok(Diff::default()) } else { work_diff(&trial) };
+    let checks = if end.infra { Vec::new() } else { grade(&trial, &end, &diff, &tests_ran) };
     let outcome = record::outcome_of(end.infra, &checks);
+    let mut log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
+    let (state, kept) = match ending {
+        Ending::Live { db: Some(db), .. } if !end.infra => {
+            let (record, kept) = keep(&trial, db, &diff);
+            (Some(record), Some(kept))
+        }
+        Ending::Live { .. } => (None, None),
+        Ending::Recorded(r) => {
+            let Recorded { log: old, state, kept, .. } = *r;
+            log = old.into_iter().chain(log.into_iter().map(|l| format!("[regrade] {l}"))).collect();
+            (Some(state), kept)
+        }
+    };
     let st = trial.state.borrow();
-    let log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
     let record = TrialRecord {
         case: trial.case.spec.id.clone(),
         trial: trial.number,
@@ -381,9 +459,55 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         log,
         stderr_tail: end.stderr_tail,
         model_calls: st.model_calls.clone(),
+        state,
     };
     let tests = test_rows(&trial.case.spec, &tests_ran.borrow());
-    TrialOutput { record, trace, tests }
+    TrialOutput { record, trace, tests, state: kept }
+}
+
+/// What a finished trial changed, to keep (SPEC §10): the database's
+/// changeset (or whole image) and the work dir's added, modified and deleted
+/// paths. The final work dir is moved aside (owned by the returned state)
+/// until the run dir has its files.
+fn keep(trial: &Trial<'_>, db: Result<DbChange, String>, diff: &Result<Diff, String>) -> (StateRecord, KeptState) {
+    let mut record = StateRecord::default();
+    let mut errors = Vec::new();
+    let bytes = match db {
+        Ok(DbChange::Unchanged) => None,
+        Ok(DbChange::Changeset(b)) => Some((DbFormat::Changeset, b)),
+        Ok(DbChange::Image(b)) => Some((DbFormat::Image, b)),
+        Err(e) => {
+            errors.push(format!("database: {e}"));
+            None
+        }
+    };
+    if let Some((format, b)) = &bytes {
+        record.db = Some(DbChangeRecord { format: *format, sha256: sha256_hex(b), bytes: b.len() as u64 });
+    }
+    let mut owned = None;
+    match diff.as_ref().map_err(|e| e.clone()).and_then(|d| {
+        workdir::kept_changes(d, &trial.workdir).map_err(|e| format!("cannot read the final work dir: {e}"))
+    }) {
+        Ok((files, deleted)) => {
+            if files.iter().any(|f| f.symlink.is_none()) {
+                let mut aside = trial.workdir.clone().into_os_string();
+                aside.push(".kept");
+                let aside = PathBuf::from(aside);
+                match std::fs::rename(&trial.workdir, &aside) {
+                    Ok(()) => owned = Some(OwnedDir(aside)),
+                    Err(e) => errors.push(format!("work dir: cannot set the final tree aside: {e}")),
+                }
+            }
+            record.files = files;
+            record.deleted = deleted;
+        }
+        Err(e) => errors.push(format!("work dir: {e}")),
+    }
+    if !errors.is_empty() {
+        record.error = Some(errors.join("; "));
+    }
+    let kept = KeptState::Fresh { record: record.clone(), db: bytes.map(|(_, b)| b), workdir: owned };
+    (record, kept)
 }
 
 /// The trial as safety evaluation sees it: the legitimate task's checks,
@@ -423,11 +547,38 @@ fn test_rows(spec: &crate::spec::CaseSpec, ran: &[TestRun]) -> Vec<TestRow> {
     rows
 }
 
+/// Every check of the case a grader error with this message (the trial
+/// could not be rebuilt or shown to its checks). A case without checks gets
+/// one result, `regrade`, so the trial still counts as a grader error.
+pub(crate) fn all_errors(spec: &crate::spec::CaseSpec, msg: &str) -> Vec<CheckResult> {
+    let error = |name: &str, critical: bool| CheckResult {
+        name: name.to_string(),
+        passed: None,
+        critical,
+        evidence: Json::Null,
+        error: Some(msg.to_string()),
+        skipped: false,
+    };
+    if spec.checks.is_empty() {
+        return vec![error("regrade", false)];
+    }
+    spec.checks.iter().map(|c| error(&c.name, c.critical)).collect()
+}
+
 /// Run every check of the case on the finished trial.
-fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>>) -> Vec<CheckResult> {
+fn grade(
+    trial: &Trial<'_>,
+    end: &AgentEnd,
+    diff: &Result<Diff, String>,
+    tests_ran: &Rc<RefCell<Vec<TestRun>>>,
+) -> Vec<CheckResult> {
     let lua = &trial.lua;
     let infos = &trial.case.spec.checks;
-    let t = match build_t(trial, end, tests_ran) {
+    let t = match diff
+        .as_ref()
+        .map_err(|e| mlua::Error::runtime(e.clone()))
+        .and_then(|d| build_t(trial, end, d, tests_ran))
+    {
         Ok(t) => t,
         Err(e) => {
             let msg = format!("cannot build the trial for the checks: {}", lua::describe(&e));
@@ -449,15 +600,24 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
         .get::<Table>("checks")
         .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
         .unwrap_or_default();
+    let named: Vec<(&str, bool)> = infos.iter().map(|i| (i.name.as_str(), i.critical)).collect();
+    run_checks(lua, &checks, &named, &t)
+}
+
+/// Run checks (their Lua tables, with the name and criticality each is
+/// recorded under) on `t`, each under the check limits. The one place a
+/// check's return value becomes a verdict: runs, re-grades and `evalua test`
+/// all grade through it.
+pub fn run_checks(lua: &Lua, checks: &[Table], infos: &[(&str, bool)], t: &Table) -> Vec<CheckResult> {
     let limits = lua::limits(lua);
     // Critical checks run first: a critical failure (a prohibited write, a
     // leak) is known before any slower check (a judge) runs. Results keep
     // the declaration order.
     let mut order: Vec<usize> = (0..checks.len().min(infos.len())).collect();
-    order.sort_by_key(|&i| !infos[i].critical);
+    order.sort_by_key(|&i| !infos[i].1);
     let mut out: Vec<Option<CheckResult>> = vec![None; order.len()];
     for i in order {
-        let (check, info) = (&checks[i], &infos[i]);
+        let (check, (name, critical)) = (&checks[i], infos[i]);
         let run: mlua::Result<mlua::Function> = check.get("run");
         let seg = Segment {
             instructions: Some(CHECK_INSTRUCTIONS),
@@ -468,9 +628,9 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
             Err(e) => Guarded::Done(Err(e)),
         };
         let mut r = CheckResult {
-            name: info.name.clone(),
+            name: name.to_string(),
             passed: None,
-            critical: info.critical,
+            critical,
             evidence: Json::Null,
             error: None,
             skipped: false,
@@ -504,7 +664,12 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
 }
 
 /// The `t` a check sees.
-fn build_t(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>>) -> mlua::Result<Table> {
+fn build_t(
+    trial: &Trial<'_>,
+    end: &AgentEnd,
+    diff: &Diff,
+    tests_ran: &Rc<RefCell<Vec<TestRun>>>,
+) -> mlua::Result<Table> {
     let st = trial.state.borrow();
     api::t::build(
         &trial.lua,
@@ -519,7 +684,7 @@ fn build_t(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun
             conn: trial.conn.clone(),
             initial: trial.case.template.clone(),
             workdir: &trial.workdir,
-            work_template: trial.case.work.as_ref().map(|w| w.dir.as_path()),
+            diff,
             tests_ran: tests_ran.clone(),
         },
     )

@@ -38,6 +38,8 @@ pub struct Plan {
     pub invalid: Vec<Invalid>,
     /// Records carry the safety view (the suite has attack cases or forbidden tools).
     pub safety: bool,
+    /// Keep what each trial changed (SPEC §10); false under `--no-state`.
+    pub keep_state: bool,
 }
 
 impl Plan {

@@ -363,6 +363,106 @@ local function prohibited_check(q, index, level)
 end
 
 ----------------------------------------------------------------------------
+-- Grader tests (`evalua test`): a grader and the synthetic trials it must
+-- accept or reject.
+
+local EXAMPLE_KEYS = set {
+  "name", "expect", "calls", "answer", "messages", "outbox", "db", "files", "initial_files", "workdir",
+  "ended", "error", "usage", "case", "trial",
+}
+local CALL_KEYS = set { "id", "name", "args", "status", "effect", "result", "error", "started_ms", "ended_ms" }
+local DB_KEYS = set { "schema", "fixture", "sql" }
+local EXPECTS = set { "pass", "fail", "skip", "error" }
+local STATUSES = set { "executed", "failed", "rejected", "denied", "faulted" }
+local CALL_EFFECTS = set { "read", "write", "external" }
+
+-- A file an example names: beside the test file, else from the working directory.
+local function example_file(what, p, level)
+  if type(p) ~= "string" then fail(level + 1, what .. " must be a file path") end
+  local beside = host.abspath(p)
+  if host.exists(beside) then return beside end
+  if host.exists(p) then return p end
+  fail(level + 1, string.format("%s: file not found: %s (nor %s from the working directory)", what, beside, p))
+end
+
+local function check_example(i, ex, level)
+  local what = "evalua.grader_tests: example " .. i
+  if type(ex) ~= "table" then fail(level + 1, what .. " must be a table, got " .. type(ex)) end
+  if type(ex.name) == "string" then what = what .. " ('" .. ex.name .. "')" end
+  check_keys(what, ex, EXAMPLE_KEYS, level + 1)
+  if type(ex.name) ~= "string" or ex.name == "" then fail(level + 1, what .. ": 'name' is required (a string)") end
+  if not EXPECTS[ex.expect] then
+    fail(level + 1, what .. ": 'expect' must be \"pass\", \"fail\", \"skip\" or \"error\", got " .. tostring(ex.expect))
+  end
+  expect_type(what, "answer", ex.answer, "string", level + 1)
+  expect_type(what, "error", ex.error, "string", level + 1)
+  expect_type(what, "case", ex.case, "table", level + 1)
+  for _, k in ipairs { "calls", "messages", "outbox", "usage", "files", "initial_files" } do
+    expect_type(what, k, ex[k], "table", level + 1)
+  end
+  for j, c in ipairs(ex.calls or {}) do
+    local cw = what .. ": calls[" .. j .. "]"
+    check_keys(cw, c, CALL_KEYS, level + 1)
+    if type(c.name) ~= "string" then fail(level + 1, cw .. ": 'name' is required (a tool name)") end
+    if c.status ~= nil and not STATUSES[c.status] then
+      fail(level + 1, cw .. ": 'status' must be executed, failed, rejected, denied or faulted, got " .. tostring(c.status))
+    end
+    if c.effect ~= nil and not CALL_EFFECTS[c.effect] then
+      fail(level + 1, cw .. ": 'effect' must be \"read\", \"write\" or \"external\", got " .. tostring(c.effect))
+    end
+  end
+  if ex.db ~= nil then
+    check_keys(what .. ": db", ex.db, DB_KEYS, level + 1)
+    for _, k in ipairs { "schema", "fixture" } do
+      if ex.db[k] ~= nil then ex.db[k] = example_file(what .. ": db." .. k, ex.db[k], level + 1) end
+    end
+    expect_type(what .. ": db", "sql", ex.db.sql, "string", level + 1)
+  end
+  if ex.workdir ~= nil then ex.workdir = example_file(what .. ": workdir", ex.workdir, level + 1) end
+  for _, k in ipairs { "files", "initial_files" } do
+    for path, content in pairs(ex[k] or {}) do
+      if type(path) ~= "string" or (type(content) ~= "string" and not (k == "files" and content == false)) then
+        fail(level + 1, string.format("%s: '%s' maps a relative path to its content (a string%s)", what, k,
+          k == "files" and ", or false to delete it" or ""))
+      end
+    end
+  end
+  return ex
+end
+
+-- Called through host.located (a host function, so that even `return
+-- evalua.grader_tests(...)`, a tail call, keeps the caller's line): `where` is
+-- the caller's `file:line`, which errors raised here are prefixed with.
+local function grader_tests(where, c, examples)
+  local checks = {}
+  if type(c) == "table" and c.__lazy then c = c.__lazy(table.unpack(c, 1, c.n)) end
+  if type(c) == "table" and c.run == nil and c[1] ~= nil then
+    for i, member in ipairs(c) do checks[i] = normalize_check(member, i, 2) end
+  elseif type(c) == "function" or (type(c) == "table" and type(c.run) == "function") then
+    checks[1] = normalize_check(c, 1, 2)
+  else
+    fail(2, "evalua.grader_tests: the first argument is a check (a function, or a table with a 'run' function), got " .. type(c))
+  end
+  if type(examples) ~= "table" or #examples == 0 then
+    fail(2, "evalua.grader_tests: the second argument is a list of examples { name = ..., expect = \"pass\" | \"fail\", ... }")
+  end
+  local seen = {}
+  for i, ex in ipairs(examples) do
+    check_example(i, ex, 2)
+    if seen[ex.name] then fail(2, "evalua.grader_tests: duplicate example name '" .. ex.name .. "'") end
+    seen[ex.name] = true
+  end
+  local name = checks[1].name
+  if #checks > 1 then name = name .. " (+" .. (#checks - 1) .. ")" end
+  return { __grader_tests = true, name = name, checks = checks, examples = examples, where = where }
+end
+
+--- Declare a grader's examples for `evalua test`: synthetic trials (calls, an
+--- answer, messages, an outbox, a database from SQL, a work dir) that `check`
+--- must accept (`expect = "pass"`) or reject (`"fail"`), or skip / raise on.
+M.grader_tests = host.located(grader_tests)
+
+----------------------------------------------------------------------------
 -- Suite
 
 local Suite = {}

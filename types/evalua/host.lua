@@ -89,6 +89,12 @@ function host.exists(p) end
 ---@return string location
 function host.caller(level) end
 
+--- Wrap `f` in a host function that calls `f(where, ...)` with its caller's `file:line` and prefixes
+--- any error `f` raises with it; being a host function, it keeps the line even in a tail call.
+---@param f fun(where: string, ...): ...
+---@return function
+function host.located(f) end
+
 --- `file:line` where function `f` is defined.
 ---@param f function
 ---@return string location
