@@ -9,3 +9,4 @@ pub mod list;
 pub mod merge;
 pub mod report;
 pub mod run;
+pub mod view;

@@ -97,6 +97,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         print!("{}", tests.text());
         let data = rundata::load(&dir.path)?;
         report::write_all(&data)?;
+        println!("report: {}", display_path(&dir.file("report.html")));
         if let Some(base) = &baseline {
             print!("{}", compare::after_run(base, &data, a.allow_revision_change)?);
         }
@@ -104,5 +105,10 @@ pub fn run(a: RunArgs) -> Result<u8> {
             code = 1;
         }
     }
+    // Where every run of these suites can be browsed (runs/ by default).
+    let folder = a.out.as_ref().map(|o| display_path(o)).unwrap_or_else(|| "runs".to_string());
+    let folder =
+        if folder.contains(char::is_whitespace) { format!("'{}'", folder.replace('\'', "'\\''")) } else { folder };
+    println!("browse the runs: evalua view {folder}");
     Ok(code)
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::{self, Gate, Metric, Verdict};
@@ -182,7 +182,7 @@ fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigure
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Interval {
     pub lower: f64,
     pub upper: f64,
