@@ -98,6 +98,7 @@ pub fn run_page(h: &RunHead, boot: &RunBoot) -> String {
     for f in &h.files {
         let _ = write!(o, r#"<a href="/file?r={}&amp;path={f}">{f}</a> "#, esc(&super::trial::encode(&r.id)));
     }
+    o.push_str(r##"<a href="#trials-h">trials ↓</a> "##);
     o.push_str(r#"<label>compare with <select id="cmpwith"><option value="">another run of this suite…</option></select></label></p>"#);
     if let Some(e) = &r.error {
         let _ = write!(o, r#"<p class="err">{}</p>"#, esc(e));

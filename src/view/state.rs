@@ -204,7 +204,12 @@ impl Loaded {
 pub struct Slot {
     state: RwLock<Option<Loaded>>,
     loading: Mutex<()>,
+    used: Mutex<Option<Instant>>,
 }
+
+/// Runs kept read at once; the least recently used beyond this are let go
+/// (and read again when next asked for).
+pub const MAX_LOADED: usize = 8;
 
 /// The runs the viewer has read, by canonical path.
 #[derive(Default)]
@@ -218,7 +223,22 @@ const RECHECK: Duration = Duration::from_millis(500);
 impl Cache {
     /// The run, read (or brought up to date) as needed; `f` sees it.
     pub fn with<T>(&self, r: &RunRef, f: impl FnOnce(&Loaded) -> T) -> Result<T> {
-        let slot = self.slots.lock().unwrap_or_else(|e| e.into_inner()).entry(r.dir.clone()).or_default().clone();
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let slot = slots.entry(r.dir.clone()).or_default().clone();
+            *slot.used.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+            if slots.len() > MAX_LOADED {
+                let mut by_use: Vec<(Option<Instant>, std::path::PathBuf)> = slots
+                    .iter()
+                    .map(|(k, s)| (*s.used.lock().unwrap_or_else(|e| e.into_inner()), k.clone()))
+                    .collect();
+                by_use.sort();
+                for (_, k) in by_use.into_iter().take(slots.len() - MAX_LOADED) {
+                    slots.remove(&k);
+                }
+            }
+            slot
+        };
         {
             let guard = slot.state.read().unwrap_or_else(|e| e.into_inner());
             if let Some(l) = guard.as_ref()

@@ -41,11 +41,11 @@
   }
 
   function pct(v) { return v === null || v === undefined ? "–" : (v * 100).toFixed(1) + "%"; }
+  // A figure and, smaller, its 95% interval.
   function fig(f) {
-    if (!f || f.value === null || f.value === undefined) return "–";
-    var s = pct(f.value);
-    if (f.low !== null && f.low !== undefined) s += " [" + pct(f.low) + ", " + pct(f.high) + "]";
-    return s;
+    if (!f || f.value === null || f.value === undefined) return el("span", { class: "meta" }, "–");
+    var iv = f.low !== null && f.low !== undefined ? el("span", { class: "iv" }, " [" + pct(f.low) + ", " + pct(f.high) + "]") : null;
+    return el("span", { class: "fig" }, pct(f.value), iv);
   }
   function when(s) {
     if (!s) return "";
