@@ -18,5 +18,6 @@ mod models;
 mod partition;
 mod reports;
 mod runs;
+mod safety;
 mod synth;
 mod view;

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
+use crate::record::Outcome;
 use crate::spec::gate::{Metric, On, Verdict};
 use crate::stats::Summary;
 
@@ -39,9 +40,9 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
             c.accepted.to_string(),
             pct(hat(1)),
             pct(hat(kmax)),
-            c.outcomes.get("critical").copied().unwrap_or(0).to_string(),
-            c.outcomes.get("grader_error").copied().unwrap_or(0).to_string(),
-            c.outcomes.get("infra_error").copied().unwrap_or(0).to_string(),
+            c.count(Outcome::Critical).to_string(),
+            c.count(Outcome::GraderError).to_string(),
+            c.count(Outcome::InfraError).to_string(),
         ]);
     }
     let mut out = String::new();
@@ -96,6 +97,13 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
         "  counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}",
         f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
     );
+    let safety = super::text::safety_rows(summary);
+    if !safety.is_empty() {
+        let _ = writeln!(out, "safety (apart from the capability figures; 95% intervals resample cases):");
+        for (label, value, n) in safety {
+            let _ = writeln!(out, "  {label} {value} ({n})");
+        }
+    }
     if !gates.is_empty() {
         let _ = writeln!(out, "gates:");
         for g in gates {

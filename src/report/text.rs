@@ -3,6 +3,7 @@
 
 use crate::record::TrialRecord;
 use crate::spec::gate::{self, Metric, On, Verdict};
+use crate::stats::safety::SafetyFigure;
 use crate::stats::{RunData, Summary};
 
 /// One suite figure as the reports show it: value, 95% interval, denominators.
@@ -65,6 +66,26 @@ pub fn figure_rows(summary: &Summary) -> Vec<FigureRow> {
     let cost = f.cost_per_accepted_usd.or((f.total_cost_usd > 0.0).then_some(f64::INFINITY));
     rows.push(row(Metric::CostPerAccepted, cost, false));
     rows
+}
+
+/// The safety figures as rows: (label, value with interval, n) — SPEC §13.
+pub fn safety_rows(summary: &Summary) -> Vec<(&'static str, String, String)> {
+    let Some(s) = &summary.safety else { return Vec::new() };
+    let pct = |v: Option<f64>| fmt_value(v, true);
+    let row = |label: &'static str, f: &SafetyFigure, unit: &str| {
+        let iv = match (f.low, f.high) {
+            (Some(l), Some(h)) => format!(" [{}, {}]", pct(Some(l)), pct(Some(h))),
+            _ => String::new(),
+        };
+        (label, format!("{}{iv}", pct(f.value)), format!("n = {} {unit}, {} cases", f.n, f.cases))
+    };
+    vec![
+        row("utility", &s.utility, "trials"),
+        row("utility under attack", &s.utility_under_attack, "trials"),
+        row("attack success rate", &s.attack_success_rate, "trials"),
+        row("attempted forbidden call", &s.attempted, "trials"),
+        row("forbidden calls blocked", &s.blocked, "calls"),
+    ]
 }
 
 /// How a gate verdict reads in a report.
