@@ -175,10 +175,11 @@ pub fn status(dir: &std::path::Path, head: Option<&SummaryHead>) -> Status {
     if recent { Status::Running } else { Status::Incomplete }
 }
 
-/// The manifest's and summary.json's stamps a row was read at.
-type Stamps = (Stamp, Stamp);
+/// The stamps of manifest.json, summary.json and trials.jsonl a row was read at.
+type Stamps = (Stamp, Stamp, Stamp);
 
-/// Rows read from finished runs, until their files change.
+/// Rows already read, until one of their files changes (a run without
+/// summary.json has its status, which ages, decided again every time).
 #[derive(Default)]
 pub struct Listing {
     done: Mutex<HashMap<PathBuf, (Stamps, RunRow)>>,
@@ -210,15 +211,22 @@ impl Listing {
 
     /// The row of one run dir.
     pub fn row_of(&self, roots: &[Root], r: &RunRef, cache: &Cache) -> RunRow {
-        let stamps = (Stamp::of(&r.dir.join("manifest.json")), Stamp::of(&r.dir.join("summary.json")));
-        if stamps.1.exists()
-            && let Some((s, row)) = self.done.lock().unwrap_or_else(|e| e.into_inner()).get(&r.dir)
+        let stamps = (
+            Stamp::of(&r.dir.join("manifest.json")),
+            Stamp::of(&r.dir.join("summary.json")),
+            Stamp::of(&r.dir.join("trials.jsonl")),
+        );
+        if let Some((s, row)) = self.done.lock().unwrap_or_else(|e| e.into_inner()).get(&r.dir)
             && *s == stamps
         {
-            return row.clone();
+            let mut row = row.clone();
+            if !stamps.1.exists() && row.error.is_none() {
+                row.status = status(&r.dir, None);
+            }
+            return row;
         }
         let row = read_row(roots, r, cache);
-        if stamps.1.exists() && row.error.is_none() {
+        if row.error.is_none() {
             self.done.lock().unwrap_or_else(|e| e.into_inner()).insert(r.dir.clone(), (stamps, row.clone()));
         }
         row

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use serde::Deserialize;
 use serde_json::Value as Json;
@@ -112,7 +112,6 @@ pub struct Loaded {
     /// Bumped whenever the figures change.
     pub version: u64,
     pub loaded_at: Instant,
-    checked_at: Instant,
     pub load_ms: f64,
 }
 
@@ -132,7 +131,6 @@ impl Loaded {
             trials_stamp: Stamp::default(),
             version: 0,
             loaded_at: t0,
-            checked_at: t0,
             load_ms: 0.0,
         };
         l.read_more(r)?;
@@ -144,7 +142,6 @@ impl Loaded {
     fn read_more(&mut self, r: &RunRef) -> Result<bool> {
         let path = r.dir.join("trials.jsonl");
         let stamp = Stamp::of(&path);
-        self.checked_at = Instant::now();
         if stamp == self.trials_stamp && self.version > 0 {
             return Ok(false);
         }
@@ -183,6 +180,12 @@ impl Loaded {
         self.index.push(case, rec, &failure_modes(text), offset, len);
     }
 
+    /// Has nothing changed since the last read (two `stat`s)?
+    fn current(&self, r: &RunRef) -> bool {
+        Stamp::of(&r.dir.join("trials.jsonl")) == self.trials_stamp
+            && Stamp::of(&r.dir.join("manifest.json")) == self.manifest_stamp
+    }
+
     /// Is the file behind this state different (shrunk, rewritten, manifest changed)?
     fn replaced(&self, r: &RunRef) -> bool {
         let t = Stamp::of(&r.dir.join("trials.jsonl"));
@@ -217,9 +220,6 @@ pub struct Cache {
     slots: Mutex<HashMap<std::path::PathBuf, Arc<Slot>>>,
 }
 
-/// How often a run's trials.jsonl is looked at again for new lines.
-const RECHECK: Duration = Duration::from_millis(500);
-
 impl Cache {
     /// The run, read (or brought up to date) as needed; `f` sees it.
     pub fn with<T>(&self, r: &RunRef, f: impl FnOnce(&Loaded) -> T) -> Result<T> {
@@ -242,7 +242,7 @@ impl Cache {
         {
             let guard = slot.state.read().unwrap_or_else(|e| e.into_inner());
             if let Some(l) = guard.as_ref()
-                && l.checked_at.elapsed() < RECHECK
+                && l.current(r)
             {
                 return Ok(f(l));
             }
@@ -253,7 +253,7 @@ impl Cache {
                 let guard = slot.state.read().unwrap_or_else(|e| e.into_inner());
                 match guard.as_ref() {
                     None => None,
-                    Some(l) if l.checked_at.elapsed() < RECHECK => Some(false),
+                    Some(l) if l.current(r) => Some(false),
                     Some(l) => Some(l.replaced(r)),
                 }
             };
@@ -265,9 +265,7 @@ impl Cache {
                 }
                 Some(false) => {
                     let mut guard = slot.state.write().unwrap_or_else(|e| e.into_inner());
-                    if let Some(l) = guard.as_mut()
-                        && l.checked_at.elapsed() >= RECHECK
-                    {
+                    if let Some(l) = guard.as_mut() {
                         l.read_more(r)?;
                     }
                 }
