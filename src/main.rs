@@ -166,6 +166,20 @@ enum Command {
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
+    /// Browse every run dir under DIR (default runs/) in a local web page on 127.0.0.1
+    View {
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Port on 127.0.0.1 (default: 8787, or the next free one; 0: any free port)
+        #[arg(long)]
+        port: Option<u16>,
+        /// Open the page in a browser ($BROWSER, else xdg-open / open)
+        #[arg(long)]
+        open: bool,
+        /// Link each trial to its trace in a trace store: a URL with {trace_id}, {conversation_id}, {run_id}, {case}, {trial} (or EVALUA_TRACE_URL)
+        #[arg(long, value_name = "URL")]
+        trace_url: Option<String>,
+    },
     /// List the cases with split, tags and difficulty
     List {
         #[arg(value_name = "SUITE.lua")]
@@ -249,5 +263,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Check { suites, skip_invalid } => cmd::check::check(&suites, skip_invalid),
         Command::Test { paths } => cmd::test::test(&paths),
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
+        Command::View { dirs, port, open, trace_url } => {
+            let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));
+            cmd::view::view(dirs, port, open, trace_url)
+        }
     }
 }

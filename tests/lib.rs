@@ -23,3 +23,4 @@ mod runs;
 mod safety;
 mod sdk;
 mod synth;
+mod view;

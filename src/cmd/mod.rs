@@ -11,3 +11,4 @@ pub mod regrade;
 pub mod report;
 pub mod run;
 pub mod test;
+pub mod view;

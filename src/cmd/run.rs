@@ -87,6 +87,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         let mut all: [&mut dyn Sink; 4] = [&mut trials_file, &mut progress, &mut figures, &mut tests];
         run::execute(&plan, &opts, &dir, &mut all)?;
         let data = conclude(&plan, &dir, &run_id, &figures, &tests)?;
+        println!("report: {}", display_path(&dir.file("report.html")));
         if let Some(base) = &baseline {
             print!("{}", compare::after_run(base, &data, a.allow_revision_change)?);
         }
@@ -94,6 +95,11 @@ pub fn run(a: RunArgs) -> Result<u8> {
             code = 1;
         }
     }
+    // Where every run of these suites can be browsed (runs/ by default).
+    let folder = a.out.as_ref().map(|o| display_path(o)).unwrap_or_else(|| "runs".to_string());
+    let folder =
+        if folder.contains(char::is_whitespace) { format!("'{}'", folder.replace('\'', "'\\''")) } else { folder };
+    println!("browse the runs: evalua view {folder}");
     Ok(code)
 }
 

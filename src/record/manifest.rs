@@ -176,6 +176,8 @@ pub enum RunKind {
     Run,
     /// `evalua regrade`: another run's recorded trials, graded again; no agent ran.
     Regraded,
+    /// `evalua grade`: recorded traces (from production or another harness) graded; no agent ran.
+    Graded,
 }
 
 /// Whether a run kept each trial's changes.

@@ -249,6 +249,42 @@ impl RunDir {
         Ok(())
     }
 
+    /// Stream trials.jsonl from byte `offset` (0, or where an earlier read
+    /// stopped), line numbers counted from `line`: each record with where its
+    /// line lies in the file, so it can be read again alone ([`RunDir::record_at`])
+    /// and a file still being written can be followed. A last line without
+    /// its newline that does not parse is taken as one still being written:
+    /// the reading stops before it, without an error.
+    pub fn records_from(&self, offset: u64, line: usize) -> Result<RecordsFrom> {
+        use std::io::{Seek, SeekFrom};
+        let path = self.file("trials.jsonl");
+        let mut file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        // Resuming right after a line taken without its newline: that newline ends no new line.
+        let mut mid_line = false;
+        if offset > 0 {
+            let mut prev = [0u8];
+            file.seek(SeekFrom::Start(offset - 1))
+                .and_then(|_| std::io::Read::read_exact(&mut file, &mut prev))
+                .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+            mid_line = prev[0] != b'\n';
+        }
+        file.seek(SeekFrom::Start(offset)).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        Ok(RecordsFrom { reader: BufReader::new(file), path, offset, line, buf: Vec::new(), done: false, mid_line })
+    }
+
+    /// The record whose line starts at byte `offset` and is `len` bytes long.
+    pub fn record_at(&self, offset: u64, len: usize) -> Result<TrialRecord> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = self.file("trials.jsonl");
+        let mut file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        let mut buf = vec![0; len];
+        file.seek(SeekFrom::Start(offset))
+            .and_then(|_| file.read_exact(&mut buf))
+            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        serde_json::from_slice(&buf)
+            .map_err(|e| Error::Input(format!("{} (byte {offset}): not a trial record: {e}", path.display())))
+    }
+
     /// Stream trials.jsonl: each record with its line number, or the error
     /// (`file:line`) that makes the file unreadable as records.
     pub fn records(&self) -> Result<impl Iterator<Item = Result<(usize, String, TrialRecord)>> + use<>> {
@@ -289,6 +325,81 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
         return Ok(());
     }
     fs::copy(from, to).map(|_| ())
+}
+
+/// One record of trials.jsonl and where its line lies.
+pub struct RecordAt {
+    /// Byte offset of the line's start, and its length without the newline.
+    pub offset: u64,
+    pub len: usize,
+    /// 1-based line number.
+    pub line: usize,
+    /// The line's bytes (without the newline).
+    pub text: Vec<u8>,
+    pub record: TrialRecord,
+}
+
+/// See [`RunDir::records_from`]. After the iterator ends, `offset` and `line`
+/// say where the next read should start.
+pub struct RecordsFrom {
+    reader: BufReader<File>,
+    path: PathBuf,
+    pub offset: u64,
+    pub line: usize,
+    buf: Vec<u8>,
+    done: bool,
+    mid_line: bool,
+}
+
+impl Iterator for RecordsFrom {
+    type Item = Result<RecordAt>;
+
+    fn next(&mut self) -> Option<Result<RecordAt>> {
+        while !self.done {
+            self.buf.clear();
+            let n = match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(n) => n,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(Error::Input(format!("{}:{}: {e}", self.path.display(), self.line + 1))));
+                }
+            };
+            let terminated = self.buf.last() == Some(&b'\n');
+            let mut text = &self.buf[..];
+            while let [rest @ .., b'\n' | b'\r'] = text {
+                text = rest;
+            }
+            let start = self.offset;
+            let mid_line = std::mem::take(&mut self.mid_line);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                self.offset += n as u64;
+                self.line += (terminated && !mid_line) as usize;
+                continue;
+            }
+            let parsed = serde_json::from_slice::<TrialRecord>(text);
+            if !terminated && parsed.is_err() {
+                // Still being written: leave it for the next read.
+                self.done = true;
+                return None;
+            }
+            self.offset += n as u64;
+            self.line += 1;
+            return Some(match parsed {
+                Ok(record) => {
+                    Ok(RecordAt { offset: start, len: text.len(), line: self.line, text: text.to_vec(), record })
+                }
+                Err(e) => {
+                    self.done = true;
+                    Err(Error::Input(format!("{}:{}: not a trial record: {e}", self.path.display(), self.line)))
+                }
+            });
+        }
+        None
+    }
 }
 
 /// Appends records to trials.jsonl, one flushed line each: a finished

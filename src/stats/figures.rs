@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile};
 use super::safety::{Safety, SafetyTally};
@@ -155,7 +155,7 @@ fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigure
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Interval {
     pub lower: f64,
     pub upper: f64,

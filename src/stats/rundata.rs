@@ -80,65 +80,86 @@ impl RunData {
     }
 }
 
-/// Load a run dir and recompute its figures and gate verdicts.
-pub fn load(dir: &Path) -> Result<RunData> {
-    let run_dir = RunDir::open(dir)?;
-    let manifest = run_dir.read_manifest()?;
-    let mpath = run_dir.file("manifest.json");
-    let infos: Vec<CaseInfo> = manifest
-        .cases
-        .iter()
-        .map(|c| CaseInfo {
-            id: c.id.clone(),
-            weight: c.weight,
-            tags: c.tags.clone(),
-            difficulty: c.difficulty.clone(),
+impl RunData {
+    /// A run dir with its manifest read and no record counted yet: feed it
+    /// records with [`RunData::add`], then [`RunData::refigure`]. (The viewer
+    /// follows a run that is still writing this way.)
+    pub fn open(dir: &Path) -> Result<RunData> {
+        let run_dir = RunDir::open(dir)?;
+        let manifest = run_dir.read_manifest()?;
+        let mpath = run_dir.file("manifest.json");
+        let infos: Vec<CaseInfo> = manifest
+            .cases
+            .iter()
+            .map(|c| CaseInfo {
+                id: c.id.clone(),
+                weight: c.weight,
+                tags: c.tags.clone(),
+                difficulty: c.difficulty.clone(),
+            })
+            .collect();
+        let planned = manifest.cases.iter().map(|c| c.trials).collect();
+        let revisions = manifest.cases.iter().map(|c| c.revision.clone()).collect();
+        let mut gate_specs = Vec::new();
+        for g in &manifest.gates {
+            gate_specs.push(
+                gate::from_manifest(&g.name, g.threshold, g.on)
+                    .map_err(|e| Error::Input(format!("{}: gate {e}", mpath.display())))?,
+            );
+        }
+        let index: HashMap<String, usize> = infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        let summary = summarize(&infos, &Tally::new(infos.len()), manifest.seed);
+        let gates = decide_gates(&gate_specs, &summary);
+        Ok(RunData {
+            dir: dir.to_path_buf(),
+            trials: vec![Vec::new(); infos.len()],
+            run_dir,
+            manifest,
+            infos,
+            planned,
+            revisions,
+            records: Vec::new(),
+            gate_specs,
+            summary,
+            gates,
+            index,
         })
-        .collect();
-    let planned = manifest.cases.iter().map(|c| c.trials).collect();
-    let revisions = manifest.cases.iter().map(|c| c.revision.clone()).collect();
-    let mut gate_specs = Vec::new();
-    for g in &manifest.gates {
-        gate_specs.push(
-            gate::from_manifest(&g.name, g.threshold, g.on)
-                .map_err(|e| Error::Input(format!("{}: gate {e}", mpath.display())))?,
-        );
     }
-    let index: HashMap<String, usize> = infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-    let mut trials = vec![Vec::new(); infos.len()];
-    let mut records = Vec::new();
-    // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
-    let mut tally = Tally::new(infos.len());
-    let path = run_dir.file("trials.jsonl");
-    for item in run_dir.records()? {
-        let (line, _, rec) = item?;
-        let Some(&i) = index.get(&rec.case) else {
+
+    /// Count one record (line `line` of trials.jsonl) into `tally` and the
+    /// trial briefs; returns its case's index. The record itself is not kept.
+    pub fn add(&mut self, tally: &mut Tally, line: usize, rec: &TrialRecord) -> Result<usize> {
+        let Some(&i) = self.index.get(&rec.case) else {
             return Err(Error::Input(format!(
                 "{}:{line}: a record of case '{}', which the manifest does not list",
-                path.display(),
+                self.run_dir.file("trials.jsonl").display(),
                 rec.case
             )));
         };
-        tally.add(i, &rec);
-        trials[i].push(TrialBrief { trial: rec.trial, outcome: rec.outcome, wall_ms: rec.wall_ms });
+        tally.add(i, rec);
+        self.trials[i].push(TrialBrief { trial: rec.trial, outcome: rec.outcome, wall_ms: rec.wall_ms });
+        Ok(i)
+    }
+
+    /// Recompute the figures and gate verdicts from `tally`.
+    pub fn refigure(&mut self, tally: &Tally) {
+        self.summary = summarize(&self.infos, tally, self.manifest.seed);
+        self.gates = decide_gates(&self.gate_specs, &self.summary);
+    }
+}
+
+/// Load a run dir and recompute its figures and gate verdicts.
+pub fn load(dir: &Path) -> Result<RunData> {
+    let mut run = RunData::open(dir)?;
+    // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
+    let mut tally = Tally::new(run.infos.len());
+    for item in run.run_dir.records()? {
+        let (line, _, rec) = item?;
+        run.add(&mut tally, line, &rec)?;
         if rec.outcome != Outcome::Accepted {
-            records.push(rec);
+            run.records.push(rec);
         }
     }
-    let summary = summarize(&infos, &tally, manifest.seed);
-    let gates = decide_gates(&gate_specs, &summary);
-    Ok(RunData {
-        dir: dir.to_path_buf(),
-        run_dir,
-        manifest,
-        infos,
-        planned,
-        revisions,
-        trials,
-        records,
-        gate_specs,
-        summary,
-        gates,
-        index,
-    })
+    run.refigure(&tally);
+    Ok(run)
 }
