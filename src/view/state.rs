@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
 
 use serde::Deserialize;
-use serde_json::Value as Json;
 
 use super::catalog::RunRef;
 use super::index::TrialIndex;
