@@ -9,6 +9,7 @@ mod coding;
 mod command;
 mod common;
 mod compare;
+mod faults;
 mod figures;
 mod golden;
 mod judge;

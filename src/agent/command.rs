@@ -486,9 +486,12 @@ fn converse(
                 let args = msg.get("arguments").cloned().unwrap_or_else(|| json!({}));
                 let (r, budget) = call(trial, id, &name, args);
                 let mut out =
-                    json!({ "type": "tool_result", "id": r.id, "status": r.status.reply(), "content": r.result });
+                    json!({ "type": "tool_result", "id": r.id, "status": r.reply_status(), "content": r.result });
                 if let Some(e) = &r.error {
                     out["error"] = json!(e);
+                }
+                if let Some(s) = r.fault.as_ref().and_then(|f| f.retry_after_s) {
+                    out["retry_after_s"] = json!(s);
                 }
                 send(stdin, &out);
                 if let Err(why) = budget {

@@ -137,7 +137,7 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
                 return deadline_end();
             }
             let r = &reply.record;
-            let mut content = json!({ "status": r.status.reply() });
+            let mut content = json!({ "status": r.reply_status() });
             if let Some(v) = &r.result {
                 content["content"] = v.clone();
             }

@@ -262,7 +262,7 @@ fn prepare<'p>(
         crate::util::tree::copy_tree(&t.dir, workdir).map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
     }
     // The agent's time starts once its tree is ready.
-    let deadline = Instant::now() + plan.suite.budget.deadline();
+    let deadline = plan.suite.budget.deadline_from(Instant::now());
     let ctx = api::ctx::build(
         &lua,
         CtxParts {
@@ -286,6 +286,7 @@ fn prepare<'p>(
         journal: state.clone(),
         handlers: handlers.clone(),
         ctx: ctx.clone(),
+        faults: crate::executor::fault::Injector::new(case.faults.clone(), seed),
     });
     state.borrow_mut().messages.push(record::Message {
         role: "user".into(),
