@@ -30,6 +30,9 @@ pub struct Outcome {
     pub signal: Option<i32>,
     pub timed_out: bool,
     pub output_limited: bool,
+    /// Killed because the run was asked to stop (SIGINT, SIGTERM).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub duration_ms: f64,
     pub stdout: String,
     pub stderr: String,
@@ -47,6 +50,8 @@ impl Outcome {
             format!("timed out after {:.1}s", self.duration_ms / 1000.0)
         } else if self.output_limited {
             "killed: output limit exceeded".to_string()
+        } else if self.interrupted {
+            "killed: the run was stopped".to_string()
         } else if let Some(c) = self.exit_code {
             format!("exit {c}")
         } else if let Some(s) = self.signal {
@@ -127,6 +132,7 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
     let mut child =
         command(spec.argv, spec.cwd).spawn().map_err(|e| format!("cannot start `{}`: {e}", spec.argv[0]))?;
     let pgid = child.id() as i32;
+    let tracked = crate::util::cancel::track_group(pgid);
     let total = Arc::new(AtomicUsize::new(0));
     let over = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
@@ -136,6 +142,7 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
     let deadline = started + spec.timeout;
     let mut timed_out = false;
     let mut output_limited = false;
+    let mut interrupted = false;
     let mut nap = Duration::from_micros(200);
     loop {
         if exited(pgid) {
@@ -149,6 +156,10 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
             timed_out = true;
             break;
         }
+        if crate::util::cancel::requested() {
+            interrupted = true;
+            break;
+        }
         std::thread::sleep(nap);
         nap = (nap * 2).min(Duration::from_millis(10));
     }
@@ -158,6 +169,7 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
     unsafe {
         libc::killpg(pgid, libc::SIGKILL);
     }
+    drop(tracked);
     let status = child.wait().ok();
     // Readers end when every write end is closed; a process that escaped the
     // group could hold one open: wait a little, never forever.
@@ -175,10 +187,11 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
     let (stdout, stdout_bytes) = text(&out);
     let (stderr, stderr_bytes) = text(&err);
     Ok(Outcome {
-        exit_code: if timed_out || output_limited { None } else { status.and_then(|s| s.code()) },
+        exit_code: if timed_out || output_limited || interrupted { None } else { status.and_then(|s| s.code()) },
         signal: status.and_then(|s| s.signal()),
         timed_out,
         output_limited,
+        interrupted,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         stdout,
         stderr,

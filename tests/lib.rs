@@ -19,4 +19,5 @@ mod models;
 mod partition;
 mod reports;
 mod runs;
+mod survive;
 mod synth;

@@ -29,6 +29,7 @@ use crate::model::proxy::Proxy;
 use crate::record::{BudgetHit, CallRecord, Ended};
 use crate::spec::{AgentIo, CommandAgentSpec, ModelSpec, ToolsVia};
 use crate::trial::{AgentEnd, Trial};
+use crate::util::cancel;
 
 /// The longest line an agent may print.
 pub const MAX_LINE: usize = 1024 * 1024;
@@ -40,6 +41,8 @@ const QUOTE: usize = 200;
 const GRACE: Duration = Duration::from_millis(200);
 /// How often the protocol loop looks at the model proxy's budget.
 const PROXY_POLL: Duration = Duration::from_millis(50);
+/// How often the protocol loop looks for a stop request (SIGINT, SIGTERM).
+const CANCEL_POLL: Duration = Duration::from_millis(100);
 
 /// The trial's process group; killed (all of it) when dropped.
 struct Group {
@@ -47,11 +50,14 @@ struct Group {
     /// Set once the group was signalled and its leader reaped: its pid may be
     /// reused from then on, so it must never be signalled again.
     done: bool,
+    /// Registered for a second stop signal (`util::cancel`) while it lives.
+    tracked: Option<cancel::Tracked>,
 }
 
 impl Group {
     fn new(child: Child) -> Self {
-        Group { child, done: false }
+        let tracked = Some(cancel::track_group(child.id() as i32));
+        Group { child, done: false, tracked }
     }
 
     fn kill(&mut self) {
@@ -64,6 +70,7 @@ impl Group {
         unsafe {
             libc::killpg(pgid, libc::SIGKILL);
         }
+        self.tracked = None;
         let _ = self.child.wait();
         self.done = true;
     }
@@ -77,6 +84,8 @@ impl Group {
         loop {
             match self.child.try_wait() {
                 Ok(Some(s)) => return Some(s),
+                // A stop request: stop waiting (the caller kills the group).
+                Ok(None) if cancel::requested() => return None,
                 Ok(None) if Instant::now() < until => {
                     std::thread::sleep(nap);
                     nap = (nap * 2).min(Duration::from_millis(5));
@@ -327,6 +336,10 @@ fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<BudgetHit> {
 /// How long to wait for the agent's next event: with a model proxy, short
 /// enough to look at its budget in between. Err(end) when the proxy spent one.
 fn next_wait(trial: &Trial<'_>, proxy: Option<&Proxy>, left: Duration) -> Result<Duration, AgentEnd> {
+    if cancel::requested() {
+        return Err(AgentEnd::interrupted());
+    }
+    let left = left.min(CANCEL_POLL);
     match proxy {
         None => Ok(left),
         Some(p) => match sync_proxy(trial, p) {

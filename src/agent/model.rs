@@ -84,6 +84,9 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
     };
     let mut steps = 0u32;
     loop {
+        if crate::util::cancel::requested() {
+            return AgentEnd::interrupted();
+        }
         if steps >= m.max_turns {
             let hit = BudgetHit::ModelCalls(m.max_turns);
             trial.state.borrow_mut().budget_hit = Some(hit.clone());

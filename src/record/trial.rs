@@ -41,6 +41,9 @@ pub enum Ended {
     ProtocolError,
     /// The agent never got its chance (an infrastructure error).
     NotStarted,
+    /// The run was stopped (SIGINT, SIGTERM) while the trial ran: an
+    /// infrastructure error, run again by `--resume`.
+    Interrupted,
 }
 
 impl Ended {
@@ -52,6 +55,7 @@ impl Ended {
             Ended::Crashed => "crashed",
             Ended::ProtocolError => "protocol_error",
             Ended::NotStarted => "not_started",
+            Ended::Interrupted => "interrupted",
         }
     }
 }

@@ -7,6 +7,12 @@
 //! record announced. The main thread announces records in plan order (a
 //! small reorder buffer), so trials.jsonl is identical for the same seed
 //! whatever `--jobs` is.
+//!
+//! A stop request (`util::cancel`) makes workers stop taking trials; the
+//! trials they hold end as `interrupted`, and every finished trial is still
+//! announced (in plan order, past the gaps the trials never started leave).
+//! A resumed run ([`execute_resumed`]) announces the trials it kept from the
+//! interrupted run in their places and runs only the others.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +24,7 @@ use crate::error::Result;
 use crate::record::manifest::Filters;
 use crate::record::{RunDir, Trace, TrialRecord};
 use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
+use crate::util::cancel;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -78,6 +85,43 @@ pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
     }
 }
 
+/// A trial an earlier, interrupted run finished, kept by `--resume`: its
+/// record (as read back from trials.jsonl) and its trace.
+pub struct Kept {
+    pub record: TrialRecord,
+    pub trace: Trace,
+    pub tests: Vec<TestRow>,
+}
+
+/// How a run's trials went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Executed {
+    /// (case, trial) pairs planned for this run (this partition).
+    pub planned: usize,
+    /// Trials announced to the sinks (kept ones included).
+    pub announced: usize,
+    /// Of those, the trials that ended as `interrupted`.
+    pub interrupted: usize,
+    /// Whether a stop request cut the run short.
+    pub stopped: bool,
+}
+
+impl Executed {
+    /// Every planned trial finished (none interrupted, none missing).
+    pub fn complete(&self) -> bool {
+        !self.stopped && self.interrupted == 0 && self.announced == self.planned
+    }
+}
+
+/// Trials planned per case (plan order) in this run's work.
+pub fn per_case(plan: &Plan, work: &[(usize, u32)]) -> Vec<u32> {
+    let mut n = vec![0u32; plan.cases.len()];
+    for &(c, _) in work {
+        n[c] += 1;
+    }
+    n
+}
+
 /// A finished trial on its way to the sinks.
 struct Done {
     index: usize,
@@ -88,18 +132,36 @@ struct Done {
 
 /// Run every planned trial (of this partition), storing traces in `dir`,
 /// and tell `sinks` as trials finish.
-pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
+pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<Executed> {
+    execute_resumed(plan, opts, dir, sinks, BTreeMap::new())
+}
+
+/// As [`execute`], with the trials an earlier run finished: `kept` by their
+/// index in [`work`]. They are announced in their places; the others run.
+pub fn execute_resumed(
+    plan: &Plan,
+    opts: &RunOptions,
+    dir: &RunDir,
+    sinks: &mut [&mut dyn Sink],
+    mut kept: BTreeMap<usize, Kept>,
+) -> Result<Executed> {
     let work = work(plan, opts.partition);
+    let per_case = per_case(plan, &work);
     for s in sinks.iter_mut() {
-        s.event(&RunEvent::Started { plan, trials: work.len() })?;
+        s.event(&RunEvent::Started { plan, trials: work.len(), per_case: &per_case })?;
     }
-    let jobs = opts.jobs.max(1).min(work.len().max(1));
-    let chunks = chunks(&work, jobs);
+    // The trials to run: the work, less what was kept.
+    let todo: Vec<(usize, u32)> =
+        work.iter().enumerate().filter(|(i, _)| !kept.contains_key(i)).map(|(_, w)| *w).collect();
+    let index_of: Vec<usize> = (0..work.len()).filter(|i| !kept.contains_key(i)).collect();
+    let jobs = opts.jobs.max(1).min(todo.len().max(1));
+    let chunks = chunks(&todo, jobs);
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::sync_channel::<Done>(1024);
     let (trace_tx, trace_rx) = mpsc::sync_channel::<(Done, Vec<u8>)>(256);
     let trace_rx = Mutex::new(trace_rx);
     let mut failure = None;
+    let (mut announced, mut interrupted) = (0usize, 0usize);
     std::thread::scope(|scope| {
         for _ in 0..TRACE_WRITERS {
             let (tx, trace_rx) = (tx.clone(), &trace_rx);
@@ -120,10 +182,14 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
         drop(tx);
         for _ in 0..jobs {
             let tx = trace_tx.clone();
-            let (work, next, chunks) = (&work, &next, &chunks);
+            let (todo, index_of, next, chunks) = (&todo, &index_of, &next, &chunks);
             scope.spawn(move || {
                 let mut mine = 0..0;
                 loop {
+                    // A stop request: take no further trial.
+                    if cancel::requested() {
+                        break;
+                    }
                     let i = match mine.next() {
                         Some(i) => i,
                         None => match chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
@@ -134,7 +200,8 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                             None => break,
                         },
                     };
-                    let (case_idx, number) = work[i];
+                    let (case_idx, number) = todo[i];
+                    let i = index_of[i];
                     let mut out = run_trial(plan, &plan.cases[case_idx], number);
                     let bytes = match serde_json::to_vec_pretty(&out.trace) {
                         Ok(b) => b,
@@ -152,27 +219,47 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
         }
         drop(trace_tx);
         let mut pending: BTreeMap<usize, Done> = BTreeMap::new();
-        let mut announced = 0usize;
+        for (i, k) in std::mem::take(&mut kept) {
+            pending.insert(i, Done { index: i, record: k.record, trace: k.trace, tests: k.tests });
+        }
+        let mut next_index = 0usize;
+        let mut announce = |d: Done, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>| {
+            let ev =
+                RunEvent::TrialFinished { case: work[d.index].0, record: &d.record, trace: &d.trace, tests: &d.tests };
+            for s in sinks.iter_mut() {
+                if let Err(e) = s.event(&ev) {
+                    failure.get_or_insert(e);
+                }
+            }
+            announced += 1;
+            if d.record.ended == crate::record::Ended::Interrupted {
+                interrupted += 1;
+            }
+        };
+        let flush =
+            |pending: &mut BTreeMap<usize, Done>,
+             next_index: &mut usize,
+             sinks: &mut [&mut dyn Sink],
+             failure: &mut Option<crate::error::Error>,
+             announce: &mut dyn FnMut(Done, &mut [&mut dyn Sink], &mut Option<crate::error::Error>)| {
+                while let Some(d) = pending.remove(next_index) {
+                    announce(d, sinks, failure);
+                    *next_index += 1;
+                }
+            };
+        flush(&mut pending, &mut next_index, sinks, &mut failure, &mut announce);
         for done in rx {
             pending.insert(done.index, done);
-            while let Some(d) = pending.remove(&announced) {
-                let ev = RunEvent::TrialFinished {
-                    case: work[announced].0,
-                    record: &d.record,
-                    trace: &d.trace,
-                    tests: &d.tests,
-                };
-                for s in sinks.iter_mut() {
-                    if let Err(e) = s.event(&ev) {
-                        failure.get_or_insert(e);
-                    }
-                }
-                announced += 1;
-            }
+            flush(&mut pending, &mut next_index, sinks, &mut failure, &mut announce);
             if failure.is_some() {
                 // Stop taking trials; the workers finish the ones they hold.
                 next.store(usize::MAX / 2, Ordering::Relaxed);
             }
+        }
+        // Stopped early: trials that never started leave gaps; announce the
+        // finished ones past them anyway, still in plan order.
+        for (_, d) in std::mem::take(&mut pending) {
+            announce(d, sinks, &mut failure);
         }
     });
     if let Some(e) = failure {
@@ -181,5 +268,5 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
     for s in sinks.iter_mut() {
         s.event(&RunEvent::Finished)?;
     }
-    Ok(())
+    Ok(Executed { planned: work.len(), announced, interrupted, stopped: cancel::requested() })
 }

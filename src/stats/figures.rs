@@ -552,16 +552,117 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
     }
 }
 
-/// summary.json: the figures plus the run's identity and the gates' verdicts.
+/// summary.json: the figures plus the run's identity, how complete it is,
+/// what to keep in mind reading it, and the gates' verdicts.
 #[derive(Debug, Clone, Serialize)]
 pub struct SummaryFile<'a> {
     pub suite: &'a str,
     pub version: Option<&'a str>,
     pub run_id: &'a str,
     pub seed: u64,
+    /// Every planned trial has its record and none was interrupted.
+    pub complete: bool,
+    pub coverage: Coverage,
+    pub caveats: &'a Caveats,
+    /// The caveats as sentences (also printed as warnings).
+    pub warnings: &'a [String],
     #[serde(flatten)]
     pub summary: &'a Summary,
     pub gates: &'a [Verdict],
+}
+
+/// How much of the planned run its records cover.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// (case, trial) pairs planned (for this partition).
+    pub planned: usize,
+    /// Distinct (case, trial) pairs with a record.
+    pub recorded: usize,
+    /// Records of trials that ended as `interrupted`.
+    pub interrupted: usize,
+}
+
+impl Coverage {
+    pub fn complete(&self) -> bool {
+        self.interrupted == 0 && self.recorded >= self.planned
+    }
+}
+
+/// Below this many counted cases a run warns that its intervals are optimistic.
+pub const FEW_CASES: usize = 10;
+
+/// What a reader of the figures must keep in mind (summary.json `caveats`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Caveats {
+    /// Some planned trials have no record, or were interrupted.
+    pub incomplete: bool,
+    /// Fewer than [`FEW_CASES`] cases were counted.
+    pub few_cases: bool,
+    /// The suite declares no gate: nothing decides pass or fail.
+    pub no_gates: bool,
+    /// The suite has judge checks and every one of them was skipped.
+    pub judges_all_skipped: bool,
+}
+
+/// The caveats of a run, and each as a sentence.
+pub fn caveats(summary: &Summary, gates: &[Gate], judge_checks: &[String], cov: &Coverage) -> (Caveats, Vec<String>) {
+    let mut c = Caveats::default();
+    let mut warnings = Vec::new();
+    if !cov.complete() {
+        c.incomplete = true;
+        warnings.push(format!(
+            "the run is incomplete: {} of {} planned trials recorded{}; the figures cover only what ran and no gate \
+             passes (resume it with `evalua run SUITE --resume RUN_DIR`, or decide on what ran with --allow-incomplete)",
+            cov.recorded.saturating_sub(cov.interrupted),
+            cov.planned,
+            if cov.interrupted > 0 { format!(", {} interrupted", cov.interrupted) } else { String::new() }
+        ));
+    }
+    let cases = summary.figures.capability.cases;
+    if cases < FEW_CASES {
+        c.few_cases = true;
+        warnings.push(format!(
+            "only {} counted: intervals over fewer than {FEW_CASES} cases say little about cases the suite does not hold",
+            plural(cases, "case")
+        ));
+    }
+    if gates.is_empty() {
+        c.no_gates = true;
+        warnings.push(
+            "the suite declares no gates: nothing decides pass or fail, and the exit code is 0 whatever the figures"
+                .into(),
+        );
+    }
+    let judged: Vec<&CheckRate> = summary.checks.iter().filter(|r| judge_checks.contains(&r.tally.name)).collect();
+    if !judged.is_empty() && judged.iter().all(|r| r.tally.passed + r.tally.failed + r.tally.errors == 0) {
+        c.judges_all_skipped = true;
+        warnings.push(format!(
+            "every judge check was skipped ({}): no judge model was reachable, so nothing they grade was verified \
+             (--require-judge makes this a failure)",
+            judged.iter().map(|r| r.tally.name.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    (c, warnings)
+}
+
+/// `1 case`, `3 cases`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+/// The note a gate gets when it cannot pass because the run is incomplete.
+pub const INCOMPLETE_NOTE: &str = "the run is incomplete; --allow-incomplete decides on the trials that ran";
+
+/// Decide every gate; on an incomplete run none passes unless `allow_incomplete`.
+pub fn decide_gates_for(gates: &[Gate], summary: &Summary, complete: bool, allow_incomplete: bool) -> Vec<Verdict> {
+    let mut out = decide_gates(gates, summary);
+    if !complete && !allow_incomplete {
+        for v in out.iter_mut().filter(|v| v.passed) {
+            v.passed = false;
+            v.note = Some(INCOMPLETE_NOTE.to_string());
+        }
+    }
+    out
 }
 
 /// The point value and interval of a gate's figure.

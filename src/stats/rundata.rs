@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::figures::{CaseInfo, Summary, SummaryFile, Tally, decide_gates, summarize};
+use super::figures::{CaseInfo, Caveats, Coverage, Summary, SummaryFile, Tally, caveats, decide_gates_for, summarize};
 use crate::error::{Error, Result};
-use crate::record::{Manifest, Outcome, RunDir, Trace, TrialRecord};
+use crate::record::{Ended, Manifest, Outcome, RunDir, Trace, TrialRecord};
 use crate::spec::gate::{self, Gate, Verdict};
 
 /// One trial in brief (for grids, timings and merge's bookkeeping).
@@ -36,7 +36,17 @@ pub struct RunData {
     pub records: Vec<TrialRecord>,
     pub gate_specs: Vec<Gate>,
     pub summary: Summary,
+    /// The gates' verdicts: on an incomplete run none passes unless `--allow-incomplete`.
     pub gates: Vec<Verdict>,
+    /// How much of the plan the records cover.
+    pub coverage: Coverage,
+    pub caveats: Caveats,
+    pub warnings: Vec<String>,
+    /// Whether summary.json was there when the dir was read (a run killed
+    /// before its end has none).
+    pub summary_present: bool,
+    /// Whether gates were decided on an incomplete run (`--allow-incomplete`).
+    pub allow_incomplete: bool,
     index: HashMap<String, usize>,
 }
 
@@ -53,8 +63,13 @@ impl RunData {
     pub fn seed(&self) -> u64 {
         self.manifest.seed
     }
+    /// Every gate held, on a complete run (or `--allow-incomplete`).
     pub fn gates_passed(&self) -> bool {
-        self.gates.iter().all(|g| g.passed)
+        self.gates.iter().all(|g| g.passed) && (self.complete() || self.allow_incomplete)
+    }
+    /// Every planned trial has its record and none was interrupted.
+    pub fn complete(&self) -> bool {
+        self.coverage.complete()
     }
     pub fn case_index(&self, id: &str) -> Option<usize> {
         self.index.get(id).copied()
@@ -74,6 +89,10 @@ impl RunData {
             version: self.version(),
             run_id: self.run_id(),
             seed: self.seed(),
+            complete: self.complete(),
+            coverage: self.coverage,
+            caveats: &self.caveats,
+            warnings: &self.warnings,
             summary: &self.summary,
             gates: &self.gates,
         }
@@ -82,6 +101,12 @@ impl RunData {
 
 /// Load a run dir and recompute its figures and gate verdicts.
 pub fn load(dir: &Path) -> Result<RunData> {
+    load_with(dir, false)
+}
+
+/// As [`load`]; with `allow_incomplete`, gates are decided on the trials an
+/// incomplete run recorded instead of failing.
+pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
     let run_dir = RunDir::open(dir)?;
     let manifest = run_dir.read_manifest()?;
     let mpath = run_dir.file("manifest.json");
@@ -110,7 +135,12 @@ pub fn load(dir: &Path) -> Result<RunData> {
     // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
     let mut tally = Tally::new(infos.len());
     let path = run_dir.file("trials.jsonl");
-    for item in run_dir.records()? {
+    let mut keys: std::collections::HashSet<(usize, u32)> = std::collections::HashSet::new();
+    let mut interrupted = 0usize;
+    // A run killed before its first trial ended may have no trials.jsonl at all.
+    let lines: Box<dyn Iterator<Item = Result<(usize, String, TrialRecord)>>> =
+        if path.exists() { Box::new(run_dir.records()?) } else { Box::new(std::iter::empty()) };
+    for item in lines {
         let (line, _, rec) = item?;
         let Some(&i) = index.get(&rec.case) else {
             return Err(Error::Input(format!(
@@ -120,13 +150,30 @@ pub fn load(dir: &Path) -> Result<RunData> {
             )));
         };
         tally.add(i, &rec);
+        keys.insert((i, rec.trial));
+        if rec.ended == Ended::Interrupted {
+            interrupted += 1;
+        }
         trials[i].push(TrialBrief { trial: rec.trial, outcome: rec.outcome, wall_ms: rec.wall_ms });
         if rec.outcome != Outcome::Accepted {
             records.push(rec);
         }
     }
     let summary = summarize(&infos, &tally, manifest.seed);
-    let gates = decide_gates(&gate_specs, &summary);
+    let planned_total = manifest.cases.iter().map(|c| c.trials as usize).sum::<usize>();
+    let coverage = Coverage {
+        // Older manifests do not say; a partition's share is then what it recorded.
+        planned: manifest.planned_trials.unwrap_or(if manifest.partition.is_some() {
+            keys.len()
+        } else {
+            planned_total
+        }),
+        recorded: keys.len(),
+        interrupted,
+    };
+    let (caveats, warnings) = caveats(&summary, &gate_specs, &manifest.judge_checks, &coverage);
+    let gates = decide_gates_for(&gate_specs, &summary, coverage.complete(), allow_incomplete);
+    let summary_present = run_dir.file("summary.json").is_file();
     Ok(RunData {
         dir: dir.to_path_buf(),
         run_dir,
@@ -139,6 +186,11 @@ pub fn load(dir: &Path) -> Result<RunData> {
         gate_specs,
         summary,
         gates,
+        coverage,
+        caveats,
+        warnings,
+        summary_present,
+        allow_incomplete,
         index,
     })
 }

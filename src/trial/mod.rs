@@ -27,6 +27,7 @@ use crate::lua::engine::{self as lua, Log, Segment, convert, limits::Guarded};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, Trace, TrialRecord};
 use crate::sandbox::tests::TestRun;
 use crate::sandbox::{self, TrialRng};
+use crate::util::cancel;
 
 /// Limits on one check.
 const CHECK_INSTRUCTIONS: u64 = 50_000_000;
@@ -135,6 +136,17 @@ impl AgentEnd {
     pub fn infra(error: String) -> Self {
         AgentEnd { ended: Ended::NotStarted, error: Some(error), infra: true, ..Self::running() }
     }
+    /// The run was stopped while the trial ran: an infrastructure error (the
+    /// agent did not get its full chance), run again by `--resume`.
+    pub fn interrupted() -> Self {
+        let by = crate::util::cancel::signal_name().unwrap_or("a stop request");
+        AgentEnd {
+            ended: Ended::Interrupted,
+            error: Some(format!("interrupted: the run was stopped ({by}) before this trial finished")),
+            infra: true,
+            ..Self::running()
+        }
+    }
     /// A budget was spent.
     pub fn budget(why: &impl std::fmt::Display) -> Self {
         AgentEnd { ended: Ended::Budget, error: Some(format!("budget spent: {why}")), ..Self::running() }
@@ -171,6 +183,10 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
                 // A model the harness needed (a simulated user) failed: not the agent's fault.
                 end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra(e) };
             }
+            // Stopped while it ran (the agent's part or its grading): interrupted, never graded.
+            if cancel::requested() {
+                end = AgentEnd { stderr_tail: end.stderr_tail, answer: end.answer, ..AgentEnd::interrupted() };
+            }
             let out = finish(trial, end, started);
             worker::retire_if_dirty(&lua, trips);
             worker::keep_suite_if_unchanged(&lua);
@@ -185,6 +201,29 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
     if workdir.exists() {
         let _ = std::fs::remove_dir_all(&workdir);
     }
+    if cancel::requested() && out.record.ended != Ended::Interrupted {
+        // Stopped while the checks ran, or while the trial was being prepared
+        // (a stopped suite evaluation): what it says is not to be trusted.
+        return interrupted_after_grading(out);
+    }
+    out
+}
+
+/// A trial the stop request cut short after its agent's part (in grading) or
+/// before it (in preparation): recorded as interrupted, its checks dropped
+/// (they were stopped, not decided).
+fn interrupted_after_grading(mut out: TrialOutput) -> TrialOutput {
+    let end = AgentEnd::interrupted();
+    for r in [&mut out.record.ended, &mut out.trace.ended] {
+        *r = Ended::Interrupted;
+    }
+    out.record.outcome = record::Outcome::InfraError;
+    out.trace.outcome = record::Outcome::InfraError;
+    out.record.checks.clear();
+    out.trace.checks.clear();
+    out.record.error = end.error.clone();
+    out.trace.error = end.error;
+    out.tests.clear();
     out
 }
 
@@ -363,6 +402,32 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
     };
     let tests = test_rows(&trial.case.spec, &tests_ran.borrow());
     TrialOutput { record, trace, tests }
+}
+
+/// The per-test rows of a recorded trial (a trial a resumed run kept), from
+/// its `check.tests` checks' evidence.
+pub fn test_rows_of(spec: &crate::spec::CaseSpec, checks: &[CheckResult]) -> Vec<TestRow> {
+    #[derive(serde::Deserialize)]
+    struct Evidence {
+        #[serde(default)]
+        tests: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        id: String,
+        group: String,
+        passed: bool,
+    }
+    let mut rows = Vec::new();
+    for info in spec.checks.iter().filter(|c| c.tests.is_some()) {
+        let Some(r) = checks.iter().find(|r| r.name == info.name) else { continue };
+        let Ok(ev) = serde_json::from_value::<Evidence>(r.evidence.clone()) else { continue };
+        for e in ev.tests {
+            let group = if e.group == "FAIL_TO_PASS" { "FAIL_TO_PASS" } else { "PASS_TO_PASS" };
+            rows.push(TestRow { group, id: e.id, passed: e.passed });
+        }
+    }
+    rows
 }
 
 /// The tests `t.run_tests` ran, each with its `check.tests` group.
