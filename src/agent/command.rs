@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value as Json, json};
 
 use super::mcp::{self, Event};
+use super::protocol::{self, AgentMessage, quote};
 use crate::model::Endpoint;
 use crate::model::proxy::Proxy;
 use crate::record::{BudgetHit, CallRecord, Ended};
@@ -114,11 +115,6 @@ fn describe_status(s: Option<std::process::ExitStatus>) -> String {
     }
 }
 
-fn quote(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let s = s.trim_end();
-    if s.chars().count() > QUOTE { format!("{}…", s.chars().take(QUOTE).collect::<String>()) } else { s.to_string() }
-}
 
 /// The scrubbed environment: PATH, HOME, LANG and the names the suite lists.
 fn command(argv: &[String], env: &[String], cwd: &std::path::Path) -> Command {
@@ -482,22 +478,17 @@ fn converse(
             Event::Out(b) => b,
             Event::Eof | Event::Call(_) => unreachable!("handled above"),
         };
-        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        let msg: Json = match serde_json::from_slice(&bytes) {
-            Ok(m @ Json::Object(_)) => m,
-            _ => {
-                stop(&mut end, Ended::ProtocolError, format!("not a JSON object: {}", quote(&bytes)));
+        let msg = match protocol::parse_line(&bytes) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(why) => {
+                stop(&mut end, Ended::ProtocolError, why);
                 return end;
             }
         };
-        match msg.get("type").and_then(|t| t.as_str()).unwrap_or("") {
-            "tool_call" => {
-                let id = msg.get("id").and_then(|v| v.as_str()).map(String::from);
-                let name = msg.get("name").and_then(|v| v.as_str()).unwrap_or("").to_string();
-                let args = msg.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                let (r, budget) = call(trial, id, &name, args);
+        match msg {
+            AgentMessage::ToolCall { id, name, arguments } => {
+                let (r, budget) = call(trial, id, &name, arguments);
                 let mut out =
                     json!({ "type": "tool_result", "id": r.id, "status": r.reply_status(), "content": r.result });
                 if let Some(e) = &r.error {
@@ -512,45 +503,28 @@ fn converse(
                 }
             }
             // With a model proxy, the proxy's accounting counts, not the agent's word.
-            "usage" if proxy.is_some() => {}
-            "usage" => {
-                let n = |k: &str| msg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+            AgentMessage::Usage { .. } if proxy.is_some() => {}
+            AgentMessage::Usage { input_tokens, output_tokens, cost_usd } => {
                 let mut st = trial.state.borrow_mut();
-                st.usage.input_tokens += n("input_tokens");
-                st.usage.output_tokens += n("output_tokens");
-                st.usage.cost_usd += msg.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                st.usage.input_tokens = st.usage.input_tokens.saturating_add(input_tokens);
+                st.usage.output_tokens = st.usage.output_tokens.saturating_add(output_tokens);
+                st.usage.cost_usd += cost_usd;
                 if let Some(hit) = st.note_usage(&trial.plan.suite.budget) {
                     drop(st);
                     return AgentEnd::budget(&hit);
                 }
             }
-            "message" => {
-                let text = msg.get("content").and_then(|v| v.as_str()).unwrap_or("").to_string();
-                match trial.agent_says(text) {
-                    Ok(reply) => {
-                        send(stdin, &json!({ "type": "user", "content": reply }));
-                    }
-                    Err(why) => {
-                        return AgentEnd::budget(&why);
-                    }
+            AgentMessage::Message { content } => match trial.agent_says(content) {
+                Ok(reply) => {
+                    send(stdin, &json!({ "type": "user", "content": reply }));
                 }
-            }
-            "final" => {
-                end.answer = match msg.get("content") {
-                    Some(Json::String(s)) => s.clone(),
-                    Some(Json::Null) | None => String::new(),
-                    Some(other) => other.to_string(),
-                };
+                Err(why) => {
+                    return AgentEnd::budget(&why);
+                }
+            },
+            AgentMessage::Final { content } => {
+                end.answer = content;
                 trial.state.borrow_mut().usage.turns += 1;
-                return end;
-            }
-            other => {
-                let what = if other.is_empty() {
-                    "a message without a \"type\"".to_string()
-                } else {
-                    format!("unknown message type {other:?}")
-                };
-                stop(&mut end, Ended::ProtocolError, format!("{what}: {}", quote(&bytes)));
                 return end;
             }
         }
