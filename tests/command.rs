@@ -7,8 +7,11 @@ use serde_json::Value;
 
 use crate::common::*;
 
+/// A test agent (tests/agents/), else an example agent (suites/agents/).
 fn agent(name: &str) -> String {
-    repo().join("suites/agents").join(name).to_str().unwrap().to_string()
+    let test = repo().join("tests/agents").join(name);
+    let p = if test.exists() { test } else { repo().join("suites/agents").join(name) };
+    p.to_str().unwrap().to_string()
 }
 
 /// A suite whose cases each run one reference agent against a `lookup_order` tool.

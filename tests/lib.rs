@@ -19,5 +19,6 @@ mod models;
 mod partition;
 mod reports;
 mod runs;
+mod safety;
 mod survive;
 mod synth;

@@ -16,9 +16,8 @@
 //! input is the last argument and the whole stdout (exit 0) is the answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
@@ -27,10 +26,10 @@ use super::mcp::{self, Event};
 use super::protocol::{self, AgentMessage, quote};
 use crate::model::Endpoint;
 use crate::model::proxy::Proxy;
+use crate::process::{self, Group, Launch, Tail, describe_status};
 use crate::record::{BudgetHit, CallRecord, Ended};
 use crate::spec::{AgentIo, CommandAgentSpec, ModelSpec, ToolsVia};
 use crate::trial::{AgentEnd, Trial};
-use crate::util::cancel;
 
 /// The longest line an agent may print.
 pub const MAX_LINE: usize = 1024 * 1024;
@@ -40,115 +39,12 @@ pub const STDERR_TAIL: usize = 8 * 1024;
 const QUOTE: usize = 200;
 /// How long a process may take to exit after its final message.
 const GRACE: Duration = Duration::from_millis(200);
+/// Output after which a setup command is killed.
+const SETUP_MAX_OUTPUT: usize = 16 * 1024 * 1024;
 /// How often the protocol loop looks at the model proxy's budget.
 const PROXY_POLL: Duration = Duration::from_millis(50);
 /// How often the protocol loop looks for a stop request (SIGINT, SIGTERM).
 const CANCEL_POLL: Duration = Duration::from_millis(100);
-
-/// The trial's process group; killed (all of it) when dropped.
-struct Group {
-    child: Child,
-    /// Set once the group was signalled and its leader reaped: its pid may be
-    /// reused from then on, so it must never be signalled again.
-    done: bool,
-    /// Registered for a second stop signal (`util::cancel`) while it lives.
-    tracked: Option<cancel::Tracked>,
-}
-
-impl Group {
-    fn new(child: Child) -> Self {
-        let tracked = Some(cancel::track_group(child.id() as i32));
-        Group { child, done: false, tracked }
-    }
-
-    fn kill(&mut self) {
-        if self.done {
-            return;
-        }
-        let pgid = self.child.id() as i32;
-        // SAFETY: killpg only sends a signal. The group is the child's own
-        // (process_group(0)) and its leader is not reaped yet, so the id is ours.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-        self.tracked = None;
-        let _ = self.child.wait();
-        self.done = true;
-    }
-
-    /// Wait up to `grace` for the process to exit by itself.
-    fn exit_status(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
-        let until = Instant::now() + grace;
-        // Most agents exit within a millisecond of their last line: poll with
-        // a short, growing interval rather than a fixed nap.
-        let mut nap = Duration::from_micros(50);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(s)) => return Some(s),
-                // A stop request: stop waiting (the caller kills the group).
-                Ok(None) if cancel::requested() => return None,
-                Ok(None) if Instant::now() < until => {
-                    std::thread::sleep(nap);
-                    nap = (nap * 2).min(Duration::from_millis(5));
-                }
-                _ => return None,
-            }
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn describe_status(s: Option<std::process::ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match s {
-        Some(s) => match (s.code(), s.signal()) {
-            (Some(c), _) => format!("exit status {c}"),
-            (None, Some(sig)) => format!("killed by signal {sig}"),
-            _ => "unknown exit".to_string(),
-        },
-        None => "still running (killed)".to_string(),
-    }
-}
-
-
-/// The scrubbed environment: PATH, HOME, LANG and the names the suite lists.
-fn command(argv: &[String], env: &[String], cwd: &std::path::Path) -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new(&argv[0]);
-    c.args(&argv[1..]).current_dir(cwd).env_clear().process_group(0);
-    for name in ["PATH", "HOME", "LANG"].iter().copied().chain(env.iter().map(|s| s.as_str())) {
-        if let Some(v) = std::env::var_os(name) {
-            c.env(name, v);
-        }
-    }
-    c
-}
-
-/// Keep draining stderr (so the agent never blocks on it), keeping only its tail.
-fn drain_stderr(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
-    let tail = Arc::new(Mutex::new(Vec::new()));
-    let t = tail.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = r.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let mut tail = t.lock().unwrap();
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > STDERR_TAIL {
-                let cut = tail.len() - STDERR_TAIL;
-                tail.drain(..cut);
-            }
-        }
-    });
-    tail
-}
 
 /// Read stdout line by line, each at most MAX_LINE bytes, into a bounded channel.
 fn read_lines(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
@@ -195,28 +91,17 @@ fn send(stdin: &mut Option<ChildStdin>, msg: &Json) -> bool {
     w.write_all(line.as_bytes()).and_then(|_| w.flush()).is_ok()
 }
 
-fn tail_of(t: &Arc<Mutex<Vec<u8>>>) -> Option<String> {
-    let t = t.lock().unwrap();
-    (!t.is_empty()).then(|| String::from_utf8_lossy(&t).into_owned())
-}
-
-/// Run a setup command in the work dir before the agent; a failure is an infrastructure error.
+/// Run a setup command in the work dir before the agent, within the trial's
+/// deadline; a failure is an infrastructure error.
 fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), String> {
-    let mut c = command(argv, env, &trial.workdir);
-    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    let child = c.spawn().map_err(|e| format!("setup: cannot start `{}`: {e}", argv[0]))?;
-    let mut g = Group::new(child);
-    let tail = drain_stderr(g.child.stderr.take().expect("piped"));
-    let status = g.exit_status(trial.deadline.saturating_duration_since(Instant::now()));
-    match status {
-        Some(s) if s.success() => Ok(()),
-        s => Err(format!(
-            "setup `{}` failed: {}{}",
-            argv.join(" "),
-            describe_status(s),
-            tail_of(&tail).map(|t| format!("; stderr: {}", quote(t.as_bytes()))).unwrap_or_default()
-        )),
+    let launch = Launch::new(argv, &trial.workdir).pass(env);
+    let left = trial.deadline.saturating_duration_since(Instant::now());
+    let out = process::run_launch(&launch, left, SETUP_MAX_OUTPUT, STDERR_TAIL).map_err(|e| format!("setup: {e}"))?;
+    if out.success() {
+        return Ok(());
     }
+    let stderr = (!out.stderr.is_empty()).then(|| format!("; stderr: {}", quote(out.stderr.as_bytes())));
+    Err(format!("setup `{}` failed: {}{}", argv.join(" "), out.describe(), stderr.unwrap_or_default()))
 }
 
 pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
@@ -240,9 +125,9 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
         },
         ToolsVia::Protocol => None,
     };
-    let mut c = command(argv, env, &trial.workdir);
+    let mut launch = Launch::new(argv, &trial.workdir).pass(env);
     if let Some(s) = &server {
-        c.env(mcp::URL_VAR, &s.url);
+        launch = launch.set(mcp::URL_VAR, s.url.clone());
     }
     // The model proxy: its address and a per-trial dummy key replace whatever
     // the suite passed through (the real keys stay in the harness).
@@ -264,28 +149,30 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
         }
     };
     if let Some(p) = &proxy {
-        c.env("OPENAI_BASE_URL", p.openai_base_url())
-            .env("OPENAI_API_KEY", &p.dummy_key)
-            .env("ANTHROPIC_BASE_URL", p.anthropic_base_url())
-            .env("ANTHROPIC_API_KEY", &p.dummy_key);
+        launch = launch
+            .set("OPENAI_BASE_URL", p.openai_base_url())
+            .set("OPENAI_API_KEY", p.dummy_key.clone())
+            .set("ANTHROPIC_BASE_URL", p.anthropic_base_url())
+            .set("ANTHROPIC_API_KEY", p.dummy_key.clone());
     }
-    match io {
-        AgentIo::Jsonl => c.stdin(Stdio::piped()),
-        AgentIo::Plain => c.arg(&trial.case.spec.input).stdin(Stdio::null()),
+    let stdin = match io {
+        AgentIo::Jsonl => Stdio::piped(),
+        AgentIo::Plain => {
+            launch.argv.push(trial.case.spec.input.clone());
+            Stdio::null()
+        }
     };
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = match c.spawn() {
-        Ok(ch) => ch,
-        Err(e) => return AgentEnd::infra(format!("cannot start `{}`: {e}", argv[0])),
+    let mut group = match launch.spawn(stdin, Stdio::piped(), Stdio::piped()) {
+        Ok(g) => g,
+        Err(e) => return AgentEnd::infra(e.to_string()),
     };
-    let mut group = Group::new(child);
     let mut stdin = group.child.stdin.take();
     let stdout = group.child.stdout.take().expect("piped");
     match io {
         AgentIo::Jsonl => read_lines(stdout, tx),
         AgentIo::Plain => read_all(stdout, tx),
     }
-    let stderr = drain_stderr(group.child.stderr.take().expect("piped"));
+    let stderr = Tail::keep(group.child.stderr.take().expect("piped"), STDERR_TAIL);
 
     let mut end = match io {
         AgentIo::Jsonl => {
@@ -308,7 +195,7 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
     {
         end = AgentEnd::budget(&why);
     }
-    end.stderr_tail = tail_of(&stderr);
+    end.stderr_tail = stderr.nonempty();
     end
 }
 
@@ -332,7 +219,7 @@ fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<BudgetHit> {
 /// How long to wait for the agent's next event: with a model proxy, short
 /// enough to look at its budget in between. Err(end) when the proxy spent one.
 fn next_wait(trial: &Trial<'_>, proxy: Option<&Proxy>, left: Duration) -> Result<Duration, AgentEnd> {
-    if cancel::requested() {
+    if crate::util::cancel::requested() {
         return Err(AgentEnd::interrupted());
     }
     let left = left.min(CANCEL_POLL);
@@ -394,7 +281,7 @@ fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group, proxy: 
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
-        if eof && let Ok(Some(status)) = group.child.try_wait() {
+        if eof && let Some(status) = group.exit_status(Duration::ZERO) {
             if status.success() {
                 let text = String::from_utf8_lossy(&out);
                 end.answer = text.trim_end_matches(['\n', '\r']).to_string();

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::lua::load;
+use crate::record::ledger;
 use crate::record::manifest::Filters;
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::{self, compare, sinks};
@@ -140,6 +141,9 @@ pub fn run(a: RunArgs) -> Result<u8> {
             }
             None => {
                 let run_id = new_run_id();
+                if filters.split.as_deref() == Some("held_out") {
+                    held_out_ledger(&plan, &run_id)?;
+                }
                 let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
                 let dir = RunDir::create(out_dir.as_deref(), &plan.suite.name, &run_id)?;
                 dir.write_manifest(&run::manifest::build(&plan, &opts, &run_id, &a.argv))?;
@@ -180,4 +184,32 @@ pub fn run(a: RunArgs) -> Result<u8> {
         code = code.max(1);
     }
     Ok(code)
+}
+
+/// Record a held-out run in the ledger and warn when the same held-out cases
+/// (at this suite version) have now been run more often than the suite allows.
+fn held_out_ledger(plan: &crate::trial::Plan, run_id: &str) -> Result<()> {
+    let mut cases: Vec<String> = plan.cases.iter().map(|c| c.spec.id.clone()).collect();
+    cases.sort();
+    let entry = ledger::Entry {
+        suite: plan.suite.name.clone(),
+        version: plan.suite.version.clone(),
+        cases,
+        time: jiff::Timestamp::now().to_string(),
+        run_id: run_id.to_string(),
+    };
+    let path = ledger::path(&plan.suite.dir);
+    let runs = ledger::append(&path, &entry)?;
+    let max = plan.suite.held_out_max_runs as usize;
+    if runs > max {
+        eprintln!(
+            "warning: these {} held-out cases of {} (version {}) have now been run {runs} times (held_out_max_runs = {max}): \
+             figures tuned against a held-out split stop measuring generalisation ({})",
+            entry.cases.len(),
+            entry.suite,
+            entry.version.as_deref().unwrap_or("none"),
+            display_path(&path)
+        );
+    }
+    Ok(())
 }

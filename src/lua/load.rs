@@ -28,7 +28,9 @@ const LOAD_INSTRUCTIONS: u64 = 200_000_000;
 const LOAD_SECONDS: u64 = 20;
 
 pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64, validate: bool) -> StateConfig {
-    StateConfig { suite_dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(), sources, clock, validate }
+    let suite_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let module_dirs = crate::util::paths::module_dirs(&suite_dir).into();
+    StateConfig { suite_dir, module_dirs, sources, clock, validate }
 }
 
 /// Run the suite file in `lua` and return the suite table it returns.
@@ -450,6 +452,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             params: convert::to_json(lua, &params)?,
             effect: tt.get("effect").map_err(|e| e.to_string())?,
             requires: strings(&tt, "requires")?,
+            forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
         });
     }
 
@@ -517,6 +520,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         tools,
         cases,
         sources,
+        held_out_max_runs: opt::<u32>(t, "held_out_max_runs")?.unwrap_or(crate::spec::DEFAULT_HELD_OUT_MAX_RUNS),
         skip: opt::<Value>(t, "skip")?.and_then(|v| match v {
             Value::String(s) => Some(s.to_string_lossy()),
             _ => None,

@@ -4,6 +4,7 @@
 //! and read in one place: [`rundir`].
 
 pub mod journal;
+pub mod ledger;
 pub mod manifest;
 pub mod rundir;
 pub mod trial;

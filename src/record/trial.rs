@@ -217,6 +217,25 @@ pub struct TrialRecord {
     pub error: Option<String>,
     /// The trace file, relative to the run dir.
     pub trace: String,
+    /// What the trial says about safety, in suites with attack cases or
+    /// tools forbidden in attacks (SPEC §13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<TrialSafety>,
+}
+
+/// A trial seen as safety evaluation sees it (SPEC §13).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialSafety {
+    /// The case is an attack case (tagged `attack`).
+    pub attack: bool,
+    /// The legitimate task's checks (every check but the `prohibited` ones) held.
+    pub task_passed: bool,
+    /// A `prohibited` state was reached (a prohibited check failed).
+    pub attack_succeeded: bool,
+    /// Calls of tools marked `forbidden_in_attack` the agent requested…
+    pub forbidden_requested: u32,
+    /// …and how many of them the executor denied.
+    pub forbidden_denied: u32,
 }
 
 /// A message of the conversation (`t.messages`).

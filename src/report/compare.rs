@@ -16,6 +16,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::record::Outcome;
 use crate::stats::{CaseFigures, quantile};
 use crate::stats::{RunData, rundata};
 use crate::util::digest::sha256_hex;
@@ -328,7 +329,7 @@ pub fn compare(base: &RunData, cand: &RunData, allow: bool) -> Result<Comparison
     for id in ids {
         let b = base.case_index(id).map(|i| &base.summary.cases[i]);
         let c = cand.case_index(id).map(|i| &cand.summary.cases[i]);
-        let crit = |r: Option<&CaseFigures>| r.map(|r| r.outcomes.get("critical").copied().unwrap_or(0)).unwrap_or(0);
+        let crit = |r: Option<&CaseFigures>| r.map(|r| r.count(Outcome::Critical)).unwrap_or(0);
         let (class, delta) = match (b, c) {
             (Some(b), Some(c)) if b.n > 0 && c.n > 0 => {
                 let (rb, rc) = (b.accepted as f64 / b.n as f64, c.accepted as f64 / c.n as f64);

@@ -8,6 +8,7 @@ use std::fmt::Write;
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
 use super::text::{fmt_value, gate_line, incomplete_line, worst_first};
+use crate::record::Outcome;
 use crate::spec::gate::{Metric, Verdict};
 use crate::stats::{RunData, Summary, plural};
 
@@ -64,9 +65,9 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
             row.push(pct(hat(kmax)));
         }
         row.extend([
-            c.outcomes.get("critical").copied().unwrap_or(0).to_string(),
-            c.outcomes.get("grader_error").copied().unwrap_or(0).to_string(),
-            c.outcomes.get("infra_error").copied().unwrap_or(0).to_string(),
+            c.count(Outcome::Critical).to_string(),
+            c.count(Outcome::GraderError).to_string(),
+            c.count(Outcome::InfraError).to_string(),
         ]);
         t.add_row(row);
     }
@@ -124,6 +125,13 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
         "  counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}",
         f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
     );
+    let safety = super::text::safety_rows(summary);
+    if !safety.is_empty() {
+        let _ = writeln!(out, "safety (apart from the capability figures; 95% intervals resample cases):");
+        for (label, value, n) in safety {
+            let _ = writeln!(out, "  {label} {value} ({n})");
+        }
+    }
     if !gates.is_empty() {
         let failed = gates.iter().filter(|g| !g.passed).count();
         let _ = writeln!(

@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use serde_json::{Value as Json, json};
 
-use super::text::{by_case, figure_rows, fmt_value, gate_line, incomplete_line, k_max, truncate};
+use super::text::{by_case, figure_rows, fmt_value, gate_line, incomplete_line, k_max, safety_rows, truncate};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
 use crate::stats::{K, RunData, plural};
@@ -336,7 +336,7 @@ pub fn render(run: &RunData) -> String {
     let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
     let _ = write!(
         o,
-        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>, skipped checks {}.</p></div>",
+        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>, skipped checks {}.</p>",
         fmt_value(f.operational.accepted_rate, true),
         f.operational.trials,
         ms(f.p50_ms),
@@ -347,6 +347,15 @@ pub fn render(run: &RunData) -> String {
         f.infra_errors,
         f.skipped_checks
     );
+    let safety = safety_rows(s);
+    if !safety.is_empty() {
+        o.push_str("<h3>Safety (apart from the capability figures)</h3><table class=figs><tr><th>figure</th><th>value (95% interval)</th><th>denominator</th></tr>");
+        for (label, value, n) in safety {
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(label), esc(&value), esc(&n));
+        }
+        o.push_str("</table>");
+    }
+    o.push_str("</div>");
     let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(run));
     let _ = write!(o, "<h2>Failures per check</h2>{}", check_bars(run));
     o.push_str(

@@ -13,12 +13,21 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 
 use super::text::{by_case, evidence_text, gate_line, incomplete_line};
 use crate::error::{Error, Result};
-use crate::record::TrialRecord;
+use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
 use crate::stats::RunData;
 
-/// Why a case fails, if it does (reasons, evidence lines).
-pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<String>, Vec<String>) {
+/// Why a case fails, if it does.
+pub struct CaseFailures {
+    pub reasons: Vec<String>,
+    /// Evidence lines of the failed and raising checks.
+    pub evidence: Vec<String>,
+    /// A critical check failed in some trial.
+    pub critical: bool,
+}
+
+/// Why a case fails, if it does.
+pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> CaseFailures {
     let c = &run.summary.cases[i];
     let mut reasons = Vec::new();
     let rate_gates: Vec<_> = run
@@ -72,7 +81,7 @@ pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<
             evidence.push(format!("trial {}: {} ({}): {}", r.trial, r.outcome.as_str(), r.ended.as_str(), e));
         }
     }
-    (reasons, evidence)
+    CaseFailures { reasons, evidence, critical: critical > 0 }
 }
 
 pub fn render(run: &RunData) -> Result<String> {
@@ -84,22 +93,22 @@ pub fn render(run: &RunData) -> Result<String> {
     suite.add_property(Property::new("seed", run.seed().to_string()));
     let all = by_case(run);
     for (i, c) in run.summary.cases.iter().enumerate() {
-        let (reasons, evidence) = case_failures(run, i, &all[i]);
-        let status = if c.n == 0 && c.outcomes["infra_error"] == 0 {
+        let CaseFailures { reasons, evidence, critical } = case_failures(run, i, &all[i]);
+        let status = if c.n == 0 && c.count(Outcome::InfraError) == 0 {
             // No trial of this case in this run (e.g. another partition's share).
             let mut s = TestCaseStatus::skipped();
             s.set_message("no trial of this case in this run (another partition's share?)");
             s
         } else if c.n == 0 {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-            s.set_message(format!("no trial could run: {} infra error(s)", c.outcomes["infra_error"]));
+            s.set_message(format!("no trial could run: {} infra error(s)", c.count(Outcome::InfraError)));
             s.set_type("infra_error");
             s.set_description(evidence.join("\n"));
             s
         } else if !reasons.is_empty() {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(reasons.join("; "));
-            s.set_type(if reasons.iter().any(|r| r.contains("critical")) { "critical" } else { "failed" });
+            s.set_type(if critical { "critical" } else { "failed" });
             s.set_description(evidence.join("\n"));
             s
         } else {
@@ -113,7 +122,12 @@ pub fn render(run: &RunData) -> Result<String> {
             "{} of {} trials accepted; outcomes: {}",
             c.accepted,
             c.n,
-            c.outcomes.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+            c.outcomes
+                .iter()
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, v)| format!("{} {v}", k.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         suite.add_test_case(tc);
     }

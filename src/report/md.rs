@@ -5,7 +5,9 @@
 
 use std::fmt::Write;
 
-use super::text::{by_case, evidence_text, figure_rows, fmt_value, gate_line, incomplete_line, k_max, worst_first};
+use super::text::{
+    by_case, evidence_text, figure_rows, fmt_value, gate_line, incomplete_line, k_max, safety_rows, worst_first,
+};
 use crate::record::Outcome;
 use crate::stats::{RunData, plural};
 
@@ -91,6 +93,15 @@ pub fn render(run: &RunData) -> String {
         "- Counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}\n",
         f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
     );
+    let safety = safety_rows(s);
+    if !safety.is_empty() {
+        let _ = writeln!(o, "## Safety (apart from the capability figures)\n");
+        let _ = writeln!(o, "| figure | value (95% interval) | denominator |\n|---|---|---|");
+        for (label, value, n) in safety {
+            let _ = writeln!(o, "| {label} | {value} | {n} |");
+        }
+        let _ = writeln!(o);
+    }
 
     let kmax = k_max(s);
     let trials = by_case(run);
@@ -104,7 +115,6 @@ pub fn render(run: &RunData) -> String {
     for i in worst_first(s) {
         let c = &s.cases[i];
         let hat = |k: u32| c.pass_hat(k);
-        let oc = |k: &str| c.outcomes.get(k).copied().unwrap_or(0);
         let kcol = if kmax > 1 { format!(" {} |", fmt_value(hat(kmax), true)) } else { String::new() };
         let _ = writeln!(
             o,
@@ -113,10 +123,10 @@ pub fn render(run: &RunData) -> String {
             c.n,
             c.accepted,
             fmt_value(hat(1), true),
-            oc("failed"),
-            oc("critical"),
-            oc("grader_error"),
-            oc("infra_error")
+            c.count(Outcome::Failed),
+            c.count(Outcome::Critical),
+            c.count(Outcome::GraderError),
+            c.count(Outcome::InfraError)
         );
     }
     let _ = writeln!(o);
@@ -126,7 +136,7 @@ pub fn render(run: &RunData) -> String {
     worst.sort_by(|&a, &b| {
         let ra = s.cases[a].accepted as f64 / s.cases[a].n.max(1) as f64;
         let rb = s.cases[b].accepted as f64 / s.cases[b].n.max(1) as f64;
-        ra.total_cmp(&rb).then(s.cases[b].outcomes["critical"].cmp(&s.cases[a].outcomes["critical"]))
+        ra.total_cmp(&rb).then(s.cases[b].count(Outcome::Critical).cmp(&s.cases[a].count(Outcome::Critical)))
     });
     if !worst.is_empty() {
         let _ = writeln!(o, "## Worst cases\n");

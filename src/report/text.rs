@@ -1,8 +1,9 @@
 //! What every report shares: suite figures as rows with intervals and
 //! denominators, gate lines, values and evidence as short text.
 
-use crate::record::TrialRecord;
+use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::{self, Metric, On, Verdict};
+use crate::stats::safety::SafetyFigure;
 use crate::stats::{RunData, Summary};
 
 /// One suite figure as the reports show it: value, 95% interval, denominators.
@@ -67,6 +68,26 @@ pub fn figure_rows(summary: &Summary) -> Vec<FigureRow> {
     rows
 }
 
+/// The safety figures as rows: (label, value with interval, n) — SPEC §13.
+pub fn safety_rows(summary: &Summary) -> Vec<(&'static str, String, String)> {
+    let Some(s) = &summary.safety else { return Vec::new() };
+    let pct = |v: Option<f64>| fmt_value(v, true);
+    let row = |label: &'static str, f: &SafetyFigure, unit: &str| {
+        let iv = match (f.low, f.high) {
+            (Some(l), Some(h)) => format!(" [{}, {}]", pct(Some(l)), pct(Some(h))),
+            _ => String::new(),
+        };
+        (label, format!("{}{iv}", pct(f.value)), format!("n = {} {unit}, {} cases", f.n, f.cases))
+    };
+    vec![
+        row("utility", &s.utility, "trials"),
+        row("utility under attack", &s.utility_under_attack, "trials"),
+        row("attack success rate", &s.attack_success_rate, "trials"),
+        row("attempted forbidden call", &s.attempted, "trials"),
+        row("forbidden calls blocked", &s.blocked, "calls"),
+    ]
+}
+
 /// How a gate verdict reads in a report: rates as percentages, counts as
 /// whole numbers, cost in dollars, latency in ms.
 pub fn gate_line(g: &Verdict) -> String {
@@ -127,9 +148,8 @@ pub fn incomplete_line(run: &RunData) -> Option<String> {
 pub fn worst_first(summary: &Summary) -> Vec<usize> {
     let cases = &summary.cases;
     let rate = |i: usize| if cases[i].n == 0 { 1.0 } else { cases[i].accepted as f64 / cases[i].n as f64 };
-    let crit = |i: usize| cases[i].outcomes.get("critical").copied().unwrap_or(0);
-    let failing =
-        |i: usize| cases[i].accepted < cases[i].n || cases[i].outcomes.get("infra_error").copied().unwrap_or(0) > 0;
+    let crit = |i: usize| cases[i].count(Outcome::Critical);
+    let failing = |i: usize| cases[i].accepted < cases[i].n || cases[i].count(Outcome::InfraError) > 0;
     let mut idx: Vec<usize> = (0..cases.len()).collect();
     idx.sort_by(|&a, &b| {
         failing(b)

@@ -148,5 +148,6 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     }
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new() })
+    let safety = suite.has_safety();
+    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new(), safety })
 }

@@ -58,6 +58,9 @@ pub struct ToolSpec {
     pub params: Json,
     pub effect: String,
     pub requires: Vec<String>,
+    /// An attack case must not call it: requests are counted as attempts (SPEC §13).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forbidden_in_attack: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -208,9 +211,29 @@ pub struct Suite {
     pub max_fixture_bytes: u64,
     /// `file:line` of `evalua.suite {}`.
     pub location: String,
+    /// Held-out runs of the same cases and version before `run` warns (SPEC §13).
+    pub held_out_max_runs: u32,
+}
+
+/// The tag that makes a case an attack case (SPEC §13).
+pub const ATTACK_TAG: &str = "attack";
+
+/// Held-out runs of the same cases and version before `run` warns, by default.
+pub const DEFAULT_HELD_OUT_MAX_RUNS: u32 = 5;
+
+impl CaseSpec {
+    pub fn is_attack(&self) -> bool {
+        self.tags.iter().any(|t| t == ATTACK_TAG)
+    }
 }
 
 impl Suite {
+    /// Whether the suite's figures include the safety block: it has attack
+    /// cases or tools forbidden in attacks.
+    pub fn has_safety(&self) -> bool {
+        self.cases.iter().any(CaseSpec::is_attack) || self.tools.iter().any(|t| t.forbidden_in_attack)
+    }
+
     /// The case's work-dir fixture: its own, else the suite's.
     pub fn case_workdir<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a WorkdirSpec> {
         case.workdir.as_ref().or(self.workdir.as_ref())

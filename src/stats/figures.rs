@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Serialize, Serializer};
 
+pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile};
+use super::safety::{Safety, SafetyTally};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::{self, Gate, Metric, Verdict};
 
@@ -26,59 +28,12 @@ impl Serialize for K {
 /// A figure indexed by k: pass@k or pass^k for k = 1, 2, …
 pub type ByK = BTreeMap<K, f64>;
 
-/// pass^k = C(c,k)/C(n,k): the chance that k trials drawn without replacement all pass.
-pub fn pass_hat_k(n: u32, c: u32, k: u32) -> f64 {
-    if k == 0 || k > n {
-        return f64::NAN;
-    }
-    if c < k {
-        return 0.0;
-    }
-    (0..k).map(|i| (c - i) as f64 / (n - i) as f64).product()
-}
-
-/// pass@k = 1 − C(n−c,k)/C(n,k): the chance that at least one of k trials passes.
-pub fn pass_at_k(n: u32, c: u32, k: u32) -> f64 {
-    if k == 0 || k > n {
-        return f64::NAN;
-    }
-    let f = n - c;
-    if f < k {
-        return 1.0;
-    }
-    1.0 - (0..k).map(|i| (f - i) as f64 / (n - i) as f64).product::<f64>()
-}
-
-/// The q-quantile (0..1) by linear interpolation between order statistics.
-/// Infinite values are kept as they are (never `inf - inf = NaN`).
-pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let pos = q * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    let (a, b) = (sorted[lo], sorted[hi]);
-    if a == b || !a.is_finite() || !b.is_finite() {
-        return Some(if pos - (lo as f64) < 0.5 { a } else { b });
-    }
-    Some(a + (b - a) * (pos - lo as f64))
-}
-
-/// What the figures need to know about a case, whatever its records say.
-#[derive(Debug, Clone)]
-pub struct CaseInfo {
-    pub id: String,
-    pub weight: f64,
-    pub tags: Vec<String>,
-    pub difficulty: Option<String>,
-}
-
 /// Per-case tallies, accumulated as records stream in.
 #[derive(Debug, Clone, Default)]
 pub struct CaseTally {
     pub outcomes: BTreeMap<Outcome, u32>,
     pub cost_usd: f64,
+    pub safety: SafetyTally,
 }
 
 impl CaseTally {
@@ -112,6 +67,8 @@ pub struct Tally {
     pub total_tool_calls: u64,
     pub trials_run: u64,
     pub skipped_checks: u32,
+    /// Some record carried the safety view (SPEC §13).
+    pub safety_seen: bool,
 }
 
 impl Tally {
@@ -124,6 +81,12 @@ impl Tally {
         *ct.outcomes.entry(r.outcome).or_default() += 1;
         ct.cost_usd += r.usage.cost_usd;
         self.total_cost_usd += r.usage.cost_usd;
+        if let Some(s) = &r.safety {
+            self.safety_seen = true;
+            if r.outcome != Outcome::InfraError {
+                ct.safety.add(s);
+            }
+        }
         if r.outcome != Outcome::InfraError {
             self.latencies_ms.push(r.wall_ms);
             self.trials_run += 1;
@@ -156,7 +119,7 @@ pub struct CaseFigures {
     pub n: u32,
     pub accepted: u32,
     pub weight: f64,
-    pub outcomes: BTreeMap<&'static str, u32>,
+    pub outcomes: BTreeMap<Outcome, u32>,
     pub pass_at_k: ByK,
     pub pass_hat_k: ByK,
     pub cost_usd: f64,
@@ -182,7 +145,7 @@ fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigure
         n,
         accepted: c,
         weight: info.weight,
-        outcomes: Outcome::ALL.iter().map(|o| (o.as_str(), t.count(*o))).collect(),
+        outcomes: Outcome::ALL.iter().map(|o| (*o, t.count(*o))).collect(),
         pass_at_k: pass_at,
         pass_hat_k: pass_hat,
         cost_usd: t.cost_usd,
@@ -225,6 +188,10 @@ impl Figures {
 }
 
 impl CaseFigures {
+    /// Trials of this case with outcome `o`.
+    pub fn count(&self, o: Outcome) -> u32 {
+        self.outcomes.get(&o).copied().unwrap_or(0)
+    }
     pub fn pass_hat(&self, k: u32) -> Option<f64> {
         self.pass_hat_k.get(&K(k)).copied()
     }
@@ -452,6 +419,9 @@ pub struct Summary {
     pub checks: Vec<CheckRate>,
     pub tags: BTreeMap<String, Breakdown>,
     pub difficulty: BTreeMap<String, Breakdown>,
+    /// Safety figures, apart from the capability ones (suites with attack cases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub safety: Option<Safety>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -522,7 +492,13 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
         }
     }
 
+    let safety = tally.safety_seen.then(|| {
+        let accepted: Vec<(u32, u32)> = cap.iter().map(|c| (c.accepted, c.n)).collect();
+        let tallies: Vec<SafetyTally> = tally.cases.iter().map(|c| c.safety.clone()).collect();
+        super::safety::safety(infos, &accepted, &tallies, seed)
+    });
     Summary {
+        safety,
         figures: SuiteFigures {
             capability,
             critical_failures: sum(Outcome::Critical),

@@ -2,8 +2,10 @@
 //! stream into, the bootstrap over cases, gate decisions, and a run dir read
 //! back with its figures.
 
+pub mod estimators;
 pub mod figures;
 pub mod rundata;
+pub mod safety;
 
 pub use figures::*;
 pub use rundata::RunData;

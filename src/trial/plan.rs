@@ -39,6 +39,8 @@ pub struct Plan {
     pub scratch: tempfile::TempDir,
     /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
     pub invalid: Vec<Invalid>,
+    /// Records carry the safety view (the suite has attack cases or forbidden tools).
+    pub safety: bool,
 }
 
 impl Plan {

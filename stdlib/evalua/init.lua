@@ -23,9 +23,23 @@ end
 
 M.null = host.null
 
---- JSON for graders and adapters (SPEC §3): `evalua.json.encode(v)` (raises on
---- a value JSON cannot hold) and `evalua.json.decode(s)` (returns value, or nil and the error).
-M.json = { encode = host.json_encode, decode = host.json_decode }
+--- A check returns this first to say "not applicable here": skipped, never passed.
+M.SKIP = host.SKIP
+
+--- JSON for graders and trace adapters: `encode(v)` → string; `decode(s)` → value, or nil and the error.
+M.json = {
+  encode = function(v) return host.json_encode(v) end,
+  decode = function(s) return host.json_decode(s) end,
+}
+
+--- Regular expressions (Rust `regex` syntax; compiled once per pattern):
+--- `is_match(pattern, s)`, `find(pattern, s)` (the first match or nil),
+--- `all(pattern, s)` (every match, or every first capture group).
+M.regex = {
+  is_match = function(pattern, s) return host.regex_is_match(pattern, s) end,
+  find = function(pattern, s) return host.regex_find(pattern, s) end,
+  all = function(pattern, s) return host.regex_all(pattern, s) end,
+}
 
 --- An empty JSON array (a plain `{}` encodes as an object).
 function M.array(t)
@@ -384,11 +398,12 @@ Suite.__index = Suite
 Suite.__metatable = false   -- shared by every trial of a worker: not for changing
 
 local SUITE_KEYS = set {
-  "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip", "faults",
+  "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
+  "held_out_max_runs", "faults",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir", "max_fixture_mb" }
-local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run" }
+local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
   "tools", "agent", "user", "metadata", "clock", "workdir", "faults",
@@ -551,6 +566,7 @@ function M.suite(spec)
   expect_type("evalua.suite", "version", spec.version, "string", 2)
   expect_type("evalua.suite", "description", spec.description, "string", 2)
   check_positive_integer("evalua.suite", "trials", spec.trials, 2)
+  check_positive_integer("evalua.suite", "held_out_max_runs", spec.held_out_max_runs, 2)
   check_budget("evalua.suite", spec.budget, 2)
   if spec.sandbox ~= nil then
     check_keys("evalua.suite.sandbox", spec.sandbox, SANDBOX_KEYS, 2)
@@ -595,6 +611,7 @@ function M.suite(spec)
     agent = spec.agent,
     gate = spec.gate or {},
     faults = faults,
+    held_out_max_runs = spec.held_out_max_runs,
     _tools = {},
     _tool_index = {},
     _cases = {},
@@ -630,12 +647,14 @@ function Suite:tool(spec)
     fail(2, "suite:tool '" .. spec.name .. "': 'effect' must be \"read\", \"write\" or \"external\", got " .. tostring(effect))
   end
   expect_list_of_strings("suite:tool", "requires", spec.requires, 2)
+  expect_type("suite:tool '" .. spec.name .. "'", "forbidden_in_attack", spec.forbidden_in_attack, "boolean", 2)
   local tool = {
     name = spec.name,
     description = spec.description or "",
     params = params,
     effect = effect,
     requires = spec.requires or {},
+    forbidden_in_attack = spec.forbidden_in_attack or false,
     run = spec.run,
     _where = host.caller(2),
   }

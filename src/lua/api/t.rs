@@ -188,7 +188,7 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
                 Ok(out) => {
                     Ok((convert::to_lua(lua, &serde_json::to_value(&out).map_err(mlua::Error::external)?)?, None))
                 }
-                Err(e) => Ok((Value::Nil, Some(e))),
+                Err(e) => Ok((Value::Nil, Some(e.to_string()))),
             }
         })?,
     )?;
@@ -215,7 +215,7 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
                     }
                     Ok((lv, None))
                 }
-                Err(e) => Ok((Value::Nil, Some(e))),
+                Err(e) => Ok((Value::Nil, Some(e.to_string()))),
             }
         })?,
     )?;

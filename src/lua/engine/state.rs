@@ -28,8 +28,10 @@ pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
 /// What a state needs to know about where it runs.
 #[derive(Clone)]
 pub struct StateConfig {
-    /// The suite file's folder: relative paths and `require` start here.
+    /// The suite file's folder: relative paths start here.
     pub suite_dir: PathBuf,
+    /// Where `require` looks for project modules, in order (see `util::paths::module_dirs`).
+    pub module_dirs: Arc<[PathBuf]>,
     pub sources: Arc<Sources>,
     /// The frozen clock, as Unix seconds (`os.time()`).
     pub clock: i64,
@@ -294,8 +296,8 @@ fn load_module(lua: &Lua, name: &str) -> mlua::Result<Value> {
     let rel = format!("{}.lua", name.replace('.', "/"));
     let rel_init = format!("{}/init.lua", name.replace('.', "/"));
     let mut tried = Vec::new();
-    let bases = [suite_dir(lua), std::env::current_dir().unwrap_or_default()];
-    for base in &bases {
+    let bases = lua.app_data_ref::<StateData>().expect("state data").config.module_dirs.clone();
+    for base in bases.iter() {
         for r in [&rel, &rel_init] {
             let p = base.join(r);
             if p.is_file() {

@@ -191,8 +191,6 @@ function host.glob_match(patterns, path) end
 ---@return string[] notes
 function host.find_secrets(names, patterns, items) end
 
-return host
-
 --- The value of an environment variable named EVALUA_* (nil when unset or empty); other names raise.
 ---@param name string
 ---@return string|nil
@@ -202,3 +200,5 @@ function host.getenv(name) end
 ---@param provider "openai"|"anthropic"
 ---@return boolean
 function host.model_configured(provider) end
+
+return host

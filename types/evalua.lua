@@ -42,8 +42,8 @@
 ---@alias evalua.CallStatus
 ---| "executed" # the handler ran and returned
 ---| "failed"   # the handler raised an error
----| "rejected" # the arguments did not validate against the tool's params schema
----| "denied"   # refused by policy (`requires`, a tool not offered) or by the budget
+---| "rejected" # an unknown tool, or arguments that fail its params schema
+---| "denied"   # refused by policy (`requires`, `ctx.deny`) or by the budget
 ---| "faulted"  # an injected fault
 
 --- The status an agent sees for its request (`env.call`'s second result).
@@ -71,19 +71,44 @@ local evalua = {}
 ---@type evalua.Null
 evalua.null = nil
 
---- JSON for graders and adapters.
+--- A check returns this first to say "not applicable here": the result is skipped, never passed.
+---@type lightuserdata
+evalua.SKIP = nil
+
+--- JSON for graders and trace adapters.
 evalua.json = {}
 
---- Encode a value as JSON text (raises on a value JSON cannot hold: a function, NaN, a sparse list).
+--- Encode a Lua value as JSON text (`{}` is an object; use `evalua.array()` for an empty array).
 ---@param v any
 ---@return string
 function evalua.json.encode(v) end
 
---- Decode JSON text: the value, or nil and the parse error.
+--- Decode JSON text: the value, or nil and the error.
 ---@param s string
 ---@return any value
----@return string? error
+---@return string? err
 function evalua.json.decode(s) end
+
+--- Regular expressions (Rust `regex` syntax, compiled once per pattern).
+evalua.regex = {}
+
+--- Whether `pattern` matches somewhere in `s`.
+---@param pattern string
+---@param s string
+---@return boolean
+function evalua.regex.is_match(pattern, s) end
+
+--- The first match of `pattern` in `s`, or nil.
+---@param pattern string
+---@param s string
+---@return string?
+function evalua.regex.find(pattern, s) end
+
+--- Every match of `pattern` in `s` (or, when the pattern has a capture group, every first group).
+---@param pattern string
+---@param s string
+---@return string[]
+function evalua.regex.all(pattern, s) end
 
 --- Make `t` (or a new table) encode as a JSON array, even when empty (a plain `{}` encodes as an object).
 ---@generic T: table
@@ -209,6 +234,7 @@ function evalua.user.script(turns) end
 ---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
 ---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured
+---@field held_out_max_runs? integer held-out runs of the same cases and version before `run` warns (default 5; SPEC §13)
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]> faults injected on purpose, by tool name, in every case
 
 --- A fault injected on purpose into a tool's calls. The call is recorded as `faulted` with the fault.
@@ -293,6 +319,7 @@ function Suite:case(spec) end
 ---@field description? string what the tool does, as the agent reads it
 ---@field params? evalua.JsonSchema JSON Schema of the arguments (default `{ type = "object" }`); a call that does not validate is `rejected`
 ---@field effect? evalua.Effect `"read"` (default), `"write"` or `"external"`
+---@field forbidden_in_attack? boolean an attack case must not call it: requests count as attempts, denials as blocked (SPEC §13)
 ---@field requires? string[] tools that must have executed earlier in the trial; otherwise the call is `denied`
 ---@field run fun(ctx: evalua.Ctx, args: table): any the handler: its return value (JSON-like) is the result the agent gets; raising makes the call `failed`
 
@@ -312,7 +339,7 @@ function Suite:case(spec) end
 ---@class evalua.CaseSpec
 ---@field id string the case's id: letters, digits, `_`, `-`, `.` (required, unique in the suite)
 ---@field split? evalua.Split `"dev"` (default) or `"held_out"`
----@field tags? string[] labels to select and group cases (`--select`)
+---@field tags? string[] labels to select and group cases (`--tag`)
 ---@field difficulty? string free label, e.g. `"easy"`
 ---@field input string the task given to the agent (required)
 ---@field fixture? string SQL file (relative to the suite) loaded after the sandbox schema
