@@ -22,7 +22,7 @@ local suite = evalua.suite {
   gate    = { accepted = 0.5, critical_failures = 0 },
 }
 
-require("refunds_shop").tools(suite)
+require("shared.refunds_shop").tools(suite)
 
 -- How an agent should treat a rate limit: never more than two retries in a
 -- row, never the same request over and over, and no claim about the order
