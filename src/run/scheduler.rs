@@ -130,6 +130,40 @@ struct Done {
     tests: Vec<TestRow>,
 }
 
+/// Announces finished trials to the sinks in plan order (a reorder buffer).
+struct Herald<'w> {
+    work: &'w [(usize, u32)],
+    pending: BTreeMap<usize, Done>,
+    /// The next index in plan order to announce.
+    next: usize,
+    announced: usize,
+    interrupted: usize,
+}
+
+impl Herald<'_> {
+    fn announce(&mut self, d: Done, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>) {
+        let ev =
+            RunEvent::TrialFinished { case: self.work[d.index].0, record: &d.record, trace: &d.trace, tests: &d.tests };
+        for s in sinks.iter_mut() {
+            if let Err(e) = s.event(&ev) {
+                failure.get_or_insert(e);
+            }
+        }
+        self.announced += 1;
+        if d.record.ended == crate::record::Ended::Interrupted {
+            self.interrupted += 1;
+        }
+    }
+
+    /// Announce every trial that is next in plan order.
+    fn flush(&mut self, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>) {
+        while let Some(d) = self.pending.remove(&self.next) {
+            self.announce(d, sinks, failure);
+            self.next += 1;
+        }
+    }
+}
+
 /// Run every planned trial (of this partition), storing traces in `dir`,
 /// and tell `sinks` as trials finish.
 pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<Executed> {
@@ -218,39 +252,14 @@ pub fn execute_resumed(
             });
         }
         drop(trace_tx);
-        let mut pending: BTreeMap<usize, Done> = BTreeMap::new();
+        let mut herald = Herald { work: &work, pending: BTreeMap::new(), next: 0, announced: 0, interrupted: 0 };
         for (i, k) in std::mem::take(&mut kept) {
-            pending.insert(i, Done { index: i, record: k.record, trace: k.trace, tests: k.tests });
+            herald.pending.insert(i, Done { index: i, record: k.record, trace: k.trace, tests: k.tests });
         }
-        let mut next_index = 0usize;
-        let mut announce = |d: Done, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>| {
-            let ev =
-                RunEvent::TrialFinished { case: work[d.index].0, record: &d.record, trace: &d.trace, tests: &d.tests };
-            for s in sinks.iter_mut() {
-                if let Err(e) = s.event(&ev) {
-                    failure.get_or_insert(e);
-                }
-            }
-            announced += 1;
-            if d.record.ended == crate::record::Ended::Interrupted {
-                interrupted += 1;
-            }
-        };
-        let flush =
-            |pending: &mut BTreeMap<usize, Done>,
-             next_index: &mut usize,
-             sinks: &mut [&mut dyn Sink],
-             failure: &mut Option<crate::error::Error>,
-             announce: &mut dyn FnMut(Done, &mut [&mut dyn Sink], &mut Option<crate::error::Error>)| {
-                while let Some(d) = pending.remove(next_index) {
-                    announce(d, sinks, failure);
-                    *next_index += 1;
-                }
-            };
-        flush(&mut pending, &mut next_index, sinks, &mut failure, &mut announce);
+        herald.flush(sinks, &mut failure);
         for done in rx {
-            pending.insert(done.index, done);
-            flush(&mut pending, &mut next_index, sinks, &mut failure, &mut announce);
+            herald.pending.insert(done.index, done);
+            herald.flush(sinks, &mut failure);
             if failure.is_some() {
                 // Stop taking trials; the workers finish the ones they hold.
                 next.store(usize::MAX / 2, Ordering::Relaxed);
@@ -258,9 +267,10 @@ pub fn execute_resumed(
         }
         // Stopped early: trials that never started leave gaps; announce the
         // finished ones past them anyway, still in plan order.
-        for (_, d) in std::mem::take(&mut pending) {
-            announce(d, sinks, &mut failure);
+        for (_, d) in std::mem::take(&mut herald.pending) {
+            herald.announce(d, sinks, &mut failure);
         }
+        (announced, interrupted) = (herald.announced, herald.interrupted);
     });
     if let Some(e) = failure {
         return Err(e);
