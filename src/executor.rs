@@ -5,7 +5,11 @@
 //! - `denied`: a budget is spent (the trial then ends as `budget`) or a
 //!   `requires` policy is not met;
 //! - `failed`: the handler raised (or hit its limits);
-//! - `executed`: the handler returned; its result is recorded.
+//! - `executed`: the handler returned; its result is recorded;
+//! - `faulted`: a fault rule of the suite fired on the call (see [`fault`]):
+//!   the handler did not run, or its result was reshaped.
+
+pub mod fault;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -41,6 +45,8 @@ pub struct Executor {
     /// The suite's `_tool_index` table in the trial's Lua state.
     pub handlers: Table,
     pub ctx: Table,
+    /// The case's fault rules (SPEC §11).
+    pub faults: fault::Injector,
 }
 
 /// Why the executor refused a request before its handler ran.
@@ -102,6 +108,7 @@ impl Executor {
             error: None,
             started_ms,
             ended_ms: started_ms,
+            fault: None,
         };
         let mut unwind = None;
         match verdict {
@@ -112,19 +119,45 @@ impl Executor {
                     state.borrow_mut().budget_hit = Some(hit);
                 }
             }
-            Ok(()) => {
-                state.borrow_mut().denied = None;
-                let (status, result, error, stop) = run_handler(lua, handlers, ctx, name, &args);
-                record.status = status;
-                record.result = result;
-                record.error = error;
-                unwind = stop;
-                if let Some(why) = state.borrow_mut().denied.take() {
-                    record.status = CallStatus::Denied;
-                    record.result = None;
-                    record.error = Some(format!("policy: {why}"));
+            Ok(()) => match self.faults.fire(name) {
+                Some(f) if f.before().is_some() => {
+                    // The fault stands in for the handler, which does not run.
+                    let message = f.before();
+                    record.status = CallStatus::Faulted;
+                    record.error = message.clone();
+                    record.fault = Some(f.record(false, message, None, None));
                 }
-            }
+                fired => {
+                    state.borrow_mut().denied = None;
+                    let (status, result, error, stop) = run_handler(lua, handlers, ctx, name, &args);
+                    record.status = status;
+                    record.result = result;
+                    record.error = error;
+                    unwind = stop;
+                    if let Some(why) = state.borrow_mut().denied.take() {
+                        record.status = CallStatus::Denied;
+                        record.result = None;
+                        record.error = Some(format!("policy: {why}"));
+                    }
+                    // A fault that acts on the result applies only to a call that succeeded.
+                    if let Some(f) = fired
+                        && record.status == CallStatus::Executed
+                    {
+                        let original = record.result.take().unwrap_or(Json::Null);
+                        record.status = CallStatus::Faulted;
+                        record.fault = Some(match f.after(&original) {
+                            fault::After::Result(shaped, changed) => {
+                                record.result = Some(shaped);
+                                f.record(true, None, Some(original), Some(changed))
+                            }
+                            fault::After::Error(message) => {
+                                record.error = Some(message.clone());
+                                f.record(true, Some(message), Some(original), None)
+                            }
+                        });
+                    }
+                }
+            },
         }
         let mut st = state.borrow_mut();
         record.ended_ms = st.elapsed_ms();
@@ -154,7 +187,7 @@ impl Executor {
             return Err(Refusal::Rejected(format!("invalid arguments for {name}: {}", errors.join("; "))));
         }
         for req in &tool.spec.requires {
-            let ok = st.calls.iter().any(|c| &c.name == req && c.status == CallStatus::Executed);
+            let ok = st.calls.iter().any(|c| &c.name == req && c.handler_succeeded());
             if !ok {
                 return Err(Refusal::Policy(format!("{name} requires a successful {req} first")));
             }

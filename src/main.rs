@@ -56,12 +56,21 @@ enum Command {
         jobs: Option<u32>,
         #[command(flatten)]
         select: Select,
-        /// Run seed: the same seed gives the same trial seeds
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
+        /// Run seed: the same seed gives the same trial seeds [default: 1]
+        #[arg(long)]
+        seed: Option<u64>,
         /// Write the run dir here (default runs/<suite>/<time>-<id>/)
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "retry_errors"])]
         out: Option<PathBuf>,
+        /// Finish an interrupted run: keep the trials in RUN_DIR/trials.jsonl, run the rest with the same seeds
+        #[arg(long, value_name = "RUN_DIR", conflicts_with = "retry_errors")]
+        resume: Option<PathBuf>,
+        /// As --resume, and also run the run's infra_error trials again
+        #[arg(long, value_name = "RUN_DIR")]
+        retry_errors: Option<PathBuf>,
+        /// On an incomplete run (interrupted), decide the gates on the trials that ran instead of failing them
+        #[arg(long)]
+        allow_incomplete: bool,
         /// No progress bar
         #[arg(long, short)]
         quiet: bool,
@@ -91,6 +100,9 @@ enum Command {
     Report {
         #[arg(value_name = "RUN_DIR")]
         dir: PathBuf,
+        /// On an incomplete run, decide the gates on the trials that ran instead of failing them
+        #[arg(long)]
+        allow_incomplete: bool,
     },
     /// Compare two runs case by case: improved / regressed / unchanged / unresolved
     Compare {
@@ -220,6 +232,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
             no_cache,
             require_judge,
             no_state,
+            resume,
+            retry_errors,
+            allow_incomplete,
         } => {
             evalua::judge::cache::set_disabled(no_cache);
             cmd::run::run(cmd::run::RunArgs {
@@ -236,10 +251,13 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 allow_revision_change,
                 require_judge,
                 no_state,
+                resume,
+                retry_errors,
+                allow_incomplete,
                 argv: std::env::args().collect(),
             })
         }
-        Command::Report { dir } => cmd::report::report(&dir),
+        Command::Report { dir, allow_incomplete } => cmd::report::report(&dir, allow_incomplete),
         Command::Compare { base, cand, allow_revision_change, json, markdown } => {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }

@@ -49,8 +49,8 @@
 
 --- The status an agent sees for its request (`env.call`'s second result).
 ---@alias evalua.ReplyStatus
----| "ok"     # executed
----| "error"  # failed, rejected or faulted
+---| "ok"     # executed, or faulted by a kind that reshapes the result (empty, partial, stale)
+---| "error"  # failed, rejected, or faulted by a kind that fails the call (error, rate_limit, timeout)
 ---| "denied" # denied
 
 --- What a check returns first: a verdict, or `host.SKIP` ("could not be decided here").
@@ -280,6 +280,19 @@ function evalua.user.script(turns) end
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
 ---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured
 ---@field held_out_max_runs? integer held-out runs of the same cases and version before `run` warns (default 5; SPEC §13)
+---@field faults? table<string, evalua.Fault|evalua.Fault[]> faults injected on purpose, by tool name, in every case
+
+--- A fault injected on purpose into a tool's calls. The call is recorded as `faulted` with the fault.
+--- `error`, `rate_limit` and `timeout`: the handler does not run and the agent gets an error;
+--- `empty`, `partial` and `stale`: the handler runs and the agent gets a reshaped result, as a success.
+---@class evalua.Fault
+---@field kind "error"|"rate_limit"|"timeout"|"empty"|"partial"|"stale" what the fault does (required)
+---@field on_call? integer|integer[] fire on these calls of the tool (1-based, counting the calls that pass validation and policy)
+---@field probability? number fire on each call with this probability, drawn from the trial's seed (not with `on_call`); with neither, every call
+---@field retry_after_s? number `rate_limit`: the wait the agent is told to respect (default 1)
+---@field message? string `error`, `rate_limit`, `timeout`: the error text the agent gets
+---@field keep? number `partial`: the share of lists (or of fields, or of a string's characters) kept, 0..1 (default 0.5)
+---@field age_s? number `stale`: how far dates and datetimes in the result move into the past, in seconds (default 86400)
 
 --- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
 ---@class evalua.Budget
@@ -295,6 +308,7 @@ function evalua.user.script(turns) end
 ---@field schema? string SQL file (relative to the suite) run before each case's fixture
 ---@field clock? string the frozen clock, an ISO 8601 datetime (e.g. `"2026-11-03T10:00:00Z"`); `os.time()`/`os.date()` read it
 ---@field workdir? string|evalua.GitWorkdir the initial work tree, copied for each trial: a folder (relative to the suite) or a git bundle
+---@field max_fixture_mb? number the largest schema or fixture file accepted, in MiB (default 64; `EVALUA_MAX_FIXTURE_MB` overrides)
 
 --- A work tree from a git bundle: cloned once per run (with the `git` CLI), checked out at `rev`, `.git` dropped.
 ---@class evalua.GitWorkdir
@@ -384,6 +398,7 @@ function Suite:case(spec) end
 ---@field metadata? table free data, kept with the case
 ---@field clock? string this case's frozen clock (ISO 8601), overriding the sandbox's
 ---@field workdir? string|evalua.GitWorkdir this case's initial work tree, overriding `sandbox.workdir`
+---@field faults? table<string, evalua.Fault|evalua.Fault[]|false> this case's faults by tool: they replace the suite's for that tool (`false`: none)
 
 --- A declared case, as returned by `suite:case` and seen as `ctx.case` / `t.case`.
 ---@class evalua.Case
@@ -412,6 +427,9 @@ function Suite:case(spec) end
 ---@field run fun(t: evalua.Trial): evalua.Verdict, any returns true/false (or `host.SKIP`) and evidence (any JSON-like value)
 ---@field kind? string the constructor that made it (`"sql"`, `"answer"`, `"judge"`, ...)
 ---@field judge? table a judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria or question
+---@field tools? string[] tool names the check mentions: each must be a tool of the suite (`evalua check` verifies)
+---@field sql? string[] SQL queries the check runs: each is prepared against the case's fixture before any trial
+---@field where? string `file:line` of the check's declaration
 
 --- The finished trial, as a check's `run(t)` sees it.
 ---@class evalua.Trial
@@ -473,6 +491,17 @@ function Trial.run_tests(spec) end
 ---@field error? string why it failed, was rejected or denied
 ---@field started_ms number when it started, in ms since the trial started
 ---@field ended_ms number when it ended, in ms since the trial started
+---@field fault? evalua.CallFault the fault injected on this call (status `faulted`)
+
+--- An injected fault, as recorded on its call.
+---@class evalua.CallFault
+---@field kind string the fault's kind (`"rate_limit"`, `"empty"`, ...)
+---@field rule string which rule fired: `"on_call 2"`, `"probability 0.3"`, `"every call"`
+---@field retry_after_s? number `rate_limit`: the wait the agent was told
+---@field message? string the error the agent got, for kinds that fail the call
+---@field handler_ran boolean whether the handler ran (its effects happened)
+---@field handler_result? any what the handler returned, before the fault reshaped it
+---@field changed? integer how many values the reshaping changed
 
 --- One turn of the conversation.
 ---@class evalua.Message

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value as Json, json};
 
 use super::mcp::{self, Event};
+use super::protocol::{self, AgentMessage, quote};
 use crate::model::Endpoint;
 use crate::model::proxy::Proxy;
 use crate::process::{self, Group, Launch, Tail, describe_status};
@@ -42,12 +43,8 @@ const GRACE: Duration = Duration::from_millis(200);
 const SETUP_MAX_OUTPUT: usize = 16 * 1024 * 1024;
 /// How often the protocol loop looks at the model proxy's budget.
 const PROXY_POLL: Duration = Duration::from_millis(50);
-
-fn quote(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let s = s.trim_end();
-    if s.chars().count() > QUOTE { format!("{}…", s.chars().take(QUOTE).collect::<String>()) } else { s.to_string() }
-}
+/// How often the protocol loop looks for a stop request (SIGINT, SIGTERM).
+const CANCEL_POLL: Duration = Duration::from_millis(100);
 
 /// Read stdout line by line, each at most MAX_LINE bytes, into a bounded channel.
 fn read_lines(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
@@ -283,6 +280,10 @@ fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<BudgetHit> {
 /// How long to wait for the agent's next event: with a model proxy, short
 /// enough to look at its budget in between. Err(end) when the proxy spent one.
 fn next_wait(trial: &Trial<'_>, proxy: Option<&Proxy>, left: Duration) -> Result<Duration, AgentEnd> {
+    if crate::util::cancel::requested() {
+        return Err(AgentEnd::interrupted());
+    }
+    let left = left.min(CANCEL_POLL);
     match proxy {
         None => Ok(left),
         Some(p) => match sync_proxy(trial, p) {
@@ -445,28 +446,26 @@ fn converse(
             Event::Out(b) => b,
             Event::Eof | Event::Call(_) => unreachable!("handled above"),
         };
-        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        let msg: Json = match serde_json::from_slice(&bytes) {
-            Ok(m @ Json::Object(_)) => m,
-            _ => {
-                stop(&mut end, Ended::ProtocolError, format!("not a JSON object: {}", quote(&bytes)));
+        let msg = match protocol::parse_line(&bytes) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(why) => {
+                stop(&mut end, Ended::ProtocolError, why);
                 return end;
             }
         };
-        match msg.get("type").and_then(|t| t.as_str()).unwrap_or("") {
-            "tool_call" => {
-                let id = msg.get("id").and_then(|v| v.as_str()).map(String::from);
-                let name = msg.get("name").and_then(|v| v.as_str()).unwrap_or("").to_string();
-                let args = msg.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                let (r, budget) = call(trial, id, &name, args);
+        match msg {
+            AgentMessage::ToolCall { id, name, arguments } => {
+                let (r, budget) = call(trial, id, &name, arguments);
                 // The agent's own id, even when the trace had to make it unique.
                 let reply_id = r.requested_id.as_ref().unwrap_or(&r.id);
                 let mut out =
-                    json!({ "type": "tool_result", "id": reply_id, "status": r.status.reply(), "content": r.result });
+                    json!({ "type": "tool_result", "id": reply_id, "status": r.reply_status(), "content": r.result });
                 if let Some(e) = &r.error {
                     out["error"] = json!(e);
+                }
+                if let Some(s) = r.fault.as_ref().and_then(|f| f.retry_after_s) {
+                    out["retry_after_s"] = json!(s);
                 }
                 send(stdin, &out);
                 if let Err(why) = budget {
@@ -474,45 +473,28 @@ fn converse(
                 }
             }
             // With a model proxy, the proxy's accounting counts, not the agent's word.
-            "usage" if proxy.is_some() => {}
-            "usage" => {
-                let n = |k: &str| msg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+            AgentMessage::Usage { .. } if proxy.is_some() => {}
+            AgentMessage::Usage { input_tokens, output_tokens, cost_usd } => {
                 let mut st = trial.state.borrow_mut();
-                st.usage.input_tokens += n("input_tokens");
-                st.usage.output_tokens += n("output_tokens");
-                st.usage.cost_usd += msg.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                st.usage.input_tokens = st.usage.input_tokens.saturating_add(input_tokens);
+                st.usage.output_tokens = st.usage.output_tokens.saturating_add(output_tokens);
+                st.usage.cost_usd += cost_usd;
                 if let Some(hit) = st.note_usage(&trial.plan.suite.budget) {
                     drop(st);
                     return AgentEnd::budget(&hit);
                 }
             }
-            "message" => {
-                let text = msg.get("content").and_then(|v| v.as_str()).unwrap_or("").to_string();
-                match trial.agent_says(text) {
-                    Ok(reply) => {
-                        send(stdin, &json!({ "type": "user", "content": reply }));
-                    }
-                    Err(why) => {
-                        return AgentEnd::budget(&why);
-                    }
+            AgentMessage::Message { content } => match trial.agent_says(content) {
+                Ok(reply) => {
+                    send(stdin, &json!({ "type": "user", "content": reply }));
                 }
-            }
-            "final" => {
-                end.answer = match msg.get("content") {
-                    Some(Json::String(s)) => s.clone(),
-                    Some(Json::Null) | None => String::new(),
-                    Some(other) => other.to_string(),
-                };
+                Err(why) => {
+                    return AgentEnd::budget(&why);
+                }
+            },
+            AgentMessage::Final { content } => {
+                end.answer = content;
                 trial.state.borrow_mut().usage.turns += 1;
-                return end;
-            }
-            other => {
-                let what = if other.is_empty() {
-                    "a message without a \"type\"".to_string()
-                } else {
-                    format!("unknown message type {other:?}")
-                };
-                stop(&mut end, Ended::ProtocolError, format!("{what}: {}", quote(&bytes)));
                 return end;
             }
         }

@@ -64,7 +64,7 @@ impl McpCall {
 }
 
 fn result_of(r: &CallRecord) -> CallToolResult {
-    let v = if r.status == CallStatus::Executed {
+    let v = if r.reply_status() == "ok" {
         let content = r.result.clone().unwrap_or(Json::Null);
         let text = match &content {
             Json::String(s) => s.clone(),
@@ -77,6 +77,7 @@ fn result_of(r: &CallRecord) -> CallToolResult {
         v
     } else {
         let status = match r.status {
+            CallStatus::Faulted if r.fault.as_ref().is_some_and(|f| f.retry_after_s.is_some()) => "rate limited",
             CallStatus::Rejected => "rejected",
             CallStatus::Denied => "denied",
             _ => "failed",

@@ -87,6 +87,9 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
     };
     let mut steps = 0u32;
     loop {
+        if crate::util::cancel::requested() {
+            return AgentEnd::interrupted();
+        }
         if steps >= m.max_turns {
             let hit = BudgetHit::ModelCalls(m.max_turns);
             trial.state.borrow_mut().budget_hit = Some(hit.clone());
@@ -141,7 +144,7 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
                 return deadline_end();
             }
             let r = &reply.record;
-            let mut content = json!({ "status": r.status.reply() });
+            let mut content = json!({ "status": r.reply_status() });
             if let Some(v) = &r.result {
                 content["content"] = v.clone();
             }

@@ -28,6 +28,16 @@ fn identity(r: &RunData) -> [(String, &'static str); 5] {
 
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let parts: Vec<RunData> = dirs.iter().map(|d| rundata::load(d)).collect::<Result<_>>()?;
+    for p in &parts {
+        if p.coverage.interrupted > 0 {
+            return Err(Error::Input(format!(
+                "{}: {} trial(s) of this part were interrupted; finish it with `evalua run SUITE --resume {}` first",
+                p.dir.display(),
+                p.coverage.interrupted,
+                p.dir.display()
+            )));
+        }
+    }
     let first = &parts[0];
     let id0 = identity(first);
     for p in &parts[1..] {
@@ -123,6 +133,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let mut manifest = first.manifest.clone();
     manifest.run_id = run_id;
     manifest.partition = None;
+    manifest.planned_trials = Some(count);
+    manifest.resumes = Vec::new();
     manifest.merged_from = Some(
         parts
             .iter()
@@ -137,7 +149,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let merged = rundata::load(&dir.path)?;
     dir.write_json("summary.json", &merged.summary_file())?;
     report::write_all(&merged)?;
-    print!("{}", report::console(merged.suite(), &merged.summary, &merged.gates, &dir.path.display().to_string()));
+    print!("{}", report::console_for(&merged));
     println!("merged {} parts ({count} trials)", parts.len());
     Ok(if merged.gates_passed() { 0 } else { 1 })
 }

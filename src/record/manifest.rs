@@ -70,6 +70,16 @@ pub struct Manifest {
     /// A re-graded run: the run whose trials it graded again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regraded_from: Option<RegradedFrom>,
+    /// The (case, trial) pairs this run plans (this partition's share): a
+    /// run with fewer records is incomplete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_trials: Option<usize>,
+    /// The names of the suite's judge checks (to tell when every one was skipped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge_checks: Vec<String>,
+    /// Each `--resume` / `--retry-errors` of this run dir, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumes: Vec<Resume>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
 }
@@ -118,6 +128,9 @@ pub struct CaseEntry {
     pub difficulty: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workdir: Option<WorkdirEntry>,
+    /// The case's own agent (when it overrides the suite's), with the hashes of what it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Json>,
 }
 
 fn one() -> f64 {
@@ -213,6 +226,19 @@ impl Manifest {
             None => &self.run_id,
         }
     }
+}
+
+/// One `--resume` (or `--retry-errors`) of a run dir.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Resume {
+    pub at: String,
+    pub command: Vec<String>,
+    /// `"resume"` or `"retry_errors"`.
+    pub mode: String,
+    /// Trials kept from trials.jsonl.
+    pub kept: usize,
+    /// Trials run (again) by this resume.
+    pub run: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

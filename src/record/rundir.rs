@@ -104,6 +104,32 @@ impl RunDir {
         Ok(TrialsWriter { file, path })
     }
 
+    /// trials.jsonl, opened for appending after the records it holds (a resumed run).
+    pub fn trials_appender(&self) -> Result<TrialsWriter> {
+        let path = self.file("trials.jsonl");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
+        Ok(TrialsWriter { file, path })
+    }
+
+    /// Replace trials.jsonl with these lines, atomically: the old file stays
+    /// whole until the new one is complete on disk.
+    pub fn rewrite_trials(&self, lines: &[&str]) -> Result<()> {
+        let path = self.file("trials.jsonl");
+        let tmp = self.file("trials.jsonl.tmp");
+        let env =
+            |e: std::io::Error| Error::Environment(format!("{}: cannot rewrite trials.jsonl: {e}", path.display()));
+        let mut f = File::create(&tmp).map_err(env)?;
+        for l in lines {
+            writeln!(f, "{l}").map_err(env)?;
+        }
+        f.sync_all().map_err(env)?;
+        fs::rename(&tmp, &path).map_err(env)
+    }
+
     /// Write a trial's trace to `rel` (a record's `trace` path).
     pub fn write_trace(&self, rel: &str, bytes: &[u8]) -> std::io::Result<()> {
         fs::write(self.path.join(rel), bytes)

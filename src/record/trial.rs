@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::spec::FaultKind;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -43,6 +45,9 @@ pub enum Ended {
     InfraError,
     /// The agent never got its chance (an infrastructure error).
     NotStarted,
+    /// The run was stopped (SIGINT, SIGTERM) while the trial ran: an
+    /// infrastructure error, run again by `--resume`.
+    Interrupted,
 }
 
 impl Ended {
@@ -55,6 +60,7 @@ impl Ended {
             Ended::ProtocolError => "protocol_error",
             Ended::InfraError => "infra_error",
             Ended::NotStarted => "not_started",
+            Ended::Interrupted => "interrupted",
         }
     }
 }
@@ -108,6 +114,52 @@ pub struct CallRecord {
     pub error: Option<String>,
     pub started_ms: f64,
     pub ended_ms: f64,
+    /// The fault injected on this call (status `faulted`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultRecord>,
+}
+
+impl CallRecord {
+    /// The status the agent sees in its tool result: a fault that only
+    /// reshapes a result the handler returned (`empty`, `partial`, `stale`)
+    /// reaches the agent as a success.
+    pub fn reply_status(&self) -> &'static str {
+        match &self.fault {
+            Some(f) if self.status == CallStatus::Faulted && f.handler_ran && self.error.is_none() => "ok",
+            _ => self.status.reply(),
+        }
+    }
+
+    /// Whether the tool's handler ran to the end (executed, or faulted after it ran):
+    /// what a `requires` policy counts.
+    pub fn handler_succeeded(&self) -> bool {
+        match self.status {
+            CallStatus::Executed => true,
+            CallStatus::Faulted => self.fault.as_ref().is_some_and(|f| f.handler_ran),
+            _ => false,
+        }
+    }
+}
+
+/// An injected fault (SPEC §11), as recorded on its call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    pub kind: FaultKind,
+    /// Which rule fired: `"on_call 2"`, `"probability 0.3"`, `"every call"`.
+    pub rule: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<f64>,
+    /// The error the agent was told, for kinds that fail the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Whether the handler ran (its effects happened).
+    pub handler_ran: bool,
+    /// What the handler returned, before the fault reshaped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler_result: Option<Json>,
+    /// How many values the reshaping changed (items dropped, dates moved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

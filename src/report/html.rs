@@ -12,11 +12,10 @@ use std::fmt::Write;
 
 use serde_json::{Value as Json, json};
 
-use super::text::{by_case, figure_rows, fmt_value, gate_line, k_max, safety_rows, truncate};
+use super::text::{by_case, figure_rows, fmt_value, gate_line, incomplete_line, k_max, safety_rows, truncate};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
-use crate::spec::gate::Verdict;
-use crate::stats::{K, RunData, Summary};
+use crate::stats::{K, RunData, Summary, plural};
 
 /// Embedded trajectories above this total are cut harder.
 const TRACE_BUDGET: usize = 3_000_000;
@@ -228,7 +227,8 @@ fn check_bars(summary: &Summary) -> String {
 /// What a report shows above its grid: the gates' verdict, the figures with
 /// their intervals and denominators, the pass^k / pass@k curve and the
 /// failures per check (shared by report.html and `evalua view`).
-pub fn overview(s: &Summary, gates: &[Verdict]) -> String {
+pub fn overview(run: &RunData) -> String {
+    let (s, gates) = (&run.summary, &run.gates);
     let f = &s.figures;
     let mut o = String::new();
     if !gates.is_empty() {
@@ -243,8 +243,25 @@ pub fn overview(s: &Summary, gates: &[Verdict]) -> String {
                 format!("{failed} of {} gates FAILED", gates.len())
             }
         );
-        for g in gates {
+        // Failing gates first.
+        for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {
             let _ = write!(o, r#"<li class="{}">{}</li>"#, if g.passed { "ok" } else { "bad" }, esc(&gate_line(g)));
+        }
+        o.push_str("</ul>");
+    }
+    if !run.warnings.is_empty() || !run.manifest.invalid_cases.is_empty() {
+        o.push_str("<ul class=warnings>");
+        for w in &run.warnings {
+            let _ = write!(o, "<li>warning: {}</li>", esc(w));
+        }
+        for inv in &run.manifest.invalid_cases {
+            let _ = write!(
+                o,
+                "<li>case <code>{}</code> ({}) was skipped as invalid: {}</li>",
+                esc(&inv.case),
+                esc(&inv.location),
+                esc(&inv.reason)
+            );
         }
         o.push_str("</ul>");
     }
@@ -330,25 +347,31 @@ pub fn render(run: &RunData) -> String {
     let data = json!({ "suite": run.suite(), "cases": cases, "omitted": omitted, "max": MAX_EMBEDDED });
 
     let mut o = String::with_capacity(traces.len() + 64 * 1024);
-    let title = format!("evalua report: {}", run.suite());
+    let incomplete = incomplete_line(run);
+    let title = format!("evalua report: {}{}", run.suite(), if incomplete.is_some() { " (INCOMPLETE)" } else { "" });
+    // The first line says it too: an HTML comment after the doctype.
+    let first = incomplete.as_deref().map(|l| format!("<!-- {} -->", esc(l).replace("--", "–"))).unwrap_or_default();
     let _ = write!(
         o,
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>{}</title>
+        r#"<!doctype html>{first}<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>{}</title>
 <script>window.__evalua_errors=[];window.addEventListener("error",function(e){{window.__evalua_errors.push(String(e.message))}});(function(){{var ce=console.error;console.error=function(){{window.__evalua_errors.push(Array.prototype.join.call(arguments," "));ce.apply(console,arguments)}}}})();</script>
 <style>{CSS}</style></head><body>"#,
         esc(&title)
     );
+    if let Some(line) = &incomplete {
+        let _ = write!(o, r#"<div class="verdict bad">{}</div>"#, esc(line));
+    }
     let version = run.version().map(|v| format!(" ({})", esc(v))).unwrap_or_default();
     let _ = write!(
         o,
-        "<h1>{}{version}</h1><p class=meta>run <code>{}</code> · seed {} · {} cases, {} trials (capability view) · 95% intervals from a seeded bootstrap over cases</p>",
+        "<h1>{}{version}</h1><p class=meta>run <code>{}</code> · seed {} · {}, {} (capability view) · 95% intervals from a seeded two-stage bootstrap (cases, then each case's trials)</p>",
         esc(&title),
         esc(run.run_id()),
         run.seed(),
-        f.capability.cases,
-        f.capability.trials
+        plural(f.capability.cases, "case"),
+        plural(f.capability.trials as usize, "trial")
     );
-    o.push_str(&overview(s, &run.gates));
+    o.push_str(&overview(run));
     o.push_str(
         r#"<h2>Cases × trials</h2><p class=legend><span class="cell o-a"></span> accepted <span class="cell o-f"></span> failed <span class="cell o-c"></span> critical <span class="cell o-g"></span> grader error <span class="cell o-i"></span> infra error · click a trial for its trajectory · <label><input type=checkbox id=onlyfail> only cases with a non-accepted trial</label></p>
 <div class=split><div id=grid></div><div id=traj><p class=hint>Click a trial in the grid.</p></div></div>"#,

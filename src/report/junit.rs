@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::text::{by_case, evidence_text, gate_line};
+use super::text::{by_case, evidence_text, gate_line, incomplete_line};
 use crate::error::{Error, Result};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
@@ -85,7 +85,9 @@ pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> CaseF
 }
 
 pub fn render(run: &RunData) -> Result<String> {
-    let mut report = Report::new(format!("evalua {}", run.suite()));
+    let incomplete = incomplete_line(run);
+    let mut report =
+        Report::new(format!("evalua {}{}", run.suite(), if incomplete.is_some() { " (INCOMPLETE)" } else { "" }));
     let mut suite = TestSuite::new(run.suite().to_string());
     suite.add_property(Property::new("run_id", run.run_id().to_string()));
     suite.add_property(Property::new("seed", run.seed().to_string()));
@@ -130,6 +132,17 @@ pub fn render(run: &RunData) -> Result<String> {
         suite.add_test_case(tc);
     }
     report.add_test_suite(suite);
+    if let Some(line) = &incomplete {
+        // CI views show a failure: the run did not cover its plan.
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(line.clone());
+        s.set_type("incomplete");
+        let mut tc = TestCase::new("run is complete", s);
+        tc.set_classname(format!("{}.run", run.suite()));
+        let mut whole = TestSuite::new(format!("{} run", run.suite()));
+        whole.add_test_case(tc);
+        report.add_test_suite(whole);
+    }
     if !run.gates.is_empty() {
         let mut gates = TestSuite::new(format!("{} gates", run.suite()));
         for g in &run.gates {
@@ -147,5 +160,12 @@ pub fn render(run: &RunData) -> Result<String> {
         }
         report.add_test_suite(gates);
     }
-    report.to_string().map_err(|e| Error::Input(format!("junit.xml: {e}")))
+    let xml = report.to_string().map_err(|e| Error::Input(format!("junit.xml: {e}")))?;
+    Ok(match (&incomplete, xml.split_once('\n')) {
+        // The first line says it too: a comment after the XML declaration.
+        (Some(line), Some((decl, rest))) if decl.starts_with("<?xml") => {
+            format!("{decl}<!-- {} -->\n{rest}", line.replace("--", "–").replace(['<', '>', '&'], " "))
+        }
+        _ => xml,
+    })
 }

@@ -1,11 +1,15 @@
-//! report.md: summary with intervals and denominators, gates, per-case table,
-//! worst cases linking to their traces, checks, and errors counted apart.
+//! report.md: an incomplete run says so in the first line; then the gates
+//! (failing first), summary with intervals and denominators, warnings,
+//! per-case table (failing cases first), worst cases linking to their
+//! traces, checks, and errors counted apart.
 
 use std::fmt::Write;
 
-use super::text::{by_case, evidence_text, figure_rows, fmt_value, gate_line, k_max, safety_rows};
+use super::text::{
+    by_case, evidence_text, figure_rows, fmt_value, gate_line, incomplete_line, k_max, safety_rows, worst_first,
+};
 use crate::record::Outcome;
-use crate::stats::RunData;
+use crate::stats::{RunData, plural};
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -17,14 +21,21 @@ pub fn render(run: &RunData) -> String {
     let cap = &f.capability;
     let mut o = String::new();
     let version = run.version().map(|v| format!(" ({v})")).unwrap_or_default();
-    let _ = writeln!(o, "# evalua report: {}{version}\n", run.suite());
+    match incomplete_line(run) {
+        Some(line) => {
+            let _ = writeln!(o, "# evalua report: {}{version} — {line}\n", run.suite());
+        }
+        None => {
+            let _ = writeln!(o, "# evalua report: {}{version}\n", run.suite());
+        }
+    }
     let _ = writeln!(
         o,
-        "Run `{}` · seed {} · {} cases, {} trials (capability view)\n",
+        "Run `{}` · seed {} · {}, {} (capability view)\n",
         run.run_id(),
         run.seed(),
-        cap.cases,
-        cap.trials
+        plural(cap.cases, "case"),
+        plural(cap.trials as usize, "trial")
     );
     if !run.gates.is_empty() {
         let failed = run.gates.iter().filter(|g| !g.passed).count();
@@ -33,10 +44,28 @@ pub fn render(run: &RunData) -> String {
         } else {
             let _ = writeln!(o, "**Gates: {failed} of {} FAILED.**\n", run.gates.len());
         }
+        for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
+            let _ = writeln!(o, "- {}", gate_line(g));
+        }
+        let _ = writeln!(o);
+    }
+    if !run.warnings.is_empty() || !run.manifest.invalid_cases.is_empty() {
+        let _ = writeln!(o, "## Warnings\n");
+        for w in &run.warnings {
+            let _ = writeln!(o, "- {}", cell(w));
+        }
+        for inv in &run.manifest.invalid_cases {
+            let _ =
+                writeln!(o, "- case `{}` ({}) was skipped as invalid: {}", inv.case, inv.location, cell(&inv.reason));
+        }
+        let _ = writeln!(o);
     }
 
     let _ = writeln!(o, "## Figures\n");
-    let _ = writeln!(o, "95% intervals from a seeded bootstrap that resamples cases.\n");
+    let _ = writeln!(
+        o,
+        "95% intervals from a seeded two-stage bootstrap: cases resampled, then each case's rate redrawn from its trials.\n"
+    );
     let _ = writeln!(o, "| figure | value | 95% interval | cases | trials |\n|---|---|---|---|---|");
     for r in figure_rows(s) {
         let _ = writeln!(o, "| {} | {} | {} | {} | {} |", r.name, r.value_text(), r.interval_text(), r.cases, r.trials);
@@ -78,31 +107,26 @@ pub fn render(run: &RunData) -> String {
         let _ = writeln!(o);
     }
 
-    if !run.gates.is_empty() {
-        let _ = writeln!(o, "## Gates\n");
-        for g in &run.gates {
-            let _ = writeln!(o, "- {}", gate_line(g));
-        }
-        let _ = writeln!(o);
-    }
-
     let kmax = k_max(s);
     let trials = by_case(run);
     let _ = writeln!(o, "## Cases\n");
+    let hk = if kmax > 1 { format!(" pass^{kmax} |") } else { String::new() };
+    let hk_rule = if kmax > 1 { "---|" } else { "" };
     let _ = writeln!(
         o,
-        "| case | n | accepted | pass^1 | pass^{kmax} | failed | critical | grader err | infra err |\n|---|---|---|---|---|---|---|---|---|"
+        "| case | n | accepted | pass^1 |{hk} failed | critical | grader err | infra err |\n|---|---|---|---|{hk_rule}---|---|---|---|"
     );
-    for c in &s.cases {
+    for i in worst_first(s) {
+        let c = &s.cases[i];
         let hat = |k: u32| c.pass_hat(k);
+        let kcol = if kmax > 1 { format!(" {} |", fmt_value(hat(kmax), true)) } else { String::new() };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} |{kcol} {} | {} | {} | {} |",
             cell(&c.id),
             c.n,
             c.accepted,
             fmt_value(hat(1), true),
-            fmt_value(hat(kmax), true),
             c.count(Outcome::Failed),
             c.count(Outcome::Critical),
             c.count(Outcome::GraderError),

@@ -1,7 +1,7 @@
 //! What every report shares: suite figures as rows with intervals and
 //! denominators, gate lines, values and evidence as short text.
 
-use crate::record::TrialRecord;
+use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::{self, Metric, On, Verdict};
 use crate::stats::safety::SafetyFigure;
 use crate::stats::{RunData, Summary};
@@ -88,30 +88,77 @@ pub fn safety_rows(summary: &Summary) -> Vec<(&'static str, String, String)> {
     ]
 }
 
-/// How a gate verdict reads in a report.
+/// How a gate verdict reads in a report: rates as percentages, counts as
+/// whole numbers, cost in dollars, latency in ms.
 pub fn gate_line(g: &Verdict) -> String {
     let on = match g.on {
         On::Point => "",
         On::Lower => " (95% lower bound)",
         On::Upper => " (95% upper bound)",
     };
+    let metric = gate::from_manifest(&g.name, 0.0, On::Point).map(|x| x.metric).ok();
+    let show = |v: f64| -> String {
+        if !v.is_finite() {
+            return "∞".to_string();
+        }
+        match metric {
+            Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted) => format!("{:.1}%", v * 100.0),
+            Some(Metric::CriticalFailures | Metric::GraderErrors | Metric::InfraErrors | Metric::SkippedChecks) => {
+                format!("{}", v.round() as i64)
+            }
+            Some(Metric::CostPerAccepted) => format!("${v:.4}"),
+            Some(Metric::P50Ms | Metric::P95Ms) => format!("{v:.0} ms"),
+            None => format!("{v:.4}"),
+        }
+    };
     let value = match g.value {
-        Some(v) if v.is_finite() => format!("{v:.4}"),
-        Some(_) => "∞".to_string(),
+        Some(v) if v.is_nan() => "undefined".to_string(),
+        Some(v) => show(v),
         None => "undefined".to_string(),
     };
-    let cmp = if gate::from_manifest(&g.name, 0.0, On::Point).map(|x| x.metric.is_minimum()).unwrap_or(true) {
-        "≥"
-    } else {
-        "≤"
-    };
+    let cmp = if metric.is_none_or(|m| m.is_minimum()) { "≥" } else { "≤" };
     format!(
         "{} {}{on}: {value}, required {cmp} {}{}",
         if g.passed { "PASS" } else { "FAIL" },
         g.name,
-        g.threshold,
+        show(g.threshold),
         g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
     )
+}
+
+/// The first line of every report of an incomplete run (None when complete).
+pub fn incomplete_line(run: &RunData) -> Option<String> {
+    if run.complete() {
+        return None;
+    }
+    let c = &run.coverage;
+    Some(format!(
+        "INCOMPLETE run: {} of {} planned trials recorded{}{}; the figures cover only what ran{}",
+        c.recorded.saturating_sub(c.interrupted),
+        c.planned,
+        if c.interrupted > 0 { format!(", {} interrupted", c.interrupted) } else { String::new() },
+        if run.summary_present { "" } else { " (no summary.json: the run did not reach its end)" },
+        if run.allow_incomplete { " (gates decided on them: --allow-incomplete)" } else { " and no gate passes" }
+    ))
+}
+
+/// Case indices, failing cases first: lowest accepted rate first, more
+/// critical failures first among equals, then declaration order; cases that
+/// accepted every trial keep their order at the end.
+pub fn worst_first(summary: &Summary) -> Vec<usize> {
+    let cases = &summary.cases;
+    let rate = |i: usize| if cases[i].n == 0 { 1.0 } else { cases[i].accepted as f64 / cases[i].n as f64 };
+    let crit = |i: usize| cases[i].count(Outcome::Critical);
+    let failing = |i: usize| cases[i].accepted < cases[i].n || cases[i].count(Outcome::InfraError) > 0;
+    let mut idx: Vec<usize> = (0..cases.len()).collect();
+    idx.sort_by(|&a, &b| {
+        failing(b)
+            .cmp(&failing(a))
+            .then_with(|| if failing(a) { rate(a).total_cmp(&rate(b)) } else { std::cmp::Ordering::Equal })
+            .then_with(|| crit(b).cmp(&crit(a)))
+            .then(a.cmp(&b))
+    });
+    idx
 }
 
 /// The records of the non-accepted trials of each case (manifest order), in trial order.

@@ -8,10 +8,13 @@ pub mod manifest;
 pub mod partition;
 pub mod plan;
 pub mod regrade;
+pub mod resume;
 pub mod scheduler;
 pub mod screen;
 
 pub use events::{RunEvent, Sink};
 pub use partition::Partition;
 pub use plan::plan;
-pub use scheduler::{RunOptions, TrialFn, default_jobs, execute, execute_work, run_trial, work};
+pub use scheduler::{
+    Executed, Kept, RunOptions, TrialFn, default_jobs, execute, execute_resumed, execute_work, run_trial, work,
+};

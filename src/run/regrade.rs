@@ -197,8 +197,9 @@ impl Regrade {
     /// Re-grade every recorded trial on `jobs` workers, storing traces and
     /// kept states in `dir` and telling `sinks` in the old run's order.
     pub fn execute(&self, jobs: usize, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
-        execute_work(&self.plan, &self.work, jobs, dir, sinks, &|i, case, _| {
+        execute_work(&self.plan, &self.work, jobs, dir, sinks, Default::default(), &|i, case, _| {
             trial::regrade::regrade(&self.plan, case, &self.old, &self.records[i])
         })
+        .map(|_| ())
     }
 }

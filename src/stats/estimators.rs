@@ -24,6 +24,7 @@ pub fn pass_at_k(n: u32, c: u32, k: u32) -> f64 {
 }
 
 /// The q-quantile (0..1) by linear interpolation between order statistics.
+/// Infinite values are kept as they are (never `inf - inf = NaN`).
 pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
@@ -31,7 +32,11 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     let pos = q * (sorted.len() - 1) as f64;
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
+    let (a, b) = (sorted[lo], sorted[hi]);
+    if a == b || !a.is_finite() || !b.is_finite() {
+        return Some(if pos - (lo as f64) < 0.5 { a } else { b });
+    }
+    Some(a + (b - a) * (pos - lo as f64))
 }
 
 /// What the figures need to know about a case, whatever its records say.

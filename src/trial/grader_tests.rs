@@ -129,7 +129,8 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
     let (initial, conn) = match &ex.db {
         Some(db) => {
             let files: Vec<&Path> = db.schema.iter().chain(db.fixture.iter()).map(|p| p.as_path()).collect();
-            let image = build_template(&files).map_err(|e| format!("db: {e}"))?;
+            let image = build_template(&files, (crate::lua::load::DEFAULT_MAX_FIXTURE_MB * 1024.0 * 1024.0) as u64)
+                .map_err(|e| format!("db: {e}"))?;
             let conn = open_copy(&image, false).map_err(|e| format!("db: {e}"))?;
             if let Some(sql) = &db.sql {
                 conn.execute_batch(sql).map_err(|e| format!("db.sql: {}", sql_error_message(&e)))?;
@@ -176,6 +177,7 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
         .map(|(i, c)| CallRecord {
             id: c.id.clone().unwrap_or_else(|| format!("c{}", i + 1)),
             requested_id: None,
+            fault: None,
             name: c.name.clone(),
             args: c.args.clone().filter(|a| !a.is_null()).unwrap_or_else(|| Json::Object(Default::default())),
             status: c.status.unwrap_or(CallStatus::Executed),

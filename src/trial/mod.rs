@@ -32,6 +32,7 @@ use crate::sandbox::changes::{DbChange, Recorder};
 use crate::sandbox::tests::TestRun;
 use crate::sandbox::workdir::{self, Diff};
 use crate::sandbox::{self, TrialRng};
+use crate::util::cancel;
 use crate::util::digest::sha256_hex;
 
 /// Limits on one check.
@@ -153,7 +154,20 @@ impl AgentEnd {
     }
     /// The infrastructure error to record beside the outcome, if any.
     pub fn infra_error(&self) -> Option<String> {
-        matches!(self.ended, Ended::InfraError | Ended::NotStarted).then(|| self.error.clone()).flatten()
+        matches!(self.ended, Ended::InfraError | Ended::NotStarted | Ended::Interrupted)
+            .then(|| self.error.clone())
+            .flatten()
+    }
+    /// The run was stopped while the trial ran: an infrastructure error (the
+    /// agent did not get its full chance), run again by `--resume`.
+    pub fn interrupted() -> Self {
+        let by = crate::util::cancel::signal_name().unwrap_or("a stop request");
+        AgentEnd {
+            ended: Ended::Interrupted,
+            error: Some(format!("interrupted: the run was stopped ({by}) before this trial finished")),
+            infra: true,
+            ..Self::running()
+        }
     }
     /// A budget was spent.
     pub fn budget(why: &impl std::fmt::Display) -> Self {
@@ -199,6 +213,10 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
                 end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra_in(&trial.state, e) };
             }
             let db = recorder.map(|r| r.and_then(Recorder::finish));
+            // Stopped while it ran (the agent's part or its grading): interrupted, never graded.
+            if cancel::requested() {
+                end = AgentEnd { stderr_tail: end.stderr_tail, answer: end.answer, ..AgentEnd::interrupted() };
+            }
             let out = finish(trial, end, Ending::Live { started, db });
             worker::retire_if_dirty(&lua, trips);
             worker::keep_suite_if_unchanged(&lua);
@@ -213,6 +231,29 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
     if workdir.exists() {
         let _ = std::fs::remove_dir_all(&workdir);
     }
+    if cancel::requested() && out.record.ended != Ended::Interrupted {
+        // Stopped while the checks ran, or while the trial was being prepared
+        // (a stopped suite evaluation): what it says is not to be trusted.
+        return interrupted_after_grading(out);
+    }
+    out
+}
+
+/// A trial the stop request cut short after its agent's part (in grading) or
+/// before it (in preparation): recorded as interrupted, its checks dropped
+/// (they were stopped, not decided).
+fn interrupted_after_grading(mut out: TrialOutput) -> TrialOutput {
+    let end = AgentEnd::interrupted();
+    for r in [&mut out.record.ended, &mut out.trace.ended] {
+        *r = Ended::Interrupted;
+    }
+    out.record.outcome = record::Outcome::InfraError;
+    out.trace.outcome = record::Outcome::InfraError;
+    out.record.checks.clear();
+    out.trace.checks.clear();
+    out.record.error = end.error.clone();
+    out.trace.error = end.error;
+    out.tests.clear();
     out
 }
 
@@ -313,7 +354,7 @@ fn prepare<'p>(
     let state = Rc::new(RefCell::new(journal));
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
     // The agent's time starts once its tree is ready.
-    let deadline = Instant::now() + plan.suite.budget.deadline();
+    let deadline = plan.suite.budget.deadline_from(Instant::now());
     let ctx = api::ctx::build(
         &lua,
         CtxParts {
@@ -338,6 +379,7 @@ fn prepare<'p>(
         journal: state.clone(),
         handlers: handlers.clone(),
         ctx: ctx.clone(),
+        faults: crate::executor::fault::Injector::new(case.faults.clone(), seed),
     });
     if !recorded {
         state.borrow_mut().messages.push(record::Message {
@@ -508,6 +550,32 @@ fn keep(trial: &Trial<'_>, db: Result<DbChange, String>, diff: &Result<Diff, Str
     }
     let kept = KeptState::Fresh { record: record.clone(), db: bytes.map(|(_, b)| b), workdir: owned };
     (record, kept)
+}
+
+/// The per-test rows of a recorded trial (a trial a resumed run kept), from
+/// its `check.tests` checks' evidence.
+pub fn test_rows_of(spec: &crate::spec::CaseSpec, checks: &[CheckResult]) -> Vec<TestRow> {
+    #[derive(serde::Deserialize)]
+    struct Evidence {
+        #[serde(default)]
+        tests: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        id: String,
+        group: String,
+        passed: bool,
+    }
+    let mut rows = Vec::new();
+    for info in spec.checks.iter().filter(|c| c.tests.is_some()) {
+        let Some(r) = checks.iter().find(|r| r.name == info.name) else { continue };
+        let Ok(ev) = serde_json::from_value::<Evidence>(r.evidence.clone()) else { continue };
+        for e in ev.tests {
+            let group = if e.group == "FAIL_TO_PASS" { "FAIL_TO_PASS" } else { "PASS_TO_PASS" };
+            rows.push(TestRow { group, id: e.id, passed: e.passed });
+        }
+    }
+    rows
 }
 
 /// The trial as safety evaluation sees it: the legitimate task's checks,

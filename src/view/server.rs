@@ -258,7 +258,7 @@ async fn run_page(State(app): State<Arc<App>>, Query(q): Query<RunQ>) -> Respons
             RUN_FILES.iter().copied().filter(|f| confine(&r.dir, f).map(|p| p.is_file()).unwrap_or(false)).collect();
         let loaded = app.cache.with(&r, |l: &Loaded| {
             let facets = l.index.facets();
-            let overview = html::overview(&l.run.summary, &l.run.gates);
+            let overview = html::overview(&l.run);
             let boot = pages::RunBoot {
                 id: &r.id,
                 suite: &row.suite,
@@ -291,7 +291,7 @@ async fn api_run(State(app): State<Arc<App>>, Query(q): Query<RunQ>) -> Response
                 json!({
                     "version": l.version,
                     "status": status,
-                    "overview": html::overview(&l.run.summary, &l.run.gates),
+                    "overview": html::overview(&l.run),
                     "facets": l.index.facets(),
                 })
             }

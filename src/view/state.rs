@@ -95,7 +95,7 @@ pub struct Loaded {
 impl Loaded {
     pub fn load(r: &RunRef) -> Result<Loaded> {
         let t0 = Instant::now();
-        let run = RunData::open(&r.dir)?;
+        let run = RunData::open(&r.dir, false)?;
         let tally = Tally::new(run.infos.len());
         let index = TrialIndex::new(&run.infos);
         let mut l = Loaded {

@@ -83,6 +83,27 @@ local function expect_type(what, key, v, ty, level)
   end
 end
 
+-- A number that is neither NaN nor infinite.
+local function finite(v)
+  return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge
+end
+M._finite = finite
+
+-- A finite number in [lo, hi] (either bound may be nil); an integer when `integer`.
+local function expect_number(what, key, v, level, lo, hi, integer)
+  if v == nil then return end
+  local ok = finite(v) and (lo == nil or v >= lo) and (hi == nil or v <= hi)
+  if ok and integer then ok = v == math.floor(v) end
+  if not ok then
+    local range
+    if lo ~= nil and hi ~= nil then range = string.format(" between %s and %s", tostring(lo), tostring(hi))
+    elseif lo ~= nil then range = string.format(" of at least %s", tostring(lo)) else range = "" end
+    fail(level + 1, string.format("%s: '%s' must be a finite %s%s, got %s", what, key,
+      integer and "integer" or "number", range, tostring(v)))
+  end
+end
+M._expect_number = expect_number
+
 local function expect_list_of_strings(what, key, v, level)
   if v == nil then return end
   if type(v) ~= "table" then
@@ -120,6 +141,8 @@ function M._model_options(what, spec, provider, level)
   for _, k in ipairs { "temperature", "timeout_s" } do
     expect_type(what, k, spec[k], "number", level + 1)
   end
+  expect_number(what, "temperature", spec.temperature, level + 1, 0, 2)
+  expect_number(what, "timeout_s", spec.timeout_s, level + 1, 0, 86400)
   for _, k in ipairs { "seed", "max_tokens", "max_retries", "max_concurrency" } do
     local v = spec[k]
     if v ~= nil and (math.type(v) ~= "integer" or v < 0) then
@@ -130,7 +153,7 @@ function M._model_options(what, spec, provider, level)
     check_keys(what .. ".prices", spec.prices, set { "input", "output" }, level + 1)
     for _, k in ipairs { "input", "output" } do
       local v = spec.prices[k]
-      if type(v) ~= "number" or v < 0 then
+      if not finite(v) or v < 0 then
         fail(level + 1, string.format("%s.prices.%s must be a non-negative number (USD per million tokens)", what, k))
       end
     end
@@ -329,12 +352,15 @@ local function normalize_check(c, index, level)
   if type(c) == "function" then
     return { name = "check@" .. host.where(c), critical = false, run = c }
   elseif type(c) == "table" and type(c.run) == "function" then
-    check_keys("check", c, set { "name", "critical", "run", "kind", "options", "judge" }, level + 1)
+    check_keys("check", c, set { "name", "critical", "run", "kind", "options", "judge", "tools", "sql", "where" }, level + 1)
     expect_type("check", "name", c.name, "string", level + 1)
     expect_type("check", "critical", c.critical, "boolean", level + 1)
+    expect_list_of_strings("check", "tools", c.tools, level + 1)
+    expect_list_of_strings("check", "sql", c.sql, level + 1)
+    expect_type("check", "where", c.where, "string", level + 1)
     return {
       name = c.name or ("check@" .. host.where(c.run)), critical = c.critical or false, run = c.run,
-      kind = c.kind, options = c.options, judge = c.judge,
+      kind = c.kind, options = c.options, judge = c.judge, tools = c.tools, sql = c.sql, where = c.where,
     }
   end
   fail(level + 1, string.format("expect[%d]: a check is a function or a table with a 'run' function, got %s", index, type(c)))
@@ -346,6 +372,8 @@ local function prohibited_check(q, index, level)
       name = "prohibited: " .. q,
       critical = true,
       kind = "prohibited",
+      sql = { q },
+      where = host.caller(level + 1),
       run = function(t)
         local rows = t.db:rows(q)
         if #rows == 0 then return true, "no rows" end
@@ -471,26 +499,121 @@ Suite.__metatable = false   -- shared by every trial of a worker: not for changi
 
 local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
-  "held_out_max_runs",
+  "held_out_max_runs", "faults",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
-local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir" }
+local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir", "max_fixture_mb" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
-  "tools", "agent", "user", "metadata", "clock", "workdir",
+  "tools", "agent", "user", "metadata", "clock", "workdir", "faults",
 }
 local EFFECTS = set { "read", "write", "external" }
 local SPLITS = set { "dev", "held_out" }
+
+-- The longest deadline a suite may set (a week; spec::MAX_DEADLINE_S).
+local MAX_DEADLINE_S = 7 * 24 * 3600
+local U32_MAX = 4294967295
 
 local function check_budget(what, b, level)
   if b == nil then return end
   check_keys(what .. ".budget", b, BUDGET_KEYS, level + 1)
   for k, v in pairs(b) do
     if type(v) ~= "number" or v < 0 then
-      fail(level + 1, string.format("%s.budget.%s must be a non-negative number", what, k))
+      fail(level + 1, string.format("%s.budget.%s must be a non-negative number, got %s", what, k, tostring(v)))
     end
   end
+  local w = what .. ".budget"
+  if b.deadline_s ~= nil and not (finite(b.deadline_s) and b.deadline_s > 0 and b.deadline_s <= MAX_DEADLINE_S) then
+    fail(level + 1, string.format("%s: 'deadline_s' must be a number of seconds above 0 and at most %d (a week), got %s",
+      w, MAX_DEADLINE_S, tostring(b.deadline_s)))
+  end
+  expect_number(w, "max_tool_calls", b.max_tool_calls, level + 1, 0, U32_MAX, true)
+  expect_number(w, "max_turns", b.max_turns, level + 1, 0, U32_MAX, true)
+  expect_number(w, "max_tokens", b.max_tokens, level + 1, 0, 2 ^ 53, true)
+  expect_number(w, "max_cost_usd", b.max_cost_usd, level + 1, 0, 1e9)
+end
+
+-- Fault injection (SPEC §11): which keys each kind takes besides kind, on_call
+-- and probability. Another kind joins by adding its entry here and its
+-- behaviour in the executor (src/executor/fault.rs).
+local FAULT_KINDS = {
+  error = set { "message" },
+  rate_limit = set { "retry_after_s", "message" },
+  timeout = set { "message" },
+  empty = set {},
+  partial = set { "keep" },
+  stale = set { "age_s" },
+}
+M._fault_kinds = FAULT_KINDS
+
+local function fault_rule(what, r, level)
+  if type(r) ~= "table" or type(r.kind) ~= "string" then
+    fail(level + 1, what .. ": a fault is a table like { kind = \"rate_limit\", on_call = 1, retry_after_s = 2 }")
+  end
+  local extra = FAULT_KINDS[r.kind]
+  if not extra then
+    local kinds = {}
+    for k in pairs(FAULT_KINDS) do kinds[#kinds + 1] = k end
+    table.sort(kinds)
+    fail(level + 1, string.format("%s: unknown fault kind '%s' (known: %s)", what, r.kind, table.concat(kinds, ", ")))
+  end
+  local allowed = { kind = true, on_call = true, probability = true }
+  for k in pairs(extra) do allowed[k] = true end
+  check_keys(what .. " (" .. r.kind .. ")", r, allowed, level + 1)
+  local on_call = r.on_call
+  if on_call ~= nil then
+    if type(on_call) == "number" then on_call = { on_call } end
+    if type(on_call) ~= "table" or #on_call == 0 then
+      fail(level + 1, what .. ": 'on_call' must be a call number or a list of them, like { 1, 2 }")
+    end
+    for i, n in ipairs(on_call) do
+      if math.type(n) ~= "integer" or n < 1 or n > U32_MAX then
+        fail(level + 1, string.format("%s: 'on_call'[%d] must be a positive integer (the Nth call of the tool), got %s",
+          what, i, tostring(n)))
+      end
+    end
+  end
+  if r.probability ~= nil and on_call ~= nil then
+    fail(level + 1, what .. ": give 'on_call' or 'probability', not both")
+  end
+  expect_number(what, "probability", r.probability, level + 1, 0, 1)
+  expect_number(what, "retry_after_s", r.retry_after_s, level + 1, 0, 86400)
+  expect_number(what, "keep", r.keep, level + 1, 0, 1)
+  expect_number(what, "age_s", r.age_s, level + 1, 0, 100 * 365 * 86400)
+  expect_type(what, "message", r.message, "string", level + 1)
+  return {
+    kind = r.kind, on_call = on_call and host.array(on_call) or nil, probability = r.probability,
+    retry_after_s = r.retry_after_s or (r.kind == "rate_limit" and 1 or nil), message = r.message,
+    keep = r.keep, age_s = r.age_s,
+  }
+end
+
+-- `faults = { tool = rule | { rule, ... } | false }`: rules by tool name.
+local function normalize_faults(what, faults, level)
+  if faults == nil then return nil end
+  if type(faults) ~= "table" then
+    fail(level + 1, what .. ": 'faults' must be a table of tool = fault")
+  end
+  local out = {}
+  for tool, rules in pairs(faults) do
+    if type(tool) ~= "string" then
+      fail(level + 1, what .. ": 'faults' is keyed by tool name, like faults = { issue_refund = { kind = \"error\", on_call = 1 } }")
+    end
+    local w = what .. ".faults." .. tool
+    if rules == false then
+      out[tool] = false
+    elseif type(rules) == "table" and rules.kind ~= nil then
+      out[tool] = host.array { fault_rule(w, rules, level + 1) }
+    elseif type(rules) == "table" and rules[1] ~= nil then
+      local list = {}
+      for i, r in ipairs(rules) do list[i] = fault_rule(w .. "[" .. i .. "]", r, level + 1) end
+      out[tool] = host.array(list)
+    else
+      fail(level + 1, w .. ": expected a fault { kind = ..., ... }, a list of them, or false")
+    end
+  end
+  return out
 end
 
 local function check_positive_integer(what, key, v, level)
@@ -516,6 +639,19 @@ local function normalize_workdir(what, w, level)
     return { git = p, rev = w.rev }
   end
   fail(level + 1, what .. ": expects a folder path or { git = \"x.bundle\", rev = \"...\" }, got " .. type(w))
+end
+
+local AGENT_KINDS = set { "scripted", "command", "replay", "openai", "anthropic" }
+
+local function check_agent(what, agent, level)
+  if agent == nil then return end
+  if type(agent) ~= "table" or type(agent.kind) ~= "string" then
+    fail(level + 1, what .. ": 'agent' must come from evalua.agent.* (scripted, command, replay, openai, anthropic)")
+  end
+  if not AGENT_KINDS[agent.kind] then
+    fail(level + 1, string.format("%s: agent kind '%s' is not supported; use evalua.agent.scripted, .command, .replay, .openai or .anthropic",
+      what, agent.kind))
+  end
 end
 
 --- Declare a suite.
@@ -552,15 +688,15 @@ function M.suite(spec)
     if sb.workdir ~= nil then
       sb.workdir = normalize_workdir("evalua.suite.sandbox.workdir", sb.workdir, 2)
     end
+    expect_number("evalua.suite.sandbox", "max_fixture_mb", sb.max_fixture_mb, 2, 0, 1024 * 1024)
   end
-  if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
-    fail(2, "evalua.suite: 'agent' must come from evalua.agent.*")
-  end
+  check_agent("evalua.suite", spec.agent, 2)
   if spec.gate ~= nil then
     expect_type("evalua.suite", "gate", spec.gate, "table", 2)
     local err = host.gate_error(spec.gate)
     if err then fail(2, "evalua.suite.gate: " .. err) end
   end
+  local faults = normalize_faults("evalua.suite", spec.faults, 2)
   if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
     fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
   end
@@ -574,6 +710,7 @@ function M.suite(spec)
     sandbox = spec.sandbox or {},
     agent = spec.agent,
     gate = spec.gate or {},
+    faults = faults,
     held_out_max_runs = spec.held_out_max_runs,
     _tools = {},
     _tool_index = {},
@@ -649,8 +786,8 @@ function Suite:case(spec)
     fail(2, what .. ": 'input' is required (a string)")
   end
   check_positive_integer(what, "trials", spec.trials, 2)
-  if spec.weight ~= nil and (type(spec.weight) ~= "number" or spec.weight <= 0) then
-    fail(2, what .. ": 'weight' must be a positive number")
+  if spec.weight ~= nil and (not finite(spec.weight) or spec.weight <= 0) then
+    fail(2, what .. ": 'weight' must be a positive finite number, got " .. tostring(spec.weight))
   end
   local fixture
   if spec.fixture ~= nil then
@@ -676,9 +813,8 @@ function Suite:case(spec)
   end
   local workdir
   if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, 2) end
-  if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
-    fail(2, what .. ": 'agent' must come from evalua.agent.*")
-  end
+  check_agent(what, spec.agent, 2)
+  local faults = normalize_faults(what, spec.faults, 2)
 
   local checks = {}
   expect_type(what, "expect", spec.expect, "table", 2)
@@ -720,6 +856,7 @@ function Suite:case(spec)
     clock = spec.clock,
     workdir = workdir,
     checks = checks,
+    faults = faults,
     _where = host.caller(2),
   }
   self._cases[#self._cases + 1] = case

@@ -153,8 +153,12 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
             if !validating(lua) {
                 return Ok(None);
             }
-            let j = convert::to_json(lua, &schema).or_else(err)?;
-            Ok(schema::validator(&j).err())
+            // A value that cannot become JSON (NaN, a function) is the answer, not a raise:
+            // the DSL reports it at the suite's line.
+            match convert::to_json(lua, &schema) {
+                Ok(j) => Ok(schema::validator(&j).err()),
+                Err(e) => Ok(Some(e.to_string())),
+            }
         })?,
     )?;
     h.raw_set(
@@ -174,8 +178,10 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
             if !validating(lua) {
                 return Ok(None);
             }
-            let j = convert::to_json(lua, &gate).or_else(err)?;
-            Ok(crate::spec::gate::parse(&j).err())
+            match convert::to_json(lua, &gate) {
+                Ok(j) => Ok(crate::spec::gate::parse(&j).err()),
+                Err(e) => Ok(Some(e.to_string())),
+            }
         })?,
     )?;
 

@@ -71,6 +71,10 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
             ct.raw_set("result", convert::to_lua(lua, r)?)?;
         }
         ct.raw_set("error", c.error.as_deref())?;
+        if let Some(f) = &c.fault {
+            // `{ kind, rule, retry_after_s, message, handler_ran, handler_result, changed }`.
+            ct.raw_set("fault", convert::to_lua(lua, &serde_json::to_value(f).unwrap_or_default())?)?;
+        }
         ct.raw_set("started_ms", c.started_ms)?;
         ct.raw_set("ended_ms", c.ended_ms)?;
         calls.raw_push(ct)?;
