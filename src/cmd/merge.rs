@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::record::Trace;
 use crate::record::manifest::MergedPart;
 use crate::record::rundir::{RunDir, new_run_id};
+use crate::record::{KeptState, Trace};
 use crate::report;
 use crate::stats::{RunData, rundata};
 
@@ -37,6 +37,16 @@ fn compact(json: &[u8], from: &RunDir, case: &str, trial: u32) -> Result<Vec<u8>
 
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let parts: Vec<RunData> = dirs.iter().map(|d| rundata::load(d)).collect::<Result<_>>()?;
+    for p in &parts {
+        if p.coverage.interrupted > 0 {
+            return Err(Error::Input(format!(
+                "{}: {} trial(s) of this part were interrupted; finish it with `evalua run SUITE --resume {}` first",
+                p.dir.display(),
+                p.coverage.interrupted,
+                p.dir.display()
+            )));
+        }
+    }
     let first = &parts[0];
     let id0 = identity(first);
     for p in &parts[1..] {
@@ -120,6 +130,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
             if let Some(json) = from.trace_json(&c.id, t)? {
                 // A part of the earlier layout stored pretty JSON: packed traces are one line each.
                 let json = if json.contains(&b'\n') { compact(&json, from, &c.id, t)? } else { json };
+                // What the trial changed goes along, so the merged run can be re-graded.
+                let state = serde_json::from_slice::<Trace>(&json).ok().and_then(|tr| tr.state);
+                if let Some(record) = state {
+                    let kept = KeptState::Copied { from: (*from).clone(), case: c.id.clone(), trial: t, record };
+                    // A part's missing or unreadable state stays missing: re-grading names it then.
+                    if let Err(e) = dir.write_state(&c.id, t, &kept) {
+                        eprintln!("warning: {}: cannot copy the kept state of {}#{t}: {e}", from.path.display(), c.id);
+                    }
+                }
                 batch.push((c.id.clone(), t, json));
             }
             lines.push(line);
@@ -140,6 +159,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let mut manifest = first.manifest.clone();
     manifest.run_id = run_id;
     manifest.partition = None;
+    manifest.planned_trials = Some(count);
+    manifest.resumes = Vec::new();
     manifest.merged_from = Some(
         parts
             .iter()
@@ -154,7 +175,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let merged = rundata::load(&dir.path)?;
     dir.write_json("summary.json", &merged.summary_file())?;
     report::write_all(&merged)?;
-    print!("{}", report::console(merged.suite(), &merged.summary, &merged.gates, &dir.path.display().to_string()));
+    print!("{}", report::console_for(&merged));
     println!("merged {} parts ({count} trials)", parts.len());
     Ok(if merged.gates_passed() { 0 } else { 1 })
 }

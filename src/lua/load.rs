@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlua::{Lua, Table, Value};
+use serde_json::Value as Json;
 
 use super::api::{self, declare};
 use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
@@ -19,9 +20,9 @@ use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
-    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, JudgeSpec,
-    ModelAgentSpec, ModelSpec, ProxySpec, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia,
-    UserSpec, WorkdirSpec,
+    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, FaultRule, Faults,
+    JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, ProxySpec, QueryUse, Sources, Suite, SuiteJudge,
+    TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -43,7 +44,9 @@ const MAX_CASES: usize = 5_000_000;
 const SKIPPED_SHOWN: usize = 20;
 
 pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64, validate: bool) -> StateConfig {
-    StateConfig { suite_dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(), sources, clock, validate }
+    let suite_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let module_dirs = crate::util::paths::module_dirs(&suite_dir).into();
+    StateConfig { suite_dir, module_dirs, sources, clock, validate }
 }
 
 /// Run the suite file in `lua` and return the suite table it returns.
@@ -83,7 +86,10 @@ pub fn load(path: &Path) -> Result<Suite> {
     let t = eval_suite(&lua, &path).map_err(Error::Input)?;
     lua.remove_app_data::<declare::Declare>();
     let declared = std::mem::take(&mut *loader.0.borrow_mut());
-    read_suite(&lua, &t, &path, sources, declared).map_err(|e| Error::Input(format!("{}: {e}", display_path(&path))))
+    read_suite(&lua, &t, &path, sources, declared).map_err(|e| {
+        // Most errors name their own `file:line`; the others get the suite's path.
+        if has_location(&e) { Error::Input(e) } else { Error::Input(format!("{}: {e}", display_path(&path))) }
+    })
 }
 
 /// What loading collected from the suite's declarations.
@@ -96,23 +102,53 @@ struct Declared {
     /// A judge spec (as JSON) → index in `judges`.
     judge_index: HashMap<String, usize>,
     datasets: Vec<DatasetSpec>,
+    /// Tool names the checks mention, each once (see [`Suite::check_tools`]).
+    check_tools: Vec<Mention>,
+    mentioned: std::collections::HashSet<String>,
+    /// SQL queries the checks run, each once per fixture (see [`Suite::queries`]).
+    queries: Vec<QueryUse>,
+    queried: std::collections::HashSet<(Option<PathBuf>, String)>,
 }
 
 impl Declared {
-    fn add(&mut self, spec: CaseSpec, judges: Vec<JudgeSpec>) -> std::result::Result<(), String> {
+    fn add(&mut self, read: ReadCase) -> std::result::Result<(), String> {
+        let ReadCase { spec, judges, checks } = read;
         if let Some(&i) = self.ids.get(&spec.id) {
             return Err(format!("duplicate case id '{}' (first declared at {})", spec.id, self.cases[i].location));
         }
         if self.cases.len() >= MAX_CASES {
             return Err(format!("a suite declares at most {MAX_CASES} cases"));
         }
-        for j in judges {
+        for (name, j) in judges {
             let key = serde_json::to_string(&j).unwrap_or_default();
             match self.judge_index.get(&key) {
-                Some(&i) => self.judges[i].cases.push(spec.id.clone()),
+                Some(&i) => {
+                    let judge = &mut self.judges[i];
+                    judge.cases.push(spec.id.clone());
+                    if !judge.checks.contains(&name) {
+                        judge.checks.push(name);
+                    }
+                }
                 None => {
                     self.judge_index.insert(key, self.judges.len());
-                    self.judges.push(SuiteJudge { spec: j, cases: vec![spec.id.clone()] });
+                    self.judges.push(SuiteJudge { spec: j, cases: vec![spec.id.clone()], checks: vec![name] });
+                }
+            }
+        }
+        // What the checks use, each distinct use kept once: checked against
+        // the suite's tools and the fixtures when the suite is read.
+        for c in checks {
+            let at = c.location.clone().unwrap_or_else(|| spec.location.clone());
+            for name in c.tools {
+                if self.mentioned.insert(name.clone()) {
+                    let what = format!("check '{}' (case '{}')", c.name, spec.id);
+                    self.check_tools.push(Mention { name, at: at.clone(), what });
+                }
+            }
+            for sql in c.sql {
+                if self.queried.insert((spec.fixture.clone(), sql.clone())) {
+                    let (check, case, fixture) = (c.name.clone(), spec.id.clone(), spec.fixture.clone());
+                    self.queries.push(QueryUse { fixture, sql, at: at.clone(), check, case });
                 }
             }
         }
@@ -130,11 +166,11 @@ struct Loader(RefCell<Declared>);
 impl declare::Declarations for Loader {
     fn case(&self, lua: &Lua, case: Table) -> mlua::Result<Option<String>> {
         lua::limits(lua).extend(CASE_INSTRUCTIONS, CASE_TIME);
-        let (spec, judges) = match read_case(lua, &case) {
+        let read = match read_case(lua, &case) {
             Ok(x) => x,
             Err(e) => return Ok(Some(e)),
         };
-        Ok(self.0.borrow_mut().add(spec, judges).err())
+        Ok(self.0.borrow_mut().add(read).err())
     }
 
     fn dataset(&self, lua: &Lua, d: declare::DatasetDecl) -> mlua::Result<Option<String>> {
@@ -174,7 +210,7 @@ impl declare::Declarations for Loader {
             let declared = row
                 .map_err(|e| format!("{shown}:{e}"))
                 .and_then(|json| self.row(lua, &row_fn, json, i, &at, pos, index))
-                .and_then(|(spec, judges)| self.0.borrow_mut().add(spec, judges).map_err(|e| format!("{at}: {e}")));
+                .and_then(|read| self.0.borrow_mut().add(read).map_err(|e| format!("{at}: {e}")));
             match declared {
                 Ok(()) => cases += 1,
                 Err(e) if skip => {
@@ -224,7 +260,7 @@ impl Loader {
         at: &str,
         pos: dataset::RowPos,
         index: u32,
-    ) -> std::result::Result<(CaseSpec, Vec<JudgeSpec>), String> {
+    ) -> std::result::Result<ReadCase, String> {
         let limits = lua::limits(lua);
         let seg = Segment {
             instructions: Some(ROW_INSTRUCTIONS),
@@ -236,12 +272,92 @@ impl Loader {
             Guarded::Done(Err(e)) => return Err(format!("{at}: row {i}: {}", lua::describe(&e))),
             Guarded::Stopped(stop) => return Err(format!("{at}: row {i}: map stopped: {}", stop.describe())),
         };
-        let (mut spec, judges) = read_case(lua, &case).map_err(|e| format!("{at}: row {i}: {e}"))?;
-        spec.location = at.to_string();
-        spec.source =
+        let mut read = read_case(lua, &case).map_err(|e| format!("{at}: row {i}: {e}"))?;
+        read.spec.location = at.to_string();
+        read.spec.source =
             CaseSource::Row { dataset: index, row: i, line: pos.line, offset: pos.offset, length: pos.length };
-        Ok((spec, judges))
+        Ok(read)
     }
+}
+
+/// Whether a message starts with `file:line:`.
+fn has_location(msg: &str) -> bool {
+    let mut parts = msg.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(file), Some(line), Some(_)) => {
+            !file.is_empty() && !file.contains(' ') && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => false,
+    }
+}
+
+/// The first number in the suite's declared tables that is NaN or infinite,
+/// as `file:line: path is NaN`, where `file:line` is the nearest enclosing
+/// declaration (the suite, a tool, a case). Functions are not entered: their
+/// numbers are checked where they are used.
+fn bad_number(
+    t: &Table,
+    path: &str,
+    at: &str,
+    depth: usize,
+    seen: &mut Vec<*const std::ffi::c_void>,
+) -> Option<String> {
+    if depth > 24 || seen.contains(&t.to_pointer()) {
+        return None;
+    }
+    seen.push(t.to_pointer());
+    // A declaration (a case, a tool) restarts the path at its own name.
+    let label = |k: &str| match t.raw_get::<Value>(k) {
+        Ok(Value::String(s)) => Some(s.to_string_lossy()),
+        _ => None,
+    };
+    let path = match (label("_where"), label("id"), label("name")) {
+        (Some(_), Some(id), _) => format!("case '{id}':"),
+        (Some(_), None, Some(name)) if path.starts_with("_tools") => format!("tool '{name}':"),
+        _ => path.to_string(),
+    };
+    let path = path.as_str();
+    let here = match t.raw_get::<Value>("_where") {
+        Ok(Value::String(s)) => s.to_string_lossy(),
+        _ => match t.raw_get::<Value>("where") {
+            Ok(Value::String(s)) => s.to_string_lossy(),
+            _ => at.to_string(),
+        },
+    };
+    for pair in t.pairs::<Value, Value>() {
+        let Ok((k, v)) = pair else { continue };
+        let key = match &k {
+            Value::String(s) => {
+                let s = s.to_string_lossy();
+                // Host bookkeeping (`_tool_index`, `_case_index`) repeats `_tools` / `_cases`.
+                if s.ends_with("_index") {
+                    continue;
+                }
+                if path.is_empty() {
+                    s
+                } else if path.ends_with(':') {
+                    format!("{path} {s}")
+                } else {
+                    format!("{path}.{s}")
+                }
+            }
+            Value::Integer(i) => format!("{path}[{i}]"),
+            other => format!("{path}[{}]", other.type_name()),
+        };
+        match v {
+            Value::Number(n) if !n.is_finite() => {
+                let what = if n.is_nan() { "NaN (0/0)".to_string() } else { format!("{n}") };
+                return Some(format!("{here}: {key} is {what}; numbers in a suite must be finite"));
+            }
+            Value::Table(inner) => {
+                if let Some(e) = bad_number(&inner, &key, &here, depth + 1, seen) {
+                    return Some(e);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn opt<T: mlua::FromLua>(t: &Table, k: &str) -> std::result::Result<Option<T>, String> {
@@ -387,9 +503,21 @@ pub fn judge_spec(lua: &Lua, v: &Value) -> std::result::Result<JudgeSpec, String
     serde_json::from_value(j).map_err(|e| format!("judge: bad spec: {e}"))
 }
 
-/// A case table, as `suite:case` normalised it, read into its spec; with the
-/// judge specs of its judge checks.
-fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<(CaseSpec, Vec<JudgeSpec>), String> {
+/// A case as loading reads it: its spec, the judge specs of its judge
+/// checks, and its checks (for what they use; the plan does not keep them).
+struct ReadCase {
+    spec: CaseSpec,
+    /// Each judge check's name and spec.
+    judges: Vec<(String, JudgeSpec)>,
+    checks: Vec<CheckInfo>,
+}
+
+/// A case table, as `suite:case` normalised it, read into its spec.
+fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
+    let location = opt::<String>(ct, "_where")?.unwrap_or_default();
+    if let Some(e) = bad_number(ct, "", &location, 0, &mut Vec::new()) {
+        return Err(e);
+    }
     let mut checks = Vec::new();
     let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
     for c in checks_t.sequence_values::<Table>() {
@@ -408,6 +536,9 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<(CaseSpec, Vec<JudgeS
                 Value::Nil => None,
                 v => Some(judge_spec(lua, &v)?),
             },
+            tools: strings(&c, "tools")?,
+            sql: strings(&c, "sql")?,
+            location: opt(&c, "where")?,
         });
     }
     let input: String = ct.get("input").map_err(|e| e.to_string())?;
@@ -431,14 +562,147 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<(CaseSpec, Vec<JudgeS
             .filter_map(|c| c.tests.clone().map(|spec| TestsCheck { name: c.name.clone(), spec }))
             .collect(),
         digest: String::new(),
-        location: opt::<String>(ct, "_where")?.unwrap_or_default(),
+        location,
+        faults: faults_spec(lua, opt(ct, "faults")?)?,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
     let declared = serde_json::to_string(&(&spec, &input, &checks)).map_err(|e| e.to_string())?;
     spec.digest = sha256_hex(declared.as_bytes());
-    let judges = checks.into_iter().filter_map(|c| c.judge).collect();
-    Ok((spec, judges))
+    let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
+    Ok(ReadCase { spec, judges, checks })
+}
+
+/// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
+fn faults_spec(lua: &Lua, v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
+    let Some(v) = v else { return Ok(None) };
+    let j = convert::to_json(lua, &v)?;
+    if j.as_array().is_some_and(|a| a.is_empty()) {
+        return Ok(Some(Faults::new()));
+    }
+    let map = j.as_object().ok_or("faults: expected a table of tool = fault")?;
+    let mut out = Faults::new();
+    for (tool, rules) in map {
+        let rules = match rules {
+            Json::Bool(false) => None,
+            r => Some(serde_json::from_value::<Vec<FaultRule>>(r.clone()).map_err(|e| format!("faults.{tool}: {e}"))?),
+        };
+        out.insert(tool.clone(), rules);
+    }
+    Ok(Some(out))
+}
+
+/// Every tool name the suite mentions outside `suite:tool` (a tool's
+/// `requires`, a check, a fault rule) must name a declared tool.
+fn check_tool_names(suite: &Suite) -> std::result::Result<(), String> {
+    let known: Vec<&str> = suite.tools.iter().map(|t| t.name.as_str()).collect();
+    let unknown = |at: &str, what: &str, name: &str| -> std::result::Result<(), String> {
+        if known.contains(&name) {
+            return Ok(());
+        }
+        let near =
+            known.iter().find(|k| close_names(k, name)).map(|k| format!(" (did you mean '{k}'?)")).unwrap_or_default();
+        let list = if known.is_empty() { "none declared".to_string() } else { known.join(", ") };
+        Err(format!("{at}: {what} names an unknown tool '{name}'{near}; the suite's tools: {list}"))
+    };
+    for t in &suite.tools {
+        for r in &t.requires {
+            unknown(&suite.location, &format!("tool '{}': 'requires'", t.name), r)?;
+        }
+    }
+    for name in suite.faults.keys() {
+        unknown(&suite.location, "'faults'", name)?;
+    }
+    for case in &suite.cases {
+        for name in case.faults.iter().flat_map(|f| f.keys()) {
+            unknown(&case.location, &format!("case '{}': 'faults'", case.id), name)?;
+        }
+    }
+    for m in &suite.check_tools {
+        unknown(&m.at, &m.what, &m.name)?;
+    }
+    Ok(())
+}
+
+/// Two names one typo apart (a letter changed, added, dropped or swapped).
+fn close_names(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (n, m) = (a.len(), b.len());
+    if n.abs_diff(m) > 1 {
+        return false;
+    }
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, v) in d[0].iter_mut().enumerate() {
+        *v = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[n][m] <= 1
+}
+
+/// The budget's numbers, checked again on the host (the DSL checks them at the
+/// suite's line): finite, in range, integral where a count is meant.
+fn budget_spec(t: &Table, at: &str) -> std::result::Result<Budget, String> {
+    let num = |k: &str| -> std::result::Result<Option<f64>, String> {
+        match opt::<f64>(t, k)? {
+            Some(v) if !v.is_finite() || v < 0.0 => {
+                Err(format!("{at}: budget.{k} must be a finite non-negative number, got {v}"))
+            }
+            v => Ok(v),
+        }
+    };
+    let count = |k: &str, max: f64| -> std::result::Result<Option<u64>, String> {
+        match num(k)? {
+            Some(v) if v > max || v.fract() != 0.0 => {
+                Err(format!("{at}: budget.{k} must be a whole number of at most {max}, got {v}"))
+            }
+            v => Ok(v.map(|v| v as u64)),
+        }
+    };
+    let deadline_s = match num("deadline_s")? {
+        Some(v) if v <= 0.0 || v > MAX_DEADLINE_S => {
+            return Err(format!("{at}: budget.deadline_s must be above 0 and at most {MAX_DEADLINE_S} s, got {v}"));
+        }
+        v => v,
+    };
+    Ok(Budget {
+        deadline_s,
+        max_tool_calls: count("max_tool_calls", u32::MAX as f64)?.map(|v| v as u32),
+        max_turns: count("max_turns", u32::MAX as f64)?.map(|v| v as u32),
+        max_tokens: count("max_tokens", 2f64.powi(53))?,
+        max_cost_usd: num("max_cost_usd")?,
+    })
+}
+
+/// The default of `sandbox.max_fixture_mb` (overridden by `EVALUA_MAX_FIXTURE_MB`).
+pub const DEFAULT_MAX_FIXTURE_MB: f64 = 64.0;
+
+fn max_fixture_bytes(sandbox: &Table) -> std::result::Result<u64, String> {
+    let from_env = match std::env::var("EVALUA_MAX_FIXTURE_MB") {
+        Ok(v) => Some(
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|m| m.is_finite() && *m > 0.0)
+                .ok_or_else(|| format!("EVALUA_MAX_FIXTURE_MB={v:?} is not a positive number of MiB"))?,
+        ),
+        Err(_) => None,
+    };
+    let mb = match from_env {
+        Some(m) => m,
+        None => opt::<f64>(sandbox, "max_fixture_mb")?.unwrap_or(DEFAULT_MAX_FIXTURE_MB),
+    };
+    Ok((mb * 1024.0 * 1024.0) as u64)
 }
 
 fn read_suite(
@@ -448,14 +712,12 @@ fn read_suite(
     sources: Arc<Sources>,
     declared: Declared,
 ) -> std::result::Result<Suite, String> {
+    let location = opt::<String>(t, "_where")?.unwrap_or_else(|| display_path(path));
+    if let Some(e) = bad_number(t, "", &location, 0, &mut Vec::new()) {
+        return Err(e);
+    }
     let budget_t: Table = t.get("budget").map_err(|e| e.to_string())?;
-    let budget = Budget {
-        deadline_s: opt(&budget_t, "deadline_s")?,
-        max_tool_calls: opt::<f64>(&budget_t, "max_tool_calls")?.map(|v| v as u32),
-        max_turns: opt::<f64>(&budget_t, "max_turns")?.map(|v| v as u32),
-        max_tokens: opt::<f64>(&budget_t, "max_tokens")?.map(|v| v as u64),
-        max_cost_usd: opt(&budget_t, "max_cost_usd")?,
-    };
+    let budget = budget_spec(&budget_t, &location)?;
     let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
     let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
     let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
@@ -471,6 +733,7 @@ fn read_suite(
             params: convert::to_json(lua, &params)?,
             effect: tt.get("effect").map_err(|e| e.to_string())?,
             requires: strings(&tt, "requires")?,
+            forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
         });
     }
 
@@ -491,12 +754,19 @@ fn read_suite(
         cases: declared.cases,
         datasets: declared.datasets,
         judges: declared.judges,
+        check_tools: declared.check_tools,
+        queries: declared.queries,
         sources,
+        held_out_max_runs: opt::<u32>(t, "held_out_max_runs")?.unwrap_or(crate::spec::DEFAULT_HELD_OUT_MAX_RUNS),
         skip: opt::<Value>(t, "skip")?.and_then(|v| match v {
             Value::String(s) => Some(s.to_string_lossy()),
             _ => None,
         }),
+        faults: faults_spec(lua, opt(t, "faults")?)?.unwrap_or_default(),
+        max_fixture_bytes: max_fixture_bytes(&sandbox)?,
+        location,
     };
+    check_tool_names(&suite)?;
     for case in &suite.cases {
         if suite.case_agent(case).is_none() {
             return Err(format!(

@@ -2,7 +2,7 @@
 //! work tree, compile the tools' schemas. Everything that can be wrong with
 //! the suite fails here, before any agent runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,9 +11,9 @@ use crate::error::{Error, Result};
 use crate::executor::ToolDef;
 use crate::record::manifest::Filters;
 use crate::sandbox::DbImage;
-use crate::sandbox::sqlite::build_template;
+use crate::sandbox::sqlite::{build_template, open_copy, sql_error_message};
 use crate::sandbox::workdir::Templates;
-use crate::spec::{CaseSpec, Suite};
+use crate::spec::{CaseSpec, Suite, fault};
 use crate::trial::{CasePlan, Plan};
 use crate::util::paths::display_path;
 use crate::util::schema;
@@ -25,6 +25,43 @@ fn in_case(e: Error, spec: &CaseSpec) -> Error {
         Error::Input(m) => Error::Input(format!("{m} (case '{}' at {})", spec.id, spec.location)),
         other => other,
     }
+}
+
+/// Prepare every SQL query the checks run (`check.sql`, `prohibited`)
+/// against the initial database of the fixture it is used with, once per
+/// distinct query and fixture (`used`: the fixtures of the selected cases): a
+/// typo in a table or column name is an error now, not a grader error in
+/// every trial.
+fn check_queries(
+    suite: &Suite,
+    templates: &HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage>,
+    used: &HashSet<Option<PathBuf>>,
+) -> Result<()> {
+    let mut conns: HashMap<Option<PathBuf>, rusqlite::Connection> = HashMap::new();
+    for q in suite.queries.iter().filter(|q| used.contains(&q.fixture)) {
+        let conn = match conns.entry(q.fixture.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let image = templates.get(&(suite.schema.clone(), q.fixture.clone()));
+                let conn = match image {
+                    Some(img) => open_copy(img, true),
+                    None => rusqlite::Connection::open_in_memory(),
+                }
+                .map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
+                e.insert(conn)
+            }
+        };
+        if let Err(e) = conn.prepare(&q.sql) {
+            return Err(Error::Input(format!(
+                "{}: check '{}' (case '{}'): the query does not prepare against the case's fixture: {}",
+                q.at,
+                q.check,
+                q.case,
+                sql_error_message(&e)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Select the cases, build each case's template database and compile the
@@ -55,6 +92,10 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     let mut work_templates = Templates::default();
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage> = HashMap::new();
     let mut cases = Vec::new();
+    // Safety figures when the suite (not only the selection) has attack cases or forbidden tools.
+    let safety = suite.has_safety();
+    // The fixtures of the selected cases (for the checks' queries).
+    let mut used: HashSet<Option<PathBuf>> = HashSet::new();
     // The plan owns the selected cases' specs (the suite keeps none: one copy of each).
     for spec in std::mem::take(&mut suite.cases) {
         if glob.as_ref().is_some_and(|g| !g.is_match(&spec.id)) {
@@ -66,6 +107,7 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
         if filters.split.as_ref().is_some_and(|s| s != &spec.split) {
             continue;
         }
+        used.insert(spec.fixture.clone());
         let key = (suite.schema.clone(), spec.fixture.clone());
         let template = if key.0.is_none() && key.1.is_none() {
             None
@@ -73,7 +115,7 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
             Some(t.clone())
         } else {
             let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
-            let image = build_template(&files).map_err(|e| in_case(e, &spec))?;
+            let image = build_template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, &spec))?;
             templates.insert(key, image.clone());
             Some(image)
         };
@@ -90,6 +132,7 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
             None => None,
         };
         cases.push(CasePlan {
+            faults: Arc::new(fault::effective(&suite.faults, spec.faults.as_ref())),
             work,
             trials: trials.or(spec.trials).unwrap_or(suite.trials),
             spec,
@@ -100,16 +143,25 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
         });
     }
     if cases.is_empty() {
+        let mut given = Vec::new();
+        if let Some(c) = &filters.case {
+            given.push(format!("--case {c}"));
+        }
+        for t in &filters.tags {
+            given.push(format!("--tag {t}"));
+        }
+        if let Some(s) = &filters.split {
+            given.push(format!("--split {s}"));
+        }
+        let given = if given.is_empty() { "no filter".to_string() } else { given.join(" ") };
         return Err(Error::Input(format!(
-            "{}: no case matches the filters (case={:?}, tag={:?}, split={:?}); `evalua list` shows the cases",
+            "{}: no case matches {given}; `evalua list` shows the cases",
             display_path(&suite.path),
-            filters.case,
-            filters.tags,
-            filters.split
         )));
     }
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
+    check_queries(&suite, &templates, &used)?;
     let ids = Arc::new(cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
-    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new() })
+    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new(), safety, keep_state: true })
 }

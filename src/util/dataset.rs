@@ -496,7 +496,7 @@ mod tests {
         assert_eq!((out[1].0.line, out[1].1.as_ref().unwrap()["q"][1].clone()), (3, Json::from(2)));
         let (out, _) = rows("[\n {\"q\": 1},\n {\"q\": tru}\n]", Format::Json);
         let e = out[1].1.as_ref().unwrap_err();
-        assert_eq!((e.line, e.column), (3, Some(9)), "{e}");
+        assert_eq!((e.line, e.column), (3, Some(11)), "{e}");
         let (out, _) = rows("[{\"q\": 1},]", Format::Json);
         assert!(out[1].1.as_ref().unwrap_err().message.contains("trailing comma"));
         let (out, _) = rows("{\"q\": 1}", Format::Json);
