@@ -114,8 +114,15 @@ impl RunDir {
         self.path.join(name)
     }
 
+    /// Write manifest.json, streamed from the struct (its keys in the
+    /// struct's order): a manifest lists every case, and building it as a
+    /// JSON tree first cost more memory than the whole plan at 100,000 cases.
     pub fn write_manifest(&self, m: &Manifest) -> Result<()> {
-        write_json(&self.file("manifest.json"), m)
+        let path = self.file("manifest.json");
+        let env = |e: std::io::Error| Error::Environment(format!("{}: cannot write: {e}", path.display()));
+        let mut w = std::io::BufWriter::new(File::create(&path).map_err(env)?);
+        serde_json::to_writer_pretty(&mut w, m).map_err(|e| env(e.into()))?;
+        w.flush().map_err(env)
     }
 
     pub fn read_manifest(&self) -> Result<Manifest> {

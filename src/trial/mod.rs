@@ -504,7 +504,22 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
         state,
     };
     let tests = test_rows(&trial.case.spec, &tests_ran.borrow());
+    drop(st);
+    // The trial's database goes now, not when Lua's collector gets to the
+    // handle: a collector that runs once per heap doubling would otherwise
+    // hold a connection per trial in between (100 KB each, gigabytes at
+    // 100,000 cases). A handle kept past its trial refuses to run.
+    release_db(&trial.ctx, "db");
     TrialOutput { record, trace, tests, state: kept }
+}
+
+/// Take the database handle `key` of a trial's table (`ctx.db`, `t.db`,
+/// `t.initial`) out of its userdata: its connection closes once the trial's
+/// own references go, and the handle raises if anything kept it.
+fn release_db(table: &Table, key: &str) {
+    if let Ok(Value::UserData(ud)) = table.raw_get::<Value>(key) {
+        let _ = ud.take::<api::db::Db>();
+    }
 }
 
 /// What a finished trial changed, to keep (SPEC §10): the database's
@@ -701,7 +716,10 @@ fn grade(
         }
     };
     let named: Vec<(&str, bool)> = infos.iter().map(|i| (i.name.as_str(), i.critical)).collect();
-    run_checks(lua, &checks, &named, &t)
+    let results = run_checks(lua, &checks, &named, &t);
+    release_db(&t, "db");
+    release_db(&t, "initial");
+    results
 }
 
 /// Run checks (their Lua tables, with the name and criticality each is

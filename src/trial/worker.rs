@@ -79,6 +79,12 @@ pub fn worker_state(plan: &Plan) -> Result<Lua, String> {
         }
         let cfg = load::state_config(&plan.suite.path, plan.suite.sources.clone(), 0, false);
         let lua = api::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
+        // Generational collection: the evaluated suite (every case's
+        // declaration) is old and stays; what a trial leaves behind is young
+        // and goes in the next minor collection, instead of piling up until
+        // the whole heap has doubled (which on a 100,000-case suite was
+        // thousands of trials' garbage).
+        lua.gc_set_mode(mlua::state::GcMode::Generational(mlua::state::GcGenParams::default()));
         *w = Some(Worker { plan: plan.id, lua: lua.clone(), evaluated: None, datasets: HashMap::new(), baseline: 0 });
         Ok(lua)
     })
@@ -326,7 +332,12 @@ pub fn retire_if_dirty(lua: &Lua, trips_before: u64) {
     WORKER.with(|w| {
         let mut w = w.borrow_mut();
         let baseline = w.as_ref().map(|w| w.baseline).unwrap_or(0);
-        if engine::limits(lua).trips() != trips_before || lua.used_memory() > baseline + RETIRE_ABOVE_BYTES {
+        let grown = || {
+            // Garbage not collected yet is not growth: collect before judging.
+            lua.used_memory() > baseline + RETIRE_ABOVE_BYTES
+                && (lua.gc_collect().is_err() || lua.used_memory() > baseline + RETIRE_ABOVE_BYTES)
+        };
+        if engine::limits(lua).trips() != trips_before || grown() {
             *w = None;
         }
     });
