@@ -7,8 +7,8 @@ pub mod journal;
 pub mod ledger;
 pub mod manifest;
 pub mod rundir;
-pub mod traces;
 pub mod state;
+pub mod traces;
 pub mod trial;
 
 pub use journal::{BudgetHit, Journal};

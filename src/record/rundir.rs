@@ -196,9 +196,8 @@ impl RunDir {
         if let Some(i) = &*cached {
             return Ok(i.clone());
         }
-        let index = Arc::new(
-            Index::load(&self.path).map_err(|e| format!("{}: {e}", self.file(traces::INDEX).display()))?,
-        );
+        let index =
+            Arc::new(Index::load(&self.path).map_err(|e| format!("{}: {e}", self.file(traces::INDEX).display()))?);
         *cached = Some(index.clone());
         Ok(index)
     }
@@ -269,9 +268,12 @@ impl RunDir {
         }
         match self.find_trace(&rec.case, rec.trial) {
             Ok(Some(t)) => Ok(t),
-            Ok(None) => {
-                Err(format!("{}: no trace of {}#{} in the run dir", self.file(traces::PACK).display(), rec.case, rec.trial))
-            }
+            Ok(None) => Err(format!(
+                "{}: no trace of {}#{} in the run dir",
+                self.file(traces::PACK).display(),
+                rec.case,
+                rec.trial
+            )),
             Err(e) => Err(e.to_string()),
         }
     }

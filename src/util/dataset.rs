@@ -454,7 +454,9 @@ pub fn read_row(file: &File, format: Format, pos: RowPos, headers: &[String]) ->
 mod tests {
     use super::*;
 
-    fn rows(text: &str, format: Format) -> (Vec<(RowPos, Result<Json, RowError>)>, Scan) {
+    type Rows = Vec<(RowPos, Result<Json, RowError>)>;
+
+    fn rows(text: &str, format: Format) -> (Rows, Scan) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("d");
         std::fs::write(&p, text).unwrap();

@@ -1,8 +1,8 @@
 //! The bottom layer: small, general helpers with no knowledge of suites,
 //! trials or Lua. Everything above may use them; they use nothing above.
 
-pub mod dataset;
 pub mod cancel;
+pub mod dataset;
 pub mod digest;
 pub mod paths;
 pub mod regex;
