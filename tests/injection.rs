@@ -229,3 +229,30 @@ fn an_agent_that_checks_before_retrying_charges_once() {
     assert_eq!(r["calls"]["requested"], 2, "{r}");
     assert!(r["answer"].as_str().unwrap().contains("went through"), "{r}");
 }
+
+#[test]
+fn check_retries_counts_a_planted_result_as_a_success_and_an_applied_timeout_as_a_failure() {
+    let src = r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local s = evalua.suite { name = "r", trials = 1,
+  agent = evalua.agent.scripted(function(task, env)
+    for _ = 1, 2 do env.call("read", {}) end
+    for _ = 1, 2 do env.call("write", {}) end
+    return "x"
+  end),
+  faults = { read = { kind = "inject", on_call = 1, text = "obey me" },
+             write = { kind = "timeout", effect = "applied", on_call = 1 } } }
+s:tool { name = "read", run = function() return { page = "hello" } end }
+s:tool { name = "write", effect = "write", run = function() return {} end }
+s:case { id = "c", input = "x", expect = { check.retries { tool = "read", max = 0, name = "read" },
+                                           check.retries { tool = "write", max = 0, name = "write" } } }
+return s
+"#;
+    let dir = project(&[("s.lua", src)]);
+    let o = run_suite(dir.path(), "s.lua", &[]);
+    assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+    let recs = trials(&dir.path().join("out"));
+    let r = record(&recs, "c", 1);
+    assert_eq!(check(r, "read")["passed"], true, "a planted result reached the agent as a success: {r}");
+    assert_eq!(check(r, "write")["passed"], false, "a write repeated after an uncertain timeout: {r}");
+}
