@@ -204,7 +204,8 @@ pub fn inject(v: &Json, text: &str, field: Option<&str>) -> (Json, String) {
             (Json::Array(a), at)
         }
         other => {
-            let m = serde_json::Map::from_iter([("result".into(), other), ("injected".into(), Json::String(text.into()))]);
+            let m =
+                serde_json::Map::from_iter([("result".into(), other), ("injected".into(), Json::String(text.into()))]);
             (Json::Object(m), "injected".into())
         }
     }
