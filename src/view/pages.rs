@@ -11,7 +11,7 @@ use serde_json::json;
 use super::index::Facets;
 use super::list::{RunRow, Status};
 use super::state::Kind;
-use crate::report::compare::{CaseDiff, Class, Comparison, FigureDiff};
+use crate::report::compare::{self, CaseDiff, Class, Comparison, FigureDiff};
 use crate::report::html::{esc, script_json};
 use crate::report::text::fmt_value;
 
@@ -282,23 +282,7 @@ pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
         }
         o.push_str("</table></details>");
     }
-    let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
-    let _ = write!(
-        o,
-        "<p>Critical failures {} → {} · grader errors {} → {} · infra errors {} → {} · total cost ${:.4} → ${:.4} · latency p50 {} → {}, p95 {} → {}</p>",
-        c.base.critical_failures,
-        c.cand.critical_failures,
-        c.base.grader_errors,
-        c.cand.grader_errors,
-        c.base.infra_errors,
-        c.cand.infra_errors,
-        c.base.total_cost_usd,
-        c.cand.total_cost_usd,
-        ms(c.base.p50_ms),
-        ms(c.cand.p50_ms),
-        ms(c.base.p95_ms),
-        ms(c.cand.p95_ms)
-    );
+    let _ = write!(o, "<p>{}</p>", esc(&compare::counts_line(c)));
     o.push_str(FOOT);
     o
 }
