@@ -192,6 +192,10 @@ fn case_link(r: &RunRow, case: &str, label: &str) -> String {
     )
 }
 
+/// Cases listed per class on the compare page (a 20,000-case suite would
+/// otherwise send megabytes; the counts stay exact).
+const COMPARE_ROWS: usize = 200;
+
 pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
     let mut o = head(&format!("compare {}", c.suite), "compare");
     let _ = write!(o, r#"<span class="meta">› compare {}</span></header><main>"#, esc(&c.suite));
@@ -265,7 +269,7 @@ pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
             title,
             rows.len()
         );
-        for d in rows {
+        for d in rows.iter().take(COMPARE_ROWS) {
             let _ = write!(
                 o,
                 r#"<tr class="{}"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{} · {}</td></tr>"#,
@@ -280,7 +284,15 @@ pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
                 case_link(h.cand, &d.id, "candidate")
             );
         }
-        o.push_str("</table></details>");
+        o.push_str("</table>");
+        if rows.len() > COMPARE_ROWS {
+            let _ = write!(
+                o,
+                "<p class=meta>… and {} more: <code>evalua compare --json</code> lists every case.</p>",
+                rows.len() - COMPARE_ROWS
+            );
+        }
+        o.push_str("</details>");
     }
     let _ = write!(o, "<p>{}</p>", esc(&compare::counts_line(c)));
     o.push_str(FOOT);
