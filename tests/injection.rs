@@ -270,3 +270,24 @@ return s
     assert_eq!(check(r, "read")["passed"], true, "a planted result reached the agent as a success: {r}");
     assert_eq!(check(r, "write")["passed"], false, "a write repeated after an uncertain timeout: {r}");
 }
+
+#[test]
+fn a_write_whose_call_timed_out_after_it_ran_is_still_a_write() {
+    let src = r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local s = evalua.suite { name = "w", trials = 1,
+  agent = evalua.agent.scripted(function(task, env) env.call("notify", {}); return "x" end),
+  faults = { notify = { kind = "timeout", effect = task_effect } } }
+s:tool { name = "notify", effect = "external", run = function(ctx) ctx.send("email", "ana", "hi"); return {} end }
+s:case { id = "c", input = "x", expect = { check.no_writes() } }
+return s
+"#;
+    for (effect, passed) in [("'applied'", false), ("'none'", true)] {
+        let dir = project(&[("s.lua", &src.replace("task_effect", effect))]);
+        let o = run_suite(dir.path(), "s.lua", &[]);
+        assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+        let recs = trials(&dir.path().join("out"));
+        let r = record(&recs, "c", 1);
+        assert_eq!(check(r, "no_writes")["passed"], passed, "effect {effect}: {r}");
+    }
+}

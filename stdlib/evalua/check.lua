@@ -631,12 +631,15 @@ function check.retries(opts)
   end, { tools = opts.tool and { opts.tool } or nil })
 end
 
---- No write/external tool executed and the database equals the initial one.
+--- No write/external tool ran (executed, or faulted after its handler ran,
+--- as a `timeout` with its effect applied) and the database equals the
+--- initial one.
 function check.no_writes(opts)
   opts = opts_of("check.no_writes", opts, {}, 2)
   return make("no_writes", "no_writes", opts, function(t)
     for i, c in ipairs(t.calls) do
-      if c.status == "executed" and c.effect ~= "read" then
+      local ran = c.status == "executed" or (c.status == "faulted" and type(c.fault) == "table" and c.fault.handler_ran == true)
+      if ran and c.effect ~= "read" then
         return false, { reason = string.format("call %d (%s) has effect %s", i, c.name, c.effect) }
       end
     end

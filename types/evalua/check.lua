@@ -137,7 +137,7 @@ function check.no_loops(opts) end
 ---@return evalua.Check
 function check.retries(opts) end
 
---- No write/external tool executed and the database equals the initial one.
+--- No write/external tool ran (executed, or faulted after its handler ran) and the database equals the initial one.
 ---@param opts? evalua.CheckOpts
 ---@return evalua.Check
 function check.no_writes(opts) end
