@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::manifest::Manifest;
-use super::state::{DbChangeRecord, KeptState, StateError, StateRecord, safe_rel};
+use super::state::{DbChangeRecord, OwnedDir, StateError, StateRecord, safe_rel};
 use super::traces::{self, Index};
 use super::trial::{Trace, TrialRecord, state_name};
 use crate::error::{Error, Result};
@@ -55,6 +55,24 @@ impl std::fmt::Display for TraceLink {
         match self.line {
             Some(n) => write!(f, "{}#L{n}", self.file),
             None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// A trial's change on its way to the run dir.
+#[derive(Debug)]
+pub enum KeptState {
+    /// A trial that just ran: the database change's bytes and the final work
+    /// dir the kept files are read from.
+    Fresh { record: StateRecord, db: Option<Vec<u8>>, workdir: Option<OwnedDir> },
+    /// A trial of another run dir, copied as it is (re-grading, merging).
+    Copied { from: RunDir, case: String, trial: u32, record: StateRecord },
+}
+
+impl KeptState {
+    pub fn record(&self) -> &StateRecord {
+        match self {
+            KeptState::Fresh { record, .. } | KeptState::Copied { record, .. } => record,
         }
     }
 }
