@@ -29,6 +29,8 @@ pub struct RunArgs {
     pub require_judge: bool,
     /// The command line, for the manifest.
     pub argv: Vec<String>,
+    /// `--otlp`, `--otlp-file`, `--otlp-no-content` (and the OTEL_EXPORTER_OTLP_* variables).
+    pub export: crate::otel::export::Options,
 }
 
 pub fn run(a: RunArgs) -> Result<u8> {
@@ -70,14 +72,25 @@ pub fn run(a: RunArgs) -> Result<u8> {
         let run_id = new_run_id();
         let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
         let dir = RunDir::create(out_dir.as_deref(), &plan.suite.name, &run_id)?;
-        dir.write_manifest(&run::manifest::build(&plan, &opts, &run_id, &a.argv))?;
+        let mut manifest = run::manifest::build(&plan, &opts, &run_id, &a.argv);
+        let exporter = if a.export.any() {
+            manifest.exports = super::export::entries(&a.export, &plan.suite.name);
+            Some(crate::otel::export::Exporter::new(&a.export, &plan.suite.name, &run_id)?)
+        } else {
+            None
+        };
+        dir.write_manifest(&manifest)?;
 
         let mut trials_file = sinks::TrialsFile::create(&dir)?;
         let mut progress = sinks::Progress::new(!a.quiet);
         let mut figures = sinks::Figures(stats::Tally::new(0));
         let mut tests = sinks::TestsReport::default();
-        let mut all: [&mut dyn Sink; 4] = [&mut trials_file, &mut progress, &mut figures, &mut tests];
+        let mut otlp = sinks::Otlp(exporter);
+        let mut all: [&mut dyn Sink; 5] = [&mut trials_file, &mut progress, &mut figures, &mut tests, &mut otlp];
         run::execute(&plan, &opts, &dir, &mut all)?;
+        // A failed export never changes an outcome: it is said, and the run goes on.
+        let export_lines: Vec<String> =
+            otlp.0.take().map(|e| e.finish().iter().map(|r| r.to_string()).collect()).unwrap_or_default();
 
         let infos = plan.case_infos();
         let summary = stats::summarize(&infos, &figures.0, plan.seed);
@@ -95,6 +108,9 @@ pub fn run(a: RunArgs) -> Result<u8> {
         )?;
         print!("{}", report::console(&plan.suite.name, &summary, &gates, &dir.path.display().to_string()));
         print!("{}", tests.text());
+        for l in &export_lines {
+            println!("{l}");
+        }
         let data = rundata::load(&dir.path)?;
         report::write_all(&data)?;
         if let Some(base) = &baseline {

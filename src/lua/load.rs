@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
-    AgentIo, AgentSpec, Budget, CaseSpec, CheckInfo, CommandAgentSpec, JudgeSpec, ModelAgentSpec, ModelSpec, ProxySpec,
-    Sources, Suite, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+    AgentIo, AgentSpec, Budget, CaseSpec, CheckInfo, CommandAgentSpec, JudgeSpec, ModelAgentSpec, ModelSpec,
+    MonitorSpec, ProxySpec, Sources, Suite, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
 };
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
@@ -280,6 +280,16 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         });
     }
 
+    let mut monitors = Vec::new();
+    let monitors_t: Table = t.get("_monitors").map_err(|e| e.to_string())?;
+    for m in monitors_t.sequence_values::<Table>() {
+        let m = m.map_err(|e| e.to_string())?;
+        monitors.push(MonitorSpec {
+            name: m.get("name").map_err(|e| e.to_string())?,
+            critical: m.get("critical").map_err(|e| e.to_string())?,
+        });
+    }
+
     let suite = Suite {
         path: path.to_path_buf(),
         dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
@@ -300,6 +310,9 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             Value::String(s) => Some(s.to_string_lossy()),
             _ => None,
         }),
+        monitors,
+        trace_adapter: opt::<mlua::Function>(t, "trace_adapter")?.is_some(),
+        matcher: opt::<mlua::Function>(t, "match")?.is_some(),
     };
     for case in &suite.cases {
         if suite.case_agent(case).is_none() {

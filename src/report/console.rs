@@ -22,6 +22,9 @@ fn num(v: Option<f64>, unit: &str) -> String {
     }
 }
 
+/// At most this many per-case rows.
+const MAX_ROWS: usize = 30;
+
 /// Render the summary for a terminal.
 pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> String {
     let f = &summary.figures;
@@ -31,7 +34,13 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     t.load_style(UTF8_BORDERS_ONLY);
     let hk = format!("pass^{kmax}");
     t.set_header(vec!["case", "n", "accepted", "pass^1", hk.as_str(), "critical", "grader err", "infra err"]);
-    for c in &summary.cases {
+    // A long run (thousands of graded items) shows its worst cases only.
+    let shown: Vec<&crate::stats::CaseFigures> = if summary.cases.len() <= MAX_ROWS {
+        summary.cases.iter().collect()
+    } else {
+        summary.cases.iter().filter(|c| c.accepted < c.n).take(MAX_ROWS).collect()
+    };
+    for c in &shown {
         let hat = |k: u32| c.pass_hat(k);
         t.add_row(vec![
             c.id.clone(),
@@ -46,6 +55,14 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     }
     let mut out = String::new();
     let _ = writeln!(out, "{t}");
+    if shown.len() < summary.cases.len() {
+        let _ = writeln!(
+            out,
+            "… {} more case(s) not shown ({} shown: cases with a trial not accepted; all are in report.md)",
+            summary.cases.len() - shown.len(),
+            shown.len()
+        );
+    }
     let iv = |m: Metric| {
         cap.interval(m).map(|i| format!(" [{}, {}]", pct(Some(i.lower)), pct(Some(i.upper)))).unwrap_or_default()
     };
@@ -93,9 +110,28 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     );
     let _ = writeln!(
         out,
-        "  counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}",
-        f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
+        "  counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}{}",
+        f.critical_failures,
+        f.grader_errors,
+        f.infra_errors,
+        f.skipped_checks,
+        if f.not_applicable_checks > 0 {
+            format!(", not applicable {} (need state a trace has not)", f.not_applicable_checks)
+        } else {
+            String::new()
+        }
     );
+    if !summary.monitors.is_empty() {
+        let _ = writeln!(out, "monitors (failure modes; violations / trials, 95% Wilson interval):");
+        let width = summary.monitors.keys().map(|k| k.len()).max().unwrap_or(0);
+        for (name, m) in &summary.monitors {
+            let iv = match (m.low, m.high) {
+                (Some(l), Some(h)) => format!(" [{}, {}]", pct(Some(l)), pct(Some(h))),
+                _ => String::new(),
+            };
+            let _ = writeln!(out, "  {name:<width$}  {} / {}  {}{iv}", m.violations, m.n, pct(m.rate));
+        }
+    }
     if !gates.is_empty() {
         let _ = writeln!(out, "gates:");
         for g in gates {

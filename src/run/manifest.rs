@@ -24,8 +24,13 @@ fn file_hash(p: &Path) -> FileHash {
 
 /// sha256 over every source file of the suite and the embedded stdlib: what graded the run.
 pub fn grader_hash(plan: &Plan) -> String {
+    grader_hash_of(&plan.suite)
+}
+
+/// [`grader_hash`] of a suite.
+pub fn grader_hash_of(suite: &crate::spec::Suite) -> String {
     sha256_hex(
-        plan.suite
+        suite
             .sources
             .all()
             .iter()
@@ -82,6 +87,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         v
     });
     Manifest {
+        kind: Default::default(),
         evalua_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id: run_id.to_string(),
         started_at: jiff::Timestamp::now().to_string(),
@@ -121,6 +127,10 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             "capability figures leave infra_error trials out of n; figures.operational counts them as failures".into(),
         machine: Machine::this(),
         merged_from: None,
+        monitors: suite.monitors.iter().map(|m| m.name.clone()).collect(),
+        trace_inputs: Vec::new(),
+        warnings: Vec::new(),
+        exports: Vec::new(),
         extra: Default::default(),
     }
 }

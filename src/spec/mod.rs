@@ -173,6 +173,19 @@ pub struct Suite {
     pub sources: Arc<Sources>,
     /// `skip = "why"` in evalua.suite{}: `evalua run` skips the suite (exit 0) saying why.
     pub skip: Option<String>,
+    /// `monitors = { name = check }`, sorted by name.
+    pub monitors: Vec<MonitorSpec>,
+    /// `trace_adapter = function(span) … end` is set (read by `evalua grade`).
+    pub trace_adapter: bool,
+    /// `match = function(item) … end` is set: it assigns graded items to cases.
+    pub matcher: bool,
+}
+
+/// A monitor: a check that names a failure mode (SPEC §9).
+#[derive(Debug, Clone, Serialize)]
+pub struct MonitorSpec {
+    pub name: String,
+    pub critical: bool,
 }
 
 impl Suite {

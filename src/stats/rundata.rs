@@ -109,6 +109,7 @@ pub fn load(dir: &Path) -> Result<RunData> {
     let mut records = Vec::new();
     // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
     let mut tally = Tally::new(infos.len());
+    tally.declare_monitors(&manifest.monitors);
     let path = run_dir.file("trials.jsonl");
     for item in run_dir.records()? {
         let (line, _, rec) = item?;

@@ -6,6 +6,7 @@
 //! Nothing here is shared with another trial: the Lua environment, the
 //! database copy, the work dir, the RNG and the outbox are all the trial's own.
 
+pub mod checks;
 pub mod plan;
 pub mod user;
 pub mod worker;
@@ -13,24 +14,20 @@ pub mod worker;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use mlua::{Lua, MultiValue, Table, Value};
-use serde_json::{Value as Json, json};
+use mlua::{Lua, Table};
+use serde_json::Value as Json;
 
 pub use plan::{CasePlan, Plan};
 use user::User;
 
 use crate::executor::Executor;
-use crate::lua::api::{self, ctx::CtxParts, marks, t::TParts};
-use crate::lua::engine::{self as lua, Log, Segment, convert, limits::Guarded};
+use crate::lua::api::{self, ctx::CtxParts, t::TParts};
+use crate::lua::engine::{self as lua, Log};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, Trace, TrialRecord};
 use crate::sandbox::tests::TestRun;
 use crate::sandbox::{self, TrialRng};
-
-/// Limits on one check.
-const CHECK_INSTRUCTIONS: u64 = 50_000_000;
-const CHECK_SECONDS: u64 = 10;
 
 /// The trial as the agent's driver sees it: state, executor, and the Lua
 /// tables tools run against.
@@ -52,6 +49,8 @@ pub struct Trial<'p> {
     pub workdir: PathBuf,
     /// The case's user: scripted turns or a simulated user (`evalua.user.*`).
     pub user: Rc<User>,
+    /// The suite table as evaluated for this trial (its monitors run on the trial).
+    pub suite: Table,
     /// The Lua database connection behind `ctx.db` (and, read-only, `t.db`).
     conn: Rc<rusqlite::Connection>,
 }
@@ -202,6 +201,10 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         answer: String::new(),
         error: Some(error.clone()),
         trace: record::trace_name(&case.spec.id, number),
+        failure_modes: None,
+        tool_spans: Vec::new(),
+        first_failure: None,
+        source: None,
     };
     let trace = Trace {
         case: case.spec.id.clone(),
@@ -220,6 +223,7 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         log: Vec::new(),
         stderr_tail: None,
         model_calls: Vec::new(),
+        started_at: Some(jiff::Timestamp::now().to_string()),
     };
     TrialOutput { record, trace, tests: Vec::new() }
 }
@@ -308,6 +312,7 @@ fn prepare<'p>(
         deadline,
         workdir: workdir.to_path_buf(),
         user: Rc::new(user),
+        suite: suite_t,
         conn,
     })
 }
@@ -324,7 +329,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         }
     }
     let tests_ran = Rc::new(RefCell::new(Vec::new()));
-    let checks = if end.infra { Vec::new() } else { grade(&trial, &end, &tests_ran) };
+    let (checks, failure_modes) = if end.infra { (Vec::new(), None) } else { grade(&trial, &end, &tests_ran) };
     let outcome = record::outcome_of(end.infra, &checks);
     let st = trial.state.borrow();
     let log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
@@ -341,7 +346,15 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         answer: end.answer.clone(),
         error: end.error.clone(),
         trace: record::trace_name(&trial.case.spec.id, trial.number),
+        failure_modes,
+        tool_spans: record::ToolSpan::of(&st.calls),
+        first_failure: record::FirstFailure::of(&st.calls, &st.model_calls),
+        source: None,
     };
+    let started_at = std::time::SystemTime::now()
+        .checked_sub(st.started.elapsed())
+        .and_then(|t| jiff::Timestamp::try_from(t).ok())
+        .map(|t| t.to_string());
     let trace = Trace {
         case: record.case.clone(),
         trial: trial.number,
@@ -359,6 +372,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         log,
         stderr_tail: end.stderr_tail,
         model_calls: st.model_calls.clone(),
+        started_at,
     };
     let tests = test_rows(&trial.case.spec, &tests_ran.borrow());
     TrialOutput { record, trace, tests }
@@ -380,78 +394,66 @@ fn test_rows(spec: &crate::spec::CaseSpec, ran: &[TestRun]) -> Vec<TestRow> {
     rows
 }
 
-/// Run every check of the case on the finished trial.
-fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>>) -> Vec<CheckResult> {
+/// Run the suite's monitors, then every check of the case, on the finished
+/// trial: the results (the case's checks first, then the monitors) and the
+/// failure modes (`None` when the suite has no monitors).
+fn grade(
+    trial: &Trial<'_>,
+    end: &AgentEnd,
+    tests_ran: &Rc<RefCell<Vec<TestRun>>>,
+) -> (Vec<CheckResult>, Option<Vec<String>>) {
     let lua = &trial.lua;
     let infos = &trial.case.spec.checks;
+    let has_monitors = !trial.plan.suite.monitors.is_empty();
     let t = match build_t(trial, end, tests_ran) {
         Ok(t) => t,
         Err(e) => {
             let msg = format!("cannot build the trial for the checks: {}", lua::describe(&e));
-            return infos
+            let results = infos
                 .iter()
-                .map(|c| CheckResult {
-                    name: c.name.clone(),
-                    passed: None,
-                    critical: c.critical,
-                    evidence: Json::Null,
+                .map(|c| (c.name.clone(), c.critical, None))
+                .chain(trial.plan.suite.monitors.iter().map(|m| (m.name.clone(), m.critical, Some(m.name.clone()))))
+                .map(|(name, critical, monitor)| CheckResult {
+                    name,
+                    critical,
+                    monitor,
                     error: Some(msg.clone()),
-                    skipped: false,
+                    ..Default::default()
                 })
                 .collect();
+            return (results, has_monitors.then(Vec::new));
         }
     };
-    let checks: Vec<Table> = trial
+    let monitors = checks::monitors_of(&trial.suite).unwrap_or_default();
+    let monitor_results = checks::run_checks(lua, &monitors, &t);
+    let modes = checks::failure_modes(&monitor_results);
+    if let Err(e) = api::t::set_failure_modes(lua, &t, &modes) {
+        tracing_note(lua, &format!("cannot set t.failure_modes: {e}"));
+    }
+    let case_checks: Vec<checks::CheckRun> = trial
         .case_table
         .get::<Table>("checks")
-        .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
-        .unwrap_or_default();
-    let limits = lua::limits(lua);
-    let mut out = Vec::with_capacity(checks.len());
-    for (check, info) in checks.iter().zip(infos) {
-        let run: mlua::Result<mlua::Function> = check.get("run");
-        let seg = Segment {
-            instructions: Some(CHECK_INSTRUCTIONS),
-            deadline: Some(Instant::now() + Duration::from_secs(CHECK_SECONDS)),
-        };
-        let result = match run {
-            Ok(f) => limits.guard(lua, seg, || f.call::<MultiValue>(t.clone())),
-            Err(e) => Guarded::Done(Err(e)),
-        };
-        let mut r = CheckResult {
+        .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .zip(infos)
+        .map(|(table, info)| checks::CheckRun {
+            table,
             name: info.name.clone(),
-            passed: None,
             critical: info.critical,
-            evidence: Json::Null,
-            error: None,
-            skipped: false,
-        };
-        match result {
-            Guarded::Stopped(stop) => r.error = Some(format!("check stopped: {}", stop.describe())),
-            Guarded::Done(Err(e)) => r.error = Some(lua::describe(&e)),
-            Guarded::Done(Ok(values)) => {
-                let mut it = values.into_iter();
-                let first = it.next().unwrap_or(Value::Nil);
-                let evidence = it.next().unwrap_or(Value::Nil);
-                r.evidence =
-                    convert::to_json(lua, &evidence).unwrap_or_else(|e| json!(format!("(evidence is not JSON: {e})")));
-                match first {
-                    Value::Boolean(b) => r.passed = Some(b),
-                    Value::LightUserData(p) if Value::LightUserData(p) == marks::SKIP => r.skipped = true,
-                    Value::LightUserData(p) if Value::LightUserData(p) == marks::UNDECIDED => {
-                        let msg = it.next().and_then(|m| m.as_string().map(|s| s.to_string_lossy()));
-                        r.error = Some(msg.unwrap_or_else(|| "the check could not decide".into()));
-                    }
-                    other => {
-                        r.error =
-                            Some(format!("a check must return true or false (and evidence), got {}", other.type_name()))
-                    }
-                }
-            }
-        }
-        out.push(r);
+            monitor: false,
+        })
+        .collect();
+    let mut results = checks::run_checks(lua, &case_checks, &t);
+    results.extend(monitor_results);
+    (results, has_monitors.then_some(modes))
+}
+
+/// A line in the trial's log (shown with its trace).
+fn tracing_note(lua: &Lua, msg: &str) {
+    if let Some(mut log) = lua.app_data_mut::<Log>() {
+        log.0.push(msg.to_string());
     }
-    out
 }
 
 /// The `t` a check sees.

@@ -23,6 +23,21 @@ end
 
 M.null = host.null
 
+--- A check's "not applicable" (SPEC §3): `return evalua.SKIP, why`. Counted apart, never a pass.
+M.SKIP = host.SKIP
+
+--- JSON for graders and trace adapters: `encode(v)` gives text, `decode(s)`
+--- gives a value (JSON null is `evalua.null`) and raises on invalid JSON.
+M.json = {
+  encode = function(v) return host.json_encode(v) end,
+  decode = function(s)
+    if type(s) ~= "string" then error("evalua.json.decode expects a string, got " .. type(s), 2) end
+    local v, err = host.json_decode(s)
+    if err then error("evalua.json.decode: " .. err, 2) end
+    return v
+  end,
+}
+
 --- An empty JSON array (a plain `{}` encodes as an object).
 function M.array(t)
   return host.array(t or {})
@@ -353,6 +368,7 @@ Suite.__metatable = false   -- shared by every trial of a worker: not for changi
 
 local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
+  "monitors", "trace_adapter", "match",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir" }
@@ -444,6 +460,33 @@ function M.suite(spec)
   if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
     fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
   end
+  -- Monitors: checks that name a failure mode, run on every trial and every graded item.
+  local monitors, monitor_index = {}, {}
+  if spec.monitors ~= nil then
+    expect_type("evalua.suite", "monitors", spec.monitors, "table", 2)
+    local names = {}
+    for name, c in pairs(spec.monitors) do
+      if type(name) ~= "string" or not name:match("^[%a_][%w_%-%.]*$") then
+        fail(2, "evalua.suite.monitors: a monitor is `name = check` with a name of letters, digits, '_', '-', '.'; got key " .. tostring(name))
+      end
+      if not (type(c) == "function" or (type(c) == "table" and (type(c.run) == "function" or c.__lazy))) then
+        fail(2, "evalua.suite.monitors." .. name .. ": a monitor is a check (a function or a table with a 'run' function), got " .. type(c))
+      end
+      names[#names + 1] = name
+    end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      local m = normalize_check(spec.monitors[name], 0, 2)
+      m.name = name
+      monitors[#monitors + 1] = m
+      monitor_index[name] = m
+    end
+  end
+  for _, k in ipairs { "trace_adapter", "match" } do
+    if spec[k] ~= nil and type(spec[k]) ~= "function" then
+      fail(2, "evalua.suite: '" .. k .. "' must be a function, got " .. type(spec[k]))
+    end
+  end
   local s = setmetatable({
     skip = spec.skip or nil,
     name = spec.name,
@@ -458,6 +501,10 @@ function M.suite(spec)
     _tool_index = {},
     _cases = {},
     _case_index = {},
+    _monitors = monitors,
+    _monitor_index = monitor_index,
+    trace_adapter = spec.trace_adapter,
+    match = spec.match,
     _where = host.caller(2),
   }, Suite)
   return s
@@ -503,74 +550,74 @@ function Suite:tool(spec)
   return tool
 end
 
---- Declare a case.
-function Suite:case(spec)
+-- Declare a case; `level` 2 names the caller of the function calling this one.
+local function declare_case(self, spec, level)
   if not VALIDATING and type(spec) == "table" and spec.id ~= host.target() then
     return nil   -- another case: nothing of it runs in this trial
   end
-  check_keys("suite:case", spec, CASE_KEYS, 2)
+  check_keys("suite:case", spec, CASE_KEYS, level)
   if type(spec.id) ~= "string" or not spec.id:match("^[%w_%-%.]+$") then
-    fail(2, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
+    fail(level, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
   end
   local id = spec.id
   if self._case_index[id] then
-    fail(2, string.format("suite:case: duplicate case id '%s' (first declared at %s)", id, self._case_index[id]._where))
+    fail(level, string.format("suite:case: duplicate case id '%s' (first declared at %s)", id, self._case_index[id]._where))
   end
   local what = "suite:case '" .. id .. "'"
   if spec.split ~= nil and not SPLITS[spec.split] then
-    fail(2, what .. ": 'split' must be \"dev\" or \"held_out\", got " .. tostring(spec.split))
+    fail(level, what .. ": 'split' must be \"dev\" or \"held_out\", got " .. tostring(spec.split))
   end
-  expect_list_of_strings(what, "tags", spec.tags, 2)
-  expect_type(what, "difficulty", spec.difficulty, "string", 2)
+  expect_list_of_strings(what, "tags", spec.tags, level)
+  expect_type(what, "difficulty", spec.difficulty, "string", level)
   if type(spec.input) ~= "string" then
-    fail(2, what .. ": 'input' is required (a string)")
+    fail(level, what .. ": 'input' is required (a string)")
   end
-  check_positive_integer(what, "trials", spec.trials, 2)
+  check_positive_integer(what, "trials", spec.trials, level)
   if spec.weight ~= nil and (type(spec.weight) ~= "number" or spec.weight <= 0) then
-    fail(2, what .. ": 'weight' must be a positive number")
+    fail(level, what .. ": 'weight' must be a positive number")
   end
   local fixture
   if spec.fixture ~= nil then
-    expect_type(what, "fixture", spec.fixture, "string", 2)
+    expect_type(what, "fixture", spec.fixture, "string", level)
     fixture = host.abspath(spec.fixture)
     if not host.exists(fixture) then
-      fail(2, what .. ": fixture not found: " .. fixture)
+      fail(level, what .. ": fixture not found: " .. fixture)
     end
   end
-  expect_list_of_strings(what, "tools", spec.tools, 2)
+  expect_list_of_strings(what, "tools", spec.tools, level)
   for _, name in ipairs(spec.tools or {}) do
     if not self._tool_index[name] then
-      fail(2, what .. ": 'tools' names an undeclared tool '" .. name .. "'")
+      fail(level, what .. ": 'tools' names an undeclared tool '" .. name .. "'")
     end
   end
   if spec.clock ~= nil then
-    expect_type(what, "clock", spec.clock, "string", 2)
+    expect_type(what, "clock", spec.clock, "string", level)
     local ok, err = host.instant(spec.clock, "UTC")
-    if not ok then fail(2, what .. ": 'clock': " .. err) end
+    if not ok then fail(level, what .. ": 'clock': " .. err) end
   end
   if spec.user ~= nil and (type(spec.user) ~= "table" or type(spec.user.kind) ~= "string") then
-    fail(2, what .. ": 'user' must come from evalua.user.*")
+    fail(level, what .. ": 'user' must come from evalua.user.*")
   end
   local workdir
-  if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, 2) end
+  if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, level) end
   if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
-    fail(2, what .. ": 'agent' must come from evalua.agent.*")
+    fail(level, what .. ": 'agent' must come from evalua.agent.*")
   end
 
   local checks = {}
-  expect_type(what, "expect", spec.expect, "table", 2)
+  expect_type(what, "expect", spec.expect, "table", level)
   for i, c in ipairs(spec.expect or {}) do
     if type(c) == "table" and c.__lazy then c = c.__lazy(table.unpack(c, 1, c.n)) end
     -- A constructor may return a group of checks (check.answer{set=...} does).
     if type(c) == "table" and c.run == nil and c[1] ~= nil then
-      for _, member in ipairs(c) do checks[#checks + 1] = normalize_check(member, i, 2) end
+      for _, member in ipairs(c) do checks[#checks + 1] = normalize_check(member, i, level) end
     else
-      checks[#checks + 1] = normalize_check(c, i, 2)
+      checks[#checks + 1] = normalize_check(c, i, level)
     end
   end
-  expect_type(what, "prohibited", spec.prohibited, "table", 2)
+  expect_type(what, "prohibited", spec.prohibited, "table", level)
   for i, q in ipairs(spec.prohibited or {}) do
-    checks[#checks + 1] = prohibited_check(q, i, 2)
+    checks[#checks + 1] = prohibited_check(q, i, level)
   end
   -- Names identify checks in figures: make them unique within the case.
   local seen = {}
@@ -597,11 +644,71 @@ function Suite:case(spec)
     clock = spec.clock,
     workdir = workdir,
     checks = checks,
-    _where = host.caller(2),
+    _where = host.caller(level),
   }
   self._cases[#self._cases + 1] = case
   self._case_index[id] = case
   return case
+end
+
+--- Declare a case.
+function Suite:case(spec)
+  local c = declare_case(self, spec, 3)   -- not a tail call: errors name the caller's line
+  return c
+end
+
+local GOLDEN_KEYS = set {
+  "fixture", "expect", "prohibited", "trials", "tags", "tools", "agent", "user", "clock", "split",
+  "weight", "difficulty", "workdir",
+}
+
+--- Declare golden cases from a goldens module (written by `evalua promote`):
+--- `{ version = N, cases = { { id, input, failure_modes, source_traces, ... } } }`.
+--- Each becomes a case tagged "golden" whose trials must not re-fire its
+--- failure modes (the suite's monitors of those names), plus `opts.expect`.
+function Suite:goldens(goldens, opts)
+  opts = opts or {}
+  check_keys("suite:goldens", opts, GOLDEN_KEYS, 2)
+  if type(goldens) ~= "table" or type(goldens.cases) ~= "table" then
+    fail(2, "suite:goldens: expects a goldens module, a table { version = N, cases = {...} } such as require(\"goldens.refunds\")")
+  end
+  expect_type("suite:goldens", "expect", opts.expect, "table", 2)
+  local declared = {}
+  for i, g in ipairs(goldens.cases) do
+    local what = string.format("suite:goldens: cases[%d]", i)
+    if type(g) ~= "table" then fail(2, what .. " must be a table") end
+    if type(g.id) ~= "string" then fail(2, what .. ": 'id' must be a string") end
+    if type(g.input) ~= "string" then fail(2, what .. " ('" .. g.id .. "'): 'input' must be a string") end
+    expect_list_of_strings(what, "failure_modes", g.failure_modes, 2)
+    expect_list_of_strings(what, "source_traces", g.source_traces, 2)
+    local expect = {}
+    for _, c in ipairs(opts.expect or {}) do expect[#expect + 1] = c end
+    for _, mode in ipairs(g.failure_modes or {}) do
+      if not self._monitor_index[mode] then
+        fail(2, string.format("%s ('%s') names failure mode '%s', which is not a monitor of this suite", what, g.id, mode))
+      end
+      expect[#expect + 1] = {
+        name = "does not re-fire " .. mode,
+        run = function(t)
+          for _, m in ipairs(t.failure_modes or {}) do
+            if m == mode then return false, { failure_mode = mode, reason = "the monitor " .. mode .. " fired again" } end
+          end
+          return true, "the monitor " .. mode .. " did not fire"
+        end,
+      }
+    end
+    local tags = { "golden" }
+    for _, t in ipairs(opts.tags or {}) do tags[#tags + 1] = t end
+    local case = declare_case(self, {
+      id = g.id, input = g.input, fixture = opts.fixture, expect = expect, prohibited = opts.prohibited,
+      trials = opts.trials, tags = tags, tools = opts.tools, agent = opts.agent, user = opts.user, clock = opts.clock,
+      split = opts.split, weight = opts.weight, difficulty = opts.difficulty, workdir = opts.workdir,
+      metadata = { golden_version = goldens.version, failure_modes = g.failure_modes, source_traces = g.source_traces,
+                   tool_sequence = g.tool_sequence },
+    }, 3)
+    declared[#declared + 1] = case
+  end
+  return declared
 end
 
 return M
