@@ -19,3 +19,4 @@ mod partition;
 mod reports;
 mod runs;
 mod synth;
+mod traces;
