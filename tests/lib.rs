@@ -16,6 +16,7 @@ mod lua_defs;
 mod mcp;
 mod models;
 mod partition;
+mod phoenix;
 mod reports;
 mod runs;
 mod synth;
