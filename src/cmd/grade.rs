@@ -24,7 +24,8 @@ use crate::record::{Manifest, Trace, TrialRecord, trace_name};
 use crate::report;
 use crate::run::manifest::grader_hash_of;
 use crate::spec::Suite;
-use crate::stats::{self, CaseInfo, CaseTally, SummaryFile, Tally, rundata};
+use crate::record::Outcome;
+use crate::stats::{CaseInfo, rundata};
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
 
@@ -111,8 +112,6 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     let store_rx = Mutex::new(store_rx);
 
     let mut writer = dir.trials_writer()?;
-    let mut tally = Tally::new(0);
-    tally.declare_monitors(&man.monitors);
     let mut case_index: HashMap<String, usize> = HashMap::new();
     let mut infos: Vec<CaseInfo> = Vec::new();
     let mut trials_per_case: Vec<u32> = Vec::new();
@@ -171,6 +170,12 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
                 loop {
                     let next = rx.lock().map(|r| r.recv());
                     let Ok(Ok((seq, mut record, trace))) = next else { break };
+                    if record.trace.is_empty() {
+                        if tx.send(Msg::Stored(seq, record)).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     let bytes = serde_json::to_vec_pretty(&trace);
                     let stored = bytes
                         .map_err(|e| e.to_string())
@@ -216,13 +221,18 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
                                         difficulty: spec.and_then(|c| c.difficulty.clone()),
                                     });
                                     trials_per_case.push(0);
-                                    tally.cases.push(CaseTally::default());
                                     infos.len() - 1
                                 });
                                 trials_per_case[ci] += 1;
                                 record.trial = trials_per_case[ci];
-                                record.trace = trace_name(&record.case, record.trial);
                                 trace.trial = record.trial;
+                                // Only the items that were not accepted keep a trace (the reports and
+                                // `promote` read those); an accepted item's record names its source.
+                                record.trace = if record.outcome == Outcome::Accepted {
+                                    String::new()
+                                } else {
+                                    trace_name(&record.case, record.trial)
+                                };
                                 if let Some(tx) = &store_tx
                                     && tx.send((next_seq, Box::new(record), Box::new(trace))).is_err()
                                 {
@@ -240,7 +250,6 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
                         if let Err(e) = writer.append(&r) {
                             failure.get_or_insert(e);
                         }
-                        tally.add(case_index[&r.case], &r);
                         progress.inc(1);
                     }
                 }
@@ -296,21 +305,10 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
         return Err(Error::Input(format!("{}: no item could be graded (see the warnings above)", inputs.join(", "))));
     }
 
-    let summary = stats::summarize(&infos, &tally, 0);
-    let gates = stats::decide_gates(&suite.gates, &summary);
-    dir.write_json(
-        "summary.json",
-        &SummaryFile {
-            suite: &suite.name,
-            version: suite.version.as_deref(),
-            run_id: &run_id,
-            seed: 0,
-            summary: &summary,
-            gates: &gates,
-        },
-    )?;
-    print!("{}", report::console(&suite.name, &summary, &gates, &dir.path.display().to_string()));
+    // The figures, from the run dir as written (the same as `evalua report` computes).
     let data = rundata::load(&dir.path)?;
+    dir.write_json("summary.json", &data.summary_file())?;
+    print!("{}", report::console(&suite.name, &data.summary, &data.gates, &dir.path.display().to_string()));
     report::write_all(&data)?;
-    Ok(if gates.iter().all(|g| g.passed) { 0 } else { 1 })
+    Ok(if data.gates_passed() { 0 } else { 1 })
 }

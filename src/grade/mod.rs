@@ -75,7 +75,8 @@ pub enum Done {
 struct Worker {
     context: u64,
     lua: Lua,
-    suite: Option<(Table, Option<Table>)>,
+    /// The suite as evaluated in this state, while no item has changed it.
+    suite: Option<Table>,
 }
 
 thread_local! {
@@ -91,34 +92,61 @@ fn worker(ctx: &Context) -> Result<(Lua, Table), String> {
             *w = Some(Worker { context: ctx.id, lua, suite: None });
         }
         let worker = w.as_mut().ok_or("no worker")?;
-        if let Some((suite, _)) = &worker.suite {
+        if let Some(suite) = &worker.suite {
             return Ok((worker.lua.clone(), suite.clone()));
         }
         let lua = worker.lua.clone();
         engine::fresh_env(&lua).map_err(|e| e.to_string())?;
         lua.set_app_data(Log::default());
         let suite = load::eval_suite(&lua, &ctx.suite.path)?;
-        let snapshot = reuse::snapshot(&lua, &suite).ok().flatten();
-        worker.suite = Some((suite.clone(), snapshot));
+        // Trusts the host's objects for the per-item snapshots (see `Guard`).
+        reuse::snapshot(&lua, &suite).map_err(|e| e.to_string())?;
+        worker.suite = Some(suite.clone());
         Ok((lua, suite))
     })
 }
 
+/// What proves an item left the evaluated suite as it found it: snapshots
+/// (`lua::engine::reuse`) of the parts of the suite that run for the item,
+/// taken before they run: the monitors, adapter and `match`, then the
+/// matched case. Anything an item's code can change is reachable from them
+/// (or from the globals and project modules, which every snapshot lists).
+#[derive(Default)]
+struct Guard {
+    parts: Vec<(Table, Table)>,
+    /// A part could not be listed (it holds a coroutine): evaluate afresh.
+    unlisted: bool,
+}
+
+impl Guard {
+    fn watch(&mut self, lua: &Lua, values: &[Value]) {
+        let Ok(part) = lua.create_sequence_from(values.iter().cloned()) else {
+            self.unlisted = true;
+            return;
+        };
+        match reuse::snapshot_part(lua, &part) {
+            Ok(Some(snap)) => self.parts.push((part, snap)),
+            _ => self.unlisted = true,
+        }
+    }
+
+    fn unchanged(&self, lua: &Lua) -> bool {
+        !self.unlisted && self.parts.iter().all(|(p, s)| reuse::unchanged(lua, p, s).unwrap_or(false))
+    }
+}
+
 /// After an item: keep the evaluated suite only if the item left it as it
 /// was, and the state only if no limit tripped.
-fn after_item(lua: &Lua, trips_before: u64) {
+fn after_item(lua: &Lua, trips_before: u64, guard: &Guard) {
     WORKER.with(|w| {
         let mut w = w.borrow_mut();
         if engine::limits(lua).trips() != trips_before {
             *w = None;
             return;
         }
-        let Some(worker) = w.as_mut() else { return };
-        let keep = match &worker.suite {
-            Some((suite, Some(snap))) => reuse::unchanged(lua, suite, snap).unwrap_or(false),
-            _ => false,
-        };
-        if !keep {
+        if let Some(worker) = w.as_mut()
+            && !guard.unchanged(lua)
+        {
             worker.suite = None;
         }
     });
@@ -132,8 +160,9 @@ pub fn grade(ctx: &Context, item: Item) -> Done {
     };
     let trips = engine::limits(&lua).trips();
     lua.set_app_data(Log::default());
-    let out = grade_in(ctx, &lua, &suite_t, item);
-    after_item(&lua, trips);
+    let mut guard = Guard::default();
+    let out = grade_in(ctx, &lua, &suite_t, item, &mut guard);
+    after_item(&lua, trips, &guard);
     out
 }
 
@@ -147,8 +176,10 @@ struct Parts {
     started_at: Option<String>,
 }
 
-fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item) -> Done {
+fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut Guard) -> Done {
     let mut warnings = Vec::new();
+    let get = |k: &str| suite_t.raw_get::<Value>(k).unwrap_or(Value::Nil);
+    guard.watch(lua, &[get("_monitors"), get("trace_adapter"), get("match")]);
     let parts = match item {
         Item::Spans(it) => {
             let adapted = if ctx.suite.trace_adapter {
@@ -241,9 +272,12 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item) -> Done {
         Ok(t) => t,
         Err(e) => return Done::Skipped(format!("{}: trace {}: cannot build t: {e}", parts.source.file, parts.key)),
     };
+    if let Err(e) = item_fields(lua, &t, &recorded.input, &parts.key, &parts.source) {
+        return Done::Skipped(format!("{}: trace {}: cannot build t: {e}", parts.source.file, parts.key));
+    }
     let mut case = parts.case.filter(|c| ctx.cases.contains(c));
     if case.is_none() && ctx.suite.matcher {
-        match call_match(lua, suite_t, &t, &recorded.input, &parts.key, &parts.source) {
+        match call_match(lua, suite_t, &t) {
             Ok(Some(c)) if ctx.cases.contains(&c) => case = Some(c),
             Ok(Some(c)) => warnings.push(format!(
                 "{}: trace {}: match returned case '{c}', which the suite does not declare: graded with the monitors only",
@@ -260,6 +294,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item) -> Done {
         suite_t.get::<Table>("_case_index").and_then(|i| i.get::<Option<Table>>(c.as_str())).ok().flatten()
     });
     if let Some(ct) = &case_table {
+        guard.watch(lua, &[Value::Table(ct.clone())]);
         let _ = t.raw_set("case", ct.clone());
     }
 
@@ -431,28 +466,21 @@ fn adapted(lua: &Lua, v: Value) -> Result<Adapted, String> {
     Ok(Adapted::Read(a))
 }
 
+/// `t.id`, `t.input` and `t.source` of a graded item.
+fn item_fields(lua: &Lua, t: &Table, input: &str, key: &str, source: &Source) -> mlua::Result<()> {
+    t.raw_set("id", key)?;
+    t.raw_set("input", input)?;
+    let s = lua.create_table()?;
+    s.raw_set("file", source.file.as_str())?;
+    s.raw_set("trace_id", source.trace_id.as_deref())?;
+    s.raw_set("conversation_id", source.conversation_id.as_deref())?;
+    t.raw_set("source", s)
+}
+
 /// The suite's `match(item)`: a case id, or nil.
-fn call_match(
-    lua: &Lua,
-    suite_t: &Table,
-    t: &Table,
-    input: &str,
-    key: &str,
-    source: &Source,
-) -> Result<Option<String>, String> {
+fn call_match(lua: &Lua, suite_t: &Table, t: &Table) -> Result<Option<String>, String> {
     let f: Function = suite_t.get("match").map_err(|e| e.to_string())?;
-    let run = || -> mlua::Result<Table> {
-        t.raw_set("id", key)?;
-        t.raw_set("input", input)?;
-        let s = lua.create_table()?;
-        s.raw_set("file", source.file.as_str())?;
-        s.raw_set("trace_id", source.trace_id.as_deref())?;
-        s.raw_set("conversation_id", source.conversation_id.as_deref())?;
-        t.raw_set("source", s)?;
-        Ok(t.clone())
-    };
-    let arg = run().map_err(|e| e.to_string())?;
-    match hook::<Value>(lua, &f, arg)? {
+    match hook::<Value>(lua, &f, t.clone())? {
         Value::Nil => Ok(None),
         Value::String(s) => Ok(Some(s.to_string_lossy())),
         other => Err(format!("match must return a case id (a string) or nil, got {}", other.type_name())),

@@ -232,6 +232,15 @@ pub fn snapshot(lua: &Lua, suite: &Table) -> mlua::Result<Option<Table>> {
     Ok(if ok { list } else { None })
 }
 
+/// A snapshot of what `part` reaches (with the globals and project modules),
+/// in a state whose host objects [`snapshot`] has already trusted: cheaper than
+/// a whole suite's when only part of it will run (`evalua grade` runs the
+/// monitors and one case per item). None when it cannot be listed.
+pub fn snapshot_part(lua: &Lua, part: &Table) -> mlua::Result<Option<Table>> {
+    let (ok, list) = walk(lua, Mode::Record, roots(lua, part)?, None)?;
+    Ok(if ok { list } else { None })
+}
+
 /// True when everything the snapshot listed is as it was.
 pub fn unchanged(lua: &Lua, suite: &Table, snapshot: &Table) -> mlua::Result<bool> {
     Ok(walk(lua, Mode::Compare, roots(lua, suite)?, Some(snapshot))?.0)
