@@ -24,7 +24,6 @@ use crate::record::{Manifest, Trace, TrialRecord, trace_name};
 use crate::report;
 use crate::run::manifest::grader_hash_of;
 use crate::spec::Suite;
-use crate::record::Outcome;
 use crate::stats::{CaseInfo, rundata};
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
@@ -170,12 +169,6 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
                 loop {
                     let next = rx.lock().map(|r| r.recv());
                     let Ok(Ok((seq, mut record, trace))) = next else { break };
-                    if record.trace.is_empty() {
-                        if tx.send(Msg::Stored(seq, record)).is_err() {
-                            break;
-                        }
-                        continue;
-                    }
                     let bytes = serde_json::to_vec_pretty(&trace);
                     let stored = bytes
                         .map_err(|e| e.to_string())
@@ -226,13 +219,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
                                 trials_per_case[ci] += 1;
                                 record.trial = trials_per_case[ci];
                                 trace.trial = record.trial;
-                                // Only the items that were not accepted keep a trace (the reports and
-                                // `promote` read those); an accepted item's record names its source.
-                                record.trace = if record.outcome == Outcome::Accepted {
-                                    String::new()
-                                } else {
-                                    trace_name(&record.case, record.trial)
-                                };
+                                record.trace = trace_name(&record.case, record.trial);
                                 if let Some(tx) = &store_tx
                                     && tx.send((next_seq, Box::new(record), Box::new(trace))).is_err()
                                 {
