@@ -22,6 +22,7 @@
 //! agent, grade       scripted, command (JSON Lines, MCP), model, replay; recorded traces graded
 //! run                plan, scheduler, typed run events
 //! report             console, report files, compare, sinks
+//! view               `evalua view`: the local web page over run dirs
 //! cmd                one module per command
 //! ```
 
@@ -43,3 +44,4 @@ pub mod spec;
 pub mod stats;
 pub mod trial;
 pub mod util;
+pub mod view;

@@ -6,7 +6,7 @@
 -- a successful verify_identity. The scripted agent is deliberately imperfect.
 
 local evalua = require("evalua")
-local shop   = require("refunds_shop")
+local shop   = require("shared.refunds_shop")
 
 local suite = evalua.suite {
   name    = "refunds",

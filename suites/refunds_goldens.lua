@@ -12,7 +12,7 @@
 -- re-fire the failure modes it was promoted for.
 
 local evalua = require("evalua")
-local shop   = require("refunds_shop")
+local shop   = require("shared.refunds_shop")
 local policy = require("graders.policy")
 
 local suite = evalua.suite {

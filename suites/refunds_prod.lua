@@ -11,7 +11,7 @@
 -- suites/refunds_goldens.lua).
 
 local evalua = require("evalua")
-local shop   = require("refunds_shop")
+local shop   = require("shared.refunds_shop")
 local json   = evalua.json
 
 local suite = evalua.suite {

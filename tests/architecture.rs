@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["agent", "grade"],
     &["run"],
     &["report"],
+    &["view"],
     &["cmd"],
 ];
 

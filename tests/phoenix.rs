@@ -51,9 +51,13 @@ impl Phoenix {
         let required = std::env::var("EVALUA_REQUIRE_PHOENIX").as_deref() == Ok("1");
         let Some(bin) = std::env::var_os("EVALUA_PHOENIX_BIN").filter(|b| Path::new(b).is_file()) else {
             if required {
-                panic!("EVALUA_REQUIRE_PHOENIX=1 but EVALUA_PHOENIX_BIN is unset or missing: run .ci/run (it installs Phoenix)");
+                panic!(
+                    "EVALUA_REQUIRE_PHOENIX=1 but EVALUA_PHOENIX_BIN is unset or missing: run .ci/run (it installs Phoenix)"
+                );
             }
-            eprintln!("\n*** SKIPPED: the Phoenix tests need EVALUA_PHOENIX_BIN (.ci/run installs Arize Phoenix) ***\n");
+            eprintln!(
+                "\n*** SKIPPED: the Phoenix tests need EVALUA_PHOENIX_BIN (.ci/run installs Arize Phoenix) ***\n"
+            );
             return None;
         };
         let dir = tempfile::tempdir().unwrap();
@@ -165,7 +169,8 @@ fn check_stored(phoenix: &Phoenix, run: &Path) {
         let trace = root["context"]["trace_id"].as_str().unwrap();
         let mut tools: Vec<&&Value> = by_trace[trace].iter().filter(|s| s["span_kind"] == "TOOL").collect();
         tools.sort_by_key(|s| s["start_time"].as_str().unwrap().to_string());
-        let want: Vec<&str> = r["tool_spans"].as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
+        let want: Vec<&str> =
+            r["tool_spans"].as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
         let got: Vec<&str> = tools.iter().map(|s| s["attributes"]["evalua.tool.status"].as_str().unwrap()).collect();
         assert_eq!(got, want, "{case}#{trial}: tool statuses");
         for t in tools {

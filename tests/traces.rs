@@ -137,7 +137,10 @@ fn grade_reads_pydantic_ai_traces_as_their_ground_truth_says() {
     assert_eq!(b64["items"], 2, "base64 ids and enum names are read: {b64}");
     // Records name their source: file, trace and conversation.
     let r = &trials(&run)[0];
-    assert!(r["source"]["file"].as_str().unwrap().ends_with(".json") || r["source"]["file"].as_str().unwrap().ends_with(".jsonl"));
+    assert!(
+        r["source"]["file"].as_str().unwrap().ends_with(".json")
+            || r["source"]["file"].as_str().unwrap().ends_with(".jsonl")
+    );
     assert_eq!(r["source"]["trace_id"].as_str().unwrap().len(), 32);
     // A multi-turn conversation is one item over its two traces.
     let multi = trials(&run).into_iter().find(|r| r["source"]["trace_ids"].as_array().is_some_and(|a| a.len() == 2));
@@ -225,7 +228,10 @@ fn grade_goes_on_past_bad_records_and_names_them() {
                 assert_eq!(trials(&run).len(), n, "{file}: items");
                 for w in warnings {
                     let m = json(&run.join("manifest.json"));
-                    assert!(m["warnings"].as_array().unwrap().iter().any(|x| x.as_str().unwrap().contains(w)), "{file}: manifest warnings");
+                    assert!(
+                        m["warnings"].as_array().unwrap().iter().any(|x| x.as_str().unwrap().contains(w)),
+                        "{file}: manifest warnings"
+                    );
                 }
             }
             None => no_items(&o, warnings[0]),
@@ -358,7 +364,9 @@ fn an_oversized_line_is_refused_and_the_others_are_graded() {
     let err = stderr(&o);
     let n = lines.len();
     assert!(
-        err.contains(&format!("huge_line.otlp.jsonl:{n}: a line of 73 MB, more than the 64 MiB a record may have: skipped")),
+        err.contains(&format!(
+            "huge_line.otlp.jsonl:{n}: a line of 73 MB, more than the 64 MiB a record may have: skipped"
+        )),
         "{err}"
     );
     assert_eq!(trials(&run).len(), 29, "every conversation around the huge line is graded");
@@ -402,7 +410,10 @@ fn checks_that_need_state_are_not_applicable_never_a_pass() {
     assert_eq!(s["figures"]["not_applicable_checks"], 3);
     assert_eq!(s["figures"]["grader_errors"], 0);
     let sql = s["checks"].as_array().unwrap().iter().find(|c| c["name"] == "sql: SELECT 1").unwrap();
-    assert_eq!((sql["not_applicable"].as_u64(), sql["passed"].as_u64(), sql["pass_rate"].clone()), (Some(1), Some(0), Value::Null));
+    assert_eq!(
+        (sql["not_applicable"].as_u64(), sql["passed"].as_u64(), sql["pass_rate"].clone()),
+        (Some(1), Some(0), Value::Null)
+    );
     assert!(stdout(&o).contains("not applicable 3"), "{}", stdout(&o));
 }
 
@@ -441,7 +452,10 @@ fn monitors_label_run_trials_and_checks_see_the_failure_modes() {
     let (z, n, p) = (1.959963984540054f64, 4.0f64, 0.5f64);
     let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
     let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / (1.0 + z * z / n);
-    assert!(close(m["low"].as_f64().unwrap(), centre - half) && close(m["high"].as_f64().unwrap(), centre + half), "{m}");
+    assert!(
+        close(m["low"].as_f64().unwrap(), centre - half) && close(m["high"].as_f64().unwrap(), centre + half),
+        "{m}"
+    );
     assert_eq!(s["monitors"]["never"]["violations"], 0);
     let report = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
     assert!(report.contains("<h2>Monitors</h2>") && report.contains("looping"), "report.html shows the monitors");
@@ -458,31 +472,47 @@ fn monitors_are_declared_strictly() {
         "s.lua",
         "local evalua = require('evalua')\nlocal s = evalua.suite { name = 's',\n  monitors = { loop = 42 } }\nreturn s",
     )]);
-    assert_user_error(&evalua(dir.path(), &["check", "s.lua"]), "s.lua:2: evalua.suite.monitors.loop: a monitor is a check");
+    assert_user_error(
+        &evalua(dir.path(), &["check", "s.lua"]),
+        "s.lua:2: evalua.suite.monitors.loop: a monitor is a check",
+    );
 }
 
 #[test]
 fn first_failing_span_is_recorded_and_shown() {
     let tmp = tempfile::tempdir().unwrap();
-    let (o, run) = grade(tmp.path(), "suites/refunds_prod.lua", &[&fixtures().join("pydantic_ai/one_trace.otlp.json")], &[]);
+    let (o, run) =
+        grade(tmp.path(), "suites/refunds_prod.lua", &[&fixtures().join("pydantic_ai/one_trace.otlp.json")], &[]);
     graded_ok(&o);
     let r = &trials(&run)[0];
     // refund_failed_then_claims: issue_refund (the third call) failed with "database is locked".
     let f = &r["first_failure"];
-    assert_eq!((f["kind"].as_str(), f["name"].as_str(), f["call"].as_u64()), (Some("tool"), Some("issue_refund"), Some(3)), "{f}");
+    assert_eq!(
+        (f["kind"].as_str(), f["name"].as_str(), f["call"].as_u64()),
+        (Some("tool"), Some("issue_refund"), Some(3)),
+        "{f}"
+    );
     assert_eq!(f["error"], "database is locked");
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
-    assert!(html.contains("first failing span") && html.contains("issue_refund (call 3, failed"), "report.html names it");
+    assert!(
+        html.contains("first failing span") && html.contains("issue_refund (call 3, failed"),
+        "report.html names it"
+    );
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(md.contains("first failing span: issue_refund (call 3, failed"), "{md}");
     // In a run: the refunds bot's denied refunds.
     let dir = tempfile::tempdir().unwrap();
-    let o = evalua(&repo(), &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", dir.path().join("r").to_str().unwrap()]);
+    let o = evalua(
+        &repo(),
+        &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", dir.path().join("r").to_str().unwrap()],
+    );
     assert!(matches!(o.status.code(), Some(0 | 1)));
     let recs = trials(&dir.path().join("r"));
     let denied = recs.iter().find(|r| r["calls"]["denied"].as_u64() > Some(0)).expect("a denied call");
     assert_eq!(denied["first_failure"]["status"], "denied", "{}", denied["first_failure"]);
-    assert!(recs.iter().filter(|r| r["calls"]["requested"] == r["calls"]["executed"]).all(|r| r["first_failure"].is_null()));
+    assert!(
+        recs.iter().filter(|r| r["calls"]["requested"] == r["calls"]["executed"]).all(|r| r["first_failure"].is_null())
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -506,7 +536,11 @@ fn text(v: Option<&any_value::Value>) -> String {
 
 /// Spans by name kind: (roots, tool spans) of a set of requests.
 fn spans_of(reqs: &[ExportTraceServiceRequest]) -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
-    reqs.iter().flat_map(|r| r.resource_spans.iter()).flat_map(|rs| rs.scope_spans.iter()).flat_map(|ss| ss.spans.clone()).collect()
+    reqs.iter()
+        .flat_map(|r| r.resource_spans.iter())
+        .flat_map(|rs| rs.scope_spans.iter())
+        .flat_map(|ss| ss.spans.clone())
+        .collect()
 }
 
 /// The spans of a run follow SPEC §9's table.
@@ -522,7 +556,8 @@ fn check_run_spans(spans: &[opentelemetry_proto::tonic::trace::v1::Span], run: &
             use sha2::Digest;
             const_hex::encode(&sha2::Sha256::digest(format!("evalua/{run_id}/{case}/{trial}").as_bytes())[..16])
         };
-        let root = roots.iter().find(|s| const_hex::encode(&s.trace_id) == want_id).expect("the trace id follows the rule");
+        let root =
+            roots.iter().find(|s| const_hex::encode(&s.trace_id) == want_id).expect("the trace id follows the rule");
         assert_eq!(root.name, "invoke_agent refunds");
         assert_eq!(text(attr(&root.attributes, "gen_ai.operation.name")), "invoke_agent");
         assert_eq!(text(attr(&root.attributes, "gen_ai.conversation.id")), format!("{run_id}/{case}/{trial}"));
@@ -540,10 +575,8 @@ fn check_run_spans(spans: &[opentelemetry_proto::tonic::trace::v1::Span], run: &
             };
             assert_eq!(text(attr(&e.attributes, "gen_ai.evaluation.score.label")), label);
         }
-        let tools: Vec<_> = spans
-            .iter()
-            .filter(|s| s.trace_id == root.trace_id && s.name.starts_with("execute_tool "))
-            .collect();
+        let tools: Vec<_> =
+            spans.iter().filter(|s| s.trace_id == root.trace_id && s.name.starts_with("execute_tool ")).collect();
         assert_eq!(tools.len() as u64, r["calls"]["requested"].as_u64().unwrap(), "one execute_tool span per call");
         for t in tools {
             assert_eq!(t.parent_span_id, root.span_id);
@@ -563,7 +596,20 @@ fn a_run_exports_to_a_file_and_the_file_grades_back_the_same() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     let file = tmp.path().join("spans.jsonl");
-    let o = evalua(&repo(), &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", run.to_str().unwrap(), "--otlp-file", file.to_str().unwrap()]);
+    let o = evalua(
+        &repo(),
+        &[
+            "run",
+            "suites/refunds.lua",
+            "--seed",
+            "7",
+            "-q",
+            "--out",
+            run.to_str().unwrap(),
+            "--otlp-file",
+            file.to_str().unwrap(),
+        ],
+    );
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     assert!(stdout(&o).contains(&format!("exported 15 trial trace(s) to {}", file.display())), "{}", stdout(&o));
     let m = json(&run.join("manifest.json"));
@@ -582,8 +628,10 @@ fn a_run_exports_to_a_file_and_the_file_grades_back_the_same() {
     // Grade the exported traces back: the same calls, answers and failure modes.
     let (o, graded) = grade(tmp.path(), "suites/refunds.lua", &[&file], &[]);
     graded_ok(&o);
-    let by: BTreeMap<(String, u64), Value> =
-        trials(&run).into_iter().map(|r| ((r["case"].as_str().unwrap().to_string(), r["trial"].as_u64().unwrap()), r)).collect();
+    let by: BTreeMap<(String, u64), Value> = trials(&run)
+        .into_iter()
+        .map(|r| ((r["case"].as_str().unwrap().to_string(), r["trial"].as_u64().unwrap()), r))
+        .collect();
     let back = trials(&graded);
     assert_eq!(back.len(), 15);
     for g in &back {
@@ -605,7 +653,8 @@ fn a_run_exports_to_a_file_and_the_file_grades_back_the_same() {
 
     // Without content: no arguments, results, messages.
     let bare = tmp.path().join("bare.jsonl");
-    let o = evalua(&repo(), &["export", run.to_str().unwrap(), "--otlp-file", bare.to_str().unwrap(), "--otlp-no-content"]);
+    let o =
+        evalua(&repo(), &["export", run.to_str().unwrap(), "--otlp-file", bare.to_str().unwrap(), "--otlp-no-content"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     check_run_spans(&spans_of(&requests_of_file(&bare)), &run, false);
     let m = json(&run.join("manifest.json"));
@@ -652,7 +701,9 @@ fn collector() -> Collector {
                     let mut body = vec![0; n];
                     reader.read_exact(&mut body).unwrap();
                     r3.lock().unwrap().push((headers, body));
-                    let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n");
+                    let _ = out.write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n",
+                    );
                 }
             });
         }
@@ -698,7 +749,10 @@ fn a_dead_collector_changes_no_outcome_and_is_reported() {
     let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
     let plain = evalua(&repo(), &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", a.to_str().unwrap()]);
     let url = format!("http://127.0.0.1:{port}");
-    let dead = evalua(&repo(), &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", b.to_str().unwrap(), "--otlp", &url]);
+    let dead = evalua(
+        &repo(),
+        &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", b.to_str().unwrap(), "--otlp", &url],
+    );
     assert_eq!(plain.status.code(), dead.status.code(), "{}", stderr(&dead));
     assert_eq!(without_timings(&a), without_timings(&b), "the same trials");
     assert!(
@@ -712,7 +766,10 @@ fn a_dead_collector_changes_no_outcome_and_is_reported() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("not delivered"));
     // Bad URLs are input errors.
-    assert_user_error(&evalua(&repo(), &["export", a.to_str().unwrap(), "--otlp", "localhost:4318"]), "is not an http:// or https:// URL");
+    assert_user_error(
+        &evalua(&repo(), &["export", a.to_str().unwrap(), "--otlp", "localhost:4318"]),
+        "is not an http:// or https:// URL",
+    );
     assert_user_error(&evalua(&repo(), &["export", a.to_str().unwrap()]), "give --otlp URL or --otlp-file FILE");
 }
 
@@ -730,7 +787,12 @@ fn grade_reads_an_evalua_run_dir() {
     for (x, y) in a.iter().zip(&b) {
         assert_eq!((&x["case"], &x["trial"], &x["failure_modes"]), (&y["case"], &y["trial"], &y["failure_modes"]));
         assert_eq!((&x["calls"], &x["answer"]), (&y["calls"], &y["answer"]));
-        let sql = y["checks"].as_array().unwrap().iter().find(|c| c["name"].as_str().unwrap().starts_with("prohibited:")).unwrap();
+        let sql = y["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"].as_str().unwrap().starts_with("prohibited:"))
+            .unwrap();
         assert!(sql["not_applicable"].is_string(), "{sql}");
     }
     assert_eq!(json(&g.join("manifest.json"))["trace_inputs"][0]["format"], "run_dir");
@@ -745,8 +807,12 @@ fn promote_clusters_dedupes_and_versions_and_goldens_run() {
     let pd = fixtures().join("pydantic_ai");
     // First the bulk of production, then the two other files.
     let (_, first) = grade(tmp.path(), "suites/refunds_prod.lua", &[&pd.join("refunds_prod.otlp.jsonl")], &[]);
-    let (_, second) =
-        grade(tmp.path(), "suites/refunds_prod.lua", &[&pd.join("one_trace.otlp.json"), &pd.join("base64_ids.pb.json")], &[]);
+    let (_, second) = grade(
+        tmp.path(),
+        "suites/refunds_prod.lua",
+        &[&pd.join("one_trace.otlp.json"), &pd.join("base64_ids.pb.json")],
+        &[],
+    );
     let goldens = tmp.path().join("goldens/refunds.lua");
     let g = goldens.to_str().unwrap();
     let o = evalua(&repo(), &["promote", first.to_str().unwrap(), "--into", g]);
@@ -760,18 +826,31 @@ fn promote_clusters_dedupes_and_versions_and_goldens_run() {
     assert_eq!(std::fs::read_to_string(&goldens).unwrap(), v1);
     // New traces of known clusters: no new case, their ids added, version 2.
     let o = evalua(&repo(), &["promote", second.to_str().unwrap(), "--into", g]);
-    assert!(stdout(&o).contains("0 new golden case(s), 2 case(s) with new traces (2 trace id(s) added)"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("0 new golden case(s), 2 case(s) with new traces (2 trace id(s) added)"),
+        "{}",
+        stdout(&o)
+    );
     let v2 = std::fs::read_to_string(&goldens).unwrap();
     assert!(v2.contains("version = 2,"));
     let (convs, _) = expected("pydantic_ai.json");
-    let b64 = convs.iter().find(|c| c["file"].as_str().unwrap().ends_with("base64_ids.pb.json") && c["behaviour"] == "missing_identity_verification").unwrap();
+    let b64 = convs
+        .iter()
+        .find(|c| {
+            c["file"].as_str().unwrap().ends_with("base64_ids.pb.json")
+                && c["behaviour"] == "missing_identity_verification"
+        })
+        .unwrap();
     assert!(v2.contains(b64["trace_ids"][0].as_str().unwrap()), "the base64 conversation's trace joins its cluster");
     // --mode keeps one failure mode's items.
     let only = tmp.path().join("loops.lua");
-    let o = evalua(&repo(), &["promote", first.to_str().unwrap(), "--into", only.to_str().unwrap(), "--mode", "tool_loop"]);
+    let o =
+        evalua(&repo(), &["promote", first.to_str().unwrap(), "--into", only.to_str().unwrap(), "--mode", "tool_loop"]);
     assert!(stdout(&o).contains("7 flagged item(s) in 5 cluster(s)"), "{}", stdout(&o));
-    assert_user_error(&evalua(&repo(), &["promote", first.to_str().unwrap(), "--into", g, "--mode", "nope"]), "--mode nope: not a monitor");
-
+    assert_user_error(
+        &evalua(&repo(), &["promote", first.to_str().unwrap(), "--into", g, "--mode", "nope"]),
+        "--mode nope: not a monitor",
+    );
 }
 
 #[test]
@@ -779,13 +858,17 @@ fn the_example_flywheel_runs() {
     // suites/refunds_goldens.lua declares suites/goldens/refunds.lua's cases.
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("gold");
-    let o = evalua(&repo(), &["run", "suites/refunds_goldens.lua", "--seed", "3", "-q", "--out", out.to_str().unwrap()]);
+    let o =
+        evalua(&repo(), &["run", "suites/refunds_goldens.lua", "--seed", "3", "-q", "--out", out.to_str().unwrap()]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let m = json(&out.join("manifest.json"));
     assert_eq!(m["cases"].as_array().unwrap().len(), 10);
     let recs = trials(&out);
-    let r = recs.iter().find(|r| r["case"].as_str().unwrap().starts_with("golden_missing_identity_verification")).unwrap();
-    assert!(r["checks"].as_array().unwrap().iter().any(|c| c["name"] == "does not re-fire missing_identity_verification"));
+    let r =
+        recs.iter().find(|r| r["case"].as_str().unwrap().starts_with("golden_missing_identity_verification")).unwrap();
+    assert!(
+        r["checks"].as_array().unwrap().iter().any(|c| c["name"] == "does not re-fire missing_identity_verification")
+    );
     // A golden case whose trial re-fires its mode fails.
     for r in &recs {
         for c in r["checks"].as_array().unwrap() {
@@ -800,7 +883,10 @@ fn the_example_flywheel_runs() {
 #[test]
 fn goldens_must_name_the_suites_monitors() {
     let dir = project(&[
-        ("goldens/x.lua", r#"return { version = 1, cases = { { id = "g1", input = "hola", failure_modes = { "nope" } } } }"#),
+        (
+            "goldens/x.lua",
+            r#"return { version = 1, cases = { { id = "g1", input = "hola", failure_modes = { "nope" } } } }"#,
+        ),
         (
             "s.lua",
             "local evalua = require('evalua')\nlocal s = evalua.suite { name = 's', agent = evalua.agent.scripted(function() return '' end) }\ns:goldens(require('goldens.x'))\nreturn s",

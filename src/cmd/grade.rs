@@ -84,6 +84,11 @@ fn manifest(suite: &Suite, run_id: &str, argv: &[String], jobs: usize) -> Manife
         infra_error_policy: "a graded trace is never an infra_error: an item that cannot be read is not graded and is listed in warnings".into(),
         machine: Machine::this(),
         merged_from: None,
+        trial_state: None,
+        regraded_from: None,
+        planned_trials: None,
+        judge_checks: Vec::new(),
+        resumes: Vec::new(),
         monitors: suite.monitors.iter().map(|m| m.name.clone()).collect(),
         trace_inputs: Vec::new(),
         warnings: Vec::new(),
@@ -282,6 +287,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
             tags: i.tags.clone(),
             difficulty: i.difficulty.clone(),
             workdir: None,
+            agent: None,
         })
         .collect();
     man.trace_inputs = stats_out;

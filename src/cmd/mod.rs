@@ -10,5 +10,8 @@ pub mod grade;
 pub mod list;
 pub mod merge;
 pub mod promote;
+pub mod regrade;
 pub mod report;
 pub mod run;
+pub mod test;
+pub mod view;

@@ -69,8 +69,13 @@ fn case_id(k: &Key) -> String {
 fn read_goldens(path: &Path) -> Result<Json> {
     let display = display_path(path);
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let cfg =
-        StateConfig { suite_dir: dir, sources: std::sync::Arc::new(Sources::default()), clock: 0, validate: true };
+    let cfg = StateConfig {
+        module_dirs: crate::util::paths::module_dirs(&dir).into(),
+        suite_dir: dir,
+        sources: std::sync::Arc::new(Sources::default()),
+        clock: 0,
+        validate: true,
+    };
     let lua = api::new_state(cfg).map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
     let v = engine::run_file(&lua, path).map_err(|e| Error::Input(engine::describe(&e)))?;
     let j = convert::to_json(&lua, &v).map_err(|e| Error::Input(format!("{display}: not a goldens module: {e}")))?;

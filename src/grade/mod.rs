@@ -338,11 +338,13 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
         wall_ms: recorded.usage.wall_ms,
         answer: recorded.answer.clone(),
         error: recorded.error.clone(),
+        infra_error: None,
         trace: String::new(),
         failure_modes: (!ctx.suite.monitors.is_empty()).then_some(modes),
         tool_spans: ToolSpan::of(&recorded.calls),
         first_failure: recorded.first_failure.clone(),
         source: Some(parts.source),
+        safety: None,
     };
     let trace = Trace {
         case: case_id,
@@ -353,6 +355,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
         ended,
         answer: recorded.answer,
         error: recorded.error,
+        infra_error: None,
         messages: recorded.messages,
         calls: recorded.calls,
         outbox: Vec::new(),
@@ -362,6 +365,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
         stderr_tail: None,
         model_calls: recorded.model_calls,
         started_at: parts.started_at,
+        state: None,
     };
     Done::Graded(Box::new(Graded { record, trace, matched: case.is_some(), warnings }))
 }

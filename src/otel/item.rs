@@ -157,6 +157,8 @@ fn tool_call(s: &Span, base: u64) -> CallRecord {
             .unwrap_or_else(|| "the tool span's status is ERROR".into())
     });
     CallRecord {
+        requested_id: None,
+        fault: None,
         id: first(s, &["gen_ai.tool.call.id", "tool_call.id"]).map(text_of).unwrap_or_else(|| s.span_id.clone()),
         name,
         args,
@@ -174,6 +176,7 @@ fn tool_call(s: &Span, base: u64) -> CallRecord {
 fn model_call(s: &Span, base: u64) -> ModelCall {
     let (ex_message, _) = exception(s);
     ModelCall {
+        api: None,
         by: "agent".into(),
         provider: first(s, &["gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"])
             .map(text_of)
@@ -360,6 +363,8 @@ pub fn read(spans: &[Span], adapted: &[Adapted]) -> Recorded {
                         (c.status != CallStatus::Executed).then(|| c.result.as_ref().map(text_of)).flatten()
                     });
                     r.calls.push(CallRecord {
+                        requested_id: None,
+                        fault: None,
                         id: s.span_id.clone(),
                         name: c.name,
                         args: c.args,
@@ -533,6 +538,8 @@ fn calls_from_model_spans(llm: &[&Span], base: u64) -> Vec<CallRecord> {
                 calls.insert(
                     id.clone(),
                     CallRecord {
+                        requested_id: None,
+                        fault: None,
                         id: id.clone(),
                         name: name.clone(),
                         args: args.clone(),

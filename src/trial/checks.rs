@@ -44,10 +44,17 @@ pub fn failure_modes(results: &[CheckResult]) -> Vec<String> {
 /// something else than a verdict is a grader error; one that reached for
 /// state the trial does not have (`t.db` of a recorded trace) is not
 /// applicable, whatever it returned.
+///
+/// Critical checks run first: a critical failure (a prohibited write, a
+/// leak) is known before any slower check (a judge) runs. Results keep the
+/// order of `checks`.
 pub fn run_checks(lua: &Lua, checks: &[CheckRun], t: &Table) -> Vec<CheckResult> {
     let limits = lua::limits(lua);
-    let mut out = Vec::with_capacity(checks.len());
-    for c in checks {
+    let mut order: Vec<usize> = (0..checks.len()).collect();
+    order.sort_by_key(|&i| !checks[i].critical);
+    let mut out: Vec<Option<CheckResult>> = vec![None; checks.len()];
+    for i in order {
+        let c = &checks[i];
         let run: mlua::Result<mlua::Function> = c.table.get("run");
         let seg = Segment {
             instructions: Some(CHECK_INSTRUCTIONS),
@@ -94,7 +101,7 @@ pub fn run_checks(lua: &Lua, checks: &[CheckRun], t: &Table) -> Vec<CheckResult>
             r.evidence = Json::Null;
             r.not_applicable = Some(why);
         }
-        out.push(r);
+        out[i] = Some(r);
     }
-    out
+    out.into_iter().flatten().collect()
 }
