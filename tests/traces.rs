@@ -381,6 +381,7 @@ fn checks_that_need_state_are_not_applicable_never_a_pass() {
            local suite = evalua.suite { name = "na", sandbox = { db = "sqlite" },
              agent = evalua.agent.scripted(function() return "x" end),
              match = function(item) if item.input:find("P%-9930") then return "c1" end end }
+           suite:tool { name = "lookup_order", effect = "read", run = function() return {} end }
            suite:case { id = "c1", input = "x", expect = {
              check.sql("SELECT 1", { equals = 1 }),
              check.outbox { count = 1 },

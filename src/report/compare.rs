@@ -890,6 +890,7 @@ mod tests {
             evidence: serde_json::Value::Null,
             error: None,
             skipped: false,
+            ..Default::default()
         }
     }
 

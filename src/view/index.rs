@@ -468,6 +468,7 @@ mod tests {
                 evidence: serde_json::Value::Null,
                 error: None,
                 skipped: false,
+                ..Default::default()
             })
             .collect();
         TrialRecord {
@@ -485,6 +486,10 @@ mod tests {
             trace: String::new(),
             infra_error: None,
             safety: None,
+            failure_modes: None,
+            tool_spans: Vec::new(),
+            first_failure: None,
+            source: None,
         }
     }
 
