@@ -63,6 +63,9 @@ const MAX_TEXT: usize = 32 * 1024;
 /// How long the end of a run waits for the queue to drain.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// The same, for a destination that has delivered nothing and failed every batch.
+const DEAD_FLUSH_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// A trial's trace id: see [`TRACE_ID_RULE`].
 pub fn trace_id(run_id: &str, case: &str, trial: u32) -> String {
     const_hex::encode(&digest(&format!("evalua/{run_id}/{case}/{trial}"))[..16])
@@ -344,8 +347,12 @@ impl Exporter {
         let trials = self.sent.len();
         let mut out = Vec::new();
         for d in self.destinations {
-            let _ = d.processor.force_flush();
-            let _ = d.processor.shutdown_with_timeout(FLUSH_TIMEOUT);
+            // Shutting down exports what is queued, within the timeout. A
+            // destination that has failed every batch so far (a dead
+            // collector: each batch would take its retries and their
+            // back-off) is given only a moment: the run does not wait for it.
+            let dead = d.delivery.lock().map(|g| g.spans.is_empty() && g.failed_batches > 0).unwrap_or(false);
+            let _ = d.processor.shutdown_with_timeout(if dead { DEAD_FLUSH_TIMEOUT } else { FLUSH_TIMEOUT });
             let delivery = d.delivery.lock().map(|g| (g.spans.clone(), g.last_error.clone())).unwrap_or_default();
             let delivered = self.sent.iter().filter(|(t, n)| delivery.0.get(*t).copied().unwrap_or(0) >= **n).count();
             out.push(Report { destination: d.name, trials, delivered, last_error: delivery.1 });
