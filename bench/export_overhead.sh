@@ -9,8 +9,9 @@
 #   file      --otlp-file on the run dir's disk
 #
 # The configurations are interleaved, RUNS rounds (default 3), to spread the
-# machine's noise over all of them. Prints wall time, trials/s and peak RSS per
-# run, then the median trials/s per configuration. Not a test.
+# machine's noise over all of them. Prints wall time, trials/s, CPU time
+# (user + sys: what evalua itself spent, less swayed by other load than wall
+# time) and peak RSS per run, then the medians per configuration. Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q
@@ -49,13 +50,14 @@ run() { # config round
     phoenix) flags=(--otlp "http://127.0.0.1:$port") ;;
     file) flags=(--otlp-file "$out/$1-$2.otlp.jsonl") ;;
   esac
-  /usr/bin/time -f "%e %M" -o "$out/t" "$bin" run bench/throughput.lua --trials 50 --jobs 2 -q \
+  /usr/bin/time -f "%e %M %U %S" -o "$out/t" "$bin" run bench/throughput.lua --trials 50 --jobs 2 -q \
     --out "$out/$1-$2" "${flags[@]}" >"$out/$1-$2.stdout" || true
-  read -r secs kb < "$out/t"
+  read -r secs kb usr sys < "$out/t"
   local tps; tps=$(echo "5000 / $secs" | bc -l)
-  printf '%-8s round %d  %6.2f s  %7.0f trials/s  peak RSS %5.1f MB  %s\n' "$1" "$2" "$secs" "$tps" \
-    "$(echo "$kb / 1024" | bc -l)" "$(grep -E 'export|exported' "$out/$1-$2.stdout" | head -1)"
-  echo "$1 $tps" >> "$out/all"
+  local cpu; cpu=$(echo "$usr + $sys" | bc -l)
+  printf '%-8s round %d  %6.2f s  %7.0f trials/s  CPU %6.2f s  peak RSS %5.1f MB  %s\n' "$1" "$2" "$secs" "$tps" \
+    "$cpu" "$(echo "$kb / 1024" | bc -l)" "$(grep -E 'export|exported' "$out/$1-$2.stdout" | head -1 | cut -c1-90)"
+  echo "$1 $tps $cpu" >> "$out/all"
   rm -rf "$out/$1-$2"
 }
 
@@ -63,7 +65,10 @@ run() { # config round
 for r in $(seq "$runs"); do
   for c in $configs; do run "$c" "$r"; done
 done
-echo "median trials/s:"
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "medians:          trials/s   CPU s   CPU ms/trial"
 for c in $configs; do
-  printf '  %-8s %7.0f\n' "$c" "$(grep "^$c " "$out/all" | awk '{print $2}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+  cpu=$(grep "^$c " "$out/all" | awk '{print $3}' | median)
+  printf '  %-8s %14.0f %7.2f %8.3f\n' "$c" "$(grep "^$c " "$out/all" | awk '{print $2}' | median)" "$cpu" \
+    "$(echo "$cpu * 1000 / 5000" | bc -l)"
 done
