@@ -52,7 +52,7 @@ run() { # config round
   esac
   /usr/bin/time -f "%e %M %U %S" -o "$out/t" "$bin" run bench/throughput.lua --trials 50 --jobs 2 -q \
     --out "$out/$1-$2" "${flags[@]}" >"$out/$1-$2.stdout" || true
-  read -r secs kb usr sys < "$out/t"
+  read -r secs kb usr sys < <(tail -1 "$out/t")
   local tps; tps=$(echo "5000 / $secs" | bc -l)
   local cpu; cpu=$(echo "$usr + $sys" | bc -l)
   printf '%-8s round %d  %6.2f s  %7.0f trials/s  CPU %6.2f s  peak RSS %5.1f MB  %s\n' "$1" "$2" "$secs" "$tps" \

@@ -23,12 +23,13 @@ trap 'rm -rf "$out"' EXIT
 
 grade() { # name suite items input...
   local name=$1 suite=$2 items=$3; shift 3
-  /usr/bin/time -f "%e %M" -o "$out/t" "$bin" grade "$suite" --traces "$@" --jobs 2 -q --out "$out/g-$name" >/dev/null 2>"$out/err" || true
-  read -r secs kb < "$out/t"
+  /usr/bin/time -f "%e %M %U %S" -o "$out/t" "$bin" grade "$suite" --traces "$@" --jobs 2 -q --out "$out/g-$name" >/dev/null 2>"$out/err" || true
+  read -r secs kb usr sys < <(tail -1 "$out/t")
   local n; n=$(wc -l < "$out/g-$name/trials.jsonl")
   [ "$n" -eq "$items" ] || { echo "$name: graded $n of $items items"; cat "$out/err" | head -5; }
-  printf '%-16s %6d items  %6.2f s  %7.0f items/s  peak RSS %6.1f MB\n' "$name" "$n" "$secs" \
-    "$(echo "$n / $secs" | bc -l)" "$(echo "$kb / 1024" | bc -l)"
+  printf '%-16s %6d items  %6.2f s  %7.0f items/s  CPU %6.2f s (%6.0f items per CPU s)  peak RSS %6.1f MB\n' "$name" "$n" \
+    "$secs" "$(echo "$n / $secs" | bc -l)" "$(echo "$usr + $sys" | bc -l)" "$(echo "$n / ($usr + $sys)" | bc -l)" \
+    "$(echo "$kb / 1024" | bc -l)"
   rm -rf "$out/g-$name"
 }
 
@@ -56,7 +57,7 @@ big=$(( $(wc -l < "$out/run/trials.jsonl") ))
 small=$(( $(wc -l < "$out/run_small/trials.jsonl") ))
 pyd=10005; pyd_small=2523
 
-for round in 1 2 3; do
+for round in $(seq "${ROUNDS:-3}"); do
   echo "round $round"
   grade evalua bench/throughput.lua "$big" "$out/evalua.otlp.jsonl"
   grade run_dir bench/throughput.lua "$big" "$out/run"
