@@ -112,6 +112,16 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     let (item_tx, item_rx) = mpsc::sync_channel::<(usize, Item)>(jobs * 16);
     let item_rx = Mutex::new(item_rx);
     let (main_tx, main_rx) = mpsc::channel::<Msg>();
+    // Graded items not yet handed to the trace writers are bounded: a grader
+    // takes a permit before an item and the main loop gives it back once the
+    // item has moved on, so a slow disk holds the graders back instead of
+    // piling graded items up in memory.
+    let in_flight = jobs * 32;
+    let (permit_tx, permit_rx) = mpsc::sync_channel::<()>(in_flight);
+    for _ in 0..in_flight {
+        let _ = permit_tx.try_send(());
+    }
+    let permit_rx = Mutex::new(permit_rx);
     let (store_tx, store_rx) = mpsc::sync_channel::<(usize, Box<TrialRecord>, Box<Trace>)>(256);
     let store_rx = Mutex::new(store_rx);
 
@@ -150,9 +160,12 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
         };
         // Graders.
         for _ in 0..jobs {
-            let (tx, rx, ctx) = (main_tx.clone(), &item_rx, &ctx);
+            let (tx, rx, ctx, permits) = (main_tx.clone(), &item_rx, &ctx, &permit_rx);
             scope.spawn(move || {
                 loop {
+                    if !matches!(permits.lock().map(|r| r.recv()), Ok(Ok(()))) {
+                        break;
+                    }
                     let next = rx.lock().map(|r| r.recv());
                     let Ok(Ok((i, item))) = next else { break };
                     let done = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grade::grade(ctx, item)))
@@ -202,6 +215,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
                     graded.insert(i, d);
                     while let Some(d) = graded.remove(&next_item) {
                         next_item += 1;
+                        let _ = permit_tx.try_send(());
                         match d {
                             Done::Skipped(w) => warnings.lock().map(|mut v| v.push(w)).unwrap_or(()),
                             Done::Graded(g) => {
