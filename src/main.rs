@@ -67,6 +67,8 @@ impl Select {
     }
 }
 
+// Parsed once per process: the size of its largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run every case × trials, write a run dir, print a summary

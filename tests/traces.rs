@@ -663,10 +663,13 @@ fn a_run_exports_to_a_file_and_the_file_grades_back_the_same() {
     assert_eq!(m["exports"][1]["content"], false);
 }
 
+/// Each request a collector received: its headers and body.
+type Requests = Arc<Mutex<Vec<(HashMap<String, String>, Vec<u8>)>>>;
+
 /// A minimal OTLP/HTTP collector: records each request's headers and body.
 struct Collector {
     url: String,
-    requests: Arc<Mutex<Vec<(HashMap<String, String>, Vec<u8>)>>>,
+    requests: Requests,
 }
 
 fn collector() -> Collector {

@@ -467,7 +467,7 @@ fn adapted(lua: &Lua, v: Value) -> Result<Adapted, String> {
         a.output_tokens = u.get::<Option<f64>>("output_tokens").map_err(|e| e.to_string())?.map(|v| v.max(0.0) as u64);
         a.cost_usd = u.get::<Option<f64>>("cost_usd").map_err(|e| e.to_string())?;
     }
-    Ok(Adapted::Read(a))
+    Ok(Adapted::Read(Box::new(a)))
 }
 
 /// `t.id`, `t.input` and `t.source` of a graded item.

@@ -502,9 +502,8 @@ impl Exporter {
                     KeyValue::new(sc::GEN_AI_EVALUATION_NAME, c.name.clone()),
                     KeyValue::new(sc::GEN_AI_EVALUATION_SCORE_LABEL, v.label()),
                 ];
-                match c.passed {
-                    Some(p) => a.push(KeyValue::new(sc::GEN_AI_EVALUATION_SCORE_VALUE, if p { 1.0 } else { 0.0 })),
-                    None => {}
+                if let Some(p) = c.passed {
+                    a.push(KeyValue::new(sc::GEN_AI_EVALUATION_SCORE_VALUE, if p { 1.0 } else { 0.0 }));
                 }
                 if c.critical {
                     a.push(KeyValue::new("evalua.check.critical", true));

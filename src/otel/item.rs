@@ -22,7 +22,7 @@ pub enum Adapted {
     /// `{ skip = true }`: ignore the span.
     Skip,
     /// `{ call = …, input = …, answer = …, usage = … }`.
-    Read(AdaptedSpan),
+    Read(Box<AdaptedSpan>),
 }
 
 #[derive(Debug, Clone, Default)]

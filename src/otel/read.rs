@@ -754,7 +754,7 @@ fn shape_name(s: Shape) -> &'static str {
 /// Sort an item's spans by start time, drop repeated ones (an exporter's
 /// retry sends a batch twice), and warn about spans whose parent is missing.
 fn tidy(mut spans: Vec<Span>, key: &str, file: &str, warn: &mut dyn FnMut(String)) -> Vec<Span> {
-    spans.sort_by(|a, b| (a.start_ns, a.end_ns).cmp(&(b.start_ns, b.end_ns)));
+    spans.sort_by_key(|s| (s.start_ns, s.end_ns));
     let before = spans.len();
     let mut seen = HashSet::new();
     spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
