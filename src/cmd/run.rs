@@ -9,7 +9,7 @@ use crate::lua::load;
 use crate::record::manifest::Filters;
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::{self, compare, sinks};
-use crate::run::{self, Partition, RunOptions, Sink};
+use crate::run::{self, PartitionArg, RunOptions, Sink};
 use crate::spec::gate;
 use crate::stats::{self, SummaryFile, rundata};
 use crate::util::paths::display_path;
@@ -23,7 +23,7 @@ pub struct RunArgs {
     pub out: Option<PathBuf>,
     pub quiet: bool,
     pub skip_invalid: bool,
-    pub partition: Option<Partition>,
+    pub partition: Option<PartitionArg>,
     pub baseline: Option<PathBuf>,
     pub allow_revision_change: bool,
     pub require_judge: bool,
@@ -33,6 +33,11 @@ pub struct RunArgs {
 
 pub fn run(a: RunArgs) -> Result<u8> {
     let many = a.suites.len() > 1;
+    // `--partition auto` reads the engine's variables before anything runs.
+    let partition = match a.partition {
+        Some(p) => Some(p.resolve(&|name| std::env::var(name).ok()).map_err(Error::Input)?),
+        None => None,
+    };
     let mut plans = Vec::new();
     for path in &a.suites {
         let s = load::load(path)?;
@@ -65,7 +70,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
             jobs: a.jobs,
             filters: a.filters.clone(),
             seed: a.seed,
-            partition: a.partition,
+            partition: partition.as_ref().map(|p| p.partition),
+            partition_from: partition.as_ref().and_then(|p| p.source.clone()),
         };
         let run_id = new_run_id();
         let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });

@@ -11,6 +11,6 @@ pub mod scheduler;
 pub mod screen;
 
 pub use events::{RunEvent, Sink};
-pub use partition::Partition;
+pub use partition::{Partition, PartitionArg};
 pub use plan::plan;
 pub use scheduler::{RunOptions, default_jobs, execute, run_trial, work};
