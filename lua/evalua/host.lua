@@ -202,3 +202,8 @@ function host.getenv(name) end
 ---@param provider "openai"|"anthropic"
 ---@return boolean
 function host.model_configured(provider) end
+
+--- Whether the environment variable `name` is set and not empty (its value never enters Lua).
+---@param name string
+---@return boolean
+function host.env_is_set(name) end

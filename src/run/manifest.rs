@@ -92,6 +92,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             path: display_path(&suite.path),
             sha256: fs::read(&suite.path).map(|b| sha256_hex(&b)).unwrap_or_default(),
             schema: suite.schema.as_deref().map(file_hash),
+            db: plan.db.manifest_entry(),
         },
         sources: suite
             .sources
@@ -109,6 +110,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         trials: opts.trials,
         seed: plan.seed,
         partition: opts.partition.map(|p| p.to_string()),
+        partition_from: opts.partition_from.clone(),
         jobs: opts.jobs,
         filters: opts.filters.clone(),
         gates: suite

@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{Error, Result};
 use crate::executor::ToolDef;
 use crate::record::manifest::Filters;
-use crate::sandbox::DbImage;
-use crate::sandbox::sqlite::build_template;
+use crate::sandbox::db::{Backend, DbTemplate};
 use crate::sandbox::workdir::Templates;
 use crate::spec::{CaseSpec, Suite};
 use crate::trial::{CasePlan, Plan};
@@ -51,7 +50,8 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         .tempdir()
         .map_err(|e| Error::Environment(format!("cannot create a temp dir for the trials' work dirs: {e}")))?;
     let mut work_templates = Templates::default();
-    let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage> = HashMap::new();
+    let db = Backend::connect(&suite.db)?;
+    let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>> = HashMap::new();
     let mut cases = Vec::new();
     for spec in &suite.cases {
         if glob.as_ref().is_some_and(|g| !g.is_match(&spec.id)) {
@@ -64,15 +64,14 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             continue;
         }
         let key = (suite.schema.clone(), spec.fixture.clone());
-        let template = if key.0.is_none() && key.1.is_none() {
-            None
-        } else if let Some(t) = templates.get(&key) {
-            Some(t.clone())
-        } else {
-            let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
-            let image = build_template(&files).map_err(|e| in_case(e, spec))?;
-            templates.insert(key, image.clone());
-            Some(image)
+        let template = match templates.get(&key) {
+            Some(t) => t.clone(),
+            None => {
+                let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
+                let t = db.template(&files).map_err(|e| in_case(e, spec))?;
+                templates.insert(key, t.clone());
+                t
+            }
         };
         let clock_text =
             spec.clock.clone().or_else(|| suite.clock.clone()).unwrap_or_else(|| default_clock.to_string());
@@ -107,5 +106,5 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     }
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new() })
+    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new(), db })
 }

@@ -25,6 +25,7 @@ use crate::executor::Executor;
 use crate::lua::api::{self, ctx::CtxParts, marks, t::TParts};
 use crate::lua::engine::{self as lua, Log, Segment, convert, limits::Guarded};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, Trace, TrialRecord};
+use crate::sandbox::db::{self, Database, LazyDb, OpenOptions};
 use crate::sandbox::tests::TestRun;
 use crate::sandbox::{self, TrialRng};
 
@@ -52,8 +53,33 @@ pub struct Trial<'p> {
     pub workdir: PathBuf,
     /// The case's user: scripted turns or a simulated user (`evalua.user.*`).
     pub user: Rc<User>,
-    /// The Lua database connection behind `ctx.db` (and, read-only, `t.db`).
-    conn: Rc<rusqlite::Connection>,
+    /// The trial's database behind `ctx.db` (and, read-only, `t.db`).
+    pub conn: Rc<dyn Database>,
+    /// The initial state behind `t.initial`, opened if a check asks.
+    initial: Rc<LazyDb>,
+}
+
+/// Closes a trial's databases when the trial ends, however it ends (a
+/// PostgreSQL copy is dropped then): Lua may hold the handles longer, until
+/// its garbage collector runs, but the databases behind them are gone.
+struct CloseDbs(Vec<Rc<dyn Database>>, Option<Rc<LazyDb>>);
+
+impl CloseDbs {
+    fn disarm(mut self) {
+        self.0.clear();
+        self.1 = None;
+    }
+}
+
+impl Drop for CloseDbs {
+    fn drop(&mut self) {
+        for db in &self.0 {
+            db.close();
+        }
+        if let Some(lazy) = &self.1 {
+            lazy.close();
+        }
+    }
 }
 
 /// The agent speaks to the user: a turn, counted against `max_turns`.
@@ -164,6 +190,7 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
     let workdir = plan.workdir(case, number);
     let out = match prepare(plan, case, number, seed, &workdir) {
         Ok(trial) => {
+            let _close = CloseDbs(vec![trial.conn.clone()], Some(trial.initial.clone()));
             let lua = trial.lua.clone();
             let trips = lua::limits(&lua).trips();
             let mut end = drive(&trial);
@@ -251,11 +278,11 @@ fn prepare<'p>(
     worker::seed_math_random(&lua, seed)?;
 
     let conn = match &case.template {
-        Some(image) => {
-            Rc::new(sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))?)
-        }
-        None => Rc::new(rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?),
+        Some(t) => t.open_trial(OpenOptions { statement_timeout: plan.suite.budget.deadline() })?,
+        None => db::empty(false)?,
     };
+    // From here on, an early return closes the copy (a PostgreSQL one is dropped).
+    let close = CloseDbs(vec![conn.clone()], None);
     let state = Rc::new(RefCell::new(Journal::new()));
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
     if let Some(t) = &case.work {
@@ -280,6 +307,7 @@ fn prepare<'p>(
     )
     .map_err(|e| e.to_string())?;
     let user = User::new(case.spec.user.as_ref(), seed)?;
+    close.disarm(); // the trial owns the copy now: `run` closes it
     let executor = Rc::new(Executor {
         tools: case.tools.clone(),
         budget: plan.suite.budget.clone(),
@@ -309,6 +337,7 @@ fn prepare<'p>(
         workdir: workdir.to_path_buf(),
         user: Rc::new(user),
         conn,
+        initial: Rc::new(LazyDb::new(case.template.clone())),
     })
 }
 
@@ -468,7 +497,7 @@ fn build_t(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun
             error: end.error.as_deref(),
             journal: &st,
             conn: trial.conn.clone(),
-            initial: trial.case.template.clone(),
+            initial: trial.initial.clone(),
             workdir: &trial.workdir,
             work_template: trial.case.work.as_ref().map(|w| w.dir.as_path()),
             tests_ran: tests_ran.clone(),

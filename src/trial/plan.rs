@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::executor::ToolDef;
 use crate::record::Invalid;
-use crate::sandbox::DbImage;
+use crate::sandbox::db::{Backend, DbTemplate};
 use crate::sandbox::workdir::Template;
 use crate::spec::{CaseSpec, Suite};
 use crate::stats::CaseInfo;
@@ -16,7 +16,8 @@ use crate::stats::CaseInfo;
 pub struct CasePlan {
     pub spec: CaseSpec,
     pub trials: u32,
-    pub template: Option<DbImage>,
+    /// The case's initial database (none: SQLite with no schema and no fixture).
+    pub template: Option<DbTemplate>,
     pub tools: Vec<Arc<ToolDef>>,
     /// The frozen clock, as Unix seconds and as written.
     pub clock: i64,
@@ -36,6 +37,9 @@ pub struct Plan {
     pub scratch: tempfile::TempDir,
     /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
     pub invalid: Vec<Invalid>,
+    /// The database backend; with PostgreSQL, the run's databases on the
+    /// server are dropped when the plan is.
+    pub db: Backend,
 }
 
 impl Plan {

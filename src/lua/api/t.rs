@@ -18,7 +18,7 @@ use super::db::Db;
 use crate::lua::engine::{self, convert};
 use crate::process;
 use crate::record::{Ended, Journal};
-use crate::sandbox::DbImage;
+use crate::sandbox::db::{Database, LazyDb};
 use crate::sandbox::tests::{TestRun, run_tests};
 use crate::sandbox::workdir::{self, Diff};
 use crate::util::paths::read_confined;
@@ -41,10 +41,10 @@ pub struct TParts<'a> {
     pub ended: Ended,
     pub error: Option<&'a str>,
     pub journal: &'a Journal,
-    /// The final database (the trial's own connection; made read-only here).
-    pub conn: Rc<rusqlite::Connection>,
-    /// The case's initial database, for `t.initial`.
-    pub initial: Option<DbImage>,
+    /// The final database (the trial's own; sealed read-only here).
+    pub conn: Rc<dyn Database>,
+    /// The case's initial database, for `t.initial` (opened on first use).
+    pub initial: Rc<LazyDb>,
     pub workdir: &'a Path,
     /// The case's initial work tree, for `t.diff`.
     pub work_template: Option<&'a Path>,
@@ -88,15 +88,9 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
     t.raw_set("usage", usage)?;
 
     // The final state, read-only, and the initial one (copied only if asked for).
-    let _ = p.conn.pragma_update(None, "query_only", true);
+    p.conn.seal();
     t.raw_set("db", Db::read_only(p.conn.clone(), "t.db"))?;
-    let initial = match &p.initial {
-        Some(image) => Db::lazy_read_only(image.clone(), "t.initial"),
-        None => {
-            Db::read_only(Rc::new(rusqlite::Connection::open_in_memory().map_err(mlua::Error::external)?), "t.initial")
-        }
-    };
-    t.raw_set("initial", initial)?;
+    t.raw_set("initial", Db::lazy_read_only(p.initial.clone(), "t.initial"))?;
     t.raw_set("files", files_table(lua, p.workdir)?)?;
     install_work(lua, &t, &p)?;
     Ok(t)
