@@ -285,6 +285,13 @@ fn without_the_url_variable_or_a_server_the_errors_say_so() {
     assert_user_error(&o, "the environment variable EVALUA_PG_URL is not set");
     let o = bin().current_dir(dir.path()).args(["check", "s.lua"]).env("EVALUA_PG_URL", "not a url").output().unwrap();
     assert_user_error(&o, "EVALUA_PG_URL: not a PostgreSQL URL");
+    let o = bin()
+        .current_dir(dir.path())
+        .args(["check", "s.lua"])
+        .env("EVALUA_PG_URL", "postgres://u@127.0.0.1:1/postgres?sslmode=require")
+        .output()
+        .unwrap();
+    assert_user_error(&o, "sslmode=require, but evalua connects without TLS");
     // Nothing listens on port 1: evalua's environment, exit 3.
     let o = bin()
         .current_dir(dir.path())

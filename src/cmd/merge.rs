@@ -136,10 +136,10 @@ fn check_partitions(parts: &[RunData]) -> Result<()> {
         let missing: Vec<String> =
             (1..=n).filter(|i| !by_index.contains_key(i)).map(|i| format!("hash:{i}/{n}")).collect();
         if !missing.is_empty() {
+            let (one, verb, it) = if missing.len() == 1 { ("part", "is", "it") } else { ("parts", "are", "them") };
             return Err(Error::Input(format!(
-                "part {} {} missing: no run dir given holds it (its task failed before it started, or was not passed)",
-                missing.join(", "),
-                if missing.len() == 1 { "is" } else { "are" }
+                "{one} {} {verb} missing: no run dir given holds {it} (a task that failed before it started, or a part not passed)",
+                missing.join(", ")
             )));
         }
     }

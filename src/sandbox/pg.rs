@@ -120,6 +120,12 @@ impl Server {
             .trim()
             .parse()
             .map_err(|e| Error::Input(format!("{url_env}: not a PostgreSQL URL or connection string: {e}")))?;
+        if config.get_ssl_mode() == postgres::config::SslMode::Require {
+            return Err(Error::Input(format!(
+                "{url_env}: sslmode=require, but evalua connects without TLS: use a server on this machine or a \
+                 private network, with sslmode=disable or prefer"
+            )));
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
