@@ -1,18 +1,251 @@
-//! Run a command to completion with hard bounds, for the `run` tool, command
-//! checks and test runners: its own process group (killed whole at the end,
-//! whatever it left running), a timeout, an output limit (beyond it the group
-//! is killed) and only the tail of stdout/stderr kept in memory.
+//! The one process runner. Every program evalua starts (command agents and
+//! their setup, the `run` tool's `ctx.exec`, check commands, test runners)
+//! starts here, the same way:
+//!
+//! - in its own process group, killed whole when the harness is done with it
+//!   ([`Group`]), whatever it left running;
+//! - with a scrubbed environment: PATH, HOME, LANG, the names the suite
+//!   passes through, and the variables the harness sets ([`Launch`]);
+//! - with its output drained by threads that keep only a bounded tail and
+//!   count every byte ([`Tail`]), so a flood never fills memory nor blocks it;
+//! - for one-shot commands, within a timeout and an output cap ([`run`]);
+//! - registered for a second stop signal while it lives, and, for one-shot
+//!   commands and [`Group::exit_status`], stopped at a stop request
+//!   (`util::cancel`).
 
 use std::io::Read;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-/// What to run and its bounds.
+use crate::util::cancel;
+
+/// The variables every process gets from the harness's environment.
+const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+
+/// How to start a process.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// Names passed through from the harness's environment (besides PATH, HOME, LANG).
+    pub pass_env: Vec<String>,
+    /// Variables set for the process (they win over passed-through ones).
+    pub set_env: Vec<(String, String)>,
+}
+
+/// Why a process could not start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StartError {
+    #[error("empty command")]
+    Empty,
+    #[error("cannot start `{program}`: {reason}")]
+    Spawn { program: String, reason: String },
+}
+
+impl Launch {
+    pub fn new(argv: &[String], cwd: &Path) -> Self {
+        Launch { argv: argv.to_vec(), cwd: cwd.to_path_buf(), pass_env: Vec::new(), set_env: Vec::new() }
+    }
+
+    pub fn pass(mut self, names: &[String]) -> Self {
+        self.pass_env.extend(names.iter().cloned());
+        self
+    }
+
+    pub fn set(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.set_env.push((name.to_string(), value.into()));
+        self
+    }
+
+    /// The command, in its own process group, with the scrubbed environment;
+    /// stdio is the caller's to set.
+    fn command(&self) -> Result<Command, StartError> {
+        use std::os::unix::process::CommandExt;
+        let program = self.argv.first().filter(|p| !p.is_empty()).ok_or(StartError::Empty)?;
+        let mut c = Command::new(program);
+        c.args(&self.argv[1..]).current_dir(&self.cwd).env_clear().process_group(0);
+        for name in BASE_ENV.iter().copied().chain(self.pass_env.iter().map(String::as_str)) {
+            if let Some(v) = std::env::var_os(name) {
+                c.env(name, v);
+            }
+        }
+        for (k, v) in &self.set_env {
+            c.env(k, v);
+        }
+        Ok(c)
+    }
+
+    /// Start the process with these stdio settings, as a [`Group`].
+    pub fn spawn(&self, stdin: Stdio, stdout: Stdio, stderr: Stdio) -> Result<Group, StartError> {
+        let mut c = self.command()?;
+        c.stdin(stdin).stdout(stdout).stderr(stderr);
+        let child =
+            c.spawn().map_err(|e| StartError::Spawn { program: self.argv[0].clone(), reason: e.to_string() })?;
+        let tracked = Some(cancel::track_group(child.id() as i32));
+        Ok(Group { child, done: false, status: None, tracked })
+    }
+}
+
+/// A started process and its process group; the whole group is killed when
+/// dropped.
+pub struct Group {
+    pub child: Child,
+    /// Set once the group was signalled and its leader reaped: its pid may be
+    /// reused from then on, so it must never be signalled again.
+    done: bool,
+    /// The leader's exit status, once reaped.
+    status: Option<ExitStatus>,
+    /// Registered for a second stop signal until the leader is reaped.
+    tracked: Option<cancel::Tracked>,
+}
+
+impl Group {
+    /// Kill the whole group and reap its leader; the leader's exit status.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        if self.done {
+            return self.status;
+        }
+        let pgid = self.child.id() as i32;
+        // SAFETY: killpg only sends a signal. The group is the child's own
+        // (process_group(0)) and its leader is not reaped yet, so the id is ours.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+        // Unregistered before the leader is reaped: after that its id may be reused.
+        self.tracked = None;
+        self.status = self.child.wait().ok();
+        self.done = true;
+        self.status
+    }
+
+    /// Whether the leader has exited, without reaping it (so its id, which
+    /// is also its group's, cannot be reused before the group is killed).
+    pub fn has_exited(&self) -> bool {
+        if self.done {
+            return true;
+        }
+        // SAFETY: waitid writes only into `info`, a zeroed siginfo_t we own.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_PID,
+                self.child.id() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            r != 0 || info.si_pid() != 0
+        }
+    }
+
+    /// Wait up to `grace` for the leader to exit by itself. When it does,
+    /// the rest of its group is killed and the leader's status returned;
+    /// None if it is still running (or the run was asked to stop).
+    pub fn exit_status(&mut self, grace: Duration) -> Option<ExitStatus> {
+        let until = Instant::now() + grace;
+        // Most processes exit within a millisecond of their last line: poll
+        // with a short, growing interval rather than a fixed nap.
+        let mut nap = Duration::from_micros(50);
+        loop {
+            if self.has_exited() {
+                return self.kill();
+            }
+            if Instant::now() >= until || cancel::requested() {
+                return None;
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
+
+/// One phrase for how a process ended: `exit status 3`, `killed by signal 9`.
+pub fn describe_status(s: Option<ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match s {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig}"),
+            _ => "unknown exit".to_string(),
+        },
+        None => "still running (killed)".to_string(),
+    }
+}
+
+/// A stream drained by its own thread: the last `keep` bytes are kept and
+/// every byte is counted (also into a shared total, to cap a process's output).
+pub struct Tail {
+    buf: Arc<Mutex<(Vec<u8>, usize)>>,
+}
+
+impl Tail {
+    /// Drain `r` until it closes. `total` and `over` are shared by the
+    /// streams of one process: past `limit` bytes in all, `over` is set.
+    /// `done` is told when the stream closes.
+    pub fn drain(
+        mut r: impl Read + Send + 'static,
+        keep: usize,
+        total: Arc<AtomicUsize>,
+        over: Arc<AtomicBool>,
+        limit: usize,
+        done: Option<mpsc::Sender<()>>,
+    ) -> Tail {
+        let buf = Arc::new(Mutex::new((Vec::new(), 0usize)));
+        let b = buf.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 16 * 1024];
+            while let Ok(n) = r.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                let mut g = b.lock().unwrap_or_else(|p| p.into_inner());
+                g.1 += n;
+                g.0.extend_from_slice(&chunk[..n]);
+                if g.0.len() > keep {
+                    let cut = g.0.len() - keep;
+                    g.0.drain(..cut);
+                }
+                drop(g);
+                if total.fetch_add(n, Ordering::Relaxed) + n > limit {
+                    over.store(true, Ordering::Relaxed);
+                }
+            }
+            if let Some(d) = done {
+                let _ = d.send(());
+            }
+        });
+        Tail { buf }
+    }
+
+    /// Drain `r` keeping its last `keep` bytes, with no cap.
+    pub fn keep(r: impl Read + Send + 'static, keep: usize) -> Tail {
+        Tail::drain(r, keep, Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)), usize::MAX, None)
+    }
+
+    /// The kept tail as text, and the bytes seen in all.
+    pub fn text(&self) -> (String, usize) {
+        let g = self.buf.lock().unwrap_or_else(|p| p.into_inner());
+        (String::from_utf8_lossy(&g.0).into_owned(), g.1)
+    }
+
+    /// The kept tail, None when nothing was written.
+    pub fn nonempty(&self) -> Option<String> {
+        let (t, n) = self.text();
+        (n > 0).then_some(t)
+    }
+}
+
+/// A one-shot command and its bounds.
 pub struct Spec<'a> {
     pub argv: &'a [String],
     pub cwd: &'a Path,
@@ -23,13 +256,16 @@ pub struct Spec<'a> {
     pub tail: usize,
 }
 
-/// How a command ended.
+/// How a one-shot command ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub timed_out: bool,
     pub output_limited: bool,
+    /// Killed because the run was asked to stop (SIGINT, SIGTERM).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub duration_ms: f64,
     pub stdout: String,
     pub stderr: String,
@@ -47,6 +283,8 @@ impl Outcome {
             format!("timed out after {:.1}s", self.duration_ms / 1000.0)
         } else if self.output_limited {
             "killed: output limit exceeded".to_string()
+        } else if self.interrupted {
+            "killed: the run was stopped".to_string()
         } else if let Some(c) = self.exit_code {
             format!("exit {c}")
         } else if let Some(s) = self.signal {
@@ -57,88 +295,34 @@ impl Outcome {
     }
 }
 
-/// The environment commands see: PATH, HOME, LANG, and no bytecode files
-/// written into the tree (they would show up in the diff).
-fn command(argv: &[String], cwd: &Path) -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new(&argv[0]);
-    c.args(&argv[1..]).current_dir(cwd).env_clear().process_group(0);
-    for name in ["PATH", "HOME", "LANG"] {
-        if let Some(v) = std::env::var_os(name) {
-            c.env(name, v);
-        }
-    }
-    c.env("PYTHONDONTWRITEBYTECODE", "1");
-    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    c
+/// Run a one-shot command (the `run` tool, check commands, test runners) to
+/// completion within its bounds. Its environment is the base one plus
+/// PYTHONDONTWRITEBYTECODE (bytecode files would show up in a work dir's diff).
+/// Err only when the command cannot start.
+pub fn run(spec: &Spec<'_>) -> Result<Outcome, StartError> {
+    let launch = Launch::new(spec.argv, spec.cwd).set("PYTHONDONTWRITEBYTECODE", "1");
+    run_launch(&launch, spec.timeout, spec.max_output, spec.tail)
 }
 
-/// Drain a stream, keeping its tail; count every byte into `total`.
-fn drain(
-    mut r: impl Read + Send + 'static,
-    keep: usize,
-    total: Arc<AtomicUsize>,
-    over: Arc<AtomicBool>,
-    limit: usize,
-    done: mpsc::Sender<()>,
-) -> Arc<Mutex<(Vec<u8>, usize)>> {
-    let buf = Arc::new(Mutex::new((Vec::new(), 0usize)));
-    let b = buf.clone();
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 16 * 1024];
-        while let Ok(n) = r.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            let mut g = b.lock().unwrap();
-            g.1 += n;
-            g.0.extend_from_slice(&chunk[..n]);
-            if g.0.len() > keep {
-                let cut = g.0.len() - keep;
-                g.0.drain(..cut);
-            }
-            drop(g);
-            if total.fetch_add(n, Ordering::Relaxed) + n > limit {
-                over.store(true, Ordering::Relaxed);
-            }
-        }
-        let _ = done.send(());
-    });
-    buf
-}
-
-/// Whether the child `pid` has exited, without reaping it (so its id, which
-/// is also its group's, cannot be reused before the group is killed).
-fn exited(pid: i32) -> bool {
-    // SAFETY: waitid writes only into `info`, a zeroed siginfo_t we own.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let r = libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT);
-        r != 0 || info.si_pid() != 0
-    }
-}
-
-/// Run to completion within the bounds. Err only when the command cannot start.
-pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
-    if spec.argv.is_empty() || spec.argv[0].is_empty() {
-        return Err("empty command".into());
-    }
+/// Run `launch` to completion within `timeout` and `max_output`, keeping
+/// the last `tail` bytes of each stream. Err only when it cannot start.
+pub fn run_launch(launch: &Launch, timeout: Duration, max_output: usize, tail: usize) -> Result<Outcome, StartError> {
     let started = Instant::now();
-    let mut child =
-        command(spec.argv, spec.cwd).spawn().map_err(|e| format!("cannot start `{}`: {e}", spec.argv[0]))?;
-    let pgid = child.id() as i32;
+    let mut group = launch.spawn(Stdio::null(), Stdio::piped(), Stdio::piped())?;
     let total = Arc::new(AtomicUsize::new(0));
     let over = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
-    let out =
-        drain(child.stdout.take().expect("piped"), spec.tail, total.clone(), over.clone(), spec.max_output, tx.clone());
-    let err = drain(child.stderr.take().expect("piped"), spec.tail, total, over.clone(), spec.max_output, tx);
-    let deadline = started + spec.timeout;
+    let stdout = group.child.stdout.take().expect("piped");
+    let stderr = group.child.stderr.take().expect("piped");
+    let out = Tail::drain(stdout, tail, total.clone(), over.clone(), max_output, Some(tx.clone()));
+    let err = Tail::drain(stderr, tail, total, over.clone(), max_output, Some(tx));
+    let deadline = started + timeout;
     let mut timed_out = false;
     let mut output_limited = false;
+    let mut interrupted = false;
     let mut nap = Duration::from_micros(200);
     loop {
-        if exited(pgid) {
+        if group.has_exited() {
             break;
         }
         if over.load(Ordering::Relaxed) {
@@ -149,16 +333,16 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
             timed_out = true;
             break;
         }
+        if cancel::requested() {
+            interrupted = true;
+            break;
+        }
         std::thread::sleep(nap);
         nap = (nap * 2).min(Duration::from_millis(10));
     }
     // Whatever the command left running dies with its group. The leader is
-    // not reaped yet (`exited` does not reap), so the group id is still ours.
-    // SAFETY: killpg only sends a signal.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
-    let status = child.wait().ok();
+    // not reaped yet (`has_exited` does not reap), so the group id is still ours.
+    let status = group.kill();
     // Readers end when every write end is closed; a process that escaped the
     // group could hold one open: wait a little, never forever.
     let until = Instant::now() + Duration::from_secs(1);
@@ -168,17 +352,14 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, String> {
         }
     }
     use std::os::unix::process::ExitStatusExt;
-    let text = |b: &Arc<Mutex<(Vec<u8>, usize)>>| {
-        let g = b.lock().unwrap();
-        (String::from_utf8_lossy(&g.0).into_owned(), g.1)
-    };
-    let (stdout, stdout_bytes) = text(&out);
-    let (stderr, stderr_bytes) = text(&err);
+    let (stdout, stdout_bytes) = out.text();
+    let (stderr, stderr_bytes) = err.text();
     Ok(Outcome {
-        exit_code: if timed_out || output_limited { None } else { status.and_then(|s| s.code()) },
+        exit_code: if timed_out || output_limited || interrupted { None } else { status.and_then(|s| s.code()) },
         signal: status.and_then(|s| s.signal()),
         timed_out,
         output_limited,
+        interrupted,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         stdout,
         stderr,
@@ -219,5 +400,30 @@ mod tests {
             })
             .is_err()
         );
+    }
+
+    #[test]
+    fn the_environment_is_scrubbed() {
+        // SAFETY (test): set before any process is spawned by this test; other
+        // tests do not read this variable.
+        unsafe { std::env::set_var("EVALUA_TEST_SECRET", "s3cret") };
+        let argv = vec!["env".to_string()];
+        let spec = Spec {
+            argv: &argv,
+            cwd: Path::new("/"),
+            timeout: Duration::from_secs(5),
+            max_output: 1 << 20,
+            tail: 1 << 16,
+        };
+        let out = run(&spec).unwrap();
+        assert!(!out.stdout.contains("s3cret"), "{}", out.stdout);
+        assert!(out.stdout.contains("PYTHONDONTWRITEBYTECODE=1"));
+        let l = Launch::new(&["sh".into(), "-c".into(), "echo $EVALUA_TEST_SECRET $X".into()], Path::new("/"))
+            .pass(&["EVALUA_TEST_SECRET".into()])
+            .set("X", "y");
+        let mut g = l.spawn(Stdio::null(), Stdio::piped(), Stdio::null()).unwrap();
+        let mut s = String::new();
+        g.child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
+        assert_eq!(s.trim(), "s3cret y");
     }
 }

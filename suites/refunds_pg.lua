@@ -1,6 +1,6 @@
 -- suites/refunds_pg.lua: suites/refunds.lua on PostgreSQL.
 --
--- The same tools, cases, checks and scripted agent (suites/refunds_shop.lua);
+-- The same tools, cases, checks and scripted agent (suites/shared/refunds_shop.lua);
 -- only the sandbox differs: each trial gets its own PostgreSQL database, copied
 -- from a template database loaded with fixtures/shop_pg.sql and the case's
 -- fixture, and dropped after grading. With the same seed it gives the same
@@ -25,7 +25,7 @@ local suite = evalua.suite {
   gate    = { ["pass^3"] = 0.5, critical_failures = 0, grader_errors = 0 },
 }
 
-local shop = require("refunds_shop")
+local shop = require("shared.refunds_shop")
 shop.tools(suite)
 shop.cases(suite)
 

@@ -54,7 +54,10 @@ fn grader_error(case: &str, needle: &str) {
 fn retries() {
     rejects("retries_bad");
     let ev = &only_check("retries_bad")["evidence"];
-    assert_eq!((ev["tool"].as_str(), ev["retries"].as_u64(), ev["first_failure"].as_u64()), (Some("flaky"), Some(3), Some(1)));
+    assert_eq!(
+        (ev["tool"].as_str(), ev["retries"].as_u64(), ev["first_failure"].as_u64()),
+        (Some("flaky"), Some(3), Some(1))
+    );
     accepts("retries_ok");
     accepts("retries_other_error_not_a_rate_limit");
     rejects("retries_error_counts_any_failure");

@@ -16,16 +16,17 @@
 //! input is the last argument and the whole stdout (exit 0) is the answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value as Json, json};
 
 use super::mcp::{self, Event};
+use super::protocol::{self, AgentMessage, quote};
 use crate::model::Endpoint;
 use crate::model::proxy::Proxy;
+use crate::process::{self, Group, Launch, Tail, describe_status};
 use crate::record::{BudgetHit, CallRecord, Ended};
 use crate::spec::{AgentIo, CommandAgentSpec, ModelSpec, ToolsVia};
 use crate::trial::{AgentEnd, Trial};
@@ -38,112 +39,12 @@ pub const STDERR_TAIL: usize = 8 * 1024;
 const QUOTE: usize = 200;
 /// How long a process may take to exit after its final message.
 const GRACE: Duration = Duration::from_millis(200);
+/// Output after which a setup command is killed.
+const SETUP_MAX_OUTPUT: usize = 16 * 1024 * 1024;
 /// How often the protocol loop looks at the model proxy's budget.
 const PROXY_POLL: Duration = Duration::from_millis(50);
-
-/// The trial's process group; killed (all of it) when dropped.
-struct Group {
-    child: Child,
-    /// Set once the group was signalled and its leader reaped: its pid may be
-    /// reused from then on, so it must never be signalled again.
-    done: bool,
-}
-
-impl Group {
-    fn new(child: Child) -> Self {
-        Group { child, done: false }
-    }
-
-    fn kill(&mut self) {
-        if self.done {
-            return;
-        }
-        let pgid = self.child.id() as i32;
-        // SAFETY: killpg only sends a signal. The group is the child's own
-        // (process_group(0)) and its leader is not reaped yet, so the id is ours.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-        let _ = self.child.wait();
-        self.done = true;
-    }
-
-    /// Wait up to `grace` for the process to exit by itself.
-    fn exit_status(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
-        let until = Instant::now() + grace;
-        // Most agents exit within a millisecond of their last line: poll with
-        // a short, growing interval rather than a fixed nap.
-        let mut nap = Duration::from_micros(50);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(s)) => return Some(s),
-                Ok(None) if Instant::now() < until => {
-                    std::thread::sleep(nap);
-                    nap = (nap * 2).min(Duration::from_millis(5));
-                }
-                _ => return None,
-            }
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn describe_status(s: Option<std::process::ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match s {
-        Some(s) => match (s.code(), s.signal()) {
-            (Some(c), _) => format!("exit status {c}"),
-            (None, Some(sig)) => format!("killed by signal {sig}"),
-            _ => "unknown exit".to_string(),
-        },
-        None => "still running (killed)".to_string(),
-    }
-}
-
-fn quote(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let s = s.trim_end();
-    if s.chars().count() > QUOTE { format!("{}…", s.chars().take(QUOTE).collect::<String>()) } else { s.to_string() }
-}
-
-/// The scrubbed environment: PATH, HOME, LANG and the names the suite lists.
-fn command(argv: &[String], env: &[String], cwd: &std::path::Path) -> Command {
-    use std::os::unix::process::CommandExt;
-    let mut c = Command::new(&argv[0]);
-    c.args(&argv[1..]).current_dir(cwd).env_clear().process_group(0);
-    for name in ["PATH", "HOME", "LANG"].iter().copied().chain(env.iter().map(|s| s.as_str())) {
-        if let Some(v) = std::env::var_os(name) {
-            c.env(name, v);
-        }
-    }
-    c
-}
-
-/// Keep draining stderr (so the agent never blocks on it), keeping only its tail.
-fn drain_stderr(mut r: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
-    let tail = Arc::new(Mutex::new(Vec::new()));
-    let t = tail.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = r.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let mut tail = t.lock().unwrap();
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > STDERR_TAIL {
-                let cut = tail.len() - STDERR_TAIL;
-                tail.drain(..cut);
-            }
-        }
-    });
-    tail
-}
+/// How often the protocol loop looks for a stop request (SIGINT, SIGTERM).
+const CANCEL_POLL: Duration = Duration::from_millis(100);
 
 /// Read stdout line by line, each at most MAX_LINE bytes, into a bounded channel.
 fn read_lines(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
@@ -169,17 +70,33 @@ fn read_lines(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
     });
 }
 
-/// Read the whole of stdout, at most MAX_LINE bytes (plain io).
-fn read_all(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
+/// Read stdout as it comes, at most MAX_LINE bytes in all (plain io): the
+/// agent may exit while a child of its still holds the pipe open, so what it
+/// wrote must be there without waiting for the end of the stream.
+fn read_all(mut r: impl Read + Send + 'static, tx: SyncSender<Event>) {
     std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.take(MAX_LINE as u64 + 1).read_to_end(&mut buf);
-        if buf.len() > MAX_LINE {
-            buf.truncate(QUOTE * 4);
-            let _ = tx.send(Event::TooLong(buf));
-        } else {
-            let _ = tx.send(Event::Out(buf)).and_then(|_| tx.send(Event::Eof));
+        let mut total = 0usize;
+        let mut prefix = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            match r.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    total += n;
+                    if prefix.len() < QUOTE * 4 {
+                        prefix.extend_from_slice(&chunk[..n.min(QUOTE * 4 - prefix.len())]);
+                    }
+                    if total > MAX_LINE {
+                        let _ = tx.send(Event::TooLong(prefix));
+                        return;
+                    }
+                    if tx.send(Event::Out(chunk[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
         }
+        let _ = tx.send(Event::Eof);
     });
 }
 
@@ -190,28 +107,17 @@ fn send(stdin: &mut Option<ChildStdin>, msg: &Json) -> bool {
     w.write_all(line.as_bytes()).and_then(|_| w.flush()).is_ok()
 }
 
-fn tail_of(t: &Arc<Mutex<Vec<u8>>>) -> Option<String> {
-    let t = t.lock().unwrap();
-    (!t.is_empty()).then(|| String::from_utf8_lossy(&t).into_owned())
-}
-
-/// Run a setup command in the work dir before the agent; a failure is an infrastructure error.
+/// Run a setup command in the work dir before the agent, within the trial's
+/// deadline; a failure is an infrastructure error.
 fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), String> {
-    let mut c = command(argv, env, &trial.workdir);
-    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    let child = c.spawn().map_err(|e| format!("setup: cannot start `{}`: {e}", argv[0]))?;
-    let mut g = Group::new(child);
-    let tail = drain_stderr(g.child.stderr.take().expect("piped"));
-    let status = g.exit_status(trial.deadline.saturating_duration_since(Instant::now()));
-    match status {
-        Some(s) if s.success() => Ok(()),
-        s => Err(format!(
-            "setup `{}` failed: {}{}",
-            argv.join(" "),
-            describe_status(s),
-            tail_of(&tail).map(|t| format!("; stderr: {}", quote(t.as_bytes()))).unwrap_or_default()
-        )),
+    let launch = Launch::new(argv, &trial.workdir).pass(env);
+    let left = trial.deadline.saturating_duration_since(Instant::now());
+    let out = process::run_launch(&launch, left, SETUP_MAX_OUTPUT, STDERR_TAIL).map_err(|e| format!("setup: {e}"))?;
+    if out.success() {
+        return Ok(());
     }
+    let stderr = (!out.stderr.is_empty()).then(|| format!("; stderr: {}", quote(out.stderr.as_bytes())));
+    Err(format!("setup `{}` failed: {}{}", argv.join(" "), out.describe(), stderr.unwrap_or_default()))
 }
 
 pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
@@ -235,9 +141,9 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
         },
         ToolsVia::Protocol => None,
     };
-    let mut c = command(argv, env, &trial.workdir);
+    let mut launch = Launch::new(argv, &trial.workdir).pass(env);
     if let Some(s) = &server {
-        c.env(mcp::URL_VAR, &s.url);
+        launch = launch.set(mcp::URL_VAR, s.url.clone());
     }
     // The model proxy: its address and a per-trial dummy key replace whatever
     // the suite passed through (the real keys stay in the harness).
@@ -259,28 +165,30 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
         }
     };
     if let Some(p) = &proxy {
-        c.env("OPENAI_BASE_URL", p.openai_base_url())
-            .env("OPENAI_API_KEY", &p.dummy_key)
-            .env("ANTHROPIC_BASE_URL", p.anthropic_base_url())
-            .env("ANTHROPIC_API_KEY", &p.dummy_key);
+        launch = launch
+            .set("OPENAI_BASE_URL", p.openai_base_url())
+            .set("OPENAI_API_KEY", p.dummy_key.clone())
+            .set("ANTHROPIC_BASE_URL", p.anthropic_base_url())
+            .set("ANTHROPIC_API_KEY", p.dummy_key.clone());
     }
-    match io {
-        AgentIo::Jsonl => c.stdin(Stdio::piped()),
-        AgentIo::Plain => c.arg(&trial.case.spec.input).stdin(Stdio::null()),
+    let stdin = match io {
+        AgentIo::Jsonl => Stdio::piped(),
+        AgentIo::Plain => {
+            launch.argv.push(trial.case.spec.input.clone());
+            Stdio::null()
+        }
     };
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = match c.spawn() {
-        Ok(ch) => ch,
-        Err(e) => return AgentEnd::infra(format!("cannot start `{}`: {e}", argv[0])),
+    let mut group = match launch.spawn(stdin, Stdio::piped(), Stdio::piped()) {
+        Ok(g) => g,
+        Err(e) => return AgentEnd::infra(e.to_string()),
     };
-    let mut group = Group::new(child);
     let mut stdin = group.child.stdin.take();
     let stdout = group.child.stdout.take().expect("piped");
     match io {
         AgentIo::Jsonl => read_lines(stdout, tx),
         AgentIo::Plain => read_all(stdout, tx),
     }
-    let stderr = drain_stderr(group.child.stderr.take().expect("piped"));
+    let stderr = Tail::keep(group.child.stderr.take().expect("piped"), STDERR_TAIL);
 
     let mut end = match io {
         AgentIo::Jsonl => {
@@ -303,8 +211,53 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
     {
         end = AgentEnd::budget(&why);
     }
-    end.stderr_tail = tail_of(&stderr);
+    end.stderr_tail = stderr.nonempty();
     end
+}
+
+/// How often the loops look at the agent's process between events: its exit
+/// is noticed even while a child it left behind holds stdout open.
+const EXIT_POLL: Duration = Duration::from_millis(25);
+
+/// Watches the agent's process (not only its stdout) for its exit.
+struct ExitWatch {
+    last: Instant,
+    /// The leader's status once it exited (the rest of its group is killed
+    /// then), and until when output already written may still arrive.
+    exited: Option<(Option<std::process::ExitStatus>, Instant)>,
+}
+
+impl ExitWatch {
+    fn new() -> Self {
+        ExitWatch { last: Instant::now(), exited: None }
+    }
+
+    /// Look at the process (at most every EXIT_POLL). When the leader has
+    /// exited, its group is killed: a child holding stdout dies and the
+    /// stream ends; output written before the exit still arrives.
+    fn poll(&mut self, group: &mut Group) {
+        if self.exited.is_some() || self.last.elapsed() < EXIT_POLL {
+            return;
+        }
+        self.last = Instant::now();
+        if group.has_exited() {
+            self.exited = Some((group.exit_status(Duration::ZERO), Instant::now() + GRACE));
+        }
+    }
+
+    /// How long to wait for the next event.
+    fn wait(&self, wait: Duration) -> Duration {
+        match self.exited {
+            // Exited: drain what is left of stdout, up to the grace.
+            Some((_, until)) => wait.min(until.saturating_duration_since(Instant::now())),
+            None => wait.min(EXIT_POLL),
+        }
+    }
+
+    /// The exit status, once the grace for its last output is over.
+    fn over(&self) -> Option<Option<std::process::ExitStatus>> {
+        self.exited.filter(|(_, until)| Instant::now() >= *until).map(|(s, _)| s)
+    }
 }
 
 /// Move the proxy's recorded calls into the trial; returns the budget spent, if any.
@@ -327,6 +280,10 @@ fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<BudgetHit> {
 /// How long to wait for the agent's next event: with a model proxy, short
 /// enough to look at its budget in between. Err(end) when the proxy spent one.
 fn next_wait(trial: &Trial<'_>, proxy: Option<&Proxy>, left: Duration) -> Result<Duration, AgentEnd> {
+    if crate::util::cancel::requested() {
+        return Err(AgentEnd::interrupted());
+    }
+    let left = left.min(CANCEL_POLL);
     match proxy {
         None => Ok(left),
         Some(p) => match sync_proxy(trial, p) {
@@ -357,12 +314,13 @@ fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group, proxy: 
     let mut end = AgentEnd::running();
     let mut out = Vec::new();
     let mut eof = false;
+    let mut watch = ExitWatch::new();
     loop {
         let left = trial.deadline.saturating_duration_since(Instant::now());
         // After stdout closed, only tool calls can still arrive: poll for the exit meanwhile.
         let wait = match next_wait(trial, proxy, left) {
             Ok(w) if eof => w.min(Duration::from_millis(2)),
-            Ok(w) => w,
+            Ok(w) => watch.wait(w),
             Err(end) => return end,
         };
         match events.recv_timeout(wait) {
@@ -385,14 +343,23 @@ fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group, proxy: 
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
-        if eof && let Ok(Some(status)) = group.child.try_wait() {
-            if status.success() {
+        let status = if eof {
+            match watch.exited {
+                Some((status, _)) => Some(status),
+                None => group.exit_status(Duration::ZERO).map(Some),
+            }
+        } else {
+            watch.poll(group);
+            watch.over()
+        };
+        if let Some(status) = status {
+            if status.is_some_and(|s| s.success()) {
                 let text = String::from_utf8_lossy(&out);
                 end.answer = text.trim_end_matches(['\n', '\r']).to_string();
                 trial.state.borrow_mut().usage.turns += 1;
             } else {
                 end.ended = Ended::Crashed;
-                end.error = Some(format!("the agent failed ({})", describe_status(Some(status))));
+                end.error = Some(format!("the agent failed ({})", describe_status(status)));
             }
             return end;
         }
@@ -428,10 +395,21 @@ fn converse(
         end.ended = ended;
         end.error = Some(error);
     };
+    let crashed = |end: &mut AgentEnd, status: Option<std::process::ExitStatus>| {
+        let why = format!("the agent exited before its final message ({})", describe_status(status));
+        stop(end, Ended::Crashed, why);
+    };
+    let mut watch = ExitWatch::new();
     loop {
+        // The process, not only its stdout: a child it left behind may hold the pipe.
+        watch.poll(group);
+        if let Some(status) = watch.over() {
+            crashed(&mut end, status);
+            return end;
+        }
         let left = trial.deadline.saturating_duration_since(Instant::now());
         let wait = match next_wait(trial, proxy, left) {
-            Ok(w) => w,
+            Ok(w) => watch.wait(w),
             Err(end) => return end,
         };
         let event = match events.recv_timeout(wait) {
@@ -448,12 +426,11 @@ fn converse(
                 return end;
             }
             Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                let status = group.exit_status(GRACE);
-                stop(
-                    &mut end,
-                    Ended::Crashed,
-                    format!("the agent exited before its final message ({})", describe_status(status)),
-                );
+                let status = match watch.exited {
+                    Some((status, _)) => status,
+                    None => group.exit_status(GRACE),
+                };
+                crashed(&mut end, status);
                 return end;
             }
         };
@@ -469,26 +446,26 @@ fn converse(
             Event::Out(b) => b,
             Event::Eof | Event::Call(_) => unreachable!("handled above"),
         };
-        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        let msg: Json = match serde_json::from_slice(&bytes) {
-            Ok(m @ Json::Object(_)) => m,
-            _ => {
-                stop(&mut end, Ended::ProtocolError, format!("not a JSON object: {}", quote(&bytes)));
+        let msg = match protocol::parse_line(&bytes) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(why) => {
+                stop(&mut end, Ended::ProtocolError, why);
                 return end;
             }
         };
-        match msg.get("type").and_then(|t| t.as_str()).unwrap_or("") {
-            "tool_call" => {
-                let id = msg.get("id").and_then(|v| v.as_str()).map(String::from);
-                let name = msg.get("name").and_then(|v| v.as_str()).unwrap_or("").to_string();
-                let args = msg.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                let (r, budget) = call(trial, id, &name, args);
+        match msg {
+            AgentMessage::ToolCall { id, name, arguments } => {
+                let (r, budget) = call(trial, id, &name, arguments);
+                // The agent's own id, even when the trace had to make it unique.
+                let reply_id = r.requested_id.as_ref().unwrap_or(&r.id);
                 let mut out =
-                    json!({ "type": "tool_result", "id": r.id, "status": r.status.reply(), "content": r.result });
+                    json!({ "type": "tool_result", "id": reply_id, "status": r.reply_status(), "content": r.result });
                 if let Some(e) = &r.error {
                     out["error"] = json!(e);
+                }
+                if let Some(s) = r.fault.as_ref().and_then(|f| f.retry_after_s) {
+                    out["retry_after_s"] = json!(s);
                 }
                 send(stdin, &out);
                 if let Err(why) = budget {
@@ -496,45 +473,28 @@ fn converse(
                 }
             }
             // With a model proxy, the proxy's accounting counts, not the agent's word.
-            "usage" if proxy.is_some() => {}
-            "usage" => {
-                let n = |k: &str| msg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+            AgentMessage::Usage { .. } if proxy.is_some() => {}
+            AgentMessage::Usage { input_tokens, output_tokens, cost_usd } => {
                 let mut st = trial.state.borrow_mut();
-                st.usage.input_tokens += n("input_tokens");
-                st.usage.output_tokens += n("output_tokens");
-                st.usage.cost_usd += msg.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                st.usage.input_tokens = st.usage.input_tokens.saturating_add(input_tokens);
+                st.usage.output_tokens = st.usage.output_tokens.saturating_add(output_tokens);
+                st.usage.cost_usd += cost_usd;
                 if let Some(hit) = st.note_usage(&trial.plan.suite.budget) {
                     drop(st);
                     return AgentEnd::budget(&hit);
                 }
             }
-            "message" => {
-                let text = msg.get("content").and_then(|v| v.as_str()).unwrap_or("").to_string();
-                match trial.agent_says(text) {
-                    Ok(reply) => {
-                        send(stdin, &json!({ "type": "user", "content": reply }));
-                    }
-                    Err(why) => {
-                        return AgentEnd::budget(&why);
-                    }
+            AgentMessage::Message { content } => match trial.agent_says(content) {
+                Ok(reply) => {
+                    send(stdin, &json!({ "type": "user", "content": reply }));
                 }
-            }
-            "final" => {
-                end.answer = match msg.get("content") {
-                    Some(Json::String(s)) => s.clone(),
-                    Some(Json::Null) | None => String::new(),
-                    Some(other) => other.to_string(),
-                };
+                Err(why) => {
+                    return AgentEnd::budget(&why);
+                }
+            },
+            AgentMessage::Final { content } => {
+                end.answer = content;
                 trial.state.borrow_mut().usage.turns += 1;
-                return end;
-            }
-            other => {
-                let what = if other.is_empty() {
-                    "a message without a \"type\"".to_string()
-                } else {
-                    format!("unknown message type {other:?}")
-                };
-                stop(&mut end, Ended::ProtocolError, format!("{what}: {}", quote(&bytes)));
                 return end;
             }
         }

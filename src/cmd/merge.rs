@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::record::manifest::MergedPart;
 use crate::record::rundir::{RunDir, new_run_id};
+use crate::record::{KeptState, Trace};
 use crate::report;
 use crate::run::Partition;
 use crate::stats::rundata::Completion;
@@ -150,6 +151,16 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
     let dirs = expand(args)?;
     check_finished(&dirs)?;
     let parts: Vec<RunData> = dirs.iter().map(|d| rundata::load(d)).collect::<Result<_>>()?;
+    for p in &parts {
+        if p.coverage.interrupted > 0 {
+            return Err(Error::Input(format!(
+                "{}: {} trial(s) of this part were interrupted; finish it with `evalua run SUITE --resume {}` first",
+                p.dir.display(),
+                p.coverage.interrupted,
+                p.dir.display()
+            )));
+        }
+    }
     let first = &parts[0];
     let id0 = identity(first);
     for p in &parts[1..] {
@@ -226,6 +237,18 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
             if src.is_file() {
                 std::fs::copy(&src, dir.path.join(trace))
                     .map_err(|e| Error::Environment(format!("{}: {e}", src.display())))?;
+                // What the trial changed goes along, so the merged run can be re-graded.
+                let state = std::fs::read_to_string(&src)
+                    .ok()
+                    .and_then(|text| serde_json::from_str::<Trace>(&text).ok())
+                    .and_then(|tr| tr.state);
+                if let Some(record) = state {
+                    let kept = KeptState::Copied { from: (*from).clone(), case: c.id.clone(), trial: t, record };
+                    // A part's missing or unreadable state stays missing: re-grading names it then.
+                    if let Err(e) = dir.write_state(&c.id, t, &kept) {
+                        eprintln!("warning: {}: cannot copy the trial's kept state: {e}", src.display());
+                    }
+                }
             }
             trials.append_line(line)?;
             count += 1;
@@ -235,6 +258,8 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
     manifest.run_id = run_id;
     manifest.partition = None;
     manifest.partition_from = None;
+    manifest.planned_trials = Some(count);
+    manifest.resumes = Vec::new();
     manifest.merged_from = Some(
         parts
             .iter()
@@ -249,7 +274,7 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
     let merged = rundata::load(&dir.path)?;
     dir.write_json("summary.json", &merged.summary_file())?;
     report::write_all(&merged)?;
-    print!("{}", report::console(merged.suite(), &merged.summary, &merged.gates, &dir.path.display().to_string()));
+    print!("{}", report::console_for(&merged));
     println!("merged {} parts ({count} trials)", parts.len());
     Ok(if merged.gates_passed() { 0 } else { 1 })
 }

@@ -7,6 +7,12 @@
 //! record announced. The main thread announces records in plan order (a
 //! small reorder buffer), so trials.jsonl is identical for the same seed
 //! whatever `--jobs` is.
+//!
+//! A stop request (`util::cancel`) makes workers stop taking trials; the
+//! trials they hold end as `interrupted`, and every finished trial is still
+//! announced (in plan order, past the gaps the trials never started leave).
+//! A resumed run ([`execute_resumed`]) announces the trials it kept from the
+//! interrupted run in their places and runs only the others.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,8 +22,9 @@ use super::events::{RunEvent, Sink};
 use super::partition::Partition;
 use crate::error::Result;
 use crate::record::manifest::Filters;
-use crate::record::{RunDir, Trace, TrialRecord};
+use crate::record::{KeptState, RunDir, Trace, TrialRecord};
 use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
+use crate::util::cancel;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -69,8 +76,12 @@ pub fn work(plan: &Plan, partition: Option<Partition>) -> Vec<(usize, u32)> {
 /// Run one trial with its agent. A panic in evalua's own code becomes the
 /// trial's infrastructure error: the run goes on and nothing is lost.
 pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
-    let out =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| trial::run(plan, case, number, crate::agent::drive)));
+    guarded(plan, case, number, || trial::run(plan, case, number, crate::agent::drive))
+}
+
+/// `f`, with a panic in evalua's own code turned into the trial's infrastructure error.
+fn guarded(plan: &Plan, case: &CasePlan, number: u32, f: impl FnOnce() -> TrialOutput) -> TrialOutput {
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     match out {
         Ok(o) => o,
         Err(p) => {
@@ -80,28 +91,139 @@ pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
     }
 }
 
+/// A trial an earlier, interrupted run finished, kept by `--resume`: its
+/// record (as read back from trials.jsonl) and its trace.
+pub struct Kept {
+    pub record: TrialRecord,
+    pub trace: Trace,
+    pub tests: Vec<TestRow>,
+}
+
+/// How a run's trials went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Executed {
+    /// (case, trial) pairs planned for this run (this partition).
+    pub planned: usize,
+    /// Trials announced to the sinks (kept ones included).
+    pub announced: usize,
+    /// Of those, the trials that ended as `interrupted`.
+    pub interrupted: usize,
+    /// Whether a stop request cut the run short.
+    pub stopped: bool,
+}
+
+impl Executed {
+    /// Every planned trial finished (none interrupted, none missing).
+    pub fn complete(&self) -> bool {
+        !self.stopped && self.interrupted == 0 && self.announced == self.planned
+    }
+}
+
+/// Trials planned per case (plan order) in this run's work.
+pub fn per_case(plan: &Plan, work: &[(usize, u32)]) -> Vec<u32> {
+    let mut n = vec![0u32; plan.cases.len()];
+    for &(c, _) in work {
+        n[c] += 1;
+    }
+    n
+}
+
 /// A finished trial on its way to the sinks.
 struct Done {
     index: usize,
     record: TrialRecord,
     trace: Trace,
     tests: Vec<TestRow>,
+    state: Option<KeptState>,
+}
+
+/// What produces one planned trial's output: given the work item's index,
+/// its case and its trial number. A run drives the agent; a re-grade reads a
+/// recorded trial back.
+pub type TrialFn<'a> = dyn Fn(usize, &CasePlan, u32) -> TrialOutput + Sync + 'a;
+
+/// Announces finished trials to the sinks in plan order (a reorder buffer).
+struct Herald<'w> {
+    work: &'w [(usize, u32)],
+    pending: BTreeMap<usize, Done>,
+    /// The next index in plan order to announce.
+    next: usize,
+    announced: usize,
+    interrupted: usize,
+}
+
+impl Herald<'_> {
+    fn announce(&mut self, d: Done, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>) {
+        let ev =
+            RunEvent::TrialFinished { case: self.work[d.index].0, record: &d.record, trace: &d.trace, tests: &d.tests };
+        for s in sinks.iter_mut() {
+            if let Err(e) = s.event(&ev) {
+                failure.get_or_insert(e);
+            }
+        }
+        self.announced += 1;
+        if d.record.ended == crate::record::Ended::Interrupted {
+            self.interrupted += 1;
+        }
+    }
+
+    /// Announce every trial that is next in plan order.
+    fn flush(&mut self, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>) {
+        while let Some(d) = self.pending.remove(&self.next) {
+            self.announce(d, sinks, failure);
+            self.next += 1;
+        }
+    }
 }
 
 /// Run every planned trial (of this partition), storing traces in `dir`,
 /// and tell `sinks` as trials finish.
-pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
+pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<Executed> {
+    execute_resumed(plan, opts, dir, sinks, BTreeMap::new())
+}
+
+/// As [`execute`], with the trials an earlier run finished: `kept` by their
+/// index in [`work`]. They are announced in their places; the others run.
+pub fn execute_resumed(
+    plan: &Plan,
+    opts: &RunOptions,
+    dir: &RunDir,
+    sinks: &mut [&mut dyn Sink],
+    kept: BTreeMap<usize, Kept>,
+) -> Result<Executed> {
     let work = work(plan, opts.partition);
+    execute_work(plan, &work, opts.jobs, dir, sinks, kept, &|_, case, number| run_trial(plan, case, number))
+}
+
+/// Produce the output of every work item (case index, trial number) with
+/// `trial` on `jobs` workers, storing each trial's kept state and trace in
+/// `dir`, and tell `sinks` in work order; `kept` trials (by work index) are
+/// announced in their places without running.
+pub fn execute_work(
+    plan: &Plan,
+    work: &[(usize, u32)],
+    jobs: usize,
+    dir: &RunDir,
+    sinks: &mut [&mut dyn Sink],
+    mut kept: BTreeMap<usize, Kept>,
+    trial: &TrialFn<'_>,
+) -> Result<Executed> {
+    let per_case = per_case(plan, work);
     for s in sinks.iter_mut() {
-        s.event(&RunEvent::Started { plan, trials: work.len() })?;
+        s.event(&RunEvent::Started { plan, trials: work.len(), per_case: &per_case })?;
     }
-    let jobs = opts.jobs.max(1).min(work.len().max(1));
-    let chunks = chunks(&work, jobs);
+    // The trials to run: the work, less what was kept.
+    let todo: Vec<(usize, u32)> =
+        work.iter().enumerate().filter(|(i, _)| !kept.contains_key(i)).map(|(_, w)| *w).collect();
+    let index_of: Vec<usize> = (0..work.len()).filter(|i| !kept.contains_key(i)).collect();
+    let jobs = jobs.max(1).min(todo.len().max(1));
+    let chunks = chunks(&todo, jobs);
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::sync_channel::<Done>(1024);
     let (trace_tx, trace_rx) = mpsc::sync_channel::<(Done, Vec<u8>)>(256);
     let trace_rx = Mutex::new(trace_rx);
     let mut failure = None;
+    let (mut announced, mut interrupted) = (0usize, 0usize);
     std::thread::scope(|scope| {
         for _ in 0..TRACE_WRITERS {
             let (tx, trace_rx) = (tx.clone(), &trace_rx);
@@ -109,7 +231,12 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                 loop {
                     let next = trace_rx.lock().map(|rx| rx.recv());
                     let Ok(Ok((mut done, bytes))) = next else { break };
-                    // The trace is stored before the record is announced.
+                    // The trial's kept state, then its trace, are stored before its record is announced.
+                    if let Some(kept) = done.state.take()
+                        && let Err(e) = dir.write_state(&done.record.case, done.record.trial, &kept)
+                    {
+                        done.record.error = Some(format!("could not keep the trial's state: {e}"));
+                    }
                     if let Err(e) = dir.write_trace(&done.record.trace, &bytes) {
                         done.record.error = Some(format!("could not write the trace: {e}"));
                     }
@@ -122,10 +249,14 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
         drop(tx);
         for _ in 0..jobs {
             let tx = trace_tx.clone();
-            let (work, next, chunks) = (&work, &next, &chunks);
+            let (todo, index_of, next, chunks) = (&todo, &index_of, &next, &chunks);
             scope.spawn(move || {
                 let mut mine = 0..0;
                 loop {
+                    // A stop request: take no further trial.
+                    if cancel::requested() {
+                        break;
+                    }
                     let i = match mine.next() {
                         Some(i) => i,
                         None => match chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
@@ -136,8 +267,10 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                             None => break,
                         },
                     };
-                    let (case_idx, number) = work[i];
-                    let mut out = run_trial(plan, &plan.cases[case_idx], number);
+                    let (case_idx, number) = todo[i];
+                    let i = index_of[i];
+                    let case = &plan.cases[case_idx];
+                    let mut out = guarded(plan, case, number, || trial(i, case, number));
                     let bytes = match serde_json::to_vec_pretty(&out.trace) {
                         Ok(b) => b,
                         Err(e) => {
@@ -145,7 +278,8 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                             Vec::new()
                         }
                     };
-                    let done = Done { index: i, record: out.record, trace: out.trace, tests: out.tests };
+                    let done =
+                        Done { index: i, record: out.record, trace: out.trace, tests: out.tests, state: out.state };
                     if tx.send((done, bytes)).is_err() {
                         break;
                     }
@@ -153,29 +287,25 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
             });
         }
         drop(trace_tx);
-        let mut pending: BTreeMap<usize, Done> = BTreeMap::new();
-        let mut announced = 0usize;
+        let mut herald = Herald { work, pending: BTreeMap::new(), next: 0, announced: 0, interrupted: 0 };
+        for (i, k) in std::mem::take(&mut kept) {
+            herald.pending.insert(i, Done { index: i, record: k.record, trace: k.trace, tests: k.tests, state: None });
+        }
+        herald.flush(sinks, &mut failure);
         for done in rx {
-            pending.insert(done.index, done);
-            while let Some(d) = pending.remove(&announced) {
-                let ev = RunEvent::TrialFinished {
-                    case: work[announced].0,
-                    record: &d.record,
-                    trace: &d.trace,
-                    tests: &d.tests,
-                };
-                for s in sinks.iter_mut() {
-                    if let Err(e) = s.event(&ev) {
-                        failure.get_or_insert(e);
-                    }
-                }
-                announced += 1;
-            }
+            herald.pending.insert(done.index, done);
+            herald.flush(sinks, &mut failure);
             if failure.is_some() {
                 // Stop taking trials; the workers finish the ones they hold.
                 next.store(usize::MAX / 2, Ordering::Relaxed);
             }
         }
+        // Stopped early: trials that never started leave gaps; announce the
+        // finished ones past them anyway, still in plan order.
+        for (_, d) in std::mem::take(&mut herald.pending) {
+            herald.announce(d, sinks, &mut failure);
+        }
+        (announced, interrupted) = (herald.announced, herald.interrupted);
     });
     if let Some(e) = failure {
         return Err(e);
@@ -183,5 +313,5 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
     for s in sinks.iter_mut() {
         s.event(&RunEvent::Finished)?;
     }
-    Ok(())
+    Ok(Executed { planned: work.len(), announced, interrupted, stopped: cancel::requested() })
 }

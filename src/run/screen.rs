@@ -106,7 +106,7 @@ fn validate_one(plan: &Plan, case: &CasePlan, check: usize, n: usize) -> Option<
                 )));
             }
         }
-        Ok::<_, String>(None)
+        Ok::<_, crate::process::StartError>(None)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     match verdict {

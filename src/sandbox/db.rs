@@ -58,6 +58,10 @@ pub trait Database {
         each: &mut dyn FnMut(&[String], Vec<SqlValue>) -> bool,
     ) -> std::result::Result<(), DbError>;
 
+    /// Check that one statement prepares (its tables and columns exist)
+    /// without running it; the database's message when it does not.
+    fn prepare(&self, sql: &str) -> std::result::Result<(), DbError>;
+
     /// Run one statement; the number of rows it changed.
     fn execute(&self, sql: &str, params: &[SqlValue], read_only: bool) -> std::result::Result<usize, DbError>;
 
@@ -179,11 +183,12 @@ impl Backend {
     /// The template for these SQL files (the suite's schema, then the case's
     /// fixture). SQLite without files needs none; PostgreSQL always gets a
     /// database, empty if need be.
-    pub fn template(&self, files: &[&Path]) -> Result<Option<DbTemplate>> {
+    /// A fixture larger than `max_bytes` is refused before it is read.
+    pub fn template(&self, files: &[&Path], max_bytes: u64) -> Result<Option<DbTemplate>> {
         match self {
             Backend::Sqlite if files.is_empty() => Ok(None),
-            Backend::Sqlite => Ok(Some(DbTemplate::Sqlite(sqlite::build_template(files)?))),
-            Backend::Postgres(server) => Ok(Some(DbTemplate::Postgres(server.template(files)?))),
+            Backend::Sqlite => Ok(Some(DbTemplate::Sqlite(sqlite::build_template(files, max_bytes)?))),
+            Backend::Postgres(server) => Ok(Some(DbTemplate::Postgres(server.template(files, max_bytes)?))),
         }
     }
 

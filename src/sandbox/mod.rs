@@ -3,6 +3,7 @@
 //! its work dir (a copy of a template tree), a seeded RNG, and the tests run
 //! on a finished tree (`check.tests`).
 
+pub mod changes;
 pub mod db;
 pub mod pg;
 pub mod sqlite;

@@ -180,6 +180,8 @@ impl Server {
             live.retain(|w| w.strong_count() > 0);
             live.push(Arc::downgrade(&server));
         }
+        // A second Ctrl-C exits without unwinding: drop the databases first.
+        crate::util::cancel::at_exit(shutdown_all);
         server.sweep_dead_runs();
         Ok(server)
     }
@@ -246,7 +248,20 @@ impl Server {
     /// Build a template database from the SQL files (the suite's schema, then
     /// the case's fixture). A statement PostgreSQL refuses is the user's
     /// input: `file:line: the server's message`.
-    pub fn template(self: &Arc<Self>, files: &[&Path]) -> Result<Arc<Template>> {
+    pub fn template(self: &Arc<Self>, files: &[&Path], max_bytes: u64) -> Result<Arc<Template>> {
+        for file in files {
+            let size = std::fs::metadata(file)
+                .map_err(|e| Error::Input(format!("{}: cannot read fixture: {e}", display_path(file))))?
+                .len();
+            if size > max_bytes {
+                return Err(Error::Input(format!(
+                    "{}: the fixture is {:.1} MiB, over the limit of {:.1} MiB (raise sandbox.max_fixture_mb in the suite or EVALUA_MAX_FIXTURE_MB)",
+                    display_path(file),
+                    size as f64 / 1048576.0,
+                    max_bytes as f64 / 1048576.0
+                )));
+            }
+        }
         let name = self.next_name("t");
         let env = |m: String| Error::Environment(format!("PostgreSQL at {}: {m}", self.display));
         self.admin(|c| c.batch_execute(&format!("CREATE DATABASE {} TEMPLATE template0", ident(&name))))
@@ -497,6 +512,12 @@ impl Database for PgDb {
             }
         }
         Ok(())
+    }
+
+    fn prepare(&self, sql: &str) -> std::result::Result<(), DbError> {
+        let mut slot = self.client.borrow_mut();
+        let client = slot.as_mut().ok_or_else(|| DbError::Sql("the database is closed".into()))?;
+        client.prepare(&placeholders(sql)).map(drop).map_err(|e| pg_err(&e))
     }
 
     fn execute(&self, sql: &str, params: &[SqlValue], read_only: bool) -> std::result::Result<usize, DbError> {

@@ -31,7 +31,7 @@ pub fn run_tests(
     runner: &[String],
     ids: &[String],
     timeout: Duration,
-) -> std::result::Result<Vec<TestRun>, String> {
+) -> Result<Vec<TestRun>, process::StartError> {
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let mut argv = runner.to_vec();

@@ -48,7 +48,9 @@ struct Walk<'a> {
     state: *mut ffi::lua_State,
     mode: Mode,
     trusted: &'a mut HashSet<usize>,
-    seen: HashSet<usize>,
+    /// Objects listed in this walk. Owned outside the raw call, which can
+    /// longjmp (on a Lua memory error) past anything it would have to drop.
+    seen: &'a mut HashSet<usize>,
     /// Stack index of the recorded or compared list.
     list: c_int,
     queue: c_int,
@@ -59,7 +61,16 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// List the value on top of the stack and pop it. False when it differs
     /// from the snapshot.
+    ///
+    /// # Safety
+    ///
+    /// `self.state` must be the running Lua state, inside the protected call
+    /// of [`walk`], with the list at `self.list`, the queue at `self.queue`
+    /// (absolute indexes) and at least 3 free stack slots; a value to list
+    /// must be on top of the stack.
     unsafe fn emit(&mut self) -> bool {
+        // SAFETY: the caller upholds the contract above; every index used is
+        // absolute or relative to the value it pushed itself.
         unsafe {
             let l = self.state;
             self.n += 1;
@@ -100,7 +111,15 @@ impl Walk<'_> {
     /// Walk from the roots (a sequence at stack index 1). False when the
     /// list differs from the snapshot, or holds something that cannot be
     /// listed (a coroutine).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Walk::emit`]: the running state, inside [`walk`]'s protected
+    /// call, with the roots at index 1 and the list and queue set up.
     unsafe fn run(&mut self) -> bool {
+        // SAFETY: the caller upholds the contract above; the stack space the
+        // walk needs is checked first (lua_checkstack) and each object's
+        // entries are pushed and popped in balance.
         unsafe {
             let l = self.state;
             if ffi::lua_checkstack(l, 8) == 0 {
@@ -165,12 +184,15 @@ fn walk(lua: &Lua, mode: Mode, roots: Vec<Value>, list: Option<&Table>) -> mlua:
     if matches!(mode, Mode::Trust) {
         trusted.0.clear();
     }
+    let mut seen = HashSet::new();
     let mut ok = false;
     let record = matches!(mode, Mode::Record);
     let compare = matches!(mode, Mode::Compare);
     // SAFETY: the closure keeps the stack balanced within the protected call
     // exec_raw makes (which also turns a memory error into an Err), uses
-    // absolute indexes, and checks the stack space it needs.
+    // absolute indexes, and checks the stack space it needs. It owns nothing
+    // that needs dropping: a longjmp out of it leaks nothing (`seen` and
+    // `trusted` live outside).
     let result = unsafe {
         lua.exec_raw::<Option<Table>>((roots, list.cloned()), |l| {
             if record {
@@ -178,16 +200,8 @@ fn walk(lua: &Lua, mode: Mode, roots: Vec<Value>, list: Option<&Table>) -> mlua:
                 ffi::lua_createtable(l, 0, 0);
             }
             ffi::lua_createtable(l, 0, 0);
-            let mut w = Walk {
-                state: l,
-                mode,
-                trusted: &mut trusted.0,
-                seen: HashSet::new(),
-                list: 2,
-                queue: 3,
-                n: 0,
-                queued: 0,
-            };
+            let mut w =
+                Walk { state: l, mode, trusted: &mut trusted.0, seen: &mut seen, list: 2, queue: 3, n: 0, queued: 0 };
             ok = w.run();
             if record && ok {
                 ffi::lua_pushinteger(l, w.n);
