@@ -40,7 +40,7 @@ static ORPHAN_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// orphan (a run drops its databases before it closes its sessions).
 fn orphans(url: &str) -> Vec<String> {
     let mut c = client(url);
-    let mut sessions = |c: &mut postgres::Client| -> Vec<String> {
+    let sessions = |c: &mut postgres::Client| -> Vec<String> {
         c.query("SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'evalua:%'", &[])
             .unwrap()
             .iter()
@@ -138,6 +138,53 @@ fn refunds_gives_the_same_verdicts_on_sqlite_and_postgres_and_leaves_no_database
     assert!(manifest["suite"]["db"]["server_version"].as_str().is_some_and(|v| !v.is_empty()));
     let prefix = prefix_of(&d.join("pg"));
     assert_eq!(databases(&url, &prefix), Vec::<String>::new(), "the run left databases behind");
+
+    // A PostgreSQL trial's changes cannot be kept as a SQLite changeset: the
+    // run keeps no state, says so, and cannot be re-graded.
+    assert_eq!(manifest["trial_state"], "unsupported", "{manifest}");
+    assert_eq!(json(&d.join("sqlite/manifest.json"))["trial_state"], "kept");
+    let kept: Vec<_> = std::fs::read_dir(d.join("pg/traces"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".json"))
+        .collect();
+    assert_eq!(kept, Vec::<String>::new(), "no kept state in a PostgreSQL run");
+    let o = bin().current_dir(repo()).args(["regrade", d.join("pg").to_str().unwrap()]).output().unwrap();
+    assert_user_error(&o, "ran on PostgreSQL (sandbox.db = \"postgres\"): re-grading is not supported for it");
+    // The SQLite suite cannot re-grade it either, nor the PostgreSQL suite a SQLite run.
+    let o = bin()
+        .current_dir(repo())
+        .args(["regrade", d.join("pg").to_str().unwrap(), "--suite", "suites/refunds.lua"])
+        .output()
+        .unwrap();
+    assert_user_error(&o, "re-grading is not supported");
+}
+
+#[test]
+fn a_sqlite_run_is_not_re_graded_on_postgres() {
+    let Some(_url) = pg_url() else { return };
+    let pg = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {
+  name = "both", trials = 2,
+  sandbox = { db = "postgres", url_env = "EVALUA_PG_URL", schema = "schema.sql" },
+  agent = evalua.agent.scripted(function() return "done" end),
+}
+suite:case { id = "one", input = "x", fixture = "seed.sql", expect = { check.sql("SELECT count(*) FROM kv", { equals = 1 }) } }
+return suite
+"#;
+    let sqlite = pg.replace(r#"db = "postgres", url_env = "EVALUA_PG_URL""#, r#"db = "sqlite""#);
+    assert_ne!(sqlite, pg);
+    let dir = project(&[("pg.lua", pg), ("sqlite.lua", &sqlite), ("schema.sql", SCHEMA), ("seed.sql", SEED)]);
+    let o = evalua(dir.path(), &["run", "sqlite.lua", "--out", "run", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = evalua(dir.path(), &["regrade", "run", "--suite", "pg.lua", "--out", "again"]);
+    assert_user_error(&o, "pg.lua: the suite now declares a PostgreSQL sandbox");
+    // With the suite it was made with, the same run re-grades.
+    let o = evalua(dir.path(), &["regrade", "run", "--out", "again"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 const SUITE: &str = r#"
@@ -214,7 +261,7 @@ suite:case { id = "copies_do_not_pile_up", input = "x", fixture = "seed.sql", tr
     return n <= 4, { databases = n }
   end } }
 case("after_the_bad_checks", { { "put", { k = "z" } } }, { check.sql("SELECT count(*) FROM kv", { equals = 2 }) })
-case("bad_sql_is_a_grader_error", {}, { check.sql("SELECT nope FROM kv", { equals = 1 }) })
+case("bad_sql_is_a_grader_error", {}, { function(t) return t.db:one("SELECT nope FROM kv") == 1 end })
 case("unread_type_asks_for_a_cast", {}, {
   function(t) return t.db:one("SELECT '10.0.0.1'::inet") ~= nil end,
   function(t) return t.db:one("SELECT '10.0.0.1'::inet::text") == "10.0.0.1/32" end,
@@ -279,6 +326,26 @@ fn a_fixture_that_is_not_valid_postgresql_is_exit_2_with_file_line_and_message()
 }
 
 #[test]
+fn a_check_query_that_does_not_prepare_on_postgres_is_exit_2_before_any_trial() {
+    let Some(url) = pg_url() else { return };
+    // PostgreSQL's dialect decides: `strftime` is SQLite's, not PostgreSQL's.
+    let suite = SUITE.replace(
+        r#"case("bad_sql_is_a_grader_error", {}, { function(t) return t.db:one("SELECT nope FROM kv") == 1 end })"#,
+        r#"case("bad_sql_is_a_grader_error", {}, { check.sql("SELECT strftime('%Y', at) FROM kv", { equals = "2026" }) })"#,
+    );
+    assert_ne!(suite, SUITE);
+    let dir = project(&[("s.lua", &suite), ("schema.sql", SCHEMA), ("seed.sql", SEED)]);
+    let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    for args in [&["check", "s.lua"][..], &["run", "s.lua", "--out", "out"]] {
+        let o = evalua(dir.path(), args);
+        assert_user_error(&o, "check 'sql: SELECT strftime('%Y', at) FROM kv' (case 'bad_sql_is_a_grader_error'): the query does not prepare against the case's fixture: function strftime(");
+        assert!(stderr(&o).contains("s.lua:"), "{}", stderr(&o));
+    }
+    assert!(!dir.path().join("out/trials.jsonl").exists(), "no trial ran");
+    assert_eq!(orphans(&url), Vec::<String>::new());
+}
+
+#[test]
 fn without_the_url_variable_or_a_server_the_errors_say_so() {
     let dir = project(&[("s.lua", SUITE), ("schema.sql", SCHEMA), ("seed.sql", SEED)]);
     let o = bin().current_dir(dir.path()).args(["check", "s.lua"]).env_remove("EVALUA_PG_URL").output().unwrap();
@@ -334,6 +401,45 @@ suite:case { id = "two", input = "x", fixture = "seed.sql", expect = { check.sql
 return suite
 "#;
 
+#[test]
+fn an_interrupted_run_drops_its_databases_on_one_signal_or_two() {
+    let Some(url) = pg_url() else { return };
+    let dir = project(&[("slow.lua", SLOW), ("schema.sql", SCHEMA), ("seed.sql", SEED)]);
+    let d = dir.path();
+    let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    for signals in [1, 2] {
+        let out = format!("stopped{signals}");
+        let mut child = bin()
+            .current_dir(d)
+            .args(["run", "slow.lua", "--out", &out, "-q", "--jobs", "2"])
+            .env("EVALUA_TEST_SLEEP", "60")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let run = d.join(&out);
+        wait_for("the manifest", Duration::from_secs(60), || run.join("manifest.json").is_file());
+        let prefix = prefix_of(&run);
+        wait_for("two trial databases", Duration::from_secs(60), || databases(&url, &prefix).len() >= 4);
+        for _ in 0..signals {
+            // SAFETY: kill only sends a signal to the child we started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let t0 = Instant::now();
+        let status = child.wait().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(30), "the run stopped within moments");
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        if signals == 2 {
+            assert_eq!(status.code(), Some(130), "{err}");
+            assert!(err.contains("second signal"), "{err}");
+        }
+        assert_eq!(databases(&url, &prefix), Vec::<String>::new(), "{signals} signal(s): databases left: {err}");
+    }
+    assert_eq!(orphans(&url), Vec::<String>::new());
+}
+
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !f() {
@@ -370,7 +476,8 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     let mut victim = spawn("killed", "60");
     wait_for("the killed run's manifest", Duration::from_secs(60), || d.join("killed/manifest.json").is_file());
     let killed = prefix_of(&d.join("killed"));
-    wait_for("two trial databases", Duration::from_secs(60), || databases(&url, &killed).len() >= 3);
+    // A template, the copy its check.sql was prepared on (t.initial's), two trials' copies.
+    wait_for("two trial databases", Duration::from_secs(60), || databases(&url, &killed).len() >= 4);
     victim.kill().unwrap(); // SIGKILL: no destructor, no handler runs
     victim.wait().unwrap();
     // The server notices the closed connections within moments.
@@ -382,7 +489,7 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
             .get::<_, i64>(0)
             == 0
     });
-    assert_eq!(databases(&url, &killed).len(), 3, "the killed run left its databases");
+    assert_eq!(databases(&url, &killed).len(), 4, "the killed run left its databases");
 
     // The next run against the server (here `evalua check`) drops them, and
     // only them.

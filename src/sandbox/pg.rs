@@ -71,7 +71,11 @@ pub struct Server {
     /// Connections to the maintenance database (the URL's) for CREATE / DROP DATABASE.
     admin: Mutex<Vec<Client>>,
     next: AtomicU64,
+    /// Set when the run's databases are being dropped: no new one is made.
     closed: AtomicBool,
+    /// Held while they are dropped, and true once they are: a second
+    /// shutdown (the second Ctrl-C's) waits for the first to finish.
+    dropped: Mutex<bool>,
 }
 
 fn db_message(e: &postgres::Error) -> String {
@@ -175,6 +179,7 @@ impl Server {
             admin: Mutex::new(Vec::new()),
             next: AtomicU64::new(1),
             closed: AtomicBool::new(false),
+            dropped: Mutex::new(false),
         });
         if let Ok(mut live) = LIVE.lock() {
             live.retain(|w| w.strong_count() > 0);
@@ -222,7 +227,13 @@ impl Server {
 
     fn create_copy(&self, name: &str, template: &str) -> std::result::Result<(), String> {
         self.admin(|c| c.batch_execute(&format!("CREATE DATABASE {} TEMPLATE {}", ident(name), ident(template))))
-            .map_err(|e| format!("cannot create the trial's database from the template: {e}"))
+            .map_err(|e| format!("cannot create the trial's database from the template: {e}"))?;
+        if self.closed.load(Ordering::SeqCst) {
+            // The run's databases were dropped while this one was made.
+            self.drop_database(name);
+            return Err("the run's PostgreSQL databases are already dropped".into());
+        }
+        Ok(())
     }
 
     fn drop_database(&self, name: &str) {
@@ -332,9 +343,11 @@ impl Server {
 
     /// Drop every database of this run and close its connections. Idempotent.
     pub fn shutdown(&self) {
-        if self.closed.swap(true, Ordering::SeqCst) {
+        let mut dropped = self.dropped.lock().unwrap_or_else(|p| p.into_inner());
+        if *dropped {
             return;
         }
+        self.closed.store(true, Ordering::SeqCst);
         let pattern = format!("{}%", self.prefix().replace('_', "\\_"));
         let names: Vec<String> = self
             .admin(|c| c.query("SELECT datname::text FROM pg_database WHERE datname LIKE $1", &[&pattern]))
@@ -353,6 +366,7 @@ impl Server {
         if let Ok(mut c) = self.control.lock() {
             c.take();
         }
+        *dropped = true;
     }
 }
 
