@@ -338,7 +338,10 @@ fn a_check_query_that_does_not_prepare_on_postgres_is_exit_2_before_any_trial() 
     let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     for args in [&["check", "s.lua"][..], &["run", "s.lua", "--out", "out"]] {
         let o = evalua(dir.path(), args);
-        assert_user_error(&o, "check 'sql: SELECT strftime('%Y', at) FROM kv' (case 'bad_sql_is_a_grader_error'): the query does not prepare against the case's fixture: function strftime(");
+        assert_user_error(
+            &o,
+            "check 'sql: SELECT strftime('%Y', at) FROM kv' (case 'bad_sql_is_a_grader_error'): the query does not prepare against the case's fixture: function strftime(",
+        );
         assert!(stderr(&o).contains("s.lua:"), "{}", stderr(&o));
     }
     assert!(!dir.path().join("out/trials.jsonl").exists(), "no trial ran");

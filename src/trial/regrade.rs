@@ -115,7 +115,14 @@ fn graded(
         model_calls: trace.model_calls,
         ..Journal::new()
     };
-    let trial = match prepare(plan, case, rec.trial, rec.seed, workdir, Start::Recorded(Box::new((Rc::new(SqliteDb::wrap(conn)), journal)))) {
+    let trial = match prepare(
+        plan,
+        case,
+        rec.trial,
+        rec.seed,
+        workdir,
+        Start::Recorded(Box::new((Rc::new(SqliteDb::wrap(conn)), journal))),
+    ) {
         Ok(t) => t,
         Err(e) => {
             worker::forget();
