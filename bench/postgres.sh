@@ -6,6 +6,8 @@
 #
 #   EVALUA_PG_URL=postgres://user@127.0.0.1:5432/postgres bench/postgres.sh
 #   TRIALS=2 ROUNDS=3 (defaults): 200 trials per run, each backend with --jobs 1 and 2
+#   (SQLite twice: keeping each trial's changeset, as by default, and with
+#   --no-state, since a PostgreSQL run keeps no trial state)
 #
 # Then, in one psql session, the server's side of one sandbox: CREATE DATABASE …
 # TEMPLATE (both strategies) and DROP DATABASE … WITH (FORCE), N=20 each.
@@ -15,24 +17,28 @@ cd "$(dirname "$0")/.."
 : "${EVALUA_PG_URL:?set EVALUA_PG_URL: a PostgreSQL server where the role may CREATE DATABASE}"
 trials=${TRIALS:-2}
 rounds=${ROUNDS:-3}
-cargo build --release -q
+[ -n "${NO_BUILD:-}" ] || cargo build --release -q
 bin=target/release/evalua
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-run() { # label suite jobs
-  /usr/bin/time -f "%e %U %S" -o "$out/time" "$bin" run "$2" --trials "$trials" --jobs "$3" --out "$out/$1" -q >/dev/null || true
+run() { # label suite jobs [flags...]
+  local label=$1 suite=$2 jobs=$3
+  shift 3
+  /usr/bin/time -f "%e %U %S" -o "$out/time" "$bin" run "$suite" --trials "$trials" --jobs "$jobs" --out "$out/$label" -q "$@" >/dev/null || true
   read -r wall user sys <"$out/time"
-  rm -rf "${out:?}/$1"
+  rm -rf "${out:?}/$label"
   local n=$((trials * 100))
-  printf '%-9s --jobs %d  %4d trials  %6.2f s  %7.2f ms/trial  (evalua CPU %.2f s)\n' \
-    "$1" "$3" "$n" "$wall" "$(echo "$wall * 1000 / $n" | bc -l)" "$(echo "$user + $sys" | bc -l)"
+  printf '%-16s --jobs %d  %4d trials  %6.2f s  %7.2f ms/trial  (evalua CPU %.2f s)\n' \
+    "$label" "$jobs" "$n" "$wall" "$(echo "$wall * 1000 / $n" | bc -l)" "$(echo "$user + $sys" | bc -l)"
 }
 
 run warmup bench/throughput_pg.lua 2 >/dev/null
 for _ in $(seq "$rounds"); do
   for jobs in 1 2; do
     run sqlite bench/throughput.lua "$jobs"
+    # A PostgreSQL run keeps no trial state; SQLite without it, for a like-for-like row.
+    run sqlite-no-state bench/throughput.lua "$jobs" --no-state
     run postgres bench/throughput_pg.lua "$jobs"
   done
 done

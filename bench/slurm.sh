@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${SLURM_CONF:?no Slurm cluster: set SLURM_CONF (see .ci/README.md)}"
 rounds=${ROUNDS:-3}
-cargo build --release -q
+[ -n "${NO_BUILD:-}" ] || cargo build --release -q
 bin=$PWD/target/release/evalua
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

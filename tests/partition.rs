@@ -255,3 +255,47 @@ fn merge_takes_a_folder_of_parts_and_refuses_failed_or_missing_ones_by_name() {
     }
     assert_user_error(&evalua(d, &["merge", "nothing-here", "--out", "m6"]), "nothing-here: not a run dir");
 }
+
+#[test]
+fn a_part_killed_half_way_is_finished_with_resume_and_then_merges() {
+    let dir = project(&[]);
+    let d = dir.path();
+    let whole = run(d, "whole", &[]);
+    let parts = d.join("parts");
+    for i in 1..=3 {
+        let o = run_auto(&parts.join(i.to_string()), &[("EVALUA_PARTITION", &format!("{i}/3"))]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    }
+    // Task 2 killed half-way: some records written, no summary.json.
+    let records = parts.join("2/trials.jsonl");
+    let text = std::fs::read_to_string(&records).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 4, "{}", lines.len());
+    std::fs::write(&records, lines[..lines.len() / 2].iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    std::fs::remove_file(parts.join("2/summary.json")).unwrap();
+    let m = evalua(d, &["merge", "parts", "--out", "refused"]);
+    assert_user_error(&m, "parts/2 did not finish (no summary.json");
+    assert!(stderr(&m).contains("--resume"), "{}", stderr(&m));
+
+    // The task runs again with --resume on its own folder: the share comes
+    // from the engine (and must agree with the manifest's); only the missing
+    // trials run.
+    let part = parts.join("2");
+    let mut c = bin();
+    c.current_dir(repo()).args(["run", "suites/refunds.lua", "--resume", part.to_str().unwrap(), "-q"]);
+    c.args(["--partition", "auto"]);
+    for v in ENGINE_VARS {
+        c.env_remove(v);
+    }
+    let wrong = c.env("EVALUA_PARTITION", "1/3").output().unwrap();
+    assert_user_error(&wrong, "--partition");
+    let o = c.env("EVALUA_PARTITION", "2/3").output().unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("{} kept", lines.len() / 2)), "{}", stderr(&o));
+    assert_eq!(json(&part.join("manifest.json"))["partition_from"], "EVALUA_PARTITION=2/3");
+
+    let m = evalua(d, &["merge", "parts", "--out", "merged"]);
+    assert_eq!(m.status.code(), whole.status.code(), "{}", stderr(&m));
+    assert_eq!(without_timings(&d.join("merged")), without_timings(&d.join("whole")));
+    assert_eq!(figures(&d.join("merged")), figures(&d.join("whole")));
+}

@@ -98,7 +98,10 @@ fn check_finished(dirs: &[PathBuf]) -> Result<()> {
     if bad.is_empty() {
         return Ok(());
     }
-    Err(Error::Input(format!("{}; re-run the part(s) and merge again", bad.join("; "))))
+    Err(Error::Input(format!(
+        "{}; finish each with `evalua run SUITE --resume PART` (or run it again), then merge again",
+        bad.join("; ")
+    )))
 }
 
 /// With partitioned parts: one split (the same N), each part once, none missing.
