@@ -6,6 +6,7 @@ local check = require("evalua.check")
 
 local suite = evalua.suite {
   name = "waiting",
+  sandbox = { clock = "2026-11-03T10:00:00Z" },  -- a fixed clock: parts started at different times must merge
   trials = 10,
   agent = evalua.agent.command {
     cmd = { "sh", "-c", 'read -r line; sleep "${EVALUA_BENCH_SLEEP:-0.5}"; echo \'{"type":"final","content":"done"}\'' },

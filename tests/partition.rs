@@ -299,3 +299,30 @@ fn a_part_killed_half_way_is_finished_with_resume_and_then_merges() {
     assert_eq!(without_timings(&d.join("merged")), without_timings(&d.join("whole")));
     assert_eq!(figures(&d.join("merged")), figures(&d.join("whole")));
 }
+
+#[test]
+fn a_partition_of_a_suite_without_a_fixed_clock_is_refused() {
+    // Without sandbox.clock each part's clock is its own start time: the
+    // cases' revisions differ between parts and merge could never join them.
+    let suite = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "clockless", agent = evalua.agent.scripted(function() return "ok" end) }
+suite:case { id = "one", input = "x", expect = { check.answer { equals = "ok" } } }
+return suite
+"#;
+    let dir = project(&[("s.lua", suite)]);
+    let o = evalua(dir.path(), &["run", "s.lua", "--partition", "hash:1/2", "--out", "p1", "-q"]);
+    assert_user_error(&o, "s.lua: --partition: the suite sets no sandbox.clock (nor case 'one' a clock of its own)");
+    assert!(!dir.path().join("p1").exists());
+    let fixed = suite.replace("name = \"clockless\",", "name = \"clockless\", sandbox = { clock = \"2026-11-03T10:00:00Z\" },");
+    assert_ne!(fixed, suite);
+    std::fs::write(dir.path().join("s.lua"), fixed).unwrap();
+    for i in 1..=2 {
+        let o = evalua(dir.path(), &["run", "s.lua", "--partition", &format!("hash:{i}/2"), "--out", &format!("p{i}"), "-q"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        std::thread::sleep(std::time::Duration::from_millis(1100)); // a later start second
+    }
+    let o = evalua(dir.path(), &["merge", "p1", "p2", "--out", "m"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

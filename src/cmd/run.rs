@@ -103,6 +103,18 @@ pub fn run(a: RunArgs) -> Result<u8> {
             println!("skipped: {}: {why}", display_path(&s.path));
             continue;
         }
+        if partition.is_some()
+            && s.clock.is_none()
+            && let Some(case) = s.cases.iter().find(|c| c.clock.is_none())
+        {
+            // The default clock is the run's start: each part's would differ,
+            // so would the cases' revisions, and merge would refuse the parts.
+            return Err(Error::Input(format!(
+                "{}: --partition: the suite sets no sandbox.clock (nor case '{}' a clock of its own), so each part would start its clock at its own start time and `evalua merge` would refuse the parts; set sandbox.clock",
+                display_path(&s.path),
+                case.id
+            )));
+        }
         let mut plan = run::plan(s, trials, &filters, seed)?;
         plan.keep_state &= !a.no_state;
         run::screen::screen(&mut plan, a.skip_invalid, a.jobs)?;
