@@ -261,6 +261,10 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
     manifest.run_id = run_id;
     manifest.partition = None;
     manifest.partition_from = None;
+    // Each part made its own databases (its own prefix, in its manifest).
+    if let Some(db) = manifest.suite.db.as_mut() {
+        db.prefix = None;
+    }
     manifest.planned_trials = Some(count);
     manifest.resumes = Vec::new();
     manifest.merged_from = Some(
