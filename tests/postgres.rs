@@ -510,3 +510,32 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     assert!(recs.iter().all(|r| r["outcome"] == "accepted"), "{recs:?}");
     assert_eq!(databases(&url, &live_prefix), Vec::<String>::new());
 }
+
+#[test]
+fn postgres_parts_merge_into_the_unpartitioned_run() {
+    let Some(url) = pg_url() else { return };
+    let dir = project(&[]);
+    let d = dir.path();
+    let run = |out: &str, extra: &[&str]| {
+        let o = d.join(out);
+        let mut args = vec!["run", "suites/refunds_pg.lua", "--out", o.to_str().unwrap(), "-q", "--seed", "3"];
+        args.extend_from_slice(&["--trials", "4"]);
+        args.extend_from_slice(extra);
+        let o = bin().current_dir(repo()).args(&args).output().unwrap();
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    };
+    run("whole", &[]);
+    run("parts/1", &["--partition", "hash:1/2"]);
+    run("parts/2", &["--partition", "hash:2/2"]);
+    let o = evalua(d, &["merge", "parts", "--out", "merged"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert_eq!(verdicts(&d.join("merged")), verdicts(&d.join("whole")));
+    assert_eq!(figures(&d.join("merged")), figures(&d.join("whole")));
+    let m = json(&d.join("merged/manifest.json"));
+    assert_eq!(m["trial_state"], "unsupported");
+    assert_eq!(m["suite"]["db"]["kind"], "postgres");
+    assert!(m["suite"]["db"].get("prefix").is_none(), "{}", m["suite"]["db"]);
+    for part in ["parts/1", "parts/2", "whole"] {
+        assert_eq!(databases(&url, &prefix_of(&d.join(part))), Vec::<String>::new());
+    }
+}
