@@ -315,11 +315,15 @@ return suite
     let o = evalua(dir.path(), &["run", "s.lua", "--partition", "hash:1/2", "--out", "p1", "-q"]);
     assert_user_error(&o, "s.lua: --partition: the suite sets no sandbox.clock (nor case 'one' a clock of its own)");
     assert!(!dir.path().join("p1").exists());
-    let fixed = suite.replace("name = \"clockless\",", "name = \"clockless\", sandbox = { clock = \"2026-11-03T10:00:00Z\" },");
+    let fixed =
+        suite.replace("name = \"clockless\",", "name = \"clockless\", sandbox = { clock = \"2026-11-03T10:00:00Z\" },");
     assert_ne!(fixed, suite);
     std::fs::write(dir.path().join("s.lua"), fixed).unwrap();
     for i in 1..=2 {
-        let o = evalua(dir.path(), &["run", "s.lua", "--partition", &format!("hash:{i}/2"), "--out", &format!("p{i}"), "-q"]);
+        let o = evalua(
+            dir.path(),
+            &["run", "s.lua", "--partition", &format!("hash:{i}/2"), "--out", &format!("p{i}"), "-q"],
+        );
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         std::thread::sleep(std::time::Duration::from_millis(1100)); // a later start second
     }

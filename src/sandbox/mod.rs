@@ -6,6 +6,7 @@
 pub mod changes;
 pub mod db;
 pub mod pg;
+pub mod sql;
 pub mod sqlite;
 pub mod tests;
 pub mod workdir;

@@ -36,7 +36,7 @@ use postgres::error::SqlState;
 use postgres::types::{FromSql, IsNull, Kind, ToSql, Type, to_sql_checked};
 use postgres::{Client, Config, NoTls, Statement};
 
-use super::db::{Database, DbError, OpenOptions, SqlValue};
+use super::sql::{Database, DbError, OpenOptions, SqlValue};
 use crate::error::{Error, Result};
 use crate::util::paths::display_path;
 

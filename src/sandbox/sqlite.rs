@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, MAIN_DB, params_from_iter};
 
-use super::db::{Database, DbError, SqlValue};
+use super::sql::{Database, DbError, SqlValue};
 use crate::error::{Error, Result};
 use crate::util::paths::display_path;
 
