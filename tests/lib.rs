@@ -14,6 +14,7 @@ mod faults;
 mod figures;
 mod golden;
 mod grader_tests;
+mod injection;
 mod judge;
 mod lua_defs;
 mod mcp;
