@@ -427,16 +427,22 @@ fn an_interrupted_run_drops_its_databases_on_one_signal_or_two() {
         for _ in 0..signals {
             // SAFETY: kill only sends a signal to the child we started.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            std::thread::sleep(Duration::from_millis(100));
+            // Apart enough not to merge into one pending signal, close enough
+            // to arrive (usually) while the first one's stop is under way.
+            std::thread::sleep(Duration::from_millis(10));
         }
         let t0 = Instant::now();
         let status = child.wait().unwrap();
         assert!(t0.elapsed() < Duration::from_secs(30), "the run stopped within moments");
         let mut err = String::new();
         std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
-        if signals == 2 {
+        assert!(err.contains("SIGINT received"), "{err}");
+        // The second signal exits at once (130), dropping the databases
+        // first, unless the first one's stop was already over when it came.
+        if err.contains("second signal") {
             assert_eq!(status.code(), Some(130), "{err}");
-            assert!(err.contains("second signal"), "{err}");
+        } else {
+            assert!(matches!(status.code(), Some(0 | 1)), "{status:?}: {err}");
         }
         assert_eq!(databases(&url, &prefix), Vec::<String>::new(), "{signals} signal(s): databases left: {err}");
     }
