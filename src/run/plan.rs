@@ -2,7 +2,7 @@
 //! work tree, compile the tools' schemas. Everything that can be wrong with
 //! the suite fails here, before any agent runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{Error, Result};
 use crate::executor::ToolDef;
 use crate::record::manifest::Filters;
-use crate::sandbox::db::{self, Backend, DbTemplate};
+use crate::sandbox::db::{self, Backend, Database, DbTemplate};
 use crate::sandbox::workdir::Templates;
 use crate::spec::{CaseSpec, Suite, fault};
 use crate::trial::{CasePlan, Plan};
@@ -26,30 +26,36 @@ fn in_case(e: Error, spec: &CaseSpec) -> Error {
     }
 }
 
-/// Prepare every SQL query the case's checks run (`check.sql`, `prohibited`)
-/// against its initial database (on its backend): a typo in a table or
-/// column name is an error now, not a grader error in every trial.
-fn prepare_queries(spec: &CaseSpec, template: Option<&DbTemplate>) -> Result<()> {
-    let queries: Vec<(&str, &str, &str)> = spec
-        .checks
-        .iter()
-        .flat_map(|c| {
-            c.sql.iter().map(move |q| (c.location.as_deref().unwrap_or(&spec.location), c.name.as_str(), q.as_str()))
-        })
-        .collect();
-    if queries.is_empty() {
-        return Ok(());
-    }
-    let conn = match template {
-        Some(t) => t.open_initial(),
-        None => db::empty(true),
-    }
-    .map_err(|e| Error::Environment(format!("cannot open the case's initial database: {e}")))?;
-    for (at, name, q) in queries {
-        if let Err(e) = conn.prepare(q) {
+/// Prepare every SQL query the checks run (`check.sql`, `prohibited`)
+/// against the initial database of the fixture it is used with, once per
+/// distinct query and fixture (`used`: the fixtures of the selected cases): a
+/// typo in a table or column name is an error now, not a grader error in
+/// every trial. On PostgreSQL the server prepares them.
+fn check_queries(
+    suite: &Suite,
+    templates: &HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>>,
+    used: &HashSet<Option<PathBuf>>,
+) -> Result<()> {
+    let mut conns: HashMap<Option<PathBuf>, std::rc::Rc<dyn Database>> = HashMap::new();
+    for q in suite.queries.iter().filter(|q| used.contains(&q.fixture)) {
+        let conn = match conns.entry(q.fixture.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let template = templates.get(&(suite.schema.clone(), q.fixture.clone())).and_then(|t| t.as_ref());
+                let conn = match template {
+                    Some(t) => t.open_initial(),
+                    None => db::empty(true),
+                }
+                .map_err(|e| Error::Environment(format!("cannot open the case's initial database: {e}")))?;
+                e.insert(conn)
+            }
+        };
+        if let Err(e) = conn.prepare(&q.sql) {
             return Err(Error::Input(format!(
-                "{at}: check '{name}' (case '{}'): the query does not prepare against the case's fixture: {e}",
-                spec.id,
+                "{}: check '{}' (case '{}'): the query does not prepare against the case's fixture: {e}",
+                q.at,
+                q.check,
+                q.case,
             )));
         }
     }
@@ -59,7 +65,7 @@ fn prepare_queries(spec: &CaseSpec, template: Option<&DbTemplate>) -> Result<()>
 /// Select the cases, build each case's template database and compile the
 /// tools' schemas: everything that can be wrong with the suite fails here,
 /// before any agent runs.
-pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
+pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
     let glob = match &filters.case {
         Some(g) => {
             Some(globset::Glob::new(g).map_err(|e| Error::Input(format!("--case {g:?}: {e}")))?.compile_matcher())
@@ -75,6 +81,8 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         tools.insert(t.name.clone(), Arc::new(ToolDef { spec: t.clone(), validator }));
     }
 
+    let all_tools: Arc<Vec<Arc<ToolDef>>> =
+        Arc::new(suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect());
     let scratch = tempfile::Builder::new()
         .prefix("evalua-run-")
         .tempdir()
@@ -83,7 +91,12 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     let db = Backend::connect(&suite.db)?;
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>> = HashMap::new();
     let mut cases = Vec::new();
-    for spec in &suite.cases {
+    // Safety figures when the suite (not only the selection) has attack cases or forbidden tools.
+    let safety = suite.has_safety();
+    // The fixtures of the selected cases (for the checks' queries).
+    let mut used: HashSet<Option<PathBuf>> = HashSet::new();
+    // The plan owns the selected cases' specs (the suite keeps none: one copy of each).
+    for spec in std::mem::take(&mut suite.cases) {
         if glob.as_ref().is_some_and(|g| !g.is_match(&spec.id)) {
             continue;
         }
@@ -93,12 +106,13 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         if filters.split.as_ref().is_some_and(|s| s != &spec.split) {
             continue;
         }
+        used.insert(spec.fixture.clone());
         let key = (suite.schema.clone(), spec.fixture.clone());
         let template = match templates.get(&key) {
             Some(t) => t.clone(),
             None => {
                 let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
-                let t = db.template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, spec))?;
+                let t = db.template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, &spec))?;
                 templates.insert(key, t.clone());
                 t
             }
@@ -107,20 +121,19 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             spec.clock.clone().or_else(|| suite.clock.clone()).unwrap_or_else(|| default_clock.to_string());
         let clock =
             instant(&clock_text, "UTC").map_err(|e| Error::Input(format!("case '{}': clock: {e}", spec.id)))? as i64;
-        let offered: Vec<Arc<ToolDef>> = match &spec.tools {
-            Some(names) => names.iter().filter_map(|n| tools.get(n).cloned()).collect(),
-            None => suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect(),
+        let offered = match &spec.tools {
+            Some(names) => Arc::new(names.iter().filter_map(|n| tools.get(n).cloned()).collect()),
+            None => all_tools.clone(),
         };
-        prepare_queries(spec, template.as_ref())?;
-        let work = match suite.case_workdir(spec) {
-            Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, spec))?),
+        let work = match suite.case_workdir(&spec) {
+            Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, &spec))?),
             None => None,
         };
         cases.push(CasePlan {
             faults: Arc::new(fault::effective(&suite.faults, spec.faults.as_ref())),
             work,
             trials: trials.or(spec.trials).unwrap_or(suite.trials),
-            spec: spec.clone(),
+            spec,
             template,
             tools: offered,
             clock,
@@ -146,9 +159,10 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     }
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    let safety = suite.has_safety();
+    check_queries(&suite, &templates, &used)?;
+    let ids = Arc::new(cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
     // A PostgreSQL database's changes cannot be kept as a SQLite changeset:
     // such a run keeps no trial state (the manifest says so; regrade refuses it).
     let keep_state = matches!(db, Backend::Sqlite);
-    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new(), db, safety, keep_state })
+    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new(), db, safety, keep_state })
 }

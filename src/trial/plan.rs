@@ -19,7 +19,8 @@ pub struct CasePlan {
     pub trials: u32,
     /// The case's initial database (none: SQLite with no schema and no fixture).
     pub template: Option<DbTemplate>,
-    pub tools: Vec<Arc<ToolDef>>,
+    /// Shared by every case that offers the same tools.
+    pub tools: Arc<Vec<Arc<ToolDef>>>,
     /// The frozen clock, as Unix seconds and as written.
     pub clock: i64,
     pub clock_text: String,
@@ -43,6 +44,8 @@ pub struct Plan {
     /// The database backend; with PostgreSQL, the run's databases on the
     /// server are dropped when the plan is.
     pub db: Backend,
+    /// Case id → index in `cases`.
+    pub ids: Arc<std::collections::HashMap<String, usize>>,
     /// Records carry the safety view (the suite has attack cases or forbidden tools).
     pub safety: bool,
     /// Keep what each trial changed (SPEC §10); false under `--no-state`.
@@ -64,6 +67,11 @@ impl Plan {
 }
 
 impl Plan {
+    /// Rebuild `ids` after cases were dropped from the plan.
+    pub fn reindex(&mut self) {
+        self.ids = Arc::new(self.cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
+    }
+
     /// What the figures need to know about each planned case.
     pub fn case_infos(&self) -> Vec<CaseInfo> {
         self.cases

@@ -55,8 +55,7 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
         "env_is_set",
         lua.create_function(|_, name: String| Ok(std::env::var_os(&name).is_some_and(|v| !v.is_empty())))?,
     )?;
-    // The case a trial runs: re-running the suite in a trial only materialises that one.
-    h.raw_set("target", lua.create_function(|lua, ()| lua.named_registry_value::<Option<String>>("evalua.target"))?)?;
+    super::declare::register(lua, h)?;
 
     h.raw_set(
         "array",
