@@ -20,9 +20,9 @@ use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
-    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, DbSpec, FaultRule, Faults,
-    JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, ProxySpec, QueryUse, Sources, Suite, SuiteJudge,
-    TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, DbSpec, FaultRule,
+    Faults, JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, ProxySpec, QueryUse, Sources, Suite,
+    SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;

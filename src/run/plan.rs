@@ -53,9 +53,7 @@ fn check_queries(
         if let Err(e) = conn.prepare(&q.sql) {
             return Err(Error::Input(format!(
                 "{}: check '{}' (case '{}'): the query does not prepare against the case's fixture: {e}",
-                q.at,
-                q.check,
-                q.case,
+                q.at, q.check, q.case,
             )));
         }
     }
