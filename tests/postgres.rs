@@ -112,6 +112,8 @@ fn figures(run: &Path) -> Value {
 #[test]
 fn refunds_gives_the_same_verdicts_on_sqlite_and_postgres_and_leaves_no_database() {
     let Some(url) = pg_url() else { return };
+    // A run's start sweeps what dead runs left: not while another test counts them.
+    let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let dir = project(&[]);
     let d = dir.path();
     let run = |suite: &str, out: &str| {
@@ -164,6 +166,8 @@ fn refunds_gives_the_same_verdicts_on_sqlite_and_postgres_and_leaves_no_database
 #[test]
 fn a_sqlite_run_is_not_re_graded_on_postgres() {
     let Some(_url) = pg_url() else { return };
+    // A run's start sweeps what dead runs left: not while another test counts them.
+    let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let pg = r#"
 local evalua = require("evalua")
 local check = require("evalua.check")
@@ -275,6 +279,8 @@ const SEED: &str = "INSERT INTO kv VALUES ('seed', 1, false, '2026-11-03T09:00:0
 #[test]
 fn ctx_db_t_db_t_initial_check_sql_and_prohibited_work_on_postgres() {
     let Some(url) = pg_url() else { return };
+    // A run's start sweeps what dead runs left: not while another test counts them.
+    let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let dir = project(&[("s.lua", SUITE), ("schema.sql", SCHEMA), ("seed.sql", SEED)]);
     let o = run_suite(dir.path(), "s.lua", &["--jobs", "2"]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
@@ -520,6 +526,8 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
 #[test]
 fn postgres_parts_merge_into_the_unpartitioned_run() {
     let Some(url) = pg_url() else { return };
+    // A run's start sweeps what dead runs left: not while another test counts them.
+    let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let dir = project(&[]);
     let d = dir.path();
     let run = |out: &str, extra: &[&str]| {
