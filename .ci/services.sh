@@ -9,6 +9,7 @@
 #
 # Exports after ci_install_all / ci_start_all (see .ci/README.md):
 #   EVALUA_PHOENIX_BIN  EVALUA_SDK_PYTHON  EVALUA_PG_URL  SLURM_CONF  EVALUA_SLURM
+#   EVALUA_REQUIRE_PG  EVALUA_REQUIRE_SLURM  EVALUA_K8S_VALIDATE_VENV  EVALUA_REQUIRE_K8S_VALIDATE
 #   EVALUA_REQUIRE_BWRAP  PHOENIX_ALLOW_EXTERNAL_RESOURCES  PHOENIX_TELEMETRY_ENABLED
 #   PHOENIX_LOG_MIGRATIONS  EVALUA_CI_RUN (this run's temp dir: data, logs, pid files)
 #
@@ -120,11 +121,22 @@ import mcp.client.streamable_http, agents, agents.mcp
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter'
 }
 
+# The Kubernetes manifest validator deploy/k8s/validate.sh uses (kubernetes-validate,
+# pinned in deploy/k8s/validate-requirements.txt): tests/cluster.rs runs validate.sh with it.
+ci_k8s_validate_install() {
+  mkdir -p "$EVALUA_CI_HOME" || return 1
+  ci_venv "$EVALUA_CI_HOME/k8s-validate-venv" "$EVALUA_CI_DIR/../deploy/k8s/validate-requirements.txt" || return 1
+  export EVALUA_K8S_VALIDATE_VENV="$EVALUA_CI_HOME/k8s-validate-venv"
+  "$EVALUA_K8S_VALIDATE_VENV/bin/kubernetes-validate" --version >/dev/null || return 1
+  export EVALUA_REQUIRE_K8S_VALIDATE=1
+}
+
 ci_install_all() {
   # shellcheck disable=SC2046
   ci_step "apt install" ci_apt_install $(ci_apt_packages)
   ci_step "pip: phoenix venv" ci_phoenix_install
   ci_step "pip: sdk venv" ci_sdk_install
+  ci_step "pip: k8s validator venv" ci_k8s_validate_install
 }
 
 # ---------------------------------------------------------------------------------------
@@ -189,6 +201,8 @@ ci_pg_start() {
   export EVALUA_PG_URL="postgres://postgres@127.0.0.1:$port/postgres"
   export EVALUA_PG_PORT=$port
   "$bin/psql" "$EVALUA_PG_URL" -qAtc 'select 1' >/dev/null || return 1
+  # The PostgreSQL sandbox tests (tests/postgres.rs) must run, not skip.
+  export EVALUA_REQUIRE_PG=1
   ci_log "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') at $EVALUA_PG_URL (data $dir/data)"
 }
 
@@ -300,7 +314,7 @@ EOF
     fi
     sleep 0.2
   done
-  export EVALUA_SLURM=1
+  export EVALUA_SLURM=1 EVALUA_REQUIRE_SLURM=1   # the Slurm tests (tests/cluster.rs) must run, not skip
   ci_log "Slurm $(sinfo -V | awk '{print $2}'): node $host idle, $cpus CPUs, SLURM_CONF=$SLURM_CONF"
 }
 

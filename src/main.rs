@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use evalua::cmd;
 use evalua::error::Result;
 use evalua::record::manifest::Filters;
-use evalua::run::Partition;
+use evalua::run::PartitionArg;
 
 #[derive(Parser)]
 #[command(
@@ -104,9 +104,10 @@ enum Command {
         /// Skip (and report) cases whose tests do not hold on their initial tree instead of failing
         #[arg(long)]
         skip_invalid: bool,
-        /// Run only this deterministic share of the (case, trial) pairs, e.g. hash:1/4
-        #[arg(long, value_name = "hash:I/N", value_parser = Partition::parse)]
-        partition: Option<Partition>,
+        /// Run only this deterministic share of the (case, trial) pairs: hash:I/N (e.g. hash:1/4), or auto
+        /// (from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX + EVALUA_PARTITIONS, or EVALUA_PARTITION=I/N)
+        #[arg(long, value_name = "hash:I/N|auto", value_parser = PartitionArg::parse)]
+        partition: Option<PartitionArg>,
         /// Compare the finished run with this earlier run dir (as `evalua compare`)
         #[arg(long, value_name = "RUN_DIR")]
         baseline: Option<PathBuf>,
@@ -221,7 +222,8 @@ enum Command {
     },
     /// Combine the partitioned runs of one suite into one run dir
     Merge {
-        #[arg(required = true, value_name = "RUN_DIR")]
+        /// The parts' run dirs, or folders holding them (one sub-folder per part)
+        #[arg(required = true, value_name = "RUN_DIR|FOLDER")]
         dirs: Vec<PathBuf>,
         /// The merged run dir (must not exist or be empty)
         #[arg(long, value_name = "DIR")]

@@ -127,6 +127,23 @@ pub fn assert_user_error(o: &Output, needle: &str) {
     assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "no panic: {err}");
 }
 
+/// summary.json with its timings (latencies, per-tool latencies) and its run id removed.
+pub fn summary_without_timings(dir: &std::path::Path) -> Value {
+    let mut s = json(&dir.join("summary.json"));
+    for k in ["p50_ms", "p95_ms"] {
+        s["figures"].as_object_mut().unwrap().remove(k);
+    }
+    if let Some(tools) = s["tools"].as_object_mut() {
+        for t in tools.values_mut() {
+            for k in ["p50_ms", "p95_ms"] {
+                t.as_object_mut().unwrap().remove(k);
+            }
+        }
+    }
+    s.as_object_mut().unwrap().remove("run_id");
+    s
+}
+
 /// trials.jsonl with the timing fields removed.
 pub fn without_timings(dir: &std::path::Path) -> Vec<Value> {
     trials(dir)

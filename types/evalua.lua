@@ -226,6 +226,12 @@ function evalua.model(spec) end
 ---@return boolean
 function evalua.model_configured(provider) end
 
+--- Whether the variable `url_env` ("EVALUA_PG_URL" by default) holds a PostgreSQL URL, for a suite
+--- with `sandbox = { db = "postgres" }` to skip itself without a server.
+---@param url_env? string
+---@return boolean
+function evalua.postgres_configured(url_env) end
+
 --- The value of an environment variable named EVALUA_* (nil when unset); other names (API keys among them) raise.
 ---@param name string
 ---@return string|nil
@@ -359,7 +365,8 @@ function evalua.user.script(turns) end
 
 --- The per-trial sandbox.
 ---@class evalua.Sandbox
----@field db? "sqlite" the database engine (only `"sqlite"`)
+---@field db? "sqlite"|"postgres" the database engine: the embedded SQLite (default), or a PostgreSQL server (a database per trial)
+---@field url_env? string with `db = "postgres"`: the environment variable holding the server's URL (default `"EVALUA_PG_URL"`)
 ---@field schema? string SQL file (relative to the suite) run before each case's fixture
 ---@field clock? string the frozen clock, an ISO 8601 datetime (e.g. `"2026-11-03T10:00:00Z"`); `os.time()`/`os.date()` read it
 ---@field workdir? string|evalua.GitWorkdir the initial work tree, copied for each trial: a folder (relative to the suite) or a git bundle

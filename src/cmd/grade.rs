@@ -51,6 +51,7 @@ fn manifest(suite: &Suite, run_id: &str, argv: &[String], jobs: usize) -> Manife
     Manifest {
         kind: RunKind::Graded,
         datasets: Default::default(),
+        partition_from: None,
         evalua_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id: run_id.to_string(),
         started_at: jiff::Timestamp::now().to_string(),
@@ -61,6 +62,7 @@ fn manifest(suite: &Suite, run_id: &str, argv: &[String], jobs: usize) -> Manife
             path: display_path(&suite.path),
             sha256: std::fs::read(&suite.path).map(|b| sha256_hex(&b)).unwrap_or_default(),
             schema: None,
+            db: None,
         },
         sources: suite
             .sources

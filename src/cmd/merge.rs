@@ -1,9 +1,14 @@
-//! `evalua merge RUN_DIR... --out DIR`: check the parts belong to one run and
-//! together hold every planned (case, trial) exactly once, then write one run
-//! dir with the parts' records (byte for byte) and their traces, copied
-//! through the run dirs' trace stores.
+//! `evalua merge RUN_DIR|FOLDER... --out DIR`: check the parts belong to one
+//! run, finished, and together hold every planned (case, trial) exactly once,
+//! then write one run dir with the parts' records (byte for byte) and their
+//! traces, copied through the run dirs' trace stores.
+//!
+//! A FOLDER (no manifest.json of its own) holds one part per sub-folder, as a
+//! Slurm array or an Indexed Job writes them (`parts/1`, `parts/2`, ...). A
+//! part that failed (no summary.json, or `"complete": false`) or is missing
+//! makes the merge refuse, naming it: merging it would silently shrink the run.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -11,18 +16,23 @@ use crate::record::manifest::MergedPart;
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::record::{KeptState, Trace};
 use crate::report;
+use crate::run::Partition;
+use crate::stats::rundata::Completion;
 use crate::stats::{RunData, rundata};
 
 /// What must be the same in every part of one run.
-fn identity(r: &RunData) -> [(String, &'static str); 5] {
+fn identity(r: &RunData) -> [(String, &'static str); 8] {
     let m = &r.manifest;
     let cases: Vec<(&str, u32, Option<&str>)> =
         m.cases.iter().map(|c| (c.id.as_str(), c.trials, c.revision.as_deref())).collect();
     [
         (m.suite.sha256.clone(), "suite file (sha256)"),
+        (m.grader_sha256.clone(), "suite sources and evalua's stdlib (grader sha256)"),
+        (format!("{:?}", m.suite.schema.as_ref().map(|s| &s.sha256)), "sandbox schema (sha256)"),
+        (format!("{:?}", m.suite.db.as_ref().map(|d| &d.kind)), "database backend"),
         (m.seed.to_string(), "seed"),
         (format!("{:?}", m.trials), "--trials"),
-        (format!("{cases:?}"), "cases (ids, trials or revisions)"),
+        (format!("{cases:?}"), "cases (ids, trials or revisions: a case or its fixture changed)"),
         (format!("{:?}", m.gates), "gates"),
     ]
 }
@@ -35,7 +45,123 @@ fn compact(json: &[u8], from: &RunDir, case: &str, trial: u32) -> Result<Vec<u8>
     serde_json::to_vec(&trace).map_err(|e| Error::Environment(e.to_string()))
 }
 
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
+/// The run dirs named by `args`: each is a run dir, or a folder whose
+/// sub-folders are. A sub-folder that is not a run dir is a part whose run
+/// never started; it is named, not skipped.
+fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for a in args {
+        if a.join("manifest.json").is_file() || !a.is_dir() {
+            out.push(a.clone()); // a run dir, or an error RunDir::open words
+            continue;
+        }
+        let entries = std::fs::read_dir(a).map_err(|e| Error::Input(format!("{}: {e}", a.display())))?;
+        let mut subs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.path())
+            .collect();
+        if subs.is_empty() {
+            return Err(Error::Input(format!(
+                "{}: neither a run dir (no manifest.json) nor a folder of parts (no sub-folders)",
+                a.display()
+            )));
+        }
+        // Numeric names in numeric order (parts/2 before parts/10).
+        subs.sort_by_key(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            (name.parse::<u64>().map_err(|_| name.clone()), name)
+        });
+        let not_runs: Vec<String> =
+            subs.iter().filter(|p| !p.join("manifest.json").is_file()).map(|p| p.display().to_string()).collect();
+        if !not_runs.is_empty() {
+            return Err(Error::Input(format!(
+                "{}: not a run dir (no manifest.json): its run failed before it started; re-run that part",
+                not_runs.join(", ")
+            )));
+        }
+        out.extend(subs);
+    }
+    Ok(out)
+}
+
+/// Refuse parts whose run did not finish, naming every one.
+fn check_finished(dirs: &[PathBuf]) -> Result<()> {
+    let mut bad = Vec::new();
+    for d in dirs {
+        if !d.join("manifest.json").is_file() {
+            continue; // RunDir::open says why
+        }
+        match rundata::completion(d)? {
+            Completion::Complete => {}
+            Completion::NoSummary => bad.push(format!(
+                "{} did not finish (no summary.json: its run failed, was killed, or is still running)",
+                d.display()
+            )),
+            Completion::Interrupted => bad.push(format!(
+                "{} is incomplete (its run was interrupted: summary.json says \"complete\": false)",
+                d.display()
+            )),
+        }
+    }
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Input(format!(
+        "{}; finish each with `evalua run SUITE --resume PART` (or run it again), then merge again",
+        bad.join("; ")
+    )))
+}
+
+/// With partitioned parts: one split (the same N), each part once, none missing.
+fn check_partitions(parts: &[RunData]) -> Result<()> {
+    let mut by_index: BTreeMap<u32, &RunData> = BTreeMap::new();
+    let mut count: Option<(u32, &RunData)> = None;
+    for p in parts {
+        let Some(text) = p.manifest.partition.as_deref() else { continue };
+        let Ok(part) = Partition::parse(text) else {
+            return Err(Error::Input(format!(
+                "{}: manifest.json: partition {text:?} is not hash:I/N",
+                p.dir.display()
+            )));
+        };
+        match count {
+            Some((n, first)) if n != part.count => {
+                return Err(Error::Input(format!(
+                    "{} is part of a split into {n} but {} of a split into {}: merge the parts of one split",
+                    first.dir.display(),
+                    p.dir.display(),
+                    part.count
+                )));
+            }
+            None => count = Some((part.count, p)),
+            _ => {}
+        }
+        if let Some(prev) = by_index.insert(part.index, p) {
+            return Err(Error::Input(format!(
+                "{} and {} are both part {part}: pass each part once",
+                prev.dir.display(),
+                p.dir.display()
+            )));
+        }
+    }
+    if let Some((n, _)) = count {
+        let missing: Vec<String> =
+            (1..=n).filter(|i| !by_index.contains_key(i)).map(|i| format!("hash:{i}/{n}")).collect();
+        if !missing.is_empty() {
+            let (one, verb, it) = if missing.len() == 1 { ("part", "is", "it") } else { ("parts", "are", "them") };
+            return Err(Error::Input(format!(
+                "{one} {} {verb} missing: no run dir given holds {it} (a task that failed before it started, or a part not passed)",
+                missing.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
+    let dirs = expand(args)?;
+    check_finished(&dirs)?;
     let parts: Vec<RunData> = dirs.iter().map(|d| rundata::load(d)).collect::<Result<_>>()?;
     for p in &parts {
         if p.coverage.interrupted > 0 {
@@ -60,6 +186,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
             }
         }
     }
+    check_partitions(&parts)?;
     let counts: Vec<&str> = parts.iter().filter_map(|p| p.manifest.partition.as_deref()).collect();
     let mut seen: HashMap<(String, u32), usize> = HashMap::new();
     for (pi, p) in parts.iter().enumerate() {
@@ -159,6 +286,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let mut manifest = first.manifest.clone();
     manifest.run_id = run_id;
     manifest.partition = None;
+    manifest.partition_from = None;
+    // Each part made its own databases (its own prefix, in its manifest).
+    if let Some(db) = manifest.suite.db.as_mut() {
+        db.prefix = None;
+    }
     manifest.planned_trials = Some(count);
     manifest.resumes = Vec::new();
     manifest.merged_from = Some(

@@ -16,8 +16,9 @@ use crate::record::ledger;
 use crate::record::manifest::Filters;
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::{self, compare, sinks};
+use crate::run::partition::Resolved;
 use crate::run::resume::{self, Mode};
-use crate::run::{self, Partition, RunOptions, Sink};
+use crate::run::{self, Partition, PartitionArg, RunOptions, Sink};
 use crate::spec::gate;
 use crate::stats::{RunData, rundata};
 use crate::util::cancel;
@@ -33,7 +34,7 @@ pub struct RunArgs {
     pub out: Option<PathBuf>,
     pub quiet: bool,
     pub skip_invalid: bool,
-    pub partition: Option<Partition>,
+    pub partition: Option<PartitionArg>,
     pub baseline: Option<PathBuf>,
     pub allow_revision_change: bool,
     pub require_judge: bool,
@@ -76,20 +77,27 @@ fn continuing(a: &RunArgs) -> Option<(&PathBuf, Mode)> {
 /// The flags of a continued run: each flag not given on the command line is
 /// the run dir's own; one given must agree with it (checked with the rest of
 /// the manifest by `resume::prepare`).
-fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Partition>)> {
+///
+/// `--partition auto` reads the engine's variables here, before anything runs.
+fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>)> {
+    let given = match a.partition {
+        Some(p) => Some(p.resolve(&|name| std::env::var(name).ok()).map_err(Error::Input)?),
+        None => None,
+    };
     let Some((dir, mode)) = continuing(a) else {
-        return Ok((a.trials, a.seed.unwrap_or(1), a.filters.clone(), a.partition));
+        return Ok((a.trials, a.seed.unwrap_or(1), a.filters.clone(), given));
     };
     if a.suites.len() != 1 {
         return Err(Error::Input(format!("{}: give the one suite of the run dir", mode.flag())));
     }
     let m = RunDir::open(dir)?.read_manifest()?;
-    let partition = match (&a.partition, &m.partition) {
-        (Some(p), _) => Some(*p),
-        (None, Some(p)) => Some(
-            Partition::parse(p)
+    let partition = match (given, &m.partition) {
+        (Some(p), _) => Some(p),
+        (None, Some(p)) => Some(Resolved {
+            partition: Partition::parse(p)
                 .map_err(|e| Error::Input(format!("{}: manifest.json: partition {p:?}: {e}", dir.display())))?,
-        ),
+            source: m.partition_from.clone(),
+        }),
         (None, None) => None,
     };
     let filters = if a.filters == Filters::default() { m.filters.clone() } else { a.filters.clone() };
@@ -110,9 +118,21 @@ pub fn run(a: RunArgs) -> Result<u8> {
             println!("skipped: {}: {why}", display_path(&s.path));
             continue;
         }
+        if partition.is_some()
+            && s.clock.is_none()
+            && let Some(case) = s.cases.iter().find(|c| c.clock.is_none())
+        {
+            // The default clock is the run's start: each part's would differ,
+            // so would the cases' revisions, and merge would refuse the parts.
+            return Err(Error::Input(format!(
+                "{}: --partition: the suite sets no sandbox.clock (nor case '{}' a clock of its own), so each part would start its clock at its own start time and `evalua merge` would refuse the parts; set sandbox.clock",
+                display_path(&s.path),
+                case.id
+            )));
+        }
         warn_skipped_rows(&s);
         let mut plan = run::plan(s, trials, &filters, seed)?;
-        plan.keep_state = !a.no_state;
+        plan.keep_state &= !a.no_state;
         run::screen::screen(&mut plan, a.skip_invalid, a.jobs)?;
         plans.push(plan);
     }
@@ -136,7 +156,14 @@ pub fn run(a: RunArgs) -> Result<u8> {
         for w in crate::judge::calibration_warnings(&plan.suite) {
             eprintln!("warning: {w}");
         }
-        let opts = RunOptions { trials, jobs: a.jobs, filters: filters.clone(), seed, partition };
+        let opts = RunOptions {
+            trials,
+            jobs: a.jobs,
+            filters: filters.clone(),
+            seed,
+            partition: partition.as_ref().map(|p| p.partition),
+            partition_from: partition.as_ref().and_then(|p| p.source.clone()),
+        };
 
         // A new run dir, or the one to continue with the trials it keeps.
         let (dir, kept, resumed) = match continuing(&a) {
@@ -154,7 +181,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
                     mode.flag(),
                     dir.path.display(),
                     prepared.kept.len(),
-                    run::work(&plan, partition).len() - prepared.kept.len()
+                    run::work(&plan, opts.partition).len() - prepared.kept.len()
                 );
                 (dir, prepared.kept, true)
             }

@@ -20,9 +20,9 @@ use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
-    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, FaultRule, Faults,
-    JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, ProxySpec, QueryUse, Sources, Suite,
-    SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, DbSpec, FaultRule,
+    Faults, JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, ProxySpec, QueryUse, Sources,
+    Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -755,6 +755,12 @@ fn read_suite(
         description: opt(t, "description")?,
         trials: opt::<f64>(t, "trials")?.map(|v| v as u32).unwrap_or(1),
         budget,
+        db: match opt::<String>(&sandbox, "db")?.as_deref() {
+            Some("postgres") => DbSpec::Postgres {
+                url_env: opt::<String>(&sandbox, "url_env")?.unwrap_or_else(|| "EVALUA_PG_URL".into()),
+            },
+            _ => DbSpec::Sqlite,
+        },
         schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
         clock: opt(&sandbox, "clock")?,
         workdir: opt::<Table>(&sandbox, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,

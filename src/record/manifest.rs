@@ -51,6 +51,10 @@ pub struct Manifest {
     /// `--partition`, as given (`hash:I/N`).
     #[serde(default)]
     pub partition: Option<String>,
+    /// `--partition auto`: the engine's variables the share was read from
+    /// (e.g. `SLURM_ARRAY_TASK_ID=2 of 1..3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_from: Option<String>,
     #[serde(default)]
     pub jobs: usize,
     #[serde(default)]
@@ -146,6 +150,23 @@ pub struct SuiteEntry {
     /// `sandbox.schema`, hashed.
     #[serde(default)]
     pub schema: Option<FileHash>,
+    /// The sandbox's database when it is not the embedded SQLite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db: Option<DbEntry>,
+}
+
+/// A sandbox database other than the embedded SQLite (`sandbox.db`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbEntry {
+    /// `postgres`.
+    pub kind: String,
+    /// The server's version (`SHOW server_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
+    /// The prefix of every database the run created on the server
+    /// (`evalua_<token>_`), all dropped when it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
 }
 
 /// A file and its sha256 (or why it could not be read).
@@ -271,6 +292,9 @@ pub enum StateKeeping {
     Kept,
     /// `--no-state`: the run cannot be re-graded.
     Skipped,
+    /// The sandbox's database cannot keep a trial's changes (PostgreSQL):
+    /// the run cannot be re-graded.
+    Unsupported,
 }
 
 /// The run a re-graded run graded again.

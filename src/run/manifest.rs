@@ -161,6 +161,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             path: display_path(&suite.path),
             sha256: fs::read(&suite.path).map(|b| sha256_hex(&b)).unwrap_or_default(),
             schema: suite.schema.as_deref().map(file_hash),
+            db: plan.db.manifest_entry(),
         },
         sources: suite
             .sources
@@ -179,6 +180,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         trials: opts.trials,
         seed: plan.seed,
         partition: opts.partition.map(|p| p.to_string()),
+        partition_from: opts.partition_from.clone(),
         jobs: opts.jobs,
         filters: opts.filters.clone(),
         gates: suite
@@ -195,7 +197,13 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         trace_inputs: Vec::new(),
         warnings: Vec::new(),
         exports: Vec::new(),
-        trial_state: Some(if plan.keep_state { StateKeeping::Kept } else { StateKeeping::Skipped }),
+        trial_state: Some(if plan.keep_state {
+            StateKeeping::Kept
+        } else if matches!(plan.db, crate::sandbox::db::Backend::Postgres(_)) {
+            StateKeeping::Unsupported
+        } else {
+            StateKeeping::Skipped
+        }),
         regraded_from: None,
         planned_trials: Some(super::work(plan, opts.partition).len()),
         judge_checks: {

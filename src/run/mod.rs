@@ -13,7 +13,7 @@ pub mod scheduler;
 pub mod screen;
 
 pub use events::{RunEvent, Sink};
-pub use partition::Partition;
+pub use partition::{Partition, PartitionArg};
 pub use plan::plan;
 pub use scheduler::{
     Executed, Kept, RunOptions, TrialFn, default_jobs, execute, execute_resumed, execute_work, run_trial, work,

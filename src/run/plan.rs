@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{Error, Result};
 use crate::executor::ToolDef;
 use crate::record::manifest::Filters;
-use crate::sandbox::DbImage;
-use crate::sandbox::sqlite::{build_template, open_copy, sql_error_message};
+use crate::sandbox::db::{self, Backend, Database, DbTemplate};
 use crate::sandbox::workdir::Templates;
 use crate::spec::{CaseSpec, Suite, fault};
 use crate::trial::{CasePlan, Plan};
@@ -31,33 +30,30 @@ fn in_case(e: Error, spec: &CaseSpec) -> Error {
 /// against the initial database of the fixture it is used with, once per
 /// distinct query and fixture (`used`: the fixtures of the selected cases): a
 /// typo in a table or column name is an error now, not a grader error in
-/// every trial.
+/// every trial. On PostgreSQL the server prepares them.
 fn check_queries(
     suite: &Suite,
-    templates: &HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage>,
+    templates: &HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>>,
     used: &HashSet<Option<PathBuf>>,
 ) -> Result<()> {
-    let mut conns: HashMap<Option<PathBuf>, rusqlite::Connection> = HashMap::new();
+    let mut conns: HashMap<Option<PathBuf>, std::rc::Rc<dyn Database>> = HashMap::new();
     for q in suite.queries.iter().filter(|q| used.contains(&q.fixture)) {
         let conn = match conns.entry(q.fixture.clone()) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                let image = templates.get(&(suite.schema.clone(), q.fixture.clone()));
-                let conn = match image {
-                    Some(img) => open_copy(img, true),
-                    None => rusqlite::Connection::open_in_memory(),
+                let template = templates.get(&(suite.schema.clone(), q.fixture.clone())).and_then(|t| t.as_ref());
+                let conn = match template {
+                    Some(t) => t.open_initial(),
+                    None => db::empty(true),
                 }
-                .map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
+                .map_err(|e| Error::Environment(format!("cannot open the case's initial database: {e}")))?;
                 e.insert(conn)
             }
         };
         if let Err(e) = conn.prepare(&q.sql) {
             return Err(Error::Input(format!(
-                "{}: check '{}' (case '{}'): the query does not prepare against the case's fixture: {}",
-                q.at,
-                q.check,
-                q.case,
-                sql_error_message(&e)
+                "{}: check '{}' (case '{}'): the query does not prepare against the case's fixture: {e}",
+                q.at, q.check, q.case,
             )));
         }
     }
@@ -90,7 +86,8 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
         .tempdir()
         .map_err(|e| Error::Environment(format!("cannot create a temp dir for the trials' work dirs: {e}")))?;
     let mut work_templates = Templates::default();
-    let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage> = HashMap::new();
+    let db = Backend::connect(&suite.db)?;
+    let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>> = HashMap::new();
     let mut cases = Vec::new();
     // Safety figures when the suite (not only the selection) has attack cases or forbidden tools.
     let safety = suite.has_safety();
@@ -109,15 +106,14 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
         }
         used.insert(spec.fixture.clone());
         let key = (suite.schema.clone(), spec.fixture.clone());
-        let template = if key.0.is_none() && key.1.is_none() {
-            None
-        } else if let Some(t) = templates.get(&key) {
-            Some(t.clone())
-        } else {
-            let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
-            let image = build_template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, &spec))?;
-            templates.insert(key, image.clone());
-            Some(image)
+        let template = match templates.get(&key) {
+            Some(t) => t.clone(),
+            None => {
+                let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
+                let t = db.template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, &spec))?;
+                templates.insert(key, t.clone());
+                t
+            }
         };
         let clock_text =
             spec.clock.clone().or_else(|| suite.clock.clone()).unwrap_or_else(|| default_clock.to_string());
@@ -163,5 +159,8 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
     check_queries(&suite, &templates, &used)?;
     let ids = Arc::new(cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
-    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new(), safety, keep_state: true })
+    // A PostgreSQL database's changes cannot be kept as a SQLite changeset:
+    // such a run keeps no trial state (the manifest says so; regrade refuses it).
+    let keep_state = matches!(db, Backend::Sqlite);
+    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new(), db, safety, keep_state })
 }

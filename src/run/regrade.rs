@@ -33,10 +33,22 @@ pub struct Regrade {
 
 /// Refuse a run dir whose trials' final states cannot be rebuilt.
 fn regradable(dir: &Path, m: &Manifest) -> Result<()> {
+    if let Some(db) = &m.suite.db {
+        return Err(Error::Input(format!(
+            "{}: this run's trials ran on {} (sandbox.db = \"{}\"): re-grading is not supported for it, because only a SQLite database's changes can be kept; run the suite again",
+            dir.display(),
+            if db.kind == "postgres" { "PostgreSQL" } else { db.kind.as_str() },
+            db.kind
+        )));
+    }
     match m.trial_state {
         Some(StateKeeping::Kept) => Ok(()),
         Some(StateKeeping::Skipped) => Err(Error::Input(format!(
             "{}: this run was made with --no-state, so its trials' final states were not kept and cannot be re-graded; run the suite again without --no-state",
+            dir.display()
+        ))),
+        Some(StateKeeping::Unsupported) => Err(Error::Input(format!(
+            "{}: this run's sandbox database cannot keep its trials' changes, so it cannot be re-graded; run the suite again",
             dir.display()
         ))),
         None => Err(Error::Input(format!(
@@ -105,7 +117,12 @@ pub fn prepare(dir: &Path, suite: Option<&Path>, allow_fixture_change: bool, arg
         )));
     }
     let mut plan = super::plan(s, None, &Default::default(), old_manifest.seed)?;
-    plan.keep_state = true;
+    if !plan.keep_state {
+        return Err(Error::Input(format!(
+            "{}: the suite now declares a PostgreSQL sandbox (sandbox.db = \"postgres\"): re-grading is not supported on it; re-grade with the SQLite suite the run was made with (--suite FILE)",
+            display_path(&plan.suite.path)
+        )));
+    }
     let mut warnings = Vec::new();
     let old_cases: HashMap<&str, &CaseEntry> = old_manifest.cases.iter().map(|c| (c.id.as_str(), c)).collect();
     for c in &old_manifest.cases {
@@ -168,6 +185,7 @@ fn draft_manifest(plan: &Plan, old: &Manifest, run_id: &str, argv: &[String]) ->
         filters: old.filters.clone(),
         seed: old.seed,
         partition: None,
+        partition_from: None,
     };
     let mut m = super::manifest::build(plan, &opts, run_id, argv);
     m.kind = RunKind::Regraded;
@@ -175,6 +193,7 @@ fn draft_manifest(plan: &Plan, old: &Manifest, run_id: &str, argv: &[String]) ->
     m.budget = old.budget.clone();
     m.default_deadline_s = old.default_deadline_s;
     m.partition = old.partition.clone();
+    m.partition_from = old.partition_from.clone();
     m.invalid_cases = old.invalid_cases.clone();
     m
 }

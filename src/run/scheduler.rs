@@ -34,6 +34,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// `--partition hash:I/N`: run only this share of the (case, trial) pairs.
     pub partition: Option<Partition>,
+    /// `--partition auto`: the engine's variables the share was read from.
+    pub partition_from: Option<String>,
 }
 
 /// The worker threads to use when `--jobs` is not given: one per core.

@@ -1,8 +1,12 @@
 //! Per-trial state that starts from a known point: the case's database (a
-//! copy of a template image), its work dir (a copy of a template tree), a
-//! seeded RNG, and the tests run on a finished tree (`check.tests`).
+//! copy of a template: an SQLite image, or a PostgreSQL template database),
+//! its work dir (a copy of a template tree), a seeded RNG, and the tests run
+//! on a finished tree (`check.tests`).
 
 pub mod changes;
+pub mod db;
+pub mod pg;
+pub mod sql;
 pub mod sqlite;
 pub mod tests;
 pub mod workdir;

@@ -273,6 +273,18 @@ pub struct SuiteJudge {
     pub checks: Vec<String>,
 }
 
+/// `sandbox.db`: where each trial's database lives.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "db", rename_all = "lowercase")]
+pub enum DbSpec {
+    /// The embedded SQLite (the default): a copy of an in-memory image per trial.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL server, its URL in the environment variable `url_env`: a
+    /// database per trial, copied from a template database per fixture.
+    Postgres { url_env: String },
+}
+
 #[derive(Debug, Clone)]
 pub struct Suite {
     pub path: PathBuf,
@@ -282,6 +294,8 @@ pub struct Suite {
     pub description: Option<String>,
     pub trials: u32,
     pub budget: Budget,
+    /// `sandbox.db`.
+    pub db: DbSpec,
     pub schema: Option<PathBuf>,
     pub clock: Option<String>,
     /// `sandbox.workdir`: the trials' initial work tree.

@@ -204,6 +204,37 @@ impl RunData {
     }
 }
 
+/// Whether a run dir's run finished: it wrote summary.json, and did not say
+/// `"complete": false` (a run stopped by a signal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    Complete,
+    /// No summary.json: the run failed, was killed, or is still running.
+    NoSummary,
+    /// summary.json says `"complete": false`.
+    Interrupted,
+}
+
+/// The part of summary.json that says whether the run finished.
+#[derive(Debug, serde::Deserialize)]
+struct CompleteFlag {
+    #[serde(default)]
+    complete: Option<bool>,
+}
+
+/// Read whether the run in `dir` finished (see [`Completion`]).
+pub fn completion(dir: &Path) -> Result<Completion> {
+    let path = dir.join("summary.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Completion::NoSummary),
+        Err(e) => return Err(Error::Input(format!("{}: {e}", path.display()))),
+    };
+    let head: CompleteFlag =
+        serde_json::from_str(&text).map_err(|e| Error::Input(format!("{}:{}: {e}", path.display(), e.line())))?;
+    Ok(if head.complete == Some(false) { Completion::Interrupted } else { Completion::Complete })
+}
+
 /// Load a run dir and recompute its figures and gate verdicts.
 pub fn load(dir: &Path) -> Result<RunData> {
     load_with(dir, false)

@@ -14,7 +14,8 @@ use super::run_checks;
 use crate::lua::api::t::{self as t_api, TParts};
 use crate::lua::grader_tests::{Example, Expect, FileChange, Group, TestFile};
 use crate::record::{self, CallRecord, CallStatus, CheckResult, Ended, Journal, Message, Outcome, Usage};
-use crate::sandbox::sqlite::{build_template, sql_error_message};
+use crate::sandbox::db::{DbTemplate, LazyDb};
+use crate::sandbox::sqlite::{SqliteDb, build_template, sql_error_message};
 use crate::sandbox::{open_copy, workdir};
 use crate::util::paths::confine;
 use crate::util::tree::copy_tree;
@@ -135,7 +136,7 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
             if let Some(sql) = &db.sql {
                 conn.execute_batch(sql).map_err(|e| format!("db.sql: {}", sql_error_message(&e)))?;
             }
-            (Some(image), conn)
+            (Some(DbTemplate::Sqlite(image)), conn)
         }
         None => (None, rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?),
     };
@@ -226,8 +227,8 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
             ended: ex.ended.unwrap_or(Ended::Final),
             error: ex.error.as_deref(),
             journal: &journal,
-            conn: Rc::new(conn),
-            initial,
+            conn: Rc::new(SqliteDb::wrap(conn)),
+            initial: Rc::new(LazyDb::new(initial)),
             workdir: &after,
             diff: &diff,
             tests_ran,

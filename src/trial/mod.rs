@@ -30,6 +30,7 @@ use crate::lua::engine::{self as lua, Log};
 use crate::record::state::{DbChangeRecord, DbFormat, OwnedDir};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, KeptState, StateRecord, Trace, TrialRecord};
 use crate::sandbox::changes::{DbChange, Recorder};
+use crate::sandbox::db::{self, Database, LazyDb, OpenOptions};
 use crate::sandbox::tests::TestRun;
 use crate::sandbox::workdir::{self, Diff};
 use crate::sandbox::{self, TrialRng};
@@ -60,8 +61,33 @@ pub struct Trial<'p> {
     pub user: Rc<User>,
     /// The suite table as evaluated for this trial (its monitors run on the trial).
     pub suite: Table,
-    /// The Lua database connection behind `ctx.db` (and, read-only, `t.db`).
-    conn: Rc<rusqlite::Connection>,
+    /// The trial's database behind `ctx.db` (and, read-only, `t.db`).
+    pub conn: Rc<dyn Database>,
+    /// The initial state behind `t.initial`, opened if a check asks.
+    initial: Rc<LazyDb>,
+}
+
+/// Closes a trial's databases when the trial ends, however it ends (a
+/// PostgreSQL copy is dropped then): Lua may hold the handles longer, until
+/// its garbage collector runs, but the databases behind them are gone.
+struct CloseDbs(Vec<Rc<dyn Database>>, Option<Rc<LazyDb>>);
+
+impl CloseDbs {
+    fn disarm(mut self) {
+        self.0.clear();
+        self.1 = None;
+    }
+}
+
+impl Drop for CloseDbs {
+    fn drop(&mut self) {
+        for db in &self.0 {
+            db.close();
+        }
+        if let Some(lazy) = &self.1 {
+            lazy.close();
+        }
+    }
 }
 
 /// The agent speaks to the user: a turn, counted against `max_turns`.
@@ -201,11 +227,16 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
     let workdir = plan.workdir(case, number);
     let out = match prepare(plan, case, number, seed, &workdir, Start::Fresh) {
         Ok(trial) => {
+            let _close = CloseDbs(vec![trial.conn.clone()], Some(trial.initial.clone()));
             let lua = trial.lua.clone();
             let trips = lua::limits(&lua).trips();
-            // Every change the agent's tools make to the database, from here on.
+            // Every change the agent's tools make to the database, from here on
+            // (a SQLite session; a PostgreSQL run keeps no state: plan.keep_state is false).
             let conn = trial.conn.clone();
-            let recorder = plan.keep_state.then(|| Recorder::start(&conn));
+            let recorder = plan.keep_state.then(|| match conn.sqlite() {
+                Some(c) => Recorder::start(c),
+                None => Err("only a SQLite database's changes can be kept".to_string()),
+            });
             let mut end = drive(&trial);
             let failed = trial.state.borrow_mut().infra.take();
             if let Some(e) = failed {
@@ -310,7 +341,7 @@ pub(crate) enum Start {
     Fresh,
     /// A recorded trial's rebuilt final state (its database; its work dir is
     /// already in place) and its journal, read back from its trace.
-    Recorded(Box<(rusqlite::Connection, Journal)>),
+    Recorded(Box<(Rc<dyn Database>, Journal)>),
 }
 
 fn prepare<'p>(
@@ -337,14 +368,15 @@ fn prepare<'p>(
     worker::seed_math_random(&lua, seed)?;
 
     let recorded = matches!(start, Start::Recorded(_));
+    let mut close = CloseDbs(Vec::new(), None);
     let (conn, journal) = match start {
         Start::Fresh => {
             let conn = match &case.template {
-                Some(image) => {
-                    sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))?
-                }
-                None => rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?,
+                Some(t) => t.open_trial(OpenOptions { statement_timeout: plan.suite.budget.deadline() })?,
+                None => db::empty(false)?,
             };
+            // From here on, an early return closes the copy (a PostgreSQL one is dropped).
+            close.0.push(conn.clone());
             if let Some(t) = &case.work {
                 crate::util::tree::copy_tree(&t.dir, workdir)
                     .map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
@@ -353,7 +385,6 @@ fn prepare<'p>(
         }
         Start::Recorded(rec) => *rec,
     };
-    let conn = Rc::new(conn);
     let state = Rc::new(RefCell::new(journal));
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
     // The agent's time starts once its tree is ready.
@@ -376,6 +407,7 @@ fn prepare<'p>(
     .map_err(|e| e.to_string())?;
     // A recorded trial's user already spoke (its turns are in the journal).
     let user = if recorded { User::None } else { User::new(case.spec.user.as_ref(), seed)? };
+    close.disarm(); // the trial owns the copy now: `run` closes it
     let executor = Rc::new(Executor {
         tools: case.tools.clone(),
         budget: plan.suite.budget.clone(),
@@ -410,6 +442,7 @@ fn prepare<'p>(
         user: Rc::new(user),
         suite: suite_t,
         conn,
+        initial: Rc::new(LazyDb::new(case.template.clone())),
     })
 }
 
@@ -795,7 +828,7 @@ fn build_t(
             error: end.error.as_deref(),
             journal: &st,
             conn: trial.conn.clone(),
-            initial: trial.case.template.clone(),
+            initial: trial.initial.clone(),
             workdir: &trial.workdir,
             diff,
             tests_ran: tests_ran.clone(),

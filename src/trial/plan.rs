@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::executor::ToolDef;
 use crate::record::Invalid;
-use crate::sandbox::DbImage;
+use crate::sandbox::db::{Backend, DbTemplate};
 use crate::sandbox::workdir::Template;
 use crate::spec::{CaseSpec, FaultRule, Suite};
 use crate::stats::CaseInfo;
@@ -17,7 +17,8 @@ use crate::stats::CaseInfo;
 pub struct CasePlan {
     pub spec: CaseSpec,
     pub trials: u32,
-    pub template: Option<DbImage>,
+    /// The case's initial database (none: SQLite with no schema and no fixture).
+    pub template: Option<DbTemplate>,
     /// Shared by every case that offers the same tools.
     pub tools: Arc<Vec<Arc<ToolDef>>>,
     /// The frozen clock, as Unix seconds and as written.
@@ -40,6 +41,9 @@ pub struct Plan {
     pub scratch: tempfile::TempDir,
     /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
     pub invalid: Vec<Invalid>,
+    /// The database backend; with PostgreSQL, the run's databases on the
+    /// server are dropped when the plan is.
+    pub db: Backend,
     /// Case id → index in `cases`.
     pub ids: Arc<std::collections::HashMap<String, usize>>,
     /// Records carry the safety view (the suite has attack cases or forbidden tools).

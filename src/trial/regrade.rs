@@ -6,6 +6,7 @@
 //! no tool handler runs; the agent's part "ends" as the trace says it did.
 
 use std::path::Path;
+use std::rc::Rc;
 
 use super::{
     AgentEnd, CasePlan, Ending, Plan, Recorded, Start, TrialOutput, all_errors, finish, infra, prepare, worker,
@@ -13,6 +14,7 @@ use super::{
 use crate::lua::engine as lua;
 use crate::record::state::{DbFormat, StateRecord};
 use crate::record::{self, Journal, KeptState, Outcome, RunDir, Trace, TrialRecord};
+use crate::sandbox::sqlite::SqliteDb;
 use crate::sandbox::{self, changes};
 
 /// Re-grade the recorded trial `rec` of the run dir `old` with the plan's
@@ -60,8 +62,11 @@ fn rebuild(
     state: &StateRecord,
     workdir: &Path,
 ) -> Result<rusqlite::Connection, String> {
-    let template = || match &case.template {
-        Some(image) => sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}")),
+    let template = || match case.template.as_ref().map(|t| t.sqlite_image()) {
+        Some(Some(image)) => {
+            sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))
+        }
+        Some(None) => Err("a PostgreSQL database cannot be rebuilt from kept changes".to_string()),
         None => rusqlite::Connection::open_in_memory().map_err(|e| e.to_string()),
     };
     let conn = match &state.db {
@@ -110,7 +115,14 @@ fn graded(
         model_calls: trace.model_calls,
         ..Journal::new()
     };
-    let trial = match prepare(plan, case, rec.trial, rec.seed, workdir, Start::Recorded(Box::new((conn, journal)))) {
+    let trial = match prepare(
+        plan,
+        case,
+        rec.trial,
+        rec.seed,
+        workdir,
+        Start::Recorded(Box::new((Rc::new(SqliteDb::wrap(conn)), journal))),
+    ) {
         Ok(t) => t,
         Err(e) => {
             worker::forget();

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+static LAST_ACTS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
 /// Whether the run was asked to stop.
 pub fn requested() -> bool {
@@ -73,6 +74,23 @@ pub fn kill_groups() {
     }
 }
 
+/// Have the second signal call `f` before the process exits (once, however
+/// often it is registered): e.g. dropping a run's PostgreSQL databases.
+pub fn at_exit(f: fn()) {
+    let mut acts = LAST_ACTS.lock().unwrap_or_else(|p| p.into_inner());
+    if !acts.iter().any(|&g| std::ptr::fn_addr_eq(g, f)) {
+        acts.push(f);
+    }
+}
+
+/// Run what [`at_exit`] registered.
+fn last_acts() {
+    let acts = LAST_ACTS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    for f in acts {
+        f();
+    }
+}
+
 /// Install the handlers for SIGINT and SIGTERM: the first asks the run to
 /// stop (and says so on stderr), the second kills the registered process
 /// groups and exits at once with 128 + the signal's number.
@@ -89,6 +107,7 @@ pub fn install_signal_handlers() -> std::io::Result<()> {
                 );
             } else {
                 kill_groups();
+                last_acts();
                 eprintln!("\nevalua: second signal: exiting now (trials.jsonl keeps every finished trial)");
                 std::process::exit(128 + sig);
             }

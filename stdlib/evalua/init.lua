@@ -184,6 +184,12 @@ function M.model_configured(provider)
   return host.model_configured(provider or "openai")
 end
 
+--- Whether the environment variable `url_env` (default EVALUA_PG_URL) holds a
+--- PostgreSQL URL: a suite with `sandbox = { db = "postgres" }` can skip itself without one.
+function M.postgres_configured(url_env)
+  return host.env_is_set(url_env or "EVALUA_PG_URL")
+end
+
 --- The value of an environment variable whose name starts with EVALUA_ (nil
 --- when unset). Other variables (API keys among them) are not readable.
 function M.getenv(name)
@@ -504,7 +510,7 @@ local SUITE_KEYS = set {
   "monitors", "trace_adapter", "match", "held_out_max_runs", "faults",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
-local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir", "max_fixture_mb" }
+local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
@@ -685,8 +691,17 @@ function M.suite(spec)
   if spec.sandbox ~= nil then
     check_keys("evalua.suite.sandbox", spec.sandbox, SANDBOX_KEYS, 2)
     local sb = spec.sandbox
-    if sb.db ~= nil and sb.db ~= "sqlite" then
-      fail(2, "evalua.suite.sandbox.db: only \"sqlite\" is supported, got " .. tostring(sb.db))
+    if sb.db ~= nil and sb.db ~= "sqlite" and sb.db ~= "postgres" then
+      fail(2, "evalua.suite.sandbox.db: \"sqlite\" or \"postgres\", got " .. tostring(sb.db))
+    end
+    if sb.url_env ~= nil then
+      expect_type("evalua.suite.sandbox", "url_env", sb.url_env, "string", 2)
+      if sb.db ~= "postgres" then
+        fail(2, "evalua.suite.sandbox.url_env: only with db = \"postgres\" (it names the variable holding the server's URL)")
+      end
+      if not sb.url_env:match("^[%a_][%w_]*$") then
+        fail(2, "evalua.suite.sandbox.url_env: an environment variable's name, got " .. string.format("%q", sb.url_env))
+      end
     end
     if sb.schema ~= nil then
       expect_type("evalua.suite.sandbox", "schema", sb.schema, "string", 2)

@@ -223,4 +223,9 @@ function host.getenv(name) end
 ---@return boolean
 function host.model_configured(provider) end
 
+--- Whether the environment variable `name` is set and not empty (its value never enters Lua).
+---@param name string
+---@return boolean
+function host.env_is_set(name) end
+
 return host

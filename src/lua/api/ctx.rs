@@ -15,6 +15,7 @@ use crate::lua::engine::{self, convert};
 use crate::process;
 use crate::record::{Journal, OutboxItem};
 use crate::sandbox::TrialRng;
+use crate::sandbox::db::Database;
 use crate::util::paths::confine;
 
 /// Defaults of `ctx.exec` (the `run` tool).
@@ -55,7 +56,7 @@ pub struct CtxParts<'a> {
     pub case_table: &'a Table,
     pub trial: u32,
     pub seed: u64,
-    pub conn: Rc<rusqlite::Connection>,
+    pub conn: Rc<dyn Database>,
     pub journal: &'a Rc<RefCell<Journal>>,
     pub rng: &'a Rc<RefCell<TrialRng>>,
     pub workdir: &'a Path,

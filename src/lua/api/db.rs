@@ -1,24 +1,23 @@
 //! The database handle Lua sees: `ctx.db` (read-write, for tool handlers) and
 //! `t.db` / `t.initial` (read-only, for checks).
 //!
-//! Read-only is enforced twice: a statement that is not read-only is refused
-//! before it runs, and the connection is switched to `query_only`.
+//! The handles speak to a `sandbox::db::Database`, whatever the backend
+//! (SQLite or PostgreSQL). Read-only is the backend's to enforce: SQLite
+//! refuses a statement that is not read-only before it runs and switches the
+//! connection to `query_only`; PostgreSQL runs each statement in a read-only
+//! transaction.
 
-use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use mlua::{Lua, LuaSerdeExt, MultiValue, UserData, UserDataMethods, Value};
-use rusqlite::types::{Value as Sql, ValueRef};
-use rusqlite::{Connection, params_from_iter};
 
-use crate::sandbox::open_copy;
+use crate::sandbox::db::{Database, DbError, LazyDb, SqlValue as Sql};
 
-/// A connection that may be opened lazily (the initial state is only copied
-/// when a check asks for it).
+/// The database behind a handle: open, or opened on first use (the initial
+/// state is only copied when a check asks for it).
 pub enum Conn {
-    Open(Rc<Connection>),
-    Lazy(Arc<Vec<u8>>, RefCell<Option<Rc<Connection>>>),
+    Open(Rc<dyn Database>),
+    Lazy(Rc<LazyDb>),
 }
 
 pub struct Db {
@@ -28,67 +27,36 @@ pub struct Db {
 }
 
 impl Db {
-    pub fn read_write(conn: Rc<Connection>) -> Self {
-        Db { conn: Conn::Open(conn), read_only: false, label: "ctx.db" }
+    pub fn read_write(db: Rc<dyn Database>) -> Self {
+        Db { conn: Conn::Open(db), read_only: false, label: "ctx.db" }
     }
-    pub fn read_only(conn: Rc<Connection>, label: &'static str) -> Self {
-        Db { conn: Conn::Open(conn), read_only: true, label }
+    pub fn read_only(db: Rc<dyn Database>, label: &'static str) -> Self {
+        Db { conn: Conn::Open(db), read_only: true, label }
     }
-    pub fn lazy_read_only(image: Arc<Vec<u8>>, label: &'static str) -> Self {
-        Db { conn: Conn::Lazy(image, RefCell::new(None)), read_only: true, label }
-    }
-
-    /// The underlying connection (opened now if lazy).
-    pub fn shared_conn(&self) -> mlua::Result<Rc<Connection>> {
-        self.conn()
+    pub fn lazy_read_only(db: Rc<LazyDb>, label: &'static str) -> Self {
+        Db { conn: Conn::Lazy(db), read_only: true, label }
     }
 
-    fn conn(&self) -> mlua::Result<Rc<Connection>> {
+    /// The database behind the handle (opened now if lazy).
+    pub fn database(&self) -> mlua::Result<Rc<dyn Database>> {
         match &self.conn {
             Conn::Open(c) => Ok(c.clone()),
-            Conn::Lazy(image, cell) => {
-                if let Some(c) = &*cell.borrow() {
-                    return Ok(c.clone());
-                }
-                let c = open_copy(image, true).map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label)))?;
-                let c = Rc::new(c);
-                *cell.borrow_mut() = Some(c.clone());
-                Ok(c)
-            }
+            Conn::Lazy(lazy) => lazy.get().map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label))),
         }
     }
 
-    fn prepare<'c>(&self, conn: &'c Connection, sql: &str) -> mlua::Result<rusqlite::CachedStatement<'c>> {
-        let stmt = conn
-            .prepare_cached(sql)
-            .map_err(|e| mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql))))?;
-        if self.read_only && !stmt.readonly() {
-            return Err(mlua::Error::runtime(format!("{} is read-only: {}", self.label, short(sql))));
+    fn error(&self, e: DbError, sql: &str) -> mlua::Error {
+        match e {
+            DbError::ReadOnly => mlua::Error::runtime(format!("{} is read-only: {}", self.label, short(sql))),
+            DbError::Sql(m) => mlua::Error::runtime(format!("{}: {m} (in: {})", self.label, short(sql))),
         }
-        Ok(stmt)
     }
 
     /// Run `sql` and hand each row (as SQL values) to `f`; stop when it returns false.
     fn query(&self, sql: &str, args: MultiValue, mut f: impl FnMut(&[String], Vec<Sql>) -> bool) -> mlua::Result<()> {
-        let conn = self.conn()?;
-        let mut stmt = self.prepare(&conn, sql)?;
-        let names: Vec<String> = stmt.column_names().map(String::from).collect();
+        let db = self.database()?;
         let params = to_params(args)?;
-        let mut rows = stmt
-            .query(params_from_iter(params))
-            .map_err(|e| mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql))))?;
-        loop {
-            let row = rows.next().map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label)))?;
-            let Some(row) = row else { break };
-            let mut vals = Vec::with_capacity(names.len());
-            for i in 0..names.len() {
-                vals.push(row.get_ref(i).ok().and_then(|v| Sql::try_from(v).ok()).unwrap_or(Sql::Null));
-            }
-            if !f(&names, vals) {
-                break;
-            }
-        }
-        Ok(())
+        db.query(sql, &params, self.read_only, &mut f).map_err(|e| self.error(e, sql))
     }
 }
 
@@ -104,7 +72,7 @@ fn to_params(args: MultiValue) -> mlua::Result<Vec<Sql>> {
             Ok(match v {
                 Value::Nil => Sql::Null,
                 Value::LightUserData(p) if p.0.is_null() => Sql::Null,
-                Value::Boolean(b) => Sql::Integer(b as i64),
+                Value::Boolean(b) => Sql::Bool(b),
                 Value::Integer(n) => Sql::Integer(n),
                 Value::Number(n) => Sql::Real(n),
                 Value::String(s) => Sql::Text(s.to_string_lossy()),
@@ -133,65 +101,16 @@ fn sql_to_lua(lua: &Lua, v: Sql, keep_null: bool) -> mlua::Result<Value> {
         Sql::Real(f) => Value::Number(f),
         Sql::Text(s) => Value::String(lua.create_string(&s)?),
         Sql::Blob(b) => Value::String(lua.create_string(&b)?),
+        Sql::Bool(b) => Value::Boolean(b),
     })
-}
-
-/// A stable digest of every table's content, to compare two states.
-pub fn digest(conn: &Connection) -> rusqlite::Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    let mut tables: Vec<String> = {
-        let mut s = conn.prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-        )?;
-        s.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
-    };
-    tables.sort();
-    for t in tables {
-        h.update(t.as_bytes());
-        h.update([0]);
-        let mut s = conn.prepare(&format!("SELECT * FROM \"{}\" ORDER BY 1", t.replace('"', "\"\"")))?;
-        let n = s.column_count();
-        let mut rows = s.query([])?;
-        let mut lines = Vec::new();
-        while let Some(r) = rows.next()? {
-            let mut line = Vec::new();
-            for i in 0..n {
-                match r.get_ref(i)? {
-                    ValueRef::Null => line.extend_from_slice(b"N"),
-                    ValueRef::Integer(v) => line.extend_from_slice(format!("I{v}").as_bytes()),
-                    ValueRef::Real(v) => line.extend_from_slice(format!("R{v:?}").as_bytes()),
-                    ValueRef::Text(v) => {
-                        line.push(b'T');
-                        line.extend_from_slice(v);
-                    }
-                    ValueRef::Blob(v) => {
-                        line.push(b'B');
-                        line.extend_from_slice(v);
-                    }
-                }
-                line.push(0x1f);
-            }
-            lines.push(line);
-        }
-        // Order-independent: rows compare as a multiset.
-        lines.sort();
-        for l in lines {
-            h.update(&l);
-            h.update([0x1e]);
-        }
-    }
-    Ok(crate::util::digest::hex(&h.finalize()))
 }
 
 impl UserData for Db {
     fn add_methods<M: UserDataMethods<Self>>(m: &mut M) {
         m.add_method("exec", |_, this, (sql, args): (String, MultiValue)| {
-            let conn = this.conn()?;
-            let mut stmt = this.prepare(&conn, &sql)?;
+            let db = this.database()?;
             let params = to_params(args)?;
-            stmt.execute(params_from_iter(params))
-                .map_err(|e| mlua::Error::runtime(format!("{}: {e} (in: {})", this.label, short(&sql))))
+            db.execute(&sql, &params, this.read_only).map_err(|e| this.error(e, &sql))
         });
         m.add_method("one", |lua, this, (sql, args): (String, MultiValue)| {
             let mut out = Sql::Null;
@@ -268,8 +187,7 @@ impl UserData for Db {
             Ok(list)
         });
         m.add_method("digest", |_, this, ()| {
-            let conn = this.conn()?;
-            digest(&conn).map_err(|e| mlua::Error::runtime(format!("{}: {e}", this.label)))
+            this.database()?.digest().map_err(|e| mlua::Error::runtime(format!("{}: {e}", this.label)))
         });
     }
 }

@@ -50,6 +50,11 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
         })?,
     )?;
     h.raw_set("model_configured", lua.create_function(|_, provider: String| Ok(crate::model::configured(&provider)))?)?;
+    // Whether a variable is set (e.g. a database URL, which may hold a password): its value stays out of Lua.
+    h.raw_set(
+        "env_is_set",
+        lua.create_function(|_, name: String| Ok(std::env::var_os(&name).is_some_and(|v| !v.is_empty())))?,
+    )?;
     super::declare::register(lua, h)?;
 
     h.raw_set(

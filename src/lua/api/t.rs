@@ -19,7 +19,7 @@ use crate::lua::engine::{self, convert};
 use crate::otel::Span;
 use crate::process;
 use crate::record::{CallRecord, Ended, Journal, Message, Usage};
-use crate::sandbox::DbImage;
+use crate::sandbox::db::{Database, LazyDb};
 use crate::sandbox::tests::{TestRun, run_tests};
 use crate::sandbox::workdir::Diff;
 use crate::util::paths::read_confined;
@@ -38,10 +38,10 @@ pub struct TParts<'a> {
     pub ended: Ended,
     pub error: Option<&'a str>,
     pub journal: &'a Journal,
-    /// The final database (the trial's own connection; made read-only here).
-    pub conn: Rc<rusqlite::Connection>,
-    /// The case's initial database, for `t.initial`.
-    pub initial: Option<DbImage>,
+    /// The final database (the trial's own; sealed read-only here).
+    pub conn: Rc<dyn Database>,
+    /// The case's initial database, for `t.initial` (opened on first use).
+    pub initial: Rc<LazyDb>,
     pub workdir: &'a Path,
     /// The trial's change to its work tree (`t.diff`), computed once by the trial.
     pub diff: &'a Diff,
@@ -128,15 +128,9 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
     t.raw_set("outbox", convert::to_lua(lua, &serde_json::to_value(&st.outbox).unwrap_or_default())?)?;
 
     // The final state, read-only, and the initial one (copied only if asked for).
-    let _ = p.conn.pragma_update(None, "query_only", true);
+    p.conn.seal();
     t.raw_set("db", Db::read_only(p.conn.clone(), "t.db"))?;
-    let initial = match &p.initial {
-        Some(image) => Db::lazy_read_only(image.clone(), "t.initial"),
-        None => {
-            Db::read_only(Rc::new(rusqlite::Connection::open_in_memory().map_err(mlua::Error::external)?), "t.initial")
-        }
-    };
-    t.raw_set("initial", initial)?;
+    t.raw_set("initial", Db::lazy_read_only(p.initial.clone(), "t.initial"))?;
     t.raw_set("files", files_table(lua, p.workdir)?)?;
     install_work(lua, &t, &p)?;
     Ok(t)
