@@ -83,6 +83,9 @@ enum Command {
         /// A skipped judge check (no judge model reachable) fails the run
         #[arg(long)]
         require_judge: bool,
+        /// How agents and commands are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
+        #[arg(long, value_enum, default_value = "sandbox")]
+        isolation: IsolationArg,
     },
     /// Re-render report.md, report.html and junit.xml from a run dir
     Report {
@@ -134,6 +137,9 @@ enum Command {
         /// Report cases whose tests do not hold on their initial tree as warnings, not errors
         #[arg(long)]
         skip_invalid: bool,
+        /// How test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
+        #[arg(long, value_enum, default_value = "sandbox")]
+        isolation: IsolationArg,
     },
     /// List the cases with split, tags and difficulty
     List {
@@ -142,6 +148,23 @@ enum Command {
         #[command(flatten)]
         select: Select,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum IsolationArg {
+    Sandbox,
+    None,
+}
+
+/// Set how processes are isolated; opting out is said loudly.
+fn isolate(i: IsolationArg) {
+    if i == IsolationArg::None {
+        evalua::process::set_isolation(evalua::process::Isolation::None);
+        eprintln!(
+            "warning: --isolation none: agents, their tools' commands, check commands and test runners run unconfined, \
+             as your user, with your files, processes and network (recorded in the manifest)"
+        );
+    }
 }
 
 fn main() -> ExitCode {
@@ -174,7 +197,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
             allow_revision_change,
             no_cache,
             require_judge,
+            isolation,
         } => {
+            isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
             cmd::run::run(cmd::run::RunArgs {
                 suites,
@@ -201,7 +226,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
             evalua::judge::cache::set_disabled(no_cache);
             cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
         }
-        Command::Check { suites, skip_invalid } => cmd::check::check(&suites, skip_invalid),
+        Command::Check { suites, skip_invalid, isolation } => {
+            isolate(isolation);
+            cmd::check::check(&suites, skip_invalid)
+        }
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
     }
 }

@@ -121,12 +121,15 @@ fn misbehaving_agents_become_recorded_outcomes_and_the_run_goes_on() {
     let forks = get("forks");
     assert_eq!(forks["ended"], "final");
     assert_eq!(forks["answer"], "parent done");
-    let pids: Vec<i32> =
-        std::fs::read_to_string(&pidfile).unwrap().lines().map(|l| l.trim().parse().unwrap()).collect();
-    assert_eq!(pids.len(), 2);
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    for pid in pids {
-        assert!(!alive(pid), "process {pid} of the trial is still alive");
+    // In the process sandbox the agent cannot write the harness's files (nor would
+    // its pids mean anything outside its PID namespace): then only the ps check below applies.
+    if let Ok(text) = std::fs::read_to_string(&pidfile) {
+        let pids: Vec<i32> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
+        assert_eq!(pids.len(), 2);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        for pid in pids {
+            assert!(!alive(pid), "process {pid} of the trial is still alive");
+        }
     }
     // No agent process of the run is left at all.
     let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();

@@ -10,6 +10,7 @@ mod command;
 mod common;
 mod compare;
 mod figures;
+mod isolation;
 mod golden;
 mod judge;
 mod lua_defs;

@@ -42,6 +42,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
             continue;
         }
         let mut plan = run::plan(s, a.trials, &a.filters, a.seed)?;
+        run::screen::require_sandbox(&plan)?;
         run::screen::screen(&mut plan, a.skip_invalid, a.jobs)?;
         plans.push(plan);
     }
@@ -57,6 +58,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
         if a.require_judge {
             plan.suite.gates.push(gate::require_judge());
         }
+        // Shared with the workers, which are detached (the watchdog may abandon one).
+        let plan = std::sync::Arc::new(plan);
         for w in crate::judge::calibration_warnings(&plan.suite) {
             eprintln!("warning: {w}");
         }

@@ -9,7 +9,9 @@ use serde_json::Value as Json;
 
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
-use crate::record::manifest::{CaseEntry, FileHash, GateEntry, Machine, Manifest, SuiteEntry, WorkdirEntry};
+use crate::record::manifest::{
+    CaseEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, SuiteEntry, WorkdirEntry,
+};
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;
 use crate::util::digest::sha256_hex;
@@ -120,6 +122,18 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         infra_error_policy:
             "capability figures leave infra_error trials out of n; figures.operational counts them as failures".into(),
         machine: Machine::this(),
+        isolation: IsolationEntry {
+            mode: match crate::process::isolation() {
+                crate::process::Isolation::Sandbox => "sandbox".into(),
+                crate::process::Isolation::None => "none".into(),
+            },
+            tool: match crate::process::isolation() {
+                crate::process::Isolation::Sandbox => crate::process::sandbox_ready().ok().map(|b| b.version.clone()),
+                crate::process::Isolation::None => None,
+            },
+            expose: suite.expose.iter().map(|p| p.display().to_string()).collect(),
+            network: suite.network,
+        },
         merged_from: None,
         extra: Default::default(),
     }

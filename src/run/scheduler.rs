@@ -9,8 +9,10 @@
 //! whatever `--jobs` is.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use super::events::{RunEvent, Sink};
 use super::partition::Partition;
@@ -18,6 +20,7 @@ use crate::error::Result;
 use crate::record::manifest::Filters;
 use crate::record::{RunDir, Trace, TrialRecord};
 use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
+use crate::util::watch;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -86,18 +89,163 @@ struct Done {
     tests: Vec<TestRow>,
 }
 
+/// How far past its deadline a worker may run before the watchdog abandons it.
+pub const WATCHDOG_MARGIN: Duration = Duration::from_secs(5);
+
+/// Runs one trial (the real one is [`run_trial`]; tests pass others).
+pub type Runner = fn(&Plan, &CasePlan, u32) -> TrialOutput;
+
+/// One worker as the watchdog sees it.
+struct Slot {
+    /// The deadline the worker's running code promised to keep (`util::watch`).
+    beat: Arc<watch::Beat>,
+    state: Mutex<SlotState>,
+    thread: std::sync::OnceLock<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    /// The work index it runs now.
+    current: Option<usize>,
+    /// The rest of the run of trials it claimed.
+    rest: Range<usize>,
+    /// Set by the watchdog: the worker must never report anything again.
+    abandoned: bool,
+}
+
+/// What the workers share.
+struct Shared {
+    plan: Arc<Plan>,
+    work: Vec<(usize, u32)>,
+    chunks: Vec<Range<usize>>,
+    next: AtomicUsize,
+    /// Trials handed back by abandoned workers, claimed before new chunks.
+    requeued: Mutex<Vec<Range<usize>>>,
+    stop: AtomicBool,
+    runner: Runner,
+}
+
+impl Shared {
+    fn claim(&self) -> Option<Range<usize>> {
+        if self.stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        if let Some(r) = self.requeued.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Some(r);
+        }
+        self.chunks.get(self.next.fetch_add(1, Ordering::Relaxed)).cloned()
+    }
+}
+
+/// A worker thread: claims runs of trials and runs them; its finished trials
+/// go to the trace writers. It is detached: the watchdog may abandon it.
+fn spawn_worker(shared: Arc<Shared>, out: mpsc::SyncSender<Option<(Done, Vec<u8>)>>) -> Arc<Slot> {
+    let slot = Arc::new(Slot {
+        beat: Arc::new(watch::Beat::default()),
+        state: Mutex::new(SlotState::default()),
+        thread: std::sync::OnceLock::new(),
+    });
+    let me = slot.clone();
+    let handle = std::thread::spawn(move || {
+        watch::install(me.beat.clone());
+        loop {
+            let i = {
+                let mut st = me.state.lock().unwrap_or_else(|p| p.into_inner());
+                if st.abandoned {
+                    return;
+                }
+                match st.rest.next() {
+                    Some(i) => {
+                        st.current = Some(i);
+                        i
+                    }
+                    None => match shared.claim() {
+                        Some(r) => {
+                            st.rest = r;
+                            continue;
+                        }
+                        None => return,
+                    },
+                }
+            };
+            let (case_idx, number) = shared.work[i];
+            let mut out_ = (shared.runner)(&shared.plan, &shared.plan.cases[case_idx], number);
+            let bytes = match serde_json::to_vec_pretty(&out_.trace) {
+                Ok(b) => b,
+                Err(e) => {
+                    out_.record.error = Some(format!("could not write the trace: {e}"));
+                    Vec::new()
+                }
+            };
+            let done = Done { index: i, record: out_.record, trace: out_.trace, tests: out_.tests };
+            // Under the slot's lock: the watchdog cannot abandon this worker
+            // between the check and the send.
+            let mut st = me.state.lock().unwrap_or_else(|p| p.into_inner());
+            if st.abandoned {
+                return;
+            }
+            st.current = None;
+            if out.send(Some((done, bytes))).is_err() {
+                return;
+            }
+        }
+    });
+    let _ = slot.thread.set(handle);
+    slot
+}
+
+/// The record of a trial whose worker the watchdog abandoned (or that died).
+fn abandoned(plan: &Plan, case: &CasePlan, number: u32, over: Option<Duration>) -> TrialOutput {
+    let why = match over {
+        Some(over) => format!(
+            "the trial overran its time limit by more than {} s in code no limit could stop; its worker was abandoned",
+            over.as_secs()
+        ),
+        None => "the worker running the trial stopped unexpectedly".to_string(),
+    };
+    trial::internal_error(plan, case, number, why)
+}
+
 /// Run every planned trial (of this partition), storing traces in `dir`,
 /// and tell `sinks` as trials finish.
-pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
+pub fn execute(plan: &Arc<Plan>, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
+    execute_with(plan, opts, dir, sinks, run_trial, WATCHDOG_MARGIN)
+}
+
+/// [`execute`] with a given trial runner and watchdog margin.
+///
+/// The watchdog: a worker whose running code stays past its published
+/// deadline (see `util::watch`) by more than `margin` is abandoned. Its trial
+/// is recorded as an infrastructure error, the rest of its claimed trials go
+/// back to the queue, and a new worker takes its place; the abandoned thread
+/// keeps running whatever it is stuck in, but it can never report a trial nor
+/// claim another one, and it holds nothing the run shares.
+pub fn execute_with(
+    plan: &Arc<Plan>,
+    opts: &RunOptions,
+    dir: &RunDir,
+    sinks: &mut [&mut dyn Sink],
+    runner: Runner,
+    margin: Duration,
+) -> Result<()> {
     let work = work(plan, opts.partition);
     for s in sinks.iter_mut() {
         s.event(&RunEvent::Started { plan, trials: work.len() })?;
     }
-    let jobs = opts.jobs.max(1).min(work.len().max(1));
+    let total = work.len();
+    let jobs = opts.jobs.max(1).min(total.max(1));
     let chunks = chunks(&work, jobs);
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::sync_channel::<Done>(1024);
-    let (trace_tx, trace_rx) = mpsc::sync_channel::<(Done, Vec<u8>)>(256);
+    let shared = Arc::new(Shared {
+        plan: plan.clone(),
+        work,
+        chunks,
+        next: AtomicUsize::new(0),
+        requeued: Mutex::new(Vec::new()),
+        stop: AtomicBool::new(false),
+        runner,
+    });
+    let (tx, rx) = mpsc::channel::<Done>();
+    let (trace_tx, trace_rx) = mpsc::sync_channel::<Option<(Done, Vec<u8>)>>(256);
     let trace_rx = Mutex::new(trace_rx);
     let mut failure = None;
     std::thread::scope(|scope| {
@@ -106,7 +254,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
             scope.spawn(move || {
                 loop {
                     let next = trace_rx.lock().map(|rx| rx.recv());
-                    let Ok(Ok((mut done, bytes))) = next else { break };
+                    let Ok(Ok(Some((mut done, bytes)))) = next else { break };
                     // The trace is stored before the record is announced.
                     if let Err(e) = dir.write_trace(&done.record.trace, &bytes) {
                         done.record.error = Some(format!("could not write the trace: {e}"));
@@ -117,47 +265,52 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                 }
             });
         }
-        drop(tx);
-        for _ in 0..jobs {
-            let tx = trace_tx.clone();
-            let (work, next, chunks) = (&work, &next, &chunks);
-            scope.spawn(move || {
-                let mut mine = 0..0;
-                loop {
-                    let i = match mine.next() {
-                        Some(i) => i,
-                        None => match chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            Some(c) => {
-                                mine = c.clone();
-                                continue;
-                            }
-                            None => break,
-                        },
-                    };
-                    let (case_idx, number) = work[i];
-                    let mut out = run_trial(plan, &plan.cases[case_idx], number);
-                    let bytes = match serde_json::to_vec_pretty(&out.trace) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            out.record.error = Some(format!("could not write the trace: {e}"));
-                            Vec::new()
-                        }
-                    };
-                    let done = Done { index: i, record: out.record, trace: out.trace, tests: out.tests };
-                    if tx.send((done, bytes)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(trace_tx);
+        let mut slots: Vec<Arc<Slot>> = (0..jobs).map(|_| spawn_worker(shared.clone(), trace_tx.clone())).collect();
         let mut pending: BTreeMap<usize, Done> = BTreeMap::new();
         let mut announced = 0usize;
-        for done in rx {
-            pending.insert(done.index, done);
+        while announced < total && failure.is_none() {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(done) => {
+                    pending.insert(done.index, done);
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            // The watchdog. try_lock: a worker holding its lock is reporting, not stuck.
+            let now = Instant::now();
+            for k in 0..slots.len() {
+                let dead = slots[k].thread.get().is_some_and(|h| h.is_finished());
+                let overdue = slots[k].beat.deadline().is_some_and(|d| now >= d + margin);
+                if !dead && !overdue {
+                    continue;
+                }
+                let Ok(mut st) = slots[k].state.try_lock() else { continue };
+                let Some(i) = st.current.filter(|_| !st.abandoned) else { continue };
+                st.abandoned = true;
+                let rest = std::mem::take(&mut st.rest);
+                drop(st);
+                if !rest.is_empty() {
+                    shared.requeued.lock().unwrap_or_else(|p| p.into_inner()).push(rest);
+                }
+                let (case_idx, number) = shared.work[i];
+                let out = abandoned(plan, &plan.cases[case_idx], number, (!dead).then_some(margin));
+                let bytes = serde_json::to_vec_pretty(&out.trace).unwrap_or_default();
+                let done = Done { index: i, record: out.record, trace: out.trace, tests: out.tests };
+                if !dead {
+                    eprintln!(
+                        "warning: trial {}#{number} overran its time limit by more than {} s; its worker was abandoned and replaced",
+                        shared.plan.cases[case_idx].spec.id,
+                        margin.as_secs()
+                    );
+                }
+                if trace_tx.send(Some((done, bytes))).is_err() {
+                    break;
+                }
+                slots[k] = spawn_worker(shared.clone(), trace_tx.clone());
+            }
             while let Some(d) = pending.remove(&announced) {
                 let ev = RunEvent::TrialFinished {
-                    case: work[announced].0,
+                    case: shared.work[announced].0,
                     record: &d.record,
                     trace: &d.trace,
                     tests: &d.tests,
@@ -169,11 +322,13 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
                 }
                 announced += 1;
             }
-            if failure.is_some() {
-                // Stop taking trials; the workers finish the ones they hold.
-                next.store(usize::MAX / 2, Ordering::Relaxed);
-            }
         }
+        // Stop taking trials; let the trace writers go.
+        shared.stop.store(true, Ordering::SeqCst);
+        for _ in 0..TRACE_WRITERS {
+            let _ = trace_tx.send(None);
+        }
+        drop(tx);
     });
     if let Some(e) = failure {
         return Err(e);
@@ -182,4 +337,57 @@ pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut d
         s.event(&RunEvent::Finished)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Outcome;
+
+    /// Runs trial 2 into "C code" no limit can stop: a deadline already past, and a long sleep.
+    fn stuck_on_two(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
+        if number == 2 {
+            watch::publish(Some(Instant::now()));
+            std::thread::sleep(Duration::from_secs(20));
+        }
+        run_trial(plan, case, number)
+    }
+
+    struct Collect(Vec<(u32, Outcome, Option<String>)>);
+    impl Sink for Collect {
+        fn event(&mut self, e: &RunEvent<'_>) -> Result<()> {
+            if let RunEvent::TrialFinished { record, .. } = e {
+                self.0.push((record.trial, record.outcome, record.error.clone()));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_watchdog_abandons_a_stuck_worker_and_the_run_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = dir.path().join("s.lua");
+        std::fs::write(
+            &suite,
+            "local evalua = require('evalua')\nlocal s = evalua.suite { name = 's', trials = 6 }\n\
+             s:case { id = 'c', input = 'x', agent = evalua.agent.scripted(function() return 'ok' end), expect = { function(t) return true end } }\nreturn s\n",
+        )
+        .unwrap();
+        let plan = Arc::new(crate::run::plan(crate::lua::load::load(&suite).unwrap(), None, &Default::default(), 1).unwrap());
+        let run_dir = RunDir::create(Some(&dir.path().join("out")), "s", "r").unwrap();
+        let opts = RunOptions { trials: None, jobs: 2, filters: Default::default(), seed: 1, partition: None };
+        let mut sink = Collect(Vec::new());
+        let started = Instant::now();
+        execute_with(&plan, &opts, &run_dir, &mut [&mut sink], stuck_on_two, Duration::from_millis(500)).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(15), "the run did not wait for the stuck worker");
+        assert_eq!(sink.0.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6], "every trial, in plan order");
+        for (n, outcome, error) in &sink.0 {
+            if *n == 2 {
+                assert_eq!(*outcome, Outcome::InfraError);
+                assert!(error.as_deref().unwrap_or("").contains("abandoned"), "{error:?}");
+            } else {
+                assert_eq!(*outcome, Outcome::Accepted, "trial {n}: {error:?}");
+            }
+        }
+    }
 }

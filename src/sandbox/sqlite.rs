@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::{Connection, MAIN_DB};
 
 use crate::error::{Error, Result};
@@ -13,24 +14,74 @@ use crate::util::paths::display_path;
 /// The serialised image of a case's initial database.
 pub type DbImage = Arc<Vec<u8>>;
 
-/// Open a private in-memory copy of `image`.
+/// How many SQLite VM steps run between two looks at the deadline.
+const PROGRESS_EVERY: i32 = 1000;
+/// How long the schema and fixture files of one case may take to run.
+const FIXTURE_SECONDS: u64 = 60;
+
+/// What no SQL evalua runs may do: reach a file (`ATTACH`, hence `VACUUM
+/// INTO`, which attaches its target), `DETACH`, load an extension, or turn
+/// `query_only` off again.
+fn authorize(ctx: AuthContext<'_>) -> Authorization {
+    match ctx.action {
+        AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
+        AuthAction::Function { function_name } if function_name.eq_ignore_ascii_case("load_extension") => {
+            Authorization::Deny
+        }
+        AuthAction::Pragma { pragma_name, pragma_value: Some(v) } if pragma_name.eq_ignore_ascii_case("query_only") => {
+            let v = v.trim_matches(|c| c == '\'' || c == '"').to_ascii_lowercase();
+            if matches!(v.as_str(), "0" | "false" | "off" | "no") { Authorization::Deny } else { Authorization::Allow }
+        }
+        _ => Authorization::Allow,
+    }
+}
+
+/// Guard a connection: the authorizer above everywhere, and a progress
+/// handler that interrupts a query once the running code's deadline (a
+/// check's, a handler's, the trial's; see `util::watch`) has passed.
+pub fn guard(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.authorizer(Some(authorize))?;
+    conn.progress_handler(PROGRESS_EVERY, Some(crate::util::watch::overdue))
+}
+
+/// A fresh, empty, guarded in-memory database.
+pub fn open_empty() -> rusqlite::Result<Connection> {
+    let mut conn = Connection::open_in_memory()?;
+    guard(&mut conn)?;
+    Ok(conn)
+}
+
+/// Open a private, guarded in-memory copy of `image`.
 pub fn open_copy(image: &[u8], read_only: bool) -> rusqlite::Result<Connection> {
     let mut conn = Connection::open_in_memory()?;
     conn.deserialize_read_exact(MAIN_DB, image, image.len(), read_only)?;
     if read_only {
         conn.pragma_update(None, "query_only", true)?;
     }
+    guard(&mut conn)?;
     Ok(conn)
+}
+
+/// Whether `e` is a query stopped by the progress handler.
+pub fn interrupted(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted)
 }
 
 /// Run the SQL files in order into a fresh database and return its image.
 /// A failing statement is reported as `file:line: message`.
 pub fn build_template(files: &[&Path]) -> Result<DbImage> {
-    let mut conn = Connection::open_in_memory().map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
+    let mut conn = open_empty().map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(FIXTURE_SECONDS);
     for (i, file) in files.iter().enumerate() {
         let sql = std::fs::read_to_string(file)
             .map_err(|e| Error::Input(format!("{}: cannot read fixture: {e}", display_path(file))))?;
-        if let Err(e) = conn.execute_batch(&sql) {
+        if let Err(e) = crate::util::watch::with_deadline(deadline, || conn.execute_batch(&sql)) {
+            if interrupted(&e) {
+                return Err(Error::Input(format!(
+                    "{}: the schema and fixture files took more than {FIXTURE_SECONDS} s to run",
+                    display_path(file)
+                )));
+            }
             return Err(Error::Input(locate_sql_error(&files[..i], file, &sql, &e)));
         }
     }
@@ -42,7 +93,7 @@ pub fn build_template(files: &[&Path]) -> Result<DbImage> {
 /// and then this one, one complete statement at a time, in a scratch database.
 fn locate_sql_error(before: &[&Path], file: &Path, sql: &str, first: &rusqlite::Error) -> String {
     let msg = sql_error_message(first);
-    let Ok(scratch) = Connection::open_in_memory() else {
+    let Ok(scratch) = open_empty() else {
         return format!("{}: {msg}", display_path(file));
     };
     for f in before {

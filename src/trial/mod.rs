@@ -22,7 +22,7 @@ pub use plan::{CasePlan, Plan};
 use user::User;
 
 use crate::executor::Executor;
-use crate::lua::api::{self, ctx::CtxParts, marks, t::TParts};
+use crate::lua::api::{self, ctx::CtxParts, marks, phase::Phase, t::TParts};
 use crate::lua::engine::{self as lua, Log, Segment, convert, limits::Guarded};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, Trace, TrialRecord};
 use crate::sandbox::tests::TestRun;
@@ -54,6 +54,20 @@ pub struct Trial<'p> {
     pub user: Rc<User>,
     /// The Lua database connection behind `ctx.db` (and, read-only, `t.db`).
     conn: Rc<rusqlite::Connection>,
+    /// The agent's turn: `env`, `ctx` and `ctx.db` die when it ends.
+    pub agent_phase: Phase,
+}
+
+/// What the suite's processes see in the sandbox besides their work dir:
+/// `sandbox.expose`; never the suite's folder nor the run's scratch folder
+/// through a file their command line names.
+pub fn view_of(plan: &Plan) -> crate::process::View {
+    crate::process::View {
+        read_only: plan.suite.expose.clone(),
+        writable: Vec::new(),
+        no_network: !plan.suite.network,
+        protect: vec![plan.suite.dir.clone(), plan.scratch.path().to_path_buf()],
+    }
 }
 
 /// The agent speaks to the user: a turn, counted against `max_turns`.
@@ -167,6 +181,8 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
             let lua = trial.lua.clone();
             let trips = lua::limits(&lua).trips();
             let mut end = drive(&trial);
+            // Whatever the agent or a handler stashed of `env`, `ctx` or `ctx.db` stops working here.
+            trial.agent_phase.end();
             if let Some(e) = trial.state.borrow_mut().infra.take() {
                 // A model the harness needed (a simulated user) failed: not the agent's fault.
                 end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra(e) };
@@ -254,7 +270,7 @@ fn prepare<'p>(
         Some(image) => {
             Rc::new(sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))?)
         }
-        None => Rc::new(rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?),
+        None => Rc::new(sandbox::open_empty().map_err(|e| e.to_string())?),
     };
     let state = Rc::new(RefCell::new(Journal::new()));
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
@@ -263,6 +279,7 @@ fn prepare<'p>(
     }
     // The agent's time starts once its tree is ready.
     let deadline = Instant::now() + plan.suite.budget.deadline();
+    let agent_phase = Phase::new();
     let ctx = api::ctx::build(
         &lua,
         CtxParts {
@@ -276,6 +293,8 @@ fn prepare<'p>(
             clock: case.clock,
             clock_text: &case.clock_text,
             deadline,
+            phase: agent_phase.clone(),
+            view: view_of(plan),
         },
     )
     .map_err(|e| e.to_string())?;
@@ -309,6 +328,7 @@ fn prepare<'p>(
         workdir: workdir.to_path_buf(),
         user: Rc::new(user),
         conn,
+        agent_phase,
     })
 }
 
@@ -324,7 +344,10 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         }
     }
     let tests_ran = Rc::new(RefCell::new(Vec::new()));
-    let checks = if end.infra { Vec::new() } else { grade(&trial, &end, &tests_ran) };
+    let grading = Phase::new();
+    let checks = if end.infra { Vec::new() } else { grade(&trial, &end, &tests_ran, &grading) };
+    // `t` and its handles stop working: a later trial cannot read this one's state through a stash.
+    grading.end();
     let outcome = record::outcome_of(end.infra, &checks);
     let st = trial.state.borrow();
     let log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
@@ -381,10 +404,15 @@ fn test_rows(spec: &crate::spec::CaseSpec, ran: &[TestRun]) -> Vec<TestRow> {
 }
 
 /// Run every check of the case on the finished trial.
-fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>>) -> Vec<CheckResult> {
+fn grade(
+    trial: &Trial<'_>,
+    end: &AgentEnd,
+    tests_ran: &Rc<RefCell<Vec<TestRun>>>,
+    grading: &Phase,
+) -> Vec<CheckResult> {
     let lua = &trial.lua;
     let infos = &trial.case.spec.checks;
-    let t = match build_t(trial, end, tests_ran) {
+    let t = match build_t(trial, end, tests_ran, grading) {
         Ok(t) => t,
         Err(e) => {
             let msg = format!("cannot build the trial for the checks: {}", lua::describe(&e));
@@ -455,7 +483,12 @@ fn grade(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>
 }
 
 /// The `t` a check sees.
-fn build_t(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun>>>) -> mlua::Result<Table> {
+fn build_t(
+    trial: &Trial<'_>,
+    end: &AgentEnd,
+    tests_ran: &Rc<RefCell<Vec<TestRun>>>,
+    grading: &Phase,
+) -> mlua::Result<Table> {
     let st = trial.state.borrow();
     api::t::build(
         &trial.lua,
@@ -472,6 +505,8 @@ fn build_t(trial: &Trial<'_>, end: &AgentEnd, tests_ran: &Rc<RefCell<Vec<TestRun
             workdir: &trial.workdir,
             work_template: trial.case.work.as_ref().map(|w| w.dir.as_path()),
             tests_ran: tests_ran.clone(),
+            phase: grading.clone(),
+            view: view_of(trial.plan),
         },
     )
 }

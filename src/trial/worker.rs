@@ -105,7 +105,8 @@ pub fn keep_suite_if_unchanged(lua: &Lua) {
 }
 
 pub fn seed_math_random(lua: &Lua, seed: u64) -> Result<(), String> {
-    let math: Table = lua.globals().get("math").map_err(|e| e.to_string())?;
+    // The raw library table: users see a read-only proxy of it.
+    let math: Table = lua.named_registry_value("evalua.math").map_err(|e| e.to_string())?;
     math.get::<mlua::Function>("randomseed").and_then(|f| f.call::<()>(seed as i64)).map_err(|e| e.to_string())
 }
 

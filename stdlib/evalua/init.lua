@@ -347,15 +347,16 @@ end
 ----------------------------------------------------------------------------
 -- Suite
 
+-- The methods are shared by every trial of a worker: suites reach them
+-- through a hidden metatable whose __index is a read-only proxy.
 local Suite = {}
-Suite.__index = Suite
-Suite.__metatable = false   -- shared by every trial of a worker: not for changing
+local SuiteMeta = { __metatable = false }
 
 local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
-local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir" }
+local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir", "expose", "network" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
@@ -432,6 +433,19 @@ function M.suite(spec)
     if sb.workdir ~= nil then
       sb.workdir = normalize_workdir("evalua.suite.sandbox.workdir", sb.workdir, 2)
     end
+    -- Paths (files or folders, relative to the suite) every process of the suite may read.
+    expect_list_of_strings("evalua.suite.sandbox", "expose", sb.expose, 2)
+    if sb.expose ~= nil then
+      local abs = {}
+      for i, rel in ipairs(sb.expose) do
+        local p = host.abspath(rel)
+        if not host.exists(p) then fail(2, string.format("evalua.suite.sandbox.expose[%d]: not found: %s", i, p)) end
+        if p == "/" then fail(2, "evalua.suite.sandbox.expose: exposing / would expose everything") end
+        abs[i] = p
+      end
+      sb.expose = abs
+    end
+    expect_type("evalua.suite.sandbox", "network", sb.network, "boolean", 2)
   end
   if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
     fail(2, "evalua.suite: 'agent' must come from evalua.agent.*")
@@ -459,7 +473,7 @@ function M.suite(spec)
     _cases = {},
     _case_index = {},
     _where = host.caller(2),
-  }, Suite)
+  }, SuiteMeta)
   return s
 end
 
@@ -603,5 +617,7 @@ function Suite:case(spec)
   self._case_index[id] = case
   return case
 end
+
+SuiteMeta.__index = host.readonly(Suite, "evalua.Suite")
 
 return M

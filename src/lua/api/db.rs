@@ -12,7 +12,9 @@ use mlua::{Lua, LuaSerdeExt, MultiValue, UserData, UserDataMethods, Value};
 use rusqlite::types::{Value as Sql, ValueRef};
 use rusqlite::{Connection, params_from_iter};
 
+use super::phase::Phase;
 use crate::sandbox::open_copy;
+use crate::sandbox::sqlite::interrupted;
 
 /// A connection that may be opened lazily (the initial state is only copied
 /// when a check asks for it).
@@ -25,17 +27,31 @@ pub struct Db {
     conn: Conn,
     read_only: bool,
     label: &'static str,
+    /// The handle works only during this phase of the trial.
+    phase: Phase,
 }
 
 impl Db {
-    pub fn read_write(conn: Rc<Connection>) -> Self {
-        Db { conn: Conn::Open(conn), read_only: false, label: "ctx.db" }
+    pub fn read_write(conn: Rc<Connection>, phase: Phase) -> Self {
+        Db { conn: Conn::Open(conn), read_only: false, label: "ctx.db", phase }
     }
-    pub fn read_only(conn: Rc<Connection>, label: &'static str) -> Self {
-        Db { conn: Conn::Open(conn), read_only: true, label }
+    pub fn read_only(conn: Rc<Connection>, label: &'static str, phase: Phase) -> Self {
+        Db { conn: Conn::Open(conn), read_only: true, label, phase }
     }
-    pub fn lazy_read_only(image: Arc<Vec<u8>>, label: &'static str) -> Self {
-        Db { conn: Conn::Lazy(image, RefCell::new(None)), read_only: true, label }
+    pub fn lazy_read_only(image: Arc<Vec<u8>>, label: &'static str, phase: Phase) -> Self {
+        Db { conn: Conn::Lazy(image, RefCell::new(None)), read_only: true, label, phase }
+    }
+
+    /// An SQLite error as a Lua error: a query stopped at the deadline says so.
+    fn sql_error(&self, e: rusqlite::Error, sql: &str) -> mlua::Error {
+        if interrupted(&e) {
+            return mlua::Error::runtime(format!(
+                "{}: time limit exceeded: the query was interrupted (in: {})",
+                self.label,
+                short(sql)
+            ));
+        }
+        mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql)))
     }
 
     /// The underlying connection (opened now if lazy).
@@ -44,6 +60,7 @@ impl Db {
     }
 
     fn conn(&self) -> mlua::Result<Rc<Connection>> {
+        self.phase.check(self.label)?;
         match &self.conn {
             Conn::Open(c) => Ok(c.clone()),
             Conn::Lazy(image, cell) => {
@@ -74,11 +91,9 @@ impl Db {
         let mut stmt = self.prepare(&conn, sql)?;
         let names: Vec<String> = stmt.column_names().map(String::from).collect();
         let params = to_params(args)?;
-        let mut rows = stmt
-            .query(params_from_iter(params))
-            .map_err(|e| mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql))))?;
+        let mut rows = stmt.query(params_from_iter(params)).map_err(|e| self.sql_error(e, sql))?;
         loop {
-            let row = rows.next().map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label)))?;
+            let row = rows.next().map_err(|e| self.sql_error(e, sql))?;
             let Some(row) = row else { break };
             let mut vals = Vec::with_capacity(names.len());
             for i in 0..names.len() {
@@ -190,8 +205,7 @@ impl UserData for Db {
             let conn = this.conn()?;
             let mut stmt = this.prepare(&conn, &sql)?;
             let params = to_params(args)?;
-            stmt.execute(params_from_iter(params))
-                .map_err(|e| mlua::Error::runtime(format!("{}: {e} (in: {})", this.label, short(&sql))))
+            stmt.execute(params_from_iter(params)).map_err(|e| this.sql_error(e, &sql))
         });
         m.add_method("one", |lua, this, (sql, args): (String, MultiValue)| {
             let mut out = Sql::Null;

@@ -15,6 +15,7 @@ pub mod env;
 pub mod host;
 pub mod judge;
 pub mod marks;
+pub mod phase;
 pub mod scan;
 pub mod t;
 

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::ctx::argv_of;
 use super::db::Db;
+use super::phase::Phase;
 use crate::lua::engine::{self, convert};
 use crate::process;
 use crate::record::{Ended, Journal};
@@ -50,6 +51,10 @@ pub struct TParts<'a> {
     pub work_template: Option<&'a Path>,
     /// Every test `t.run_tests` ran, for the run's per-test report.
     pub tests_ran: Rc<RefCell<Vec<TestRun>>>,
+    /// The grading: `t.db`, `t.initial` and `t`'s commands work only during it.
+    pub phase: Phase,
+    /// What check commands and test runners see in the sandbox besides their copy of the tree.
+    pub view: process::View,
 }
 
 /// Build the `t` a check sees.
@@ -89,12 +94,14 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
 
     // The final state, read-only, and the initial one (copied only if asked for).
     let _ = p.conn.pragma_update(None, "query_only", true);
-    t.raw_set("db", Db::read_only(p.conn.clone(), "t.db"))?;
+    t.raw_set("db", Db::read_only(p.conn.clone(), "t.db", p.phase.clone()))?;
     let initial = match &p.initial {
-        Some(image) => Db::lazy_read_only(image.clone(), "t.initial"),
-        None => {
-            Db::read_only(Rc::new(rusqlite::Connection::open_in_memory().map_err(mlua::Error::external)?), "t.initial")
-        }
+        Some(image) => Db::lazy_read_only(image.clone(), "t.initial", p.phase.clone()),
+        None => Db::read_only(
+            Rc::new(crate::sandbox::open_empty().map_err(mlua::Error::external)?),
+            "t.initial",
+            p.phase.clone(),
+        ),
     };
     t.raw_set("initial", initial)?;
     t.raw_set("files", files_table(lua, p.workdir)?)?;
@@ -167,9 +174,11 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
     let make_copy = Rc::new(make_copy);
 
     let mk = make_copy.clone();
+    let (phase, view) = (p.phase.clone(), p.view.clone());
     t.raw_set(
         "run_command",
         lua.create_function(move |lua, spec: Table| {
+            phase.check("t.run_command")?;
             let argv = argv_of(&spec.get::<Value>("cmd")?, "t.run_command")?;
             let timeout = Duration::from_secs_f64(spec.get::<Option<f64>>("timeout_s")?.unwrap_or(60.0).max(0.001));
             let max_output = spec.get::<Option<f64>>("max_output")?.map(|v| v as usize).unwrap_or(CHECK_MAX_OUTPUT);
@@ -178,7 +187,7 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
                 Ok(c) => c,
                 Err(e) => return Ok((Value::Nil, Some(e))),
             };
-            let pspec = process::Spec { argv: &argv, cwd: &copy.0, timeout, max_output, tail };
+            let pspec = process::Spec { argv: &argv, cwd: &copy.0, timeout, max_output, tail, view: &view };
             let limits = engine::limits(lua);
             match limits.blocking(|| process::run(&pspec)) {
                 Ok(out) => {
@@ -190,9 +199,11 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
     )?;
     let mk = make_copy;
     let ran = p.tests_ran.clone();
+    let (phase, view) = (p.phase.clone(), p.view.clone());
     t.raw_set(
         "run_tests",
         lua.create_function(move |lua, spec: Table| {
+            phase.check("t.run_tests")?;
             let runner: Vec<String> = spec.get("runner")?;
             let tests: Vec<String> = spec.get("tests")?;
             let timeout = Duration::from_secs_f64(spec.get::<Option<f64>>("timeout_s")?.unwrap_or(60.0).max(0.001));
@@ -201,7 +212,7 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
                 Err(e) => return Ok((Value::Nil, Some(e))),
             };
             let limits = engine::limits(lua);
-            match limits.blocking(|| run_tests(&copy.0, &runner, &tests, timeout)) {
+            match limits.blocking(|| run_tests(&copy.0, &runner, &tests, timeout, &view)) {
                 Ok(runs) => {
                     ran.borrow_mut().extend(runs.iter().cloned());
                     let v = serde_json::to_value(&runs).map_err(mlua::Error::external)?;

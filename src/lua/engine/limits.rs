@@ -13,6 +13,8 @@ use std::time::Instant;
 
 use mlua::{HookTriggers, Lua, VmState};
 
+use crate::util::watch;
+
 /// How many VM instructions run between two hook calls in normal operation.
 const EVERY: u32 = 1000;
 
@@ -115,8 +117,10 @@ impl Limits {
             });
             stack.len() - 1
         };
+        self.publish();
         let result = f();
         self.stack.borrow_mut().truncate(index);
+        self.publish();
         match self.tripped.get() {
             Some((i, stop)) if i == index => {
                 self.tripped.set(None);
@@ -138,6 +142,18 @@ impl Limits {
                 *d += by;
             }
         }
+        self.publish();
+    }
+
+    /// The earliest deadline on the stack: code running now must be back by then.
+    fn earliest(&self) -> Option<Instant> {
+        self.stack.borrow().iter().filter_map(|s| s.deadline).min()
+    }
+
+    /// Tell code the hook cannot reach (SQLite, the pattern matcher) and the
+    /// run's watchdog when the running code must be back (see `util::watch`).
+    fn publish(&self) {
+        watch::publish(self.earliest());
     }
 
     /// How many times a limit has stopped code in this state.
@@ -159,11 +175,14 @@ impl Limits {
     /// [`Limits::outer_deadline`].
     pub fn blocking<R>(&self, f: impl FnOnce() -> R) -> R {
         let started = Instant::now();
+        // The call has its own timeout: no deadline is published meanwhile.
+        watch::publish(None);
         let r = f();
         let spent = started.elapsed();
         if let Some(last) = self.stack.borrow_mut().last_mut() {
             last.deadline = last.deadline.map(|d| d + spent);
         }
+        self.publish();
         r
     }
 
