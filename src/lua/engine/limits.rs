@@ -193,3 +193,43 @@ impl Limits {
         stack[..n].iter().filter_map(|s| s.deadline).min()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::lua::engine::{StateConfig, limits as state_limits, new_state};
+
+    fn state() -> Lua {
+        let config = StateConfig {
+            suite_dir: std::env::temp_dir(),
+            sources: Default::default(),
+            clock: 0,
+            validate: false,
+        };
+        new_state(config, |_, _| Ok(())).unwrap()
+    }
+
+    /// Run `code` under a 200 ms deadline: it must stop within a few seconds.
+    fn stops(code: &str) {
+        let lua = state();
+        let limits = state_limits(&lua);
+        let started = Instant::now();
+        let seg = Segment { instructions: None, deadline: Some(started + Duration::from_millis(200)) };
+        let f = lua.load(code).into_function().unwrap();
+        let r = limits.guard(&lua, seg, || f.call::<()>(()));
+        assert!(matches!(r, Guarded::Stopped(Stop::Deadline)), "{code}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{code}: took {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn limits_hold_against_pcall_xpcall_and_close() {
+        stops("while true do pcall(function() while true do end end) end");
+        stops("xpcall(error, function() while true do end end)");
+        stops("while true do xpcall(function() while true do end end, function() while true do end end) end");
+        stops("local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end");
+        stops("local x <close> = setmetatable({}, { __close = function() while true do end end }); error('e')");
+        stops("for i = 1, 3 do pcall(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end) end while true do end");
+    }
+}
