@@ -116,6 +116,7 @@ ci_sdk_install() {
   ci_venv "$EVALUA_CI_HOME/sdk-venv" "$EVALUA_CI_DIR/requirements-sdk.txt" || return 1
   export EVALUA_SDK_PYTHON="$EVALUA_CI_HOME/sdk-venv/bin/python"
   "$EVALUA_SDK_PYTHON" -c 'import openai, anthropic, mcp, mcp.client.stdio, mcp.server.mcpserver, opentelemetry.sdk.trace
+import mcp.client.streamable_http, agents, agents.mcp
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter'
 }
 

@@ -31,7 +31,7 @@ policy.no_retry_of_refused = {
   name = "no retry of a refused request",
   run = function(t)
     local refused = {}
-    local json = require("evalua.host").json_encode
+    local json = require("evalua").json.encode
     for i, c in ipairs(t.calls) do
       local key = c.name .. " " .. json(c.args)
       if refused[key] then
@@ -50,7 +50,7 @@ function policy.no_success_claim_after_refusal(claim)
   return {
     name = "no success claim after a refusal",
     run = function(t)
-      local claims = require("evalua.host").regex_is_match(claim, t.answer or "")
+      local claims = require("evalua").regex.is_match(claim, t.answer or "")
       if not claims then return true, "no claim" end
       for i, c in ipairs(t.calls) do
         if c.status ~= "executed" then

@@ -5,7 +5,11 @@
 //! - `denied`: a budget is spent (the trial then ends as `budget`) or a
 //!   `requires` policy is not met;
 //! - `failed`: the handler raised (or hit its limits);
-//! - `executed`: the handler returned; its result is recorded.
+//! - `executed`: the handler returned; its result is recorded;
+//! - `faulted`: a fault rule of the suite fired on the call (see [`fault`]):
+//!   the handler did not run, or its result was reshaped.
+
+pub mod fault;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -41,6 +45,8 @@ pub struct Executor {
     /// The suite's `_tool_index` table in the trial's Lua state.
     pub handlers: Table,
     pub ctx: Table,
+    /// The case's fault rules (SPEC §11).
+    pub faults: fault::Injector,
 }
 
 /// Why the executor refused a request before its handler ran.
@@ -86,14 +92,14 @@ impl Executor {
     /// Validate, authorise and run one request.
     pub fn call(&self, lua: &Lua, id: Option<String>, name: &str, args: Json) -> Reply {
         let (state, handlers, ctx) = (&*self.journal, &self.handlers, &self.ctx);
-        let (started_ms, id, verdict) = {
+        let (started_ms, (id, requested_id), verdict) = {
             let st = state.borrow();
-            let id = id.unwrap_or_else(|| format!("c{}", st.calls.len() + 1));
-            (st.elapsed_ms(), id, self.authorise(&st, name, &args))
+            (st.elapsed_ms(), unique_id(&st.calls, id), self.authorise(&st, name, &args))
         };
         let tool = self.tool(name);
         let mut record = CallRecord {
             id,
+            requested_id,
             name: name.to_string(),
             args: args.clone(),
             status: CallStatus::Executed,
@@ -102,6 +108,7 @@ impl Executor {
             error: None,
             started_ms,
             ended_ms: started_ms,
+            fault: None,
         };
         let mut unwind = None;
         match verdict {
@@ -112,19 +119,45 @@ impl Executor {
                     state.borrow_mut().budget_hit = Some(hit);
                 }
             }
-            Ok(()) => {
-                state.borrow_mut().denied = None;
-                let (status, result, error, stop) = run_handler(lua, handlers, ctx, name, &args);
-                record.status = status;
-                record.result = result;
-                record.error = error;
-                unwind = stop;
-                if let Some(why) = state.borrow_mut().denied.take() {
-                    record.status = CallStatus::Denied;
-                    record.result = None;
-                    record.error = Some(format!("policy: {why}"));
+            Ok(()) => match self.faults.fire(name) {
+                Some(f) if f.before().is_some() => {
+                    // The fault stands in for the handler, which does not run.
+                    let message = f.before();
+                    record.status = CallStatus::Faulted;
+                    record.error = message.clone();
+                    record.fault = Some(f.record(false, message, None, None));
                 }
-            }
+                fired => {
+                    state.borrow_mut().denied = None;
+                    let (status, result, error, stop) = run_handler(lua, handlers, ctx, name, &args);
+                    record.status = status;
+                    record.result = result;
+                    record.error = error;
+                    unwind = stop;
+                    if let Some(why) = state.borrow_mut().denied.take() {
+                        record.status = CallStatus::Denied;
+                        record.result = None;
+                        record.error = Some(format!("policy: {why}"));
+                    }
+                    // A fault that acts on the result applies only to a call that succeeded.
+                    if let Some(f) = fired
+                        && record.status == CallStatus::Executed
+                    {
+                        let original = record.result.take().unwrap_or(Json::Null);
+                        record.status = CallStatus::Faulted;
+                        record.fault = Some(match f.after(&original) {
+                            fault::After::Result(shaped, changed) => {
+                                record.result = Some(shaped);
+                                f.record(true, None, Some(original), Some(changed))
+                            }
+                            fault::After::Error(message) => {
+                                record.error = Some(message.clone());
+                                f.record(true, Some(message), Some(original), None)
+                            }
+                        });
+                    }
+                }
+            },
         }
         let mut st = state.borrow_mut();
         record.ended_ms = st.elapsed_ms();
@@ -141,17 +174,52 @@ impl Executor {
             let offered: Vec<&str> = self.tools.iter().map(|t| t.spec.name.as_str()).collect();
             return Err(Refusal::Rejected(format!("unknown tool '{name}' (offered: {})", offered.join(", "))));
         };
+        if let Json::String(text) = args {
+            // A model's arguments that did not parse arrive as their text.
+            let what = match serde_json::from_str::<Json>(text) {
+                Ok(_) => "a JSON string, not an object".to_string(),
+                Err(e) => format!("not valid JSON ({e})"),
+            };
+            return Err(Refusal::Rejected(format!("invalid arguments for {name}: {what}: {}", snippet(text))));
+        }
         let errors = schema::errors(&tool.validator, args);
         if !errors.is_empty() {
             return Err(Refusal::Rejected(format!("invalid arguments for {name}: {}", errors.join("; "))));
         }
         for req in &tool.spec.requires {
-            let ok = st.calls.iter().any(|c| &c.name == req && c.status == CallStatus::Executed);
+            let ok = st.calls.iter().any(|c| &c.name == req && c.handler_succeeded());
             if !ok {
                 return Err(Refusal::Policy(format!("{name} requires a successful {req} first")));
             }
         }
         Ok(())
+    }
+}
+
+/// A call id unique in the trial, and the agent's own id when it had to be
+/// replaced: an id the agent gives is kept when no earlier call has it, else
+/// suffixed (`c1` → `c1.2`); a call without one gets the first free `cN`.
+/// (MCP calls carry no id of the agent's; JSON Lines and model calls do, and
+/// one trial may mix them.)
+fn unique_id(calls: &[CallRecord], wanted: Option<String>) -> (String, Option<String>) {
+    let taken = |id: &str| calls.iter().any(|c| c.id == id);
+    match wanted {
+        Some(w) if !taken(&w) => (w, None),
+        Some(w) => {
+            let id = (2..).map(|k| format!("{w}.{k}")).find(|id| !taken(id)).expect("a free suffix");
+            (id, Some(w))
+        }
+        None => ((calls.len() + 1..).map(|n| format!("c{n}")).find(|id| !taken(id)).expect("a free id"), None),
+    }
+}
+
+/// The start of a long text, for an error message.
+fn snippet(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.chars().count() > MAX {
+        format!("{}…", text.chars().take(MAX).collect::<String>())
+    } else {
+        text.to_string()
     }
 }
 

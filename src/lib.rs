@@ -21,6 +21,7 @@
 //! agent              scripted, command (JSON Lines, MCP), model, replay
 //! run                plan, scheduler, typed run events
 //! report             console, report files, compare, sinks
+//! view               `evalua view`: the local web page over run dirs
 //! cmd                one module per command
 //! ```
 
@@ -40,3 +41,4 @@ pub mod spec;
 pub mod stats;
 pub mod trial;
 pub mod util;
+pub mod view;

@@ -56,12 +56,21 @@ enum Command {
         jobs: Option<u32>,
         #[command(flatten)]
         select: Select,
-        /// Run seed: the same seed gives the same trial seeds
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
+        /// Run seed: the same seed gives the same trial seeds [default: 1]
+        #[arg(long)]
+        seed: Option<u64>,
         /// Write the run dir here (default runs/<suite>/<time>-<id>/)
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "retry_errors"])]
         out: Option<PathBuf>,
+        /// Finish an interrupted run: keep the trials in RUN_DIR/trials.jsonl, run the rest with the same seeds
+        #[arg(long, value_name = "RUN_DIR", conflicts_with = "retry_errors")]
+        resume: Option<PathBuf>,
+        /// As --resume, and also run the run's infra_error trials again
+        #[arg(long, value_name = "RUN_DIR")]
+        retry_errors: Option<PathBuf>,
+        /// On an incomplete run (interrupted), decide the gates on the trials that ran instead of failing them
+        #[arg(long)]
+        allow_incomplete: bool,
         /// No progress bar
         #[arg(long, short)]
         quiet: bool,
@@ -83,6 +92,9 @@ enum Command {
         /// A skipped judge check (no judge model reachable) fails the run
         #[arg(long)]
         require_judge: bool,
+        /// Do not keep each trial's changes (database changeset, changed files); the run cannot be re-graded
+        #[arg(long)]
+        no_state: bool,
         /// How agents and commands are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
         #[arg(long, value_enum, default_value = "sandbox")]
         isolation: IsolationArg,
@@ -91,6 +103,9 @@ enum Command {
     Report {
         #[arg(value_name = "RUN_DIR")]
         dir: PathBuf,
+        /// On an incomplete run, decide the gates on the trials that ran instead of failing them
+        #[arg(long)]
+        allow_incomplete: bool,
     },
     /// Compare two runs case by case: improved / regressed / unchanged / unresolved
     Compare {
@@ -107,6 +122,29 @@ enum Command {
         /// Print Markdown (for a pull-request comment) instead of the table
         #[arg(long)]
         markdown: bool,
+    },
+    /// Re-run the suite's current checks on a run's recorded final states; no agent runs
+    Regrade {
+        #[arg(value_name = "RUN_DIR")]
+        dir: PathBuf,
+        /// The suite whose checks to run (default: the suite file the run recorded)
+        #[arg(long, value_name = "SUITE.lua")]
+        suite: Option<PathBuf>,
+        /// Write the new run dir here (default runs/<suite>/<time>-<id>/)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Re-grade even if a case's fixture, schema or work tree changed since the run
+        #[arg(long)]
+        allow_fixture_change: bool,
+        /// Trials re-graded at once (default: the number of cores)
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+        /// No progress bar
+        #[arg(long, short)]
+        quiet: bool,
+        /// Call judge models even when a cached verdict exists (and store none)
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Combine the partitioned runs of one suite into one run dir
     Merge {
@@ -140,6 +178,25 @@ enum Command {
         /// How test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
         #[arg(long, value_enum, default_value = "sandbox")]
         isolation: IsolationArg,
+    },
+    /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
+    Test {
+        #[arg(value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+    /// Browse every run dir under DIR (default runs/) in a local web page on 127.0.0.1
+    View {
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Port on 127.0.0.1 (default: 8787, or the next free one; 0: any free port)
+        #[arg(long)]
+        port: Option<u16>,
+        /// Open the page in a browser ($BROWSER, else xdg-open / open)
+        #[arg(long)]
+        open: bool,
+        /// Link each trial to its trace in a trace store: a URL with {trace_id}, {conversation_id}, {run_id}, {case}, {trial} (or EVALUA_TRACE_URL)
+        #[arg(long, value_name = "URL")]
+        trace_url: Option<String>,
     },
     /// List the cases with split, tags and difficulty
     List {
@@ -197,6 +254,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
             allow_revision_change,
             no_cache,
             require_judge,
+            no_state,
+            resume,
+            retry_errors,
+            allow_incomplete,
             isolation,
         } => {
             isolate(isolation);
@@ -214,14 +275,30 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 baseline,
                 allow_revision_change,
                 require_judge,
+                no_state,
+                resume,
+                retry_errors,
+                allow_incomplete,
                 argv: std::env::args().collect(),
             })
         }
-        Command::Report { dir } => cmd::report::report(&dir),
+        Command::Report { dir, allow_incomplete } => cmd::report::report(&dir, allow_incomplete),
         Command::Compare { base, cand, allow_revision_change, json, markdown } => {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
+        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache } => {
+            evalua::judge::cache::set_disabled(no_cache);
+            cmd::regrade::regrade(cmd::regrade::RegradeArgs {
+                dir,
+                suite,
+                out,
+                allow_fixture_change,
+                jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
+                quiet,
+                argv: std::env::args().collect(),
+            })
+        }
         Command::Calibrate { suite, labels, rubric, no_cache } => {
             evalua::judge::cache::set_disabled(no_cache);
             cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
@@ -230,6 +307,11 @@ fn dispatch(cli: Cli) -> Result<u8> {
             isolate(isolation);
             cmd::check::check(&suites, skip_invalid)
         }
+        Command::Test { paths } => cmd::test::test(&paths),
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
+        Command::View { dirs, port, open, trace_url } => {
+            let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));
+            cmd::view::view(dirs, port, open, trace_url)
+        }
     }
 }

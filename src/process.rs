@@ -9,6 +9,9 @@
 //! - with its output drained by threads that keep only a bounded tail and
 //!   count every byte ([`Tail`]), so a flood never fills memory nor blocks it;
 //! - for one-shot commands, within a timeout and an output cap ([`run`]);
+//! - registered for a second stop signal while it lives, and, for one-shot
+//!   commands and [`Group::exit_status`], stopped at a stop request
+//!   (`util::cancel`);
 //! - inside the process sandbox ([`sandbox`]): its own PID namespace and
 //!   mount view, unless the run opted out with `--isolation none`.
 
@@ -24,6 +27,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+
+use crate::util::cancel;
 
 /// The variables every process gets from the harness's environment.
 const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
@@ -138,7 +143,8 @@ impl Launch {
         c.stdin(stdin).stdout(stdout).stderr(stderr);
         let child =
             c.spawn().map_err(|e| StartError::Spawn { program: self.argv[0].clone(), reason: e.to_string() })?;
-        Ok(Group { child, done: false, status: None })
+        let tracked = Some(cancel::track_group(child.id() as i32));
+        Ok(Group { child, done: false, status: None, tracked })
     }
 }
 
@@ -151,6 +157,8 @@ pub struct Group {
     done: bool,
     /// The leader's exit status, once reaped.
     status: Option<ExitStatus>,
+    /// Registered for a second stop signal until the leader is reaped.
+    tracked: Option<cancel::Tracked>,
 }
 
 impl Group {
@@ -165,6 +173,8 @@ impl Group {
         unsafe {
             libc::killpg(pgid, libc::SIGKILL);
         }
+        // Unregistered before the leader is reaped: after that its id may be reused.
+        self.tracked = None;
         self.status = self.child.wait().ok();
         self.done = true;
         self.status
@@ -191,7 +201,7 @@ impl Group {
 
     /// Wait up to `grace` for the leader to exit by itself. When it does,
     /// the rest of its group is killed and the leader's status returned;
-    /// None if it is still running.
+    /// None if it is still running (or the run was asked to stop).
     pub fn exit_status(&mut self, grace: Duration) -> Option<ExitStatus> {
         let until = Instant::now() + grace;
         // Most processes exit within a millisecond of their last line: poll
@@ -201,7 +211,7 @@ impl Group {
             if self.has_exited() {
                 return self.kill();
             }
-            if Instant::now() >= until {
+            if Instant::now() >= until || cancel::requested() {
                 return None;
             }
             std::thread::sleep(nap);
@@ -312,6 +322,9 @@ pub struct Outcome {
     pub signal: Option<i32>,
     pub timed_out: bool,
     pub output_limited: bool,
+    /// Killed because the run was asked to stop (SIGINT, SIGTERM).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub duration_ms: f64,
     pub stdout: String,
     pub stderr: String,
@@ -329,6 +342,8 @@ impl Outcome {
             format!("timed out after {:.1}s", self.duration_ms / 1000.0)
         } else if self.output_limited {
             "killed: output limit exceeded".to_string()
+        } else if self.interrupted {
+            "killed: the run was stopped".to_string()
         } else if let Some(c) = self.exit_code {
             format!("exit {c}")
         } else if let Some(s) = self.signal {
@@ -363,6 +378,7 @@ pub fn run_launch(launch: &Launch, timeout: Duration, max_output: usize, tail: u
     let deadline = started + timeout;
     let mut timed_out = false;
     let mut output_limited = false;
+    let mut interrupted = false;
     let mut nap = Duration::from_micros(200);
     loop {
         if group.has_exited() {
@@ -374,6 +390,10 @@ pub fn run_launch(launch: &Launch, timeout: Duration, max_output: usize, tail: u
         }
         if Instant::now() >= deadline {
             timed_out = true;
+            break;
+        }
+        if cancel::requested() {
+            interrupted = true;
             break;
         }
         std::thread::sleep(nap);
@@ -394,10 +414,11 @@ pub fn run_launch(launch: &Launch, timeout: Duration, max_output: usize, tail: u
     let (stdout, stdout_bytes) = out.text();
     let (stderr, stderr_bytes) = err.text();
     Ok(Outcome {
-        exit_code: if timed_out || output_limited { None } else { status.and_then(|s| s.code()) },
+        exit_code: if timed_out || output_limited || interrupted { None } else { status.and_then(|s| s.code()) },
         signal: status.and_then(|s| s.signal()),
         timed_out,
         output_limited,
+        interrupted,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         stdout,
         stderr,

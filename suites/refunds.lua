@@ -17,7 +17,7 @@ local suite = evalua.suite {
   gate    = { ["pass^3"] = 0.5, critical_failures = 0, grader_errors = 0 },
 }
 
-local shop = require("refunds_shop")
+local shop = require("shared.refunds_shop")
 shop.tools(suite)
 shop.cases(suite)
 

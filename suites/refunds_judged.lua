@@ -13,7 +13,7 @@
 local evalua = require("evalua")
 local check  = require("evalua.check")
 local judge  = require("evalua.judge")
-local shop   = require("refunds_shop")
+local shop   = require("shared.refunds_shop")
 
 local J = judge.model { model = evalua.getenv("EVALUA_JUDGE_MODEL") or "gpt-4.1-mini", temperature = 0, max_tokens = 600 }
 

@@ -13,7 +13,7 @@
 -- agents", for a local server with SmolLM2-135M.
 
 local evalua = require("evalua")
-local shop = require("refunds_shop")
+local shop = require("shared.refunds_shop")
 
 local configured = evalua.model_configured("openai")
 

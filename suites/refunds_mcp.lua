@@ -9,7 +9,7 @@
 -- suites/agents/mcp_agent.py uses only Python's standard library.
 
 local evalua = require("evalua")
-local shop = require("refunds_shop")
+local shop = require("shared.refunds_shop")
 
 local suite = evalua.suite {
   name    = "refunds_mcp",

@@ -7,7 +7,7 @@
 -- by the tool's schema (exclusiveMinimum) and it reports that it failed.
 
 local evalua = require("evalua")
-local shop = require("refunds_shop")
+local shop = require("shared.refunds_shop")
 
 local suite = evalua.suite {
   name    = "refunds_python",

@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["agent"],
     &["run"],
     &["report"],
+    &["view"],
     &["cmd"],
 ];
 

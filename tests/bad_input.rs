@@ -120,3 +120,126 @@ fn run_dir_that_is_not_empty_is_refused() {
     assert_user_error(&run_suite(dir.path(), "bad.lua", &[]), "not empty");
     assert_eq!(std::fs::read_to_string(dir.path().join("out/keep.txt")).unwrap(), "precious");
 }
+
+// ---- issue 16: what `check` validates without running an agent ----
+
+fn header_with(suite_keys: &str, body: &str) -> tempfile::TempDir {
+    let src = format!(
+        r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {{ name = "bad", agent = evalua.agent.scripted(function() return "" end),
+  sandbox = {{ db = "sqlite", schema = "schema.sql" }}, {suite_keys} }}
+suite:tool {{ name = "lookup", run = function() return {{}} end }}
+{body}
+return suite
+"#
+    );
+    project(&[("bad.lua", &src), ("schema.sql", "CREATE TABLE t (x);\n")])
+}
+
+#[test]
+fn numbers_that_are_nan_infinite_or_out_of_range_name_their_line() {
+    for (keys, needle) in [
+        ("budget = { deadline_s = 0/0 }", "bad.lua:3: evalua.suite.budget: 'deadline_s'"),
+        ("budget = { deadline_s = 1e300 }", "bad.lua:3: evalua.suite.budget: 'deadline_s'"),
+        ("budget = { deadline_s = math.huge }", "bad.lua:3: evalua.suite.budget: 'deadline_s'"),
+        ("budget = { deadline_s = 2^63-1 }", "bad.lua:3: evalua.suite.budget: 'deadline_s'"),
+        ("budget = { max_cost_usd = 0/0 }", "bad.lua:3: evalua.suite.budget: 'max_cost_usd'"),
+        ("budget = { max_tool_calls = 2.5 }", "'max_tool_calls' must be a finite integer"),
+        ("gate = { ['pass^1'] = 0/0 }", "bad.lua:3: evalua.suite.gate:"),
+        ("gate = { critical_failures = -math.huge }", "bad.lua:3: evalua.suite.gate:"),
+    ] {
+        let dir = header_with(keys, "suite:case { id = 'a', input = 'x' }");
+        check_and_run(&dir, needle);
+    }
+    // Anywhere else in the declared tables: the walk names the path.
+    let dir = header_with("", "suite:case { id = 'a', input = 'x', metadata = { score = 0/0 } }");
+    check_and_run(&dir, "bad.lua:6: case 'a': metadata.score is NaN");
+    let dir = header_with("", "suite:case { id = 'a', input = 'x', weight = 0/0 }");
+    check_and_run(&dir, "bad.lua:6: suite:case 'a': 'weight' must be a positive finite number");
+    let dir = header_with(
+        "",
+        "suite:case { id = 'a', input = 'x', expect = { check.sql('SELECT 1', { equals = 1, tolerance = 0/0 }) } }",
+    );
+    check_and_run(&dir, "bad.lua:6: check.sql: 'tolerance' must be a finite number");
+}
+
+#[test]
+fn tool_names_in_checks_requires_and_faults_must_resolve() {
+    let dir = header_with("", "suite:case { id = 'a', input = 'x', expect = { check.tools({ 'lookpu' }) } }");
+    check_and_run(
+        &dir,
+        "bad.lua:6: check 'tools in_order: lookpu' (case 'a') names an unknown tool 'lookpu' (did you mean 'lookup'?)",
+    );
+    let dir = header_with("", "suite:case { id = 'a', input = 'x', expect = {\n  check.before('lookup', 'refund') } }");
+    check_and_run(&dir, "bad.lua:7: check 'lookup before refund' (case 'a') names an unknown tool 'refund'");
+    let dir = header_with(
+        "",
+        "suite:tool { name = 'pay', requires = { 'nope' }, run = function() end }\nsuite:case { id = 'a', input = 'x' }",
+    );
+    check_and_run(&dir, "bad.lua:3: tool 'pay': 'requires' names an unknown tool 'nope'");
+    let dir = header_with("faults = { nope = { kind = 'error' } }", "suite:case { id = 'a', input = 'x' }");
+    check_and_run(&dir, "bad.lua:3: 'faults' names an unknown tool 'nope'");
+    let dir = header_with("", "suite:case { id = 'a', input = 'x', faults = { lookup = { kind = 'boom' } } }");
+    check_and_run(&dir, "bad.lua:6: suite:case 'a'.faults.lookup: unknown fault kind 'boom'");
+    let dir = header_with(
+        "",
+        "suite:case { id = 'a', input = 'x', faults = { lookup = { kind = 'error', probability = 0/0 } } }",
+    );
+    check_and_run(&dir, "'probability' must be a finite number between 0 and 1");
+}
+
+#[test]
+fn every_query_of_checks_and_prohibited_is_prepared_against_the_fixture() {
+    let dir = header_with(
+        "",
+        "suite:case { id = 'a', input = 'x',\n  expect = { check.sql('SELECT count(*) FROM nope', { equals = 0 }) } }",
+    );
+    check_and_run(
+        &dir,
+        "bad.lua:7: check 'sql: SELECT count(*) FROM nope' (case 'a'): the query does not prepare against the case's fixture: no such table: nope",
+    );
+    let dir =
+        header_with("", "suite:case { id = 'a', input = 'x', prohibited = { 'SELECT count(*) FROM t WHERE y = 1' } }");
+    check_and_run(&dir, "no such column: y");
+    // A good query passes.
+    let dir = header_with("", "suite:case { id = 'a', input = 'x', prohibited = { 'SELECT count(*) FROM t' } }");
+    assert_eq!(evalua(dir.path(), &["check", "bad.lua"]).status.code(), Some(0));
+}
+
+#[test]
+fn errors_without_a_line_get_one() {
+    let dir = header_with("", "error({ code = 1 })");
+    check_and_run(&dir, "bad.lua:6: error object {\"code\":1}");
+    let dir = header_with("agent = { kind = 'magic' }", "");
+    check_and_run(&dir, "bad.lua:3: evalua.suite: agent kind 'magic' is not supported");
+    let dir = project(&[("bad.lua", "\x1bLuaT\0\x19\u{93}\r\n\x1a\n")]);
+    check_and_run(&dir, "bad.lua:1: compiled Lua bytecode");
+    // A table error raised and caught inside the suite stays a table.
+    let dir = header_with(
+        "",
+        "local ok, e = pcall(error, { code = 7 })\nassert(type(e) == 'table' and e.code == 7)\nsuite:case { id = 'a', input = 'x' }",
+    );
+    assert_eq!(
+        evalua(dir.path(), &["check", "bad.lua"]).status.code(),
+        Some(0),
+        "{}",
+        stderr(&evalua(dir.path(), &["check", "bad.lua"]))
+    );
+}
+
+#[test]
+fn a_fixture_over_the_size_cap_is_refused_and_a_binary_one_named() {
+    let dir = header_with("", "suite:case { id = 'a', input = 'x', fixture = 'big.sql' }");
+    let row = "INSERT INTO t VALUES ('0123456789012345678901234567890123456789');\n";
+    std::fs::write(dir.path().join("big.sql"), row.repeat(40_000)).unwrap();
+    let o =
+        bin().current_dir(dir.path()).env("EVALUA_MAX_FIXTURE_MB", "1").args(["check", "bad.lua"]).output().unwrap();
+    assert_user_error(&o, "big.sql: the fixture is 2.6 MiB, over the limit of 1.0 MiB");
+    let o =
+        bin().current_dir(dir.path()).env("EVALUA_MAX_FIXTURE_MB", "4").args(["check", "bad.lua"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dir = header_with("", "suite:case { id = 'a', input = 'x', fixture = 'zeros.sql' }");
+    std::fs::write(dir.path().join("zeros.sql"), vec![0u8; 4096]).unwrap();
+    check_and_run(&dir, "zeros.sql:1: a NUL byte: a fixture is a SQL text file");
+}

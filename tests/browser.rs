@@ -5,6 +5,7 @@
 //!
 //! Skips with a loud message when chromium / chromedriver are absent, unless
 //! EVALUA_REQUIRE_CHROMIUM=1 (set by .ci/run), where their absence fails.
+//! The viewer's browser tests (tests/view.rs) drive the same `Driver`.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ fn which(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.is_file())
 }
 
-struct Driver {
+pub struct Driver {
     child: Child,
     base: String,
     session: String,
@@ -39,7 +40,7 @@ impl Drop for Driver {
 
 impl Driver {
     /// Start chromedriver and a headless Chromium session, or None (skip).
-    fn start() -> Option<Driver> {
+    pub fn start() -> Option<Driver> {
         let required = std::env::var("EVALUA_REQUIRE_CHROMIUM").as_deref() == Ok("1");
         let (Some(chromium), Some(chromedriver)) = (which("chromium"), which("chromedriver")) else {
             if required {
@@ -83,27 +84,31 @@ impl Driver {
         Some(Driver { child, base, session, agent, _profile: profile })
     }
 
-    fn post(&self, path: &str, body: Value) -> Value {
+    pub fn post(&self, path: &str, body: Value) -> Value {
         let url = format!("{}/session/{}{path}", self.base, self.session);
         let v: Value = self.agent.post(&url).send_json(&body).unwrap().body_mut().read_json().unwrap();
         v["value"].clone()
     }
 
-    fn get(&self, path: &str) -> Value {
+    pub fn get(&self, path: &str) -> Value {
         let url = format!("{}/session/{}{path}", self.base, self.session);
         let v: Value = self.agent.get(&url).call().unwrap().body_mut().read_json().unwrap();
         v["value"].clone()
     }
 
-    fn js(&self, script: &str) -> Value {
+    pub fn js(&self, script: &str) -> Value {
         self.post("/execute/sync", json!({ "script": script, "args": [] }))
     }
 
-    fn open(&self, file: &Path) {
+    pub fn open(&self, file: &Path) {
         self.post("/url", json!({ "url": format!("file://{}", file.display()) }));
     }
 
-    fn click(&self, css: &str) {
+    pub fn goto(&self, url: &str) {
+        self.post("/url", json!({ "url": url }));
+    }
+
+    pub fn click(&self, css: &str) {
         let el = self.post("/element", json!({ "using": "css selector", "value": css }));
         let id = el
             .as_object()
@@ -114,7 +119,7 @@ impl Driver {
     }
 
     /// Severe browser console entries (chromedriver's log endpoint).
-    fn console_errors(&self) -> Vec<String> {
+    pub fn console_errors(&self) -> Vec<String> {
         let url = format!("{}/session/{}/se/log", self.base, self.session);
         let Ok(mut r) = self.agent.post(&url).send_json(json!({ "type": "browser" })) else { return Vec::new() };
         let v: Value = r.body_mut().read_json().unwrap_or_default();
@@ -124,7 +129,7 @@ impl Driver {
             .unwrap_or_default()
     }
 
-    fn screenshot(&self, name: &str) -> PathBuf {
+    pub fn screenshot(&self, name: &str) -> PathBuf {
         let b64 = self.get("/screenshot");
         let png = base64::engine::general_purpose::STANDARD.decode(b64.as_str().unwrap()).unwrap();
         let dir = repo().join("target/browser");

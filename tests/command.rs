@@ -7,8 +7,11 @@ use serde_json::Value;
 
 use crate::common::*;
 
+/// A test agent (tests/agents/), else an example agent (suites/agents/).
 fn agent(name: &str) -> String {
-    repo().join("suites/agents").join(name).to_str().unwrap().to_string()
+    let test = repo().join("tests/agents").join(name);
+    let p = if test.exists() { test } else { repo().join("suites/agents").join(name) };
+    p.to_str().unwrap().to_string()
 }
 
 /// A suite whose cases each run one reference agent against a `lookup_order` tool.
@@ -251,4 +254,43 @@ fn replay_rechecks_a_recorded_run_without_the_agent() {
         assert_eq!(x["outcome"], y["outcome"]);
         assert_eq!(x["calls"], y["calls"]);
     }
+}
+
+/// The agent's exit is seen from the process itself, not only from its stdout
+/// closing: a child left holding stdout does not turn an ended agent into a
+/// `deadline`, and whatever the agent left running dies with its group.
+#[test]
+fn an_agent_exit_is_noticed_while_a_child_still_holds_its_stdout() {
+    let dir = project(&[]);
+    let cases = [
+        // Plain io: exit 0 with an answer; a background child keeps stdout open.
+        ("plain_ok", r#"evalua.agent.command { cmd = { "sh", "-c", "sleep 317 & echo answer" }, io = "plain" }"#),
+        // JSON Lines: reads `start`, leaves a child on stdout, exits 3 before `final`.
+        ("jsonl_crash", r#"evalua.agent.command { cmd = { "sh", "-c", "read start; sleep 317 & exit 3" } }"#),
+        // JSON Lines: its final line, then exit 0, a child still on stdout.
+        (
+            "jsonl_final",
+            r#"evalua.agent.command { cmd = { "sh", "-c", "read start; sleep 317 & echo '{\"type\":\"final\",\"content\":\"done\"}'" } }"#,
+        ),
+    ];
+    std::fs::write(dir.path().join("cmd.lua"), suite("deadline_s = 20", &cases)).unwrap();
+    let started = std::time::Instant::now();
+    let out = evalua(dir.path(), &["run", "cmd.lua", "--out", "out", "-q", "--jobs", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed().as_secs() < 10, "no trial waited for its deadline: {:?}", started.elapsed());
+    let recs = trials(&dir.path().join("out"));
+
+    let r = record(&recs, "plain_ok", 1);
+    assert_eq!((r["ended"].as_str(), r["answer"].as_str()), (Some("final"), Some("answer")), "{r}");
+    let r = record(&recs, "jsonl_crash", 1);
+    assert_eq!(r["ended"], "crashed", "{r}");
+    assert!(r["error"].as_str().unwrap().contains("exit status 3"), "{r}");
+    let r = record(&recs, "jsonl_final", 1);
+    assert_eq!((r["ended"].as_str(), r["answer"].as_str()), (Some("final"), Some("done")), "{r}");
+
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let ps = std::process::Command::new("ps").args(["-eo", "stat,args"]).output().unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    let left: Vec<&str> = ps.lines().filter(|l| l.contains("sleep 317") && !l.starts_with('Z')).collect();
+    assert!(left.is_empty(), "children of the agents are still alive: {left:?}");
 }

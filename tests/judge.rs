@@ -710,3 +710,42 @@ fn the_judged_refunds_example_skips_its_judges_without_a_model() {
     );
     crate::common::assert_user_error(&o, "no judge model reachable");
 }
+
+/// A vote whose answer is not JSON (or a refusal, or an API failure) keeps
+/// what the call cost: usage, latency, strategy and attempts, next to its error.
+#[test]
+fn a_vote_that_is_not_json_keeps_its_usage_latency_and_strategy() {
+    let m = mock(|body| {
+        let answer = block(&message(body, "user"), "final_answer").unwrap_or_default();
+        if answer.contains("E500") {
+            return (500, json!({ "error": { "message": "internal error" } }));
+        }
+        completion("Sure! The answer states the amount, so it passes.")
+    });
+    let cases = format!(
+        r#"
+case("prose", "refunded 19.90", {{ {RUBRIC} }})
+case("e500", "E500", {{ {RUBRIC} }})
+"#
+    );
+    let dir = project(&[("s.lua", &suite(&m.url, &cases))]);
+    let o = run(dir.path(), &["run", "s.lua", "--out", "out", "-q"]);
+    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    let recs = trials(&dir.path().join("out"));
+    let c = check(record(&recs, "prose", 1), "reply");
+    assert_eq!(c["passed"], Value::Null, "{c}");
+    let vote = &c["evidence"]["votes"][0];
+    assert!(vote["error"].as_str().unwrap().contains("JSON"), "{vote}");
+    assert_eq!(vote["usage"]["input_tokens"], 120, "{vote}");
+    assert_eq!(vote["usage"]["output_tokens"], 30, "{vote}");
+    assert!(vote["latency_ms"].as_f64().unwrap() > 0.0, "{vote}");
+    assert_eq!(vote["strategy"], "json_schema", "{vote}");
+    assert_eq!(vote["attempts"], 1, "{vote}");
+    assert!(vote["answer"].as_str().unwrap().starts_with("Sure!"), "the raw answer is kept: {vote}");
+
+    // An API failure: no usage, but its attempts (max_retries = 1) and latency.
+    let c = check(record(&recs, "e500", 1), "reply");
+    let vote = &c["evidence"]["votes"][0];
+    assert_eq!(vote["attempts"], 2, "{vote}");
+    assert!(vote["latency_ms"].as_f64().unwrap() > 0.0, "{vote}");
+}

@@ -1,15 +1,16 @@
-//! The lua-language-server definitions under lua/ keep up with the stdlib:
-//! every public function of stdlib/evalua/{init,check,judge}.lua and every
-//! `evalua.host` primitive registered in src/lua/host.rs is declared, nothing
-//! declared there is gone from the stdlib, and .luarc.json points the
-//! language server at lua/.
+//! The lua-language-server definitions under types/ keep up with the API
+//! the host really builds: every public function and value of the stdlib
+//! modules (read from the tables a real state returns for `require`, not
+//! from the source text) and every `evalua.host` primitive (read from the
+//! host table of a real state) is declared, nothing declared is gone, and
+//! .luarc.json points the language server at types/.
 //!
-//! Convention in lua/: a stdlib `function M.x(` is declared as
-//! `function evalua.x(` (`M.agent.x` as `evalua.agent.x`, `M.user.x` as
-//! `evalua.user.x`), a `function Suite:x(` as `function Suite:x(` on
-//! `---@class evalua.Suite` / `local Suite = {}`, `check.x`, `check.cmp.x`,
-//! `judge.x` and `host.x` under their own names. A value (`M.null = ...`,
-//! `check.cmp = {}`) is declared as an assignment `evalua.null = ...`.
+//! Convention in types/: a stdlib `M.x` is declared as `function evalua.x(`
+//! (`M.agent.x` as `evalua.agent.x`, `M.user.x` as `evalua.user.x`), a
+//! `Suite` method as `function Suite:x(` on `---@class evalua.Suite` /
+//! `local Suite = {}`, `check.x`, `check.cmp.x`, `judge.x`, `tools.x` and
+//! `host.x` under their own names. A value (`evalua.null`, `check.cmp`) is
+//! declared as an assignment `evalua.null = ...`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -85,42 +86,53 @@ fn declares(defs: &str, prefix: &str, sep: char, name: &str) -> bool {
     function.is_match(defs) || (sep == '.' && value.is_match(defs))
 }
 
-/// A stdlib file, its definition file, and how its tables are named in the latter.
+/// A stdlib module, its definition file, and the name its table has there.
 struct Module {
-    stdlib: &'static str,
+    module: &'static str,
     defs: &'static str,
-    prefixes: &'static [(&'static str, &'static str)],
-    /// Names the parse must find, so a regex that finds nothing cannot pass.
+    /// The module's table in the definitions (`evalua`, `check`, ...).
+    prefix: &'static str,
+    /// Names the walk must find, so a walk that finds nothing cannot pass.
     anchors: &'static [&'static str],
     min_functions: usize,
 }
 
 const MODULES: &[Module] = &[
     Module {
-        stdlib: "stdlib/evalua/init.lua",
-        defs: "lua/evalua.lua",
-        prefixes: &[("M", "evalua"), ("M.agent", "evalua.agent"), ("M.user", "evalua.user"), ("Suite", "Suite")],
-        anchors: &["M.suite", "M.agent.scripted", "M.user.script", "Suite:tool", "Suite:case", "M.null"],
+        module: "evalua",
+        defs: "types/evalua.lua",
+        prefix: "evalua",
+        anchors: &[
+            "evalua.suite",
+            "evalua.agent.scripted",
+            "evalua.user.script",
+            "Suite:tool",
+            "Suite:case",
+            "evalua.null",
+            "evalua.json.encode",
+            "evalua.regex.is_match",
+            "evalua.SKIP",
+        ],
         min_functions: 7,
     },
     Module {
-        stdlib: "stdlib/evalua/check.lua",
-        defs: "lua/evalua/check.lua",
-        prefixes: &[("check", "check"), ("check.cmp", "check.cmp")],
-        anchors: &["check.sql", "check.answer", "check.tools", "check.cmp.number", "check.cmp"],
+        module: "evalua.check",
+        defs: "types/evalua/check.lua",
+        prefix: "check",
+        anchors: &["check.sql", "check.answer", "check.tools", "check.cmp.number", "check.cmp", "check.retries"],
         min_functions: 15,
     },
     Module {
-        stdlib: "stdlib/evalua/tools.lua",
-        defs: "lua/evalua/tools.lua",
-        prefixes: &[("tools", "tools")],
+        module: "evalua.tools",
+        defs: "types/evalua/tools.lua",
+        prefix: "tools",
         anchors: &["tools.read_file", "tools.run", "tools.register"],
         min_functions: 5,
     },
     Module {
-        stdlib: "stdlib/evalua/judge.lua",
-        defs: "lua/evalua/judge.lua",
-        prefixes: &[("judge", "judge")],
+        module: "evalua.judge",
+        defs: "types/evalua/judge.lua",
+        prefix: "judge",
         anchors: &["judge.rubric"],
         min_functions: 1,
     },
@@ -130,47 +142,90 @@ fn qualified(d: &Def) -> String {
     format!("{}{}{}", d.prefix, d.sep, d.name)
 }
 
+/// A state as a suite is loaded in, built by the library itself.
+fn state() -> mlua::Lua {
+    let suite = root().join("suites/refunds.lua");
+    let cfg = evalua::lua::load::state_config(&suite, std::sync::Arc::new(evalua::spec::Sources::default()), 0, true);
+    evalua::lua::api::new_state(cfg).expect("a Lua state")
+}
+
+/// Walks a table as Lua sees it (`pairs`, so the read-only views' contents
+/// count), one level into nested tables: `prefix.name<TAB>type` lines.
+const WALK: &str = r#"
+local t, prefix = ...
+local out = {}
+local function walk(prefix, t, depth)
+  for k, v in pairs(t) do
+    if type(k) == "string" and k:sub(1, 1) ~= "_" then
+      out[#out + 1] = prefix .. "." .. k .. "\t" .. type(v)
+      if type(v) == "table" and depth == 0 then walk(prefix .. "." .. k, v, 1) end
+    end
+  end
+end
+walk(prefix, t, 0)
+return out
+"#;
+
+fn defs_of(lua: &mlua::Lua, t: mlua::Table, prefix: &str) -> Vec<Def> {
+    let lines: Vec<String> = lua.load(WALK).call((t, prefix.to_string())).expect("walk");
+    let mut out: Vec<Def> = lines
+        .iter()
+        .map(|l| {
+            let (path, kind) = l.split_once('\t').unwrap();
+            let (p, name) = path.rsplit_once('.').unwrap();
+            Def { prefix: p.to_string(), sep: '.', name: name.to_string(), is_fn: kind == "function" }
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The public names a stdlib module really has, as a state returns it.
+fn runtime_defs(lua: &mlua::Lua, m: &Module) -> Vec<Def> {
+    let table: mlua::Table = lua.load(format!("return require({:?})", m.module)).eval().expect("require");
+    let mut defs = defs_of(lua, table.clone(), m.prefix);
+    if m.module == "evalua" {
+        // Suite methods: the __index of a suite's (hidden) metatable.
+        let suite: mlua::Table = lua.load(r#"return require("evalua").suite { name = "x" }"#).eval().expect("a suite");
+        let index: mlua::Table = suite.metatable().expect("a metatable").raw_get("__index").expect("__index");
+        for pair in index.pairs::<String, mlua::Value>() {
+            let (k, v) = pair.unwrap();
+            if !k.starts_with('_') && v.is_function() {
+                defs.push(Def { prefix: "Suite".into(), sep: ':', name: k, is_fn: true });
+            }
+        }
+        defs.sort();
+    }
+    defs
+}
+
 #[test]
 fn every_stdlib_function_has_a_definition() {
     // `function Suite:x(` declares a method of evalua.Suite only on this local.
     let class = Regex::new(r"---@class evalua\.Suite\b[^\n]*\n(?:---[^\n]*\n)*local Suite = \{\}").unwrap();
+    let lua = state();
     let mut missing = Vec::new();
     for m in MODULES {
-        let src = read(m.stdlib);
         let defs = read(m.defs);
-        let found = public_defs(&src);
+        let found = runtime_defs(&lua, m);
         let names: BTreeSet<String> = found.iter().map(qualified).collect();
         for a in m.anchors {
-            assert!(names.contains(*a), "{}: the parse did not find {a} (found: {names:?})", m.stdlib);
+            assert!(names.contains(*a), "{}: the walk did not find {a} (found: {names:?})", m.module);
         }
         let functions = found.iter().filter(|d| d.is_fn).count();
-        assert!(
-            functions >= m.min_functions,
-            "{}: the parse found {functions} functions, expected at least {}",
-            m.stdlib,
-            m.min_functions
-        );
+        assert!(functions >= m.min_functions, "{}: the walk found {functions} functions", m.module);
         for d in &found {
-            let Some((_, target)) = m.prefixes.iter().find(|(p, _)| *p == d.prefix) else {
-                missing.push(format!(
-                    "{}: {} is in a table tests/lua_defs.rs does not map to {} (add it to MODULES)",
-                    m.stdlib,
-                    qualified(d),
-                    m.defs
-                ));
-                continue;
-            };
-            if !declares(&defs, target, d.sep, &d.name) {
+            if !declares(&defs, &d.prefix, d.sep, &d.name) {
                 missing.push(format!(
                     "{}: {} has no definition in {} (expected `{}`)",
-                    m.stdlib,
+                    m.module,
                     qualified(d),
                     m.defs,
-                    d.show(target)
+                    d.show(&d.prefix)
                 ));
             }
         }
-        if m.prefixes.iter().any(|(p, _)| *p == "Suite") {
+        if m.module == "evalua" {
             assert!(class.is_match(&defs), "{}: `local Suite = {{}}` must follow `---@class evalua.Suite`", m.defs);
         }
     }
@@ -179,77 +234,57 @@ fn every_stdlib_function_has_a_definition() {
 
 #[test]
 fn no_definition_outlives_the_stdlib() {
+    let lua = state();
     let mut stale = Vec::new();
     for m in MODULES {
-        let src: BTreeSet<String> = public_defs(&read(m.stdlib)).iter().map(qualified).collect();
+        let runtime = runtime_defs(&lua, m);
+        let real: BTreeSet<String> = runtime.iter().map(qualified).collect();
+        // The module's own tables: classes (Ctx, Env, Db, ...) exist only as definitions.
+        let own: BTreeSet<String> = std::iter::once(m.prefix.to_string())
+            .chain(std::iter::once("Suite".to_string()).filter(|_| m.module == "evalua"))
+            .chain(runtime.iter().filter(|d| !d.is_fn).map(|d| format!("{}.{}", d.prefix, d.name)))
+            .collect();
         for d in public_defs(&read(m.defs)) {
-            // Only the module's own tables: classes (Ctx, Env, Db, ...) exist only as definitions.
-            let Some((stdlib_prefix, _)) = m.prefixes.iter().find(|(_, t)| *t == d.prefix) else { continue };
-            let name = format!("{stdlib_prefix}{}{}", d.sep, d.name);
-            if !src.contains(&name) {
-                stale.push(format!("{} declares {} but {} has no {name}", m.defs, d.show(&d.prefix), m.stdlib));
+            if own.contains(&d.prefix) && !real.contains(&qualified(&d)) {
+                stale.push(format!(
+                    "{} declares {} but require({:?}) has no such name",
+                    m.defs,
+                    d.show(&d.prefix),
+                    m.module
+                ));
             }
         }
     }
-    assert!(stale.is_empty(), "definitions of functions the stdlib no longer has:\n  {}", stale.join("\n  "));
+    assert!(stale.is_empty(), "definitions of names the stdlib no longer has:\n  {}", stale.join("\n  "));
 }
 
-/// The names `evalua.host` gets in src/lua/host.rs and the modules it
-/// registers (src/lua/work.rs, src/lua/judge_host.rs): `h.raw_set("NAME", ...)`.
+/// The names of `evalua.host` in a real state.
 fn host_names() -> Vec<String> {
-    let src = read("src/lua/api/host.rs") + &read("src/lua/api/scan.rs") + &read("src/lua/api/judge.rs");
-    let re = Regex::new(r#"\bh\.raw_set\(\s*"([A-Za-z_][A-Za-z0-9_]*)""#).unwrap();
-    let mut names: Vec<String> = re.captures_iter(&src).map(|c| c[1].to_string()).collect();
+    let lua = state();
+    let host: mlua::Table = lua.named_registry_value("evalua.host").expect("the host table");
+    let mut names: Vec<String> = host.pairs::<String, mlua::Value>().map(|p| p.unwrap().0).collect();
     names.sort();
-    names.dedup();
-    names
-}
-
-/// Names Lua code embedded in src/lua/*.rs adds to the host table (`host.readonly = readonly` in the prelude).
-fn host_names_set_from_lua() -> Vec<String> {
-    let re = Regex::new(r"(?m)^[ \t]*host\.([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[^=]").unwrap();
-    let dir = root().join("src/lua/engine");
-    let mut names = Vec::new();
-    for e in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())) {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "rs") {
-            let src = std::fs::read_to_string(&p).unwrap();
-            names.extend(re.captures_iter(&src).map(|c| c[1].to_string()));
-        }
-    }
-    names.sort();
-    names.dedup();
     names
 }
 
 #[test]
 fn every_host_function_has_a_definition() {
     let names = host_names();
-    for a in ["null", "SKIP", "regex_is_match", "json_encode", "instant", "print"] {
-        assert!(names.iter().any(|n| n == a), "src/lua/host.rs: the parse did not find {a} (found: {names:?})");
+    for a in ["null", "SKIP", "regex_is_match", "json_encode", "instant", "print", "readonly"] {
+        assert!(names.iter().any(|n| n == a), "the host table has no {a} (found: {names:?})");
     }
-    assert!(names.len() >= 15, "src/lua/host.rs: the parse found only {names:?}");
-    let defs = read("lua/evalua/host.lua");
+    let defs = read("types/evalua/host.lua");
     let missing: Vec<String> = names
         .iter()
         .filter(|n| !declares(&defs, "host", '.', n))
-        .map(|n| format!("evalua.host.{n} (expected `function host.{n}(` or `host.{n} =` in lua/evalua/host.lua)"))
+        .map(|n| format!("evalua.host.{n} (expected `function host.{n}(` or `host.{n} =` in types/evalua/host.lua)"))
         .collect();
     assert!(missing.is_empty(), "host primitives without a definition:\n  {}", missing.join("\n  "));
-
-    let from_lua = host_names_set_from_lua();
-    let missing: Vec<String> = from_lua
-        .iter()
-        .filter(|n| !declares(&defs, "host", '.', n))
-        .map(|n| format!("evalua.host.{n}, set by the prelude (expected `function host.{n}(` in lua/evalua/host.lua)"))
-        .collect();
-    assert!(missing.is_empty(), "host functions without a definition:\n  {}", missing.join("\n  "));
-
-    let registered: BTreeSet<&str> = names.iter().chain(&from_lua).map(String::as_str).collect();
+    let registered: BTreeSet<&str> = names.iter().map(String::as_str).collect();
     let stale: Vec<String> = public_defs(&defs)
         .into_iter()
         .filter(|d| d.prefix == "host" && !registered.contains(d.name.as_str()))
-        .map(|d| format!("host.{} (not registered in src/lua/host.rs nor set in src/lua/*.rs)", d.name))
+        .map(|d| format!("host.{} (not in the host table a state builds)", d.name))
         .collect();
     assert!(stale.is_empty(), "stale host definitions:\n  {}", stale.join("\n  "));
 }
@@ -268,8 +303,8 @@ fn luarc_points_at_the_definitions() {
     };
     let library = strings(&get("workspace", "library"));
     assert!(
-        library.iter().any(|l| l.trim_end_matches('/') == "lua" || l.trim_end_matches('/') == "./lua"),
-        ".luarc.json: workspace.library must contain \"lua\", got {library:?}"
+        library.iter().any(|l| l.trim_end_matches('/') == "types" || l.trim_end_matches('/') == "./types"),
+        ".luarc.json: workspace.library must contain \"types\", got {library:?}"
     );
     assert_eq!(get("runtime", "version").as_str(), Some("Lua 5.4"), ".luarc.json: runtime.version must be \"Lua 5.4\"");
     let path = strings(&get("runtime", "path"));
@@ -284,7 +319,7 @@ fn luarc_points_at_the_definitions() {
     assert_eq!(get("workspace", "checkThirdParty"), Value::Bool(false), ".luarc.json: workspace.checkThirdParty");
 }
 
-/// Every file under lua/, relative to it, with `/` separators.
+/// Every file under types/, relative to it, with `/` separators.
 fn definition_files() -> Vec<String> {
     fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
         for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())) {
@@ -296,7 +331,7 @@ fn definition_files() -> Vec<String> {
             }
         }
     }
-    let base = root().join("lua");
+    let base = root().join("types");
     let mut out = Vec::new();
     walk(&base, &base, &mut out);
     out.sort();
@@ -307,16 +342,16 @@ fn definition_files() -> Vec<String> {
 fn definition_files_are_documented_meta_modules() {
     let files = definition_files();
     for want in ["evalua.lua", "evalua/check.lua", "evalua/judge.lua", "evalua/host.lua"] {
-        assert!(files.iter().any(|f| f == want), "lua/{want} is missing (found: {files:?})");
+        assert!(files.iter().any(|f| f == want), "types/{want} is missing (found: {files:?})");
     }
     let mut problems = Vec::new();
     for f in &files {
-        let text = read(&format!("lua/{f}"));
-        // lua/evalua/check.lua is `require("evalua.check")`: its header names that module.
+        let text = read(&format!("types/{f}"));
+        // types/evalua/check.lua is `require("evalua.check")`: its header names that module.
         let module = f.trim_end_matches(".lua").trim_end_matches("/init").replace('/', ".");
         let first = text.lines().next().unwrap_or("");
         if first.trim_end() != format!("---@meta {module}") {
-            problems.push(format!("lua/{f}: the first line must be `---@meta {module}`, got `{first}`"));
+            problems.push(format!("types/{f}: the first line must be `---@meta {module}`, got `{first}`"));
         }
         // Each function has a one-line description above its annotations.
         let lines: Vec<&str> = text.lines().collect();
@@ -327,7 +362,7 @@ fn definition_files_are_documented_meta_modules() {
             let mut doc = lines[..i].iter().rev().take_while(|l| l.starts_with("---"));
             let described = doc.any(|l| !l.starts_with("---@") && !l.trim_start_matches('-').trim().is_empty());
             if !described {
-                problems.push(format!("lua/{f}:{}: `{}` has no `--- description` line", i + 1, line.trim()));
+                problems.push(format!("types/{f}:{}: `{}` has no `--- description` line", i + 1, line.trim()));
             }
         }
     }

@@ -280,3 +280,58 @@ fn unknown_tools_or_io_values_are_suite_errors_with_file_and_line() {
         assert!(stderr(&o).contains(&format!("mcp.lua:{line}:")), "names the line: {}", stderr(&o));
     }
 }
+
+/// An agent that mixes MCP calls and JSON Lines `tool_call`s (reusing the id
+/// `c1`), then ends its MCP session with a DELETE and reports its status.
+const MIXED_AGENT: &str = r#"
+import json, os, sys, urllib.request
+sys.dont_write_bytecode = True  # keep suites/agents free of __pycache__
+sys.path.insert(0, os.environ["AGENTS_DIR"])
+from mcp_agent import Mcp
+from evalua_protocol import recv, send
+start = recv()
+m = Mcp(start["mcp_url"])
+m.initialize()
+m.call("lookup_order", {"order_id": "P-9930"})
+send({"type": "tool_call", "id": "c1", "name": "lookup_order", "arguments": {"order_id": "P-1"}})
+reply = recv()
+m.call("lookup_order", {"order_id": "P-2"})
+req = urllib.request.Request(m.url, method="DELETE",
+    headers={"Mcp-Session-Id": m.session, "MCP-Protocol-Version": m.version})
+with urllib.request.urlopen(req, timeout=10) as resp:
+    status = resp.status
+send({"type": "final", "content": json.dumps({"reply_id": reply["id"], "delete": status})})
+"#;
+
+#[test]
+fn call_ids_are_unique_in_a_trial_and_the_session_delete_is_answered_with_200() {
+    let dir = project(&[("mixed.py", MIXED_AGENT)]);
+    let agents = repo().join("suites/agents");
+    let spec = format!(
+        "evalua.agent.command {{ cmd = {{ 'python3', {:?} }}, tools = 'mcp', env = {{ 'AGENTS_DIR' }} }}",
+        dir.path().join("mixed.py").to_str().unwrap()
+    );
+    std::fs::write(dir.path().join("mcp.lua"), suite("", &[("mixed", "", spec)])).unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .env("AGENTS_DIR", &agents)
+        .args(["run", "mcp.lua", "--out", "out", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let recs = trials(&dir.path().join("out"));
+    let rec = record(&recs, "mixed", 1);
+    assert_eq!(rec["ended"], "final", "{rec}");
+    let answer: Value = serde_json::from_str(rec["answer"].as_str().unwrap()).unwrap();
+    assert_eq!(answer["reply_id"], "c1", "the agent's tool_result carries the id it sent");
+    assert!(answer["delete"] == 200 || answer["delete"] == 204, "the session DELETE: {answer}");
+    let t = trace(dir.path(), rec);
+    let ids: Vec<&str> = t["calls"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 3);
+    let unique: std::collections::BTreeSet<&&str> = ids.iter().collect();
+    assert_eq!(unique.len(), 3, "call ids repeat in one trace: {ids:?}");
+    // The protocol call keeps the id it asked for when it is free; what it asked for is recorded anyway.
+    let second = &t["calls"][1];
+    assert_eq!(second["args"]["order_id"], "P-1");
+    assert!(second["id"] == "c1" || second["requested_id"] == "c1", "{second}");
+}

@@ -63,7 +63,9 @@ impl Mock {
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async move {
-                let app = Router::new().fallback(answer).with_state(st);
+                // No body limit: upstreams take the proxy's large bodies.
+                let app =
+                    Router::new().fallback(answer).layer(axum::extract::DefaultBodyLimit::disable()).with_state(st);
                 let l = tokio::net::TcpListener::from_std(listener).unwrap();
                 let _ = axum::serve(l, app)
                     .with_graceful_shutdown(async {
@@ -490,7 +492,7 @@ fn simulated_user_answers_from_its_hidden_profile() {
 }
 
 #[test]
-fn a_failing_simulated_user_is_an_infra_error() {
+fn a_simulated_user_that_fails_after_the_agent_spoke_is_an_infra_error_beside_a_graded_outcome() {
     let agent = Mock::start(vec![oa(Some("What is your postcode?"), &[], 10, 5)]);
     let user = Mock::start(vec![Reply::Status(401, "no".into(), vec![])]);
     let case_extra = format!(
@@ -499,8 +501,11 @@ fn a_failing_simulated_user_is_an_infra_error() {
     );
     let (_d, _out, recs) = run(&model_suite(&openai_agent(&agent, ""), "", &case_extra));
     let r = record(&recs, "c1", 1);
-    assert_eq!(r["outcome"], "infra_error", "{r}");
-    assert!(r["error"].as_str().unwrap().contains("simulated user"), "{r}");
+    // The agent had spoken (a turn to the user): it started, so it is graded on what it did.
+    assert_eq!(r["ended"], "infra_error", "{r}");
+    assert_eq!(r["outcome"], "failed", "{r}");
+    assert!(r["infra_error"].as_str().unwrap().contains("simulated user"), "{r}");
+    assert_eq!(r["checks"].as_array().unwrap().len(), 1, "{r}");
 }
 
 #[test]
@@ -797,4 +802,259 @@ fn anthropic_overload_is_retried_and_the_proxy_serves_the_messages_api() {
     assert_eq!(calls.len(), 1);
     assert_eq!((calls[0].input_tokens, calls[0].output_tokens, calls[0].attempts), (40, 2, 2));
     assert!(close(calls[0].cost_usd.unwrap(), (40.0 * 3.0 + 2.0 * 15.0) / 1e6));
+}
+
+/// A shop with a refunds table, a refund tool that writes, a prohibited
+/// query (a refund on another order), and checks that say in which order they
+/// ran (through `print`, kept in the trace's log).
+fn refund_suite(agent: &str, gate: &str) -> String {
+    format!(
+        r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {{ name = "llm", trials = 1, agent = {agent},
+  sandbox = {{ db = "sqlite", schema = "shop.sql" }}, gate = {{ {gate} }} }}
+suite:tool {{ name = "issue_refund", description = "Refund an amount", effect = "write",
+  params = {{ type = "object", properties = {{ order_id = {{ type = "string" }}, amount = {{ type = "number" }} }},
+             required = {{ "order_id", "amount" }} }},
+  run = function(ctx, a)
+    ctx.db:exec("INSERT INTO refunds(order_id, amount) VALUES (?, ?)", a.order_id, a.amount)
+    return {{ refunded = a.amount }}
+  end }}
+suite:case {{ id = "c1", input = "Refund one unit of P-9930",
+  expect = {{
+    {{ name = "answer mentions the amount", run = function(t) print("ran: answer") return t.answer:find("19.9") ~= nil end }},
+    {{ name = "audit", critical = true, run = function(t) print("ran: audit") return true end }},
+  }},
+  prohibited = {{ "SELECT count(*) FROM refunds WHERE order_id <> 'P-9930'" }} }}
+return suite
+"#
+    )
+}
+
+const SHOP_SQL: &str = "CREATE TABLE refunds (order_id TEXT NOT NULL, amount REAL NOT NULL);\n";
+
+fn run_files(files: &[(&str, &str)]) -> (tempfile::TempDir, std::process::Output, Vec<Value>) {
+    let dir = project(files);
+    let out = bin()
+        .current_dir(dir.path())
+        .env("EVALUA_TEST_KEY", KEY)
+        .args(["run", "s.lua", "--out", "out", "-q"])
+        .output()
+        .unwrap();
+    let recs = if dir.path().join("out/trials.jsonl").exists() { trials(&dir.path().join("out")) } else { Vec::new() };
+    (dir, out, recs)
+}
+
+/// The endpoint answers 500 after the agent's refund on the wrong order was
+/// executed: the agent had started, so its checks run (the critical ones
+/// first), the prohibited write is a critical failure, the gate fails the
+/// run, and the endpoint's failure is recorded beside the outcome.
+#[test]
+fn an_endpoint_that_fails_after_the_agent_acted_still_gets_the_trial_graded() {
+    let mock = Mock::start(vec![
+        oa(None, &[("call_a", "issue_refund", json!({ "order_id": "P-1111", "amount": 19.9 }))], 100, 20),
+        Reply::Status(500, r#"{"error":{"message":"boom"}}"#.into(), vec![]),
+    ]);
+    let agent = openai_agent(&mock, "max_retries = 1");
+    let (dir, out, recs) =
+        run_files(&[("s.lua", &refund_suite(&agent, "critical_failures = 0")), ("shop.sql", SHOP_SQL)]);
+    assert_eq!(out.status.code(), Some(1), "the critical_failures gate fails the run: {}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["outcome"], "critical", "{r}");
+    assert_eq!(r["ended"], "infra_error", "{r}");
+    let infra = r["infra_error"].as_str().unwrap();
+    assert!(infra.contains("model unavailable") && infra.contains("HTTP 500"), "{r}");
+    assert_eq!(r["calls"]["executed"], 1);
+    let prohibited = check(r, "prohibited: SELECT count(*) FROM refunds WHERE order_id <> 'P-9930'");
+    assert_eq!(prohibited["passed"], false, "{r}");
+    assert_eq!(check(r, "answer mentions the amount")["passed"], false);
+
+    // Critical checks ran first.
+    let t = trace(dir.path(), r);
+    let log: Vec<&str> = t["log"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    assert_eq!(log, vec!["ran: audit", "ran: answer"], "{log:?}");
+    // The failed call says how many attempts it made.
+    let failed = &t["model_calls"][1];
+    assert_eq!(failed["attempts"], 2, "{failed}");
+    assert!(failed["error"].as_str().unwrap().contains("after 2 attempts"), "{failed}");
+    assert_eq!(t["infra_error"], r["infra_error"]);
+
+    // The trial counts in the capability view (the agent had its chance) and its
+    // infrastructure error is counted apart.
+    let summary = json(&dir.path().join("out/summary.json"));
+    assert_eq!(summary["cases"][0]["n"], 1, "{}", summary["cases"][0]);
+    assert_eq!(summary["figures"]["critical_failures"], 1);
+    assert_eq!(summary["figures"]["infra_errors"], 0);
+    assert_eq!(summary["figures"]["infra_errors_after_start"], 1, "{}", summary["figures"]);
+    assert!(stdout(&out).contains("after the agent started"), "{}", stdout(&out));
+
+    // The first call failing is still `not_started`: the agent never got its chance.
+    let mock = Mock::start(vec![Reply::Status(500, "boom".into(), vec![])]);
+    let agent = openai_agent(&mock, "max_retries = 0");
+    let (_dir, out, recs) =
+        run_files(&[("s.lua", &refund_suite(&agent, "critical_failures = 0")), ("shop.sql", SHOP_SQL)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!((r["outcome"].as_str(), r["ended"].as_str()), (Some("infra_error"), Some("not_started")), "{r}");
+    assert!(r["checks"].as_array().unwrap().is_empty());
+}
+
+/// A model's tool call whose `arguments` are not JSON (a truncated call, as
+/// small local models produce) is recorded as sent and rejected; the next
+/// request carries valid JSON in its place (llama.cpp's server answers 500
+/// to the raw text).
+#[test]
+fn malformed_tool_call_arguments_are_kept_in_the_trace_and_sent_back_as_valid_json() {
+    let truncated = r#"{"order_id": "P-99"#;
+    let call =
+        json!({ "id": "call_t", "type": "function", "function": { "name": "issue_refund", "arguments": truncated } });
+    let first = Reply::Json(json!({
+        "id": "x", "object": "chat.completion", "model": "mock",
+        "choices": [{ "index": 0, "message": { "role": "assistant", "content": null, "tool_calls": [call] },
+                      "finish_reason": "tool_calls" }],
+        "usage": { "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15 }
+    }));
+    let mock = Mock::start(vec![first, oa(Some("Refunded 19.9."), &[], 10, 5)]);
+    let (dir, out, recs) = run_files(&[("s.lua", &refund_suite(&openai_agent(&mock, ""), "")), ("shop.sql", SHOP_SQL)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = record(&recs, "c1", 1);
+    assert_eq!(r["calls"]["rejected"], 1, "{r}");
+    assert_eq!(r["ended"], "final", "{r}");
+    let t = trace(dir.path(), r);
+    assert_eq!(t["calls"][0]["args"], json!(truncated), "the original arguments are in the trace");
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 2);
+    let msgs = seen[1].body["messages"].as_array().unwrap();
+    let asst = msgs.iter().find(|m| m["role"] == "assistant").unwrap();
+    let sent = asst["tool_calls"][0]["function"]["arguments"].as_str().unwrap();
+    let parsed: Value = serde_json::from_str(sent).unwrap_or_else(|e| panic!("not JSON ({e}): {sent}"));
+    assert!(parsed.is_object(), "{parsed}");
+    assert!(sent.contains("P-99"), "what the model wrote stays visible to it: {sent}");
+    let tool = msgs.iter().find(|m| m["role"] == "tool").unwrap();
+    assert!(tool["content"].as_str().unwrap().contains("not valid JSON"), "{}", tool["content"]);
+}
+
+/// A Responses API answer with text.
+fn resp(text: &str, input: u64, output: u64) -> Reply {
+    Reply::Json(json!({
+        "id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-4.1-mini", "status": "completed",
+        "output": [{ "type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                     "content": [{ "type": "output_text", "text": text, "annotations": [] }] }],
+        "usage": { "input_tokens": input, "output_tokens": output, "total_tokens": input + output,
+                   "input_tokens_details": { "cached_tokens": 0 }, "output_tokens_details": { "reasoning_tokens": 0 } }
+    }))
+}
+
+/// The proxy's other APIs (Responses, model listings, token counting) and its
+/// body limit, as an HTTP client sees them; every call is recorded on the trial.
+#[test]
+fn model_proxy_serves_responses_models_and_count_tokens_and_refuses_oversized_bodies() {
+    let upstream = Mock::start(vec![
+        resp("hello", 11, 4),
+        Reply::Json(
+            json!({ "object": "list", "data": [{ "id": "gpt-4.1-mini", "object": "model", "owned_by": "m" }] }),
+        ),
+        Reply::Json(json!({ "input_tokens": 42 })),
+        Reply::Json(json!({ "data": [{ "type": "model", "id": "claude-sonnet-4-5" }], "has_more": false })),
+        oa(Some("big"), &[], 900_000, 1),
+    ]);
+    let mut openai = Endpoint::new(Provider::OpenAI, &upstream.openai_url(), "gpt-4.1-mini");
+    openai.api_key_env = Some("EVALUA_TEST_PROXY_API_KEY".into());
+    let mut anthropic = Endpoint::new(Provider::Anthropic, &upstream.url(), "claude-sonnet-4-5");
+    anthropic.api_key_env = Some("EVALUA_TEST_PROXY_API_KEY".into());
+    // SAFETY: read by this test only.
+    unsafe { std::env::set_var("EVALUA_TEST_PROXY_API_KEY", KEY) };
+    let proxy = evalua::model::proxy::Proxy::start(
+        Some(openai),
+        Some(anthropic),
+        Default::default(),
+        Instant::now() + Duration::from_secs(60),
+        Instant::now(),
+    )
+    .unwrap();
+    let (oai, ant, dummy) = (proxy.openai_base_url(), proxy.anthropic_base_url(), proxy.dummy_key.clone());
+    let answers: Vec<(u16, Value)> = evalua::model::block_on(async move {
+        let c = reqwest::Client::new();
+        let bearer = format!("Bearer {dummy}");
+        let mut out = Vec::new();
+        let reqs = vec![
+            c.post(format!("{oai}/responses")).header("authorization", &bearer).json(&json!({ "model": "x", "input": "hi" })),
+            c.get(format!("{oai}/models")).header("authorization", &bearer),
+            c.post(format!("{ant}/v1/messages/count_tokens"))
+                .header("x-api-key", &dummy)
+                .header("anthropic-version", "2023-06-01")
+                .json(&json!({ "model": "x", "messages": [{ "role": "user", "content": "hi" }] })),
+            c.get(format!("{ant}/v1/models")).header("x-api-key", &dummy).header("anthropic-version", "2023-06-01"),
+            // 3 MiB: over axum's default limit, under the proxy's.
+            c.post(format!("{oai}/chat/completions"))
+                .header("authorization", &bearer)
+                .json(&json!({ "model": "x", "messages": [{ "role": "user", "content": "x".repeat(3 << 20) }] })),
+            // 33 MiB: over the proxy's limit, never forwarded.
+            c.post(format!("{oai}/chat/completions"))
+                .header("authorization", &bearer)
+                .json(&json!({ "model": "x", "messages": [{ "role": "user", "content": "x".repeat(33 << 20) }] })),
+            c.post(format!("{ant}/v1/messages"))
+                .header("x-api-key", &dummy)
+                .header("anthropic-version", "2023-06-01")
+                .json(&json!({ "model": "x", "max_tokens": 5, "messages": [{ "role": "user", "content": "x".repeat(33 << 20) }] })),
+            c.get(format!("{oai}/models/..%2F..%2Fadmin")).header("authorization", &bearer),
+            // 100 MiB: still answered (not a broken pipe while the client is sending).
+            c.post(format!("{oai}/chat/completions"))
+                .header("authorization", &bearer)
+                .header("content-type", "application/json")
+                .body(format!(r#"{{"model":"x","messages":[{{"role":"user","content":"{}"}}]}}"#, "x".repeat(100 << 20))),
+        ];
+        for r in reqs {
+            let resp = r.send().await.unwrap();
+            let status = resp.status().as_u16();
+            out.push((status, resp.json::<Value>().await.unwrap_or(Value::Null)));
+        }
+        out
+    });
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| *s).collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 413, 413, 400, 413], "{answers:?}");
+    assert_eq!(answers[0].1["output"][0]["content"][0]["text"], "hello");
+    assert_eq!(answers[2].1["input_tokens"], 42);
+    // The refusals are in each provider's error format.
+    assert_eq!(answers[5].1["error"]["type"], "invalid_request_error", "{}", answers[5].1);
+    assert!(answers[5].1["error"]["message"].as_str().unwrap().contains("32 MiB"), "{}", answers[5].1);
+    assert_eq!(answers[6].1["type"], "error", "{}", answers[6].1);
+    assert_eq!(answers[6].1["error"]["type"], "request_too_large", "{}", answers[6].1);
+
+    // Upstream saw the real key, the suite's model and the right paths; the 33 MiB bodies never left.
+    let seen = upstream.seen();
+    let paths: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["/v1/responses", "/v1/models", "/v1/messages/count_tokens", "/v1/models", "/v1/chat/completions"]
+    );
+    assert_eq!(seen[0].auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(seen[0].body["model"], "gpt-4.1-mini");
+    assert_eq!(seen[2].api_key.as_deref(), Some(KEY));
+    assert_eq!(seen[2].body["model"], "claude-sonnet-4-5");
+    assert_eq!(seen[3].api_key.as_deref(), Some(KEY));
+
+    // Every call is recorded, with what it spent: a count or a listing spends nothing.
+    let calls = proxy.take_calls();
+    let apis: Vec<Value> = calls.iter().map(|c| serde_json::to_value(c).unwrap()["api"].clone()).collect();
+    assert_eq!(
+        apis,
+        [
+            "responses",
+            "models",
+            "count_tokens",
+            "models",
+            "chat_completions",
+            "chat_completions",
+            "messages",
+            "chat_completions"
+        ]
+    );
+    assert_eq!((calls[0].input_tokens, calls[0].output_tokens), (11, 4));
+    assert_eq!(calls[0].finish_reason.as_deref(), Some("completed"));
+    assert_eq!((calls[2].input_tokens, calls[2].output_tokens), (0, 0));
+    assert_eq!(calls[4].input_tokens, 900_000);
+    for c in &calls[5..] {
+        assert!(c.error.as_deref().unwrap().contains("larger than the proxy's limit of 32 MiB"), "{c:?}");
+    }
 }

@@ -302,3 +302,22 @@ fn list_and_check_commands() {
     assert!(stdout(&o).contains("ok: ") && stdout(&o).contains("3 cases"));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "check runs no agent and writes no run dir");
 }
+
+#[test]
+fn suites_run_from_any_working_directory() {
+    // `require("graders.policy")` resolves from the suite's folder up to the project root.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let suite = repo().join("suites/refunds.lua");
+    let o = evalua(elsewhere.path(), &["run", suite.to_str().unwrap(), "--out", "out", "-q", "--trials", "1"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    assert!(elsewhere.path().join("out/summary.json").is_file());
+}
+
+#[test]
+fn an_unwritable_run_dir_exits_3_not_2() {
+    let o = evalua(&repo(), &["run", "suites/date_filter.lua", "--out", "/proc/evalua-no-such-dir/run", "-q"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("cannot create the run dir"), "{err}");
+}

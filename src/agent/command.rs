@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value as Json, json};
 
 use super::mcp::{self, Event};
+use super::protocol::{self, AgentMessage, quote};
 use crate::model::Endpoint;
 use crate::model::proxy::Proxy;
 use crate::process::{self, Group, Launch, Tail, describe_status};
@@ -42,12 +43,8 @@ const GRACE: Duration = Duration::from_millis(200);
 const SETUP_MAX_OUTPUT: usize = 16 * 1024 * 1024;
 /// How often the protocol loop looks at the model proxy's budget.
 const PROXY_POLL: Duration = Duration::from_millis(50);
-
-fn quote(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    let s = s.trim_end();
-    if s.chars().count() > QUOTE { format!("{}…", s.chars().take(QUOTE).collect::<String>()) } else { s.to_string() }
-}
+/// How often the protocol loop looks for a stop request (SIGINT, SIGTERM).
+const CANCEL_POLL: Duration = Duration::from_millis(100);
 
 /// Read stdout line by line, each at most MAX_LINE bytes, into a bounded channel.
 fn read_lines(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
@@ -73,17 +70,33 @@ fn read_lines(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
     });
 }
 
-/// Read the whole of stdout, at most MAX_LINE bytes (plain io).
-fn read_all(r: impl Read + Send + 'static, tx: SyncSender<Event>) {
+/// Read stdout as it comes, at most MAX_LINE bytes in all (plain io): the
+/// agent may exit while a child of its still holds the pipe open, so what it
+/// wrote must be there without waiting for the end of the stream.
+fn read_all(mut r: impl Read + Send + 'static, tx: SyncSender<Event>) {
     std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = r.take(MAX_LINE as u64 + 1).read_to_end(&mut buf);
-        if buf.len() > MAX_LINE {
-            buf.truncate(QUOTE * 4);
-            let _ = tx.send(Event::TooLong(buf));
-        } else {
-            let _ = tx.send(Event::Out(buf)).and_then(|_| tx.send(Event::Eof));
+        let mut total = 0usize;
+        let mut prefix = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            match r.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    total += n;
+                    if prefix.len() < QUOTE * 4 {
+                        prefix.extend_from_slice(&chunk[..n.min(QUOTE * 4 - prefix.len())]);
+                    }
+                    if total > MAX_LINE {
+                        let _ = tx.send(Event::TooLong(prefix));
+                        return;
+                    }
+                    if tx.send(Event::Out(chunk[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
         }
+        let _ = tx.send(Event::Eof);
     });
 }
 
@@ -202,6 +215,51 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
     end
 }
 
+/// How often the loops look at the agent's process between events: its exit
+/// is noticed even while a child it left behind holds stdout open.
+const EXIT_POLL: Duration = Duration::from_millis(25);
+
+/// Watches the agent's process (not only its stdout) for its exit.
+struct ExitWatch {
+    last: Instant,
+    /// The leader's status once it exited (the rest of its group is killed
+    /// then), and until when output already written may still arrive.
+    exited: Option<(Option<std::process::ExitStatus>, Instant)>,
+}
+
+impl ExitWatch {
+    fn new() -> Self {
+        ExitWatch { last: Instant::now(), exited: None }
+    }
+
+    /// Look at the process (at most every EXIT_POLL). When the leader has
+    /// exited, its group is killed: a child holding stdout dies and the
+    /// stream ends; output written before the exit still arrives.
+    fn poll(&mut self, group: &mut Group) {
+        if self.exited.is_some() || self.last.elapsed() < EXIT_POLL {
+            return;
+        }
+        self.last = Instant::now();
+        if group.has_exited() {
+            self.exited = Some((group.exit_status(Duration::ZERO), Instant::now() + GRACE));
+        }
+    }
+
+    /// How long to wait for the next event.
+    fn wait(&self, wait: Duration) -> Duration {
+        match self.exited {
+            // Exited: drain what is left of stdout, up to the grace.
+            Some((_, until)) => wait.min(until.saturating_duration_since(Instant::now())),
+            None => wait.min(EXIT_POLL),
+        }
+    }
+
+    /// The exit status, once the grace for its last output is over.
+    fn over(&self) -> Option<Option<std::process::ExitStatus>> {
+        self.exited.filter(|(_, until)| Instant::now() >= *until).map(|(s, _)| s)
+    }
+}
+
 /// Move the proxy's recorded calls into the trial; returns the budget spent, if any.
 fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<BudgetHit> {
     let calls = p.take_calls();
@@ -222,6 +280,10 @@ fn sync_proxy(trial: &Trial<'_>, p: &Proxy) -> Option<BudgetHit> {
 /// How long to wait for the agent's next event: with a model proxy, short
 /// enough to look at its budget in between. Err(end) when the proxy spent one.
 fn next_wait(trial: &Trial<'_>, proxy: Option<&Proxy>, left: Duration) -> Result<Duration, AgentEnd> {
+    if crate::util::cancel::requested() {
+        return Err(AgentEnd::interrupted());
+    }
+    let left = left.min(CANCEL_POLL);
     match proxy {
         None => Ok(left),
         Some(p) => match sync_proxy(trial, p) {
@@ -252,12 +314,13 @@ fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group, proxy: 
     let mut end = AgentEnd::running();
     let mut out = Vec::new();
     let mut eof = false;
+    let mut watch = ExitWatch::new();
     loop {
         let left = trial.deadline.saturating_duration_since(Instant::now());
         // After stdout closed, only tool calls can still arrive: poll for the exit meanwhile.
         let wait = match next_wait(trial, proxy, left) {
             Ok(w) if eof => w.min(Duration::from_millis(2)),
-            Ok(w) => w,
+            Ok(w) => watch.wait(w),
             Err(end) => return end,
         };
         match events.recv_timeout(wait) {
@@ -280,14 +343,23 @@ fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group, proxy: 
             }
             Err(RecvTimeoutError::Timeout) => {}
         }
-        if eof && let Some(status) = group.exit_status(Duration::ZERO) {
-            if status.success() {
+        let status = if eof {
+            match watch.exited {
+                Some((status, _)) => Some(status),
+                None => group.exit_status(Duration::ZERO).map(Some),
+            }
+        } else {
+            watch.poll(group);
+            watch.over()
+        };
+        if let Some(status) = status {
+            if status.is_some_and(|s| s.success()) {
                 let text = String::from_utf8_lossy(&out);
                 end.answer = text.trim_end_matches(['\n', '\r']).to_string();
                 trial.state.borrow_mut().usage.turns += 1;
             } else {
                 end.ended = Ended::Crashed;
-                end.error = Some(format!("the agent failed ({})", describe_status(Some(status))));
+                end.error = Some(format!("the agent failed ({})", describe_status(status)));
             }
             return end;
         }
@@ -323,10 +395,21 @@ fn converse(
         end.ended = ended;
         end.error = Some(error);
     };
+    let crashed = |end: &mut AgentEnd, status: Option<std::process::ExitStatus>| {
+        let why = format!("the agent exited before its final message ({})", describe_status(status));
+        stop(end, Ended::Crashed, why);
+    };
+    let mut watch = ExitWatch::new();
     loop {
+        // The process, not only its stdout: a child it left behind may hold the pipe.
+        watch.poll(group);
+        if let Some(status) = watch.over() {
+            crashed(&mut end, status);
+            return end;
+        }
         let left = trial.deadline.saturating_duration_since(Instant::now());
         let wait = match next_wait(trial, proxy, left) {
-            Ok(w) => w,
+            Ok(w) => watch.wait(w),
             Err(end) => return end,
         };
         let event = match events.recv_timeout(wait) {
@@ -343,12 +426,11 @@ fn converse(
                 return end;
             }
             Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                let status = group.exit_status(GRACE);
-                stop(
-                    &mut end,
-                    Ended::Crashed,
-                    format!("the agent exited before its final message ({})", describe_status(status)),
-                );
+                let status = match watch.exited {
+                    Some((status, _)) => status,
+                    None => group.exit_status(GRACE),
+                };
+                crashed(&mut end, status);
                 return end;
             }
         };
@@ -364,26 +446,26 @@ fn converse(
             Event::Out(b) => b,
             Event::Eof | Event::Call(_) => unreachable!("handled above"),
         };
-        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        let msg: Json = match serde_json::from_slice(&bytes) {
-            Ok(m @ Json::Object(_)) => m,
-            _ => {
-                stop(&mut end, Ended::ProtocolError, format!("not a JSON object: {}", quote(&bytes)));
+        let msg = match protocol::parse_line(&bytes) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(why) => {
+                stop(&mut end, Ended::ProtocolError, why);
                 return end;
             }
         };
-        match msg.get("type").and_then(|t| t.as_str()).unwrap_or("") {
-            "tool_call" => {
-                let id = msg.get("id").and_then(|v| v.as_str()).map(String::from);
-                let name = msg.get("name").and_then(|v| v.as_str()).unwrap_or("").to_string();
-                let args = msg.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                let (r, budget) = call(trial, id, &name, args);
+        match msg {
+            AgentMessage::ToolCall { id, name, arguments } => {
+                let (r, budget) = call(trial, id, &name, arguments);
+                // The agent's own id, even when the trace had to make it unique.
+                let reply_id = r.requested_id.as_ref().unwrap_or(&r.id);
                 let mut out =
-                    json!({ "type": "tool_result", "id": r.id, "status": r.status.reply(), "content": r.result });
+                    json!({ "type": "tool_result", "id": reply_id, "status": r.reply_status(), "content": r.result });
                 if let Some(e) = &r.error {
                     out["error"] = json!(e);
+                }
+                if let Some(s) = r.fault.as_ref().and_then(|f| f.retry_after_s) {
+                    out["retry_after_s"] = json!(s);
                 }
                 send(stdin, &out);
                 if let Err(why) = budget {
@@ -391,45 +473,28 @@ fn converse(
                 }
             }
             // With a model proxy, the proxy's accounting counts, not the agent's word.
-            "usage" if proxy.is_some() => {}
-            "usage" => {
-                let n = |k: &str| msg.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+            AgentMessage::Usage { .. } if proxy.is_some() => {}
+            AgentMessage::Usage { input_tokens, output_tokens, cost_usd } => {
                 let mut st = trial.state.borrow_mut();
-                st.usage.input_tokens += n("input_tokens");
-                st.usage.output_tokens += n("output_tokens");
-                st.usage.cost_usd += msg.get("cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                st.usage.input_tokens = st.usage.input_tokens.saturating_add(input_tokens);
+                st.usage.output_tokens = st.usage.output_tokens.saturating_add(output_tokens);
+                st.usage.cost_usd += cost_usd;
                 if let Some(hit) = st.note_usage(&trial.plan.suite.budget) {
                     drop(st);
                     return AgentEnd::budget(&hit);
                 }
             }
-            "message" => {
-                let text = msg.get("content").and_then(|v| v.as_str()).unwrap_or("").to_string();
-                match trial.agent_says(text) {
-                    Ok(reply) => {
-                        send(stdin, &json!({ "type": "user", "content": reply }));
-                    }
-                    Err(why) => {
-                        return AgentEnd::budget(&why);
-                    }
+            AgentMessage::Message { content } => match trial.agent_says(content) {
+                Ok(reply) => {
+                    send(stdin, &json!({ "type": "user", "content": reply }));
                 }
-            }
-            "final" => {
-                end.answer = match msg.get("content") {
-                    Some(Json::String(s)) => s.clone(),
-                    Some(Json::Null) | None => String::new(),
-                    Some(other) => other.to_string(),
-                };
+                Err(why) => {
+                    return AgentEnd::budget(&why);
+                }
+            },
+            AgentMessage::Final { content } => {
+                end.answer = content;
                 trial.state.borrow_mut().usage.turns += 1;
-                return end;
-            }
-            other => {
-                let what = if other.is_empty() {
-                    "a message without a \"type\"".to_string()
-                } else {
-                    format!("unknown message type {other:?}")
-                };
-                stop(&mut end, Ended::ProtocolError, format!("{what}: {}", quote(&bytes)));
                 return end;
             }
         }

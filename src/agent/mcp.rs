@@ -64,7 +64,7 @@ impl McpCall {
 }
 
 fn result_of(r: &CallRecord) -> CallToolResult {
-    let v = if r.status == CallStatus::Executed {
+    let v = if r.reply_status() == "ok" {
         let content = r.result.clone().unwrap_or(Json::Null);
         let text = match &content {
             Json::String(s) => s.clone(),
@@ -77,6 +77,7 @@ fn result_of(r: &CallRecord) -> CallToolResult {
         v
     } else {
         let status = match r.status {
+            CallStatus::Faulted if r.fault.as_ref().is_some_and(|f| f.retry_after_s.is_some()) => "rate limited",
             CallStatus::Rejected => "rejected",
             CallStatus::Denied => "denied",
             _ => "failed",
@@ -171,6 +172,18 @@ fn tool_def(t: &ToolSpec) -> Result<Tool, String> {
         .map_err(|e| format!("tool {}: not an MCP tool definition: {e}", t.name))
 }
 
+/// The session `DELETE` is answered 200 (rmcp says 202): the MCP
+/// specification leaves the code open, and the official SDKs treat anything
+/// but 200 or 204 as a failed session end (logged each time an agent exits).
+async fn session_end(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let mut resp = next.run(req).await;
+    if delete && resp.status() == axum::http::StatusCode::ACCEPTED {
+        *resp.status_mut() = axum::http::StatusCode::OK;
+    }
+    resp
+}
+
 /// One trial's MCP server; stopped (sessions ended, listener closed) when dropped.
 pub struct Server {
     pub url: String,
@@ -203,7 +216,7 @@ pub fn serve<'a>(tools: impl Iterator<Item = &'a ToolSpec>, events: SyncSender<E
     // A path nobody can guess: another trial's agent cannot reach these tools.
     let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
     let path = format!("/mcp/{token}");
-    let router = axum::Router::new().route_service(&path, service);
+    let router = axum::Router::new().route_service(&path, service).layer(axum::middleware::from_fn(session_end));
     let shutdown = cancel.clone();
     rt.spawn(async move {
         let _ = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await;

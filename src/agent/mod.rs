@@ -4,6 +4,7 @@
 pub mod command;
 pub mod mcp;
 pub mod model;
+pub mod protocol;
 pub mod replay;
 pub mod scripted;
 

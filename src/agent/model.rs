@@ -3,14 +3,16 @@
 //! the same executor as every other agent's; each call's usage and cost count
 //! against the suite's budgets; a text answer without tool calls is a turn to
 //! the (simulated) user while the case has one with something to say, else
-//! the final answer. An API failure after retries is an infrastructure error
-//! (the agent never got its full chance), not an agent failure.
+//! the final answer. An API failure after retries is an infrastructure error,
+//! not an agent failure: before the agent acted, the trial is not graded
+//! (`not_started`); after, it ends as `infra_error` and is graded on what the
+//! agent did, the failure recorded beside its outcome.
 
 use std::time::Instant;
 
 use serde_json::json;
 
-use crate::model::{ChatRequest, ChatResponse, Endpoint, Message, ModelError, ToolSchema};
+use crate::model::{ChatFailure, ChatRequest, ChatResponse, Endpoint, Message, ModelError, ToolSchema};
 use crate::record::{BudgetHit, Ended, ModelCall};
 use crate::spec::ModelAgentSpec;
 use crate::trial::{AgentEnd, Trial};
@@ -21,6 +23,7 @@ pub fn account(trial: &Trial<'_>, by: &str, ep: &Endpoint, started_ms: f64, r: &
     let call = ModelCall {
         by: by.to_string(),
         provider: ep.provider.as_str().to_string(),
+        api: Some(ep.chat_api()),
         model: ep.model.clone(),
         started_ms,
         latency_ms: r.latency_ms,
@@ -34,17 +37,17 @@ pub fn account(trial: &Trial<'_>, by: &str, ep: &Endpoint, started_ms: f64, r: &
     trial.state.borrow_mut().add_model_call(&trial.plan.suite.budget, call)
 }
 
-/// Record a failed model call (no usage).
-pub fn account_failure(trial: &Trial<'_>, by: &str, ep: &Endpoint, started_ms: f64, e: &ModelError) {
-    let mut st = trial.state.borrow_mut();
-    let latency_ms = st.elapsed_ms() - started_ms;
-    st.model_calls.push(ModelCall {
+/// Record a failed model call (no usage): its error, attempts and latency.
+pub fn account_failure(trial: &Trial<'_>, by: &str, ep: &Endpoint, started_ms: f64, f: &ChatFailure) {
+    trial.state.borrow_mut().model_calls.push(ModelCall {
         by: by.to_string(),
         provider: ep.provider.as_str().to_string(),
+        api: Some(ep.chat_api()),
         model: ep.model.clone(),
         started_ms,
-        latency_ms,
-        error: Some(e.to_string()),
+        latency_ms: f.latency_ms,
+        attempts: f.attempts,
+        error: Some(f.error.to_string()),
         ..Default::default()
     });
 }
@@ -84,6 +87,9 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
     };
     let mut steps = 0u32;
     loop {
+        if crate::util::cancel::requested() {
+            return AgentEnd::interrupted();
+        }
         if steps >= m.max_turns {
             let hit = BudgetHit::ModelCalls(m.max_turns);
             trial.state.borrow_mut().budget_hit = Some(hit.clone());
@@ -94,14 +100,15 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
             return deadline_end();
         };
         let started_ms = trial.state.borrow().elapsed_ms();
-        let resp = match ep.chat(&req) {
+        let resp = match ep.chat_counted(&req) {
             Ok(r) => r,
-            Err(e) => {
-                account_failure(trial, "agent", &ep, started_ms, &e);
-                if matches!(e, ModelError::Timeout(_)) && Instant::now() >= trial.deadline {
+            Err(f) => {
+                account_failure(trial, "agent", &ep, started_ms, &f);
+                if matches!(f.error, ModelError::Timeout(_)) && Instant::now() >= trial.deadline {
                     return deadline_end();
                 }
-                return AgentEnd::infra(e.to_string());
+                // Once the agent has acted, its trial is graded on what it did.
+                return AgentEnd::infra_in(&trial.state, f.error.to_string());
             }
         };
         if let Some(why) = account(trial, "agent", &ep, started_ms, &resp) {
@@ -137,7 +144,7 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
                 return deadline_end();
             }
             let r = &reply.record;
-            let mut content = json!({ "status": r.status.reply() });
+            let mut content = json!({ "status": r.reply_status() });
             if let Some(v) = &r.result {
                 content["content"] = v.clone();
             }

@@ -124,7 +124,7 @@ impl AgentSide for Side {
             Some(r) => convert::to_lua(lua, r)?,
             None => Value::Nil,
         };
-        Ok((result, reply.record.status.reply(), reply.record.error))
+        Ok((result, reply.record.reply_status(), reply.record.error))
     }
 
     fn say(&self, text: String) -> Result<Option<String>, String> {

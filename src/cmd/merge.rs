@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::record::manifest::MergedPart;
 use crate::record::rundir::{RunDir, new_run_id};
+use crate::record::{KeptState, Trace};
 use crate::report;
 use crate::stats::{RunData, rundata};
 
@@ -27,6 +28,16 @@ fn identity(r: &RunData) -> [(String, &'static str); 5] {
 
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let parts: Vec<RunData> = dirs.iter().map(|d| rundata::load(d)).collect::<Result<_>>()?;
+    for p in &parts {
+        if p.coverage.interrupted > 0 {
+            return Err(Error::Input(format!(
+                "{}: {} trial(s) of this part were interrupted; finish it with `evalua run SUITE --resume {}` first",
+                p.dir.display(),
+                p.coverage.interrupted,
+                p.dir.display()
+            )));
+        }
+    }
     let first = &parts[0];
     let id0 = identity(first);
     for p in &parts[1..] {
@@ -102,6 +113,18 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
             if src.is_file() {
                 std::fs::copy(&src, dir.path.join(trace))
                     .map_err(|e| Error::Environment(format!("{}: {e}", src.display())))?;
+                // What the trial changed goes along, so the merged run can be re-graded.
+                let state = std::fs::read_to_string(&src)
+                    .ok()
+                    .and_then(|text| serde_json::from_str::<Trace>(&text).ok())
+                    .and_then(|tr| tr.state);
+                if let Some(record) = state {
+                    let kept = KeptState::Copied { from: (*from).clone(), case: c.id.clone(), trial: t, record };
+                    // A part's missing or unreadable state stays missing: re-grading names it then.
+                    if let Err(e) = dir.write_state(&c.id, t, &kept) {
+                        eprintln!("warning: {}: cannot copy the trial's kept state: {e}", src.display());
+                    }
+                }
             }
             trials.append_line(line)?;
             count += 1;
@@ -110,6 +133,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let mut manifest = first.manifest.clone();
     manifest.run_id = run_id;
     manifest.partition = None;
+    manifest.planned_trials = Some(count);
+    manifest.resumes = Vec::new();
     manifest.merged_from = Some(
         parts
             .iter()
@@ -124,7 +149,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
     let merged = rundata::load(&dir.path)?;
     dir.write_json("summary.json", &merged.summary_file())?;
     report::write_all(&merged)?;
-    print!("{}", report::console(merged.suite(), &merged.summary, &merged.gates, &dir.path.display().to_string()));
+    print!("{}", report::console_for(&merged));
     println!("merged {} parts ({count} trials)", parts.len());
     Ok(if merged.gates_passed() { 0 } else { 1 })
 }

@@ -7,5 +7,8 @@ pub mod check;
 pub mod compare;
 pub mod list;
 pub mod merge;
+pub mod regrade;
 pub mod report;
 pub mod run;
+pub mod test;
+pub mod view;

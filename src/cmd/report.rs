@@ -1,4 +1,6 @@
-//! `evalua report`: re-render report.md, report.html and junit.xml from a run dir.
+//! `evalua report`: re-render report.md, report.html and junit.xml from a run
+//! dir. An incomplete run (interrupted, or killed before it wrote its
+//! summary) says so first, and its gates fail unless `--allow-incomplete`.
 
 use std::path::Path;
 
@@ -6,11 +8,21 @@ use crate::error::Result;
 use crate::report;
 use crate::stats::rundata;
 
-pub fn report(dir: &Path) -> Result<u8> {
-    let data = rundata::load(dir)?;
+pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
+    let data = rundata::load_with(dir, allow_incomplete)?;
     report::write_all(&data)?;
-    for g in &data.gates {
+    if !data.summary_present {
+        // A run killed before its end: give it the summary it never wrote.
+        crate::record::rundir::write_json(&dir.join("summary.json"), &data.summary_file())?;
+    }
+    if let Some(line) = report::text::incomplete_line(&data) {
+        println!("{line}");
+    }
+    for g in data.gates.iter().filter(|g| !g.passed).chain(data.gates.iter().filter(|g| g.passed)) {
         println!("{}", report::gate_line(g));
+    }
+    for w in &data.warnings {
+        println!("warning: {w}");
     }
     println!("wrote {}/report.md, report.html, junit.xml", dir.display());
     Ok(if data.gates_passed() { 0 } else { 1 })

@@ -1,17 +1,26 @@
 //! `evalua run`: load and plan every suite first (a bad one stops the run
 //! before any agent starts), then run each, write its run dir and reports,
-//! and decide its gates.
+//! and decide its gates. With `--resume` / `--retry-errors`, continue an
+//! interrupted run dir instead of starting a new one (see `run::resume`).
+//!
+//! The first SIGINT / SIGTERM stops taking trials; the running ones end as
+//! `interrupted`; the summary and reports are still written, marked
+//! incomplete (`util::cancel`). A second signal exits at once.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::lua::load;
+use crate::record::ledger;
 use crate::record::manifest::Filters;
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::{self, compare, sinks};
+use crate::run::resume::{self, Mode};
 use crate::run::{self, Partition, RunOptions, Sink};
 use crate::spec::gate;
-use crate::stats::{self, SummaryFile, rundata};
+use crate::stats::{RunData, rundata};
+use crate::util::cancel;
 use crate::util::paths::display_path;
 
 pub struct RunArgs {
@@ -19,7 +28,8 @@ pub struct RunArgs {
     pub trials: Option<u32>,
     pub jobs: usize,
     pub filters: Filters,
-    pub seed: u64,
+    /// `--seed` (default 1; a resumed run's own seed when not given).
+    pub seed: Option<u64>,
     pub out: Option<PathBuf>,
     pub quiet: bool,
     pub skip_invalid: bool,
@@ -27,12 +37,56 @@ pub struct RunArgs {
     pub baseline: Option<PathBuf>,
     pub allow_revision_change: bool,
     pub require_judge: bool,
+    /// `--no-state`: do not keep each trial's changes (the run cannot be re-graded).
+    pub no_state: bool,
+    /// `--resume RUN_DIR`: finish an interrupted run.
+    pub resume: Option<PathBuf>,
+    /// `--retry-errors RUN_DIR`: also run its infra_error trials again.
+    pub retry_errors: Option<PathBuf>,
+    /// Decide gates on an incomplete run's trials instead of failing them.
+    pub allow_incomplete: bool,
     /// The command line, for the manifest.
     pub argv: Vec<String>,
 }
 
+/// The run dir to continue, and how.
+fn continuing(a: &RunArgs) -> Option<(&PathBuf, Mode)> {
+    match (&a.resume, &a.retry_errors) {
+        (Some(d), _) => Some((d, Mode::Resume)),
+        (None, Some(d)) => Some((d, Mode::RetryErrors)),
+        _ => None,
+    }
+}
+
+/// The flags of a continued run: each flag not given on the command line is
+/// the run dir's own; one given must agree with it (checked with the rest of
+/// the manifest by `resume::prepare`).
+fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Partition>)> {
+    let Some((dir, mode)) = continuing(a) else {
+        return Ok((a.trials, a.seed.unwrap_or(1), a.filters.clone(), a.partition));
+    };
+    if a.suites.len() != 1 {
+        return Err(Error::Input(format!("{}: give the one suite of the run dir", mode.flag())));
+    }
+    let m = RunDir::open(dir)?.read_manifest()?;
+    let partition = match (&a.partition, &m.partition) {
+        (Some(p), _) => Some(*p),
+        (None, Some(p)) => Some(
+            Partition::parse(p)
+                .map_err(|e| Error::Input(format!("{}: manifest.json: partition {p:?}: {e}", dir.display())))?,
+        ),
+        (None, None) => None,
+    };
+    let filters = if a.filters == Filters::default() { m.filters.clone() } else { a.filters.clone() };
+    Ok((a.trials.or(m.trials), a.seed.unwrap_or(m.seed), filters, partition))
+}
+
 pub fn run(a: RunArgs) -> Result<u8> {
+    if let Err(e) = cancel::install_signal_handlers() {
+        eprintln!("warning: cannot handle SIGINT/SIGTERM ({e}): an interrupted run will have no summary");
+    }
     let many = a.suites.len() > 1;
+    let (trials, seed, filters, partition) = flags_of(&a)?;
     let mut plans = Vec::new();
     for path in &a.suites {
         let s = load::load(path)?;
@@ -41,7 +95,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
             println!("skipped: {}: {why}", display_path(&s.path));
             continue;
         }
-        let mut plan = run::plan(s, a.trials, &a.filters, a.seed)?;
+        let mut plan = run::plan(s, trials, &filters, seed)?;
+        plan.keep_state = !a.no_state;
         run::screen::require_sandbox(&plan)?;
         run::screen::screen(&mut plan, a.skip_invalid, a.jobs)?;
         plans.push(plan);
@@ -55,57 +110,122 @@ pub fn run(a: RunArgs) -> Result<u8> {
     };
     let mut code = 0;
     for mut plan in plans {
+        if cancel::requested() {
+            println!("not run (the run was stopped): {}", display_path(&plan.suite.path));
+            code = 1;
+            continue;
+        }
         if a.require_judge {
             plan.suite.gates.push(gate::require_judge());
         }
-        // Shared with the workers, which are detached (the watchdog may abandon one).
-        let plan = std::sync::Arc::new(plan);
         for w in crate::judge::calibration_warnings(&plan.suite) {
             eprintln!("warning: {w}");
         }
-        let opts = RunOptions {
-            trials: a.trials,
-            jobs: a.jobs,
-            filters: a.filters.clone(),
-            seed: a.seed,
-            partition: a.partition,
+        let opts = RunOptions { trials, jobs: a.jobs, filters: filters.clone(), seed, partition };
+
+        // A new run dir, or the one to continue with the trials it keeps.
+        let (dir, kept, resumed) = match continuing(&a) {
+            Some((d, mode)) => {
+                let dir = RunDir::open(d)?;
+                resume::adopt_clocks(&mut plan, &dir.read_manifest()?);
+                let built = run::manifest::build(&plan, &opts, "", &a.argv);
+                let (mut old, prepared) = resume::prepare(&dir, &plan, &opts, &built, mode, &a.argv)?;
+                old.resumes.push(prepared.entry);
+                old.planned_trials = built.planned_trials;
+                old.judge_checks = built.judge_checks;
+                dir.write_manifest(&old)?;
+                eprintln!(
+                    "{} {}: {} kept, {} to run",
+                    mode.flag(),
+                    dir.path.display(),
+                    prepared.kept.len(),
+                    run::work(&plan, partition).len() - prepared.kept.len()
+                );
+                (dir, prepared.kept, true)
+            }
+            None => {
+                let run_id = new_run_id();
+                if filters.split.as_deref() == Some("held_out") {
+                    held_out_ledger(&plan, &run_id)?;
+                }
+                let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
+                let dir = RunDir::create(out_dir.as_deref(), &plan.suite.name, &run_id)?;
+                dir.write_manifest(&run::manifest::build(&plan, &opts, &run_id, &a.argv))?;
+                (dir, Default::default(), false)
+            }
         };
-        let run_id = new_run_id();
-        let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
-        let dir = RunDir::create(out_dir.as_deref(), &plan.suite.name, &run_id)?;
-        dir.write_manifest(&run::manifest::build(&plan, &opts, &run_id, &a.argv))?;
 
-        let mut trials_file = sinks::TrialsFile::create(&dir)?;
+        let keys: HashSet<(String, u32)> = kept.values().map(|k| (k.record.case.clone(), k.record.trial)).collect();
+        let mut trials_file =
+            if resumed { sinks::TrialsFile::resume(&dir, keys)? } else { sinks::TrialsFile::create(&dir)? };
         let mut progress = sinks::Progress::new(!a.quiet);
-        let mut figures = sinks::Figures(stats::Tally::new(0));
         let mut tests = sinks::TestsReport::default();
-        let mut all: [&mut dyn Sink; 4] = [&mut trials_file, &mut progress, &mut figures, &mut tests];
-        run::execute(&plan, &opts, &dir, &mut all)?;
-
-        let infos = plan.case_infos();
-        let summary = stats::summarize(&infos, &figures.0, plan.seed);
-        let gates = stats::decide_gates(&plan.suite.gates, &summary);
-        dir.write_json(
-            "summary.json",
-            &SummaryFile {
-                suite: &plan.suite.name,
-                version: plan.suite.version.as_deref(),
-                run_id: &run_id,
-                seed: plan.seed,
-                summary: &summary,
-                gates: &gates,
-            },
-        )?;
-        print!("{}", report::console(&plan.suite.name, &summary, &gates, &dir.path.display().to_string()));
-        print!("{}", tests.text());
-        let data = rundata::load(&dir.path)?;
-        report::write_all(&data)?;
+        let mut all: [&mut dyn Sink; 3] = [&mut trials_file, &mut progress, &mut tests];
+        // Shared with the workers, which are detached (the watchdog may abandon one).
+        let plan = std::sync::Arc::new(plan);
+        let executed = run::execute_resumed(&plan, &opts, &dir, &mut all, kept)?;
+        drop(progress);
+        if resumed && executed.complete() {
+            resume::normalize_order(&dir, &plan, &opts)?;
+        }
+        let data = conclude(&dir, a.allow_incomplete, &tests)?;
         if let Some(base) = &baseline {
             print!("{}", compare::after_run(base, &data, a.allow_revision_change)?);
         }
-        if !gates.iter().all(|g| g.passed) {
+        println!("report: {}", display_path(&dir.file("report.html")));
+        println!("report: {}", display_path(&dir.file("report.md")));
+        if !data.gates_passed() {
             code = 1;
         }
     }
+    if cancel::requested() {
+        code = code.max(1);
+    }
+    // Where every run of these suites can be browsed (runs/ by default).
+    let folder = a.out.as_ref().map(|o| display_path(o)).unwrap_or_else(|| "runs".to_string());
+    let folder =
+        if folder.contains(char::is_whitespace) { format!("'{}'", folder.replace('\'', "'\\''")) } else { folder };
+    println!("browse the runs: evalua view {folder}");
     Ok(code)
+}
+
+/// After the trials: read the run dir back (one truth for summary.json, the
+/// console and the reports), write summary.json and the reports, print the
+/// console summary, and return the run read back.
+pub(crate) fn conclude(dir: &RunDir, allow_incomplete: bool, tests: &sinks::TestsReport) -> Result<RunData> {
+    let mut data = rundata::load_with(&dir.path, allow_incomplete)?;
+    dir.write_json("summary.json", &data.summary_file())?;
+    data.summary_present = true;
+    report::write_all(&data)?;
+    print!("{}", report::console_for(&data));
+    print!("{}", tests.text());
+    Ok(data)
+}
+
+/// Record a held-out run in the ledger and warn when the same held-out cases
+/// (at this suite version) have now been run more often than the suite allows.
+fn held_out_ledger(plan: &crate::trial::Plan, run_id: &str) -> Result<()> {
+    let mut cases: Vec<String> = plan.cases.iter().map(|c| c.spec.id.clone()).collect();
+    cases.sort();
+    let entry = ledger::Entry {
+        suite: plan.suite.name.clone(),
+        version: plan.suite.version.clone(),
+        cases,
+        time: jiff::Timestamp::now().to_string(),
+        run_id: run_id.to_string(),
+    };
+    let path = ledger::path(&plan.suite.dir);
+    let runs = ledger::append(&path, &entry)?;
+    let max = plan.suite.held_out_max_runs as usize;
+    if runs > max {
+        eprintln!(
+            "warning: these {} held-out cases of {} (version {}) have now been run {runs} times (held_out_max_runs = {max}): \
+             figures tuned against a held-out split stop measuring generalisation ({})",
+            entry.cases.len(),
+            entry.suite,
+            entry.version.as_deref().unwrap_or("none"),
+            display_path(&path)
+        );
+    }
+    Ok(())
 }

@@ -39,9 +39,18 @@ impl Reply {
     }
 }
 
+/// A judge call that gave no usable answer: why, and what the call cost
+/// (`meta` as [`Reply::meta`]; for an answer that is not JSON, the answer's
+/// text too). A grader error that still counts its tokens.
+#[derive(Debug, Clone)]
+pub struct AskError {
+    pub message: String,
+    pub meta: Json,
+}
+
 /// Ask the judge. Err on an API failure (after the client's retries), a
 /// refusal, or an answer that is not JSON: all grader errors.
-pub fn ask(judge: &Judge, req: &Request) -> Result<Reply, String> {
+pub fn ask(judge: &Judge, req: &Request) -> Result<Reply, AskError> {
     let ep = &judge.endpoint;
     let chat = ChatRequest {
         system: Some(req.system.clone()),
@@ -52,9 +61,27 @@ pub fn ask(judge: &Judge, req: &Request) -> Result<Reply, String> {
         max_tokens: judge.spec.max_tokens,
         structured: Some(Structured { name: req.name.to_string(), schema: req.schema.clone() }),
     };
-    let r = ep.chat(&chat).map_err(|e| format!("judge call failed: {e}"))?;
+    let r = ep.chat_counted(&chat).map_err(|f| AskError {
+        message: format!("judge call failed: {f}"),
+        meta: json!({ "latency_ms": f.latency_ms, "attempts": f.attempts }),
+    })?;
+    let mut reply = Reply {
+        answer: Json::Null,
+        usage: json!({ "input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens }),
+        cost_usd: r.cost_usd,
+        latency_ms: r.latency_ms,
+        strategy: r.strategy.clone(),
+        attempts: r.attempts,
+    };
+    let fail = |message: String, answer: Option<&str>| {
+        let mut meta = reply.meta();
+        if let Some(a) = answer {
+            meta["answer"] = json!(a);
+        }
+        AskError { message, meta }
+    };
     if let Some(why) = &r.refusal {
-        return Err(format!("the judge refused to answer: {why}"));
+        return Err(fail(format!("the judge refused to answer: {why}"), None));
     }
     let text = r
         .text
@@ -62,15 +89,9 @@ pub fn ask(judge: &Judge, req: &Request) -> Result<Reply, String> {
         .filter(|t| !t.trim().is_empty())
         .or_else(|| r.tool_calls.first().map(|c| c.arguments.to_string()));
     let Some(text) = text else {
-        return Err(format!("the judge gave no answer (finish_reason {:?})", r.finish_reason));
+        return Err(fail(format!("the judge gave no answer (finish_reason {:?})", r.finish_reason), None));
     };
-    let answer = super::prompt::parse_json(&text)?;
-    Ok(Reply {
-        answer,
-        usage: json!({ "input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens }),
-        cost_usd: r.cost_usd,
-        latency_ms: r.latency_ms,
-        strategy: r.strategy,
-        attempts: r.attempts,
-    })
+    let answer = super::prompt::parse_json(&text).map_err(|e| fail(e, Some(&text)))?;
+    reply.answer = answer;
+    Ok(reply)
 }

@@ -56,7 +56,7 @@ fn ask<T>(
         return (Answer { judge: id, cached: true, value: Ok(v), meta: json!({}) }, Some(t));
     }
     match client::ask(judge, request) {
-        Err(e) => (Answer { judge: id, cached: false, value: Err(e), meta: json!({}) }, None),
+        Err(e) => (Answer { judge: id, cached: false, value: Err(e.message), meta: e.meta }, None),
         Ok(reply) => {
             let meta = reply.meta();
             match read(&reply.answer) {

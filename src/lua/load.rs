@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlua::{Lua, Table, Value};
+use serde_json::Value as Json;
 
 use super::api;
 use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
@@ -16,8 +17,8 @@ use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
-    AgentIo, AgentSpec, Budget, CaseSpec, CheckInfo, CommandAgentSpec, JudgeSpec, ModelAgentSpec, ModelSpec, ProxySpec,
-    Sources, Suite, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+    AgentIo, AgentSpec, Budget, CaseSpec, CheckInfo, CommandAgentSpec, FaultRule, Faults, JudgeSpec, MAX_DEADLINE_S,
+    ModelAgentSpec, ModelSpec, ProxySpec, Sources, Suite, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
 };
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
@@ -27,7 +28,9 @@ const LOAD_INSTRUCTIONS: u64 = 200_000_000;
 const LOAD_SECONDS: u64 = 20;
 
 pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64, validate: bool) -> StateConfig {
-    StateConfig { suite_dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(), sources, clock, validate }
+    let suite_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let module_dirs = crate::util::paths::module_dirs(&suite_dir).into();
+    StateConfig { suite_dir, module_dirs, sources, clock, validate }
 }
 
 /// Run the suite file in `lua` and return the suite table it returns.
@@ -63,7 +66,90 @@ pub fn load(path: &Path) -> Result<Suite> {
     let lua = api::new_state(state_config(&path, sources.clone(), 0, true))
         .map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
     let t = eval_suite(&lua, &path).map_err(Error::Input)?;
-    read_suite(&lua, &t, &path, sources).map_err(|e| Error::Input(format!("{}: {e}", display_path(&path))))
+    read_suite(&lua, &t, &path, sources).map_err(|e| {
+        // Most errors name their own `file:line`; the others get the suite's path.
+        if has_location(&e) { Error::Input(e) } else { Error::Input(format!("{}: {e}", display_path(&path))) }
+    })
+}
+
+/// Whether a message starts with `file:line:`.
+fn has_location(msg: &str) -> bool {
+    let mut parts = msg.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(file), Some(line), Some(_)) => {
+            !file.is_empty() && !file.contains(' ') && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => false,
+    }
+}
+
+/// The first number in the suite's declared tables that is NaN or infinite,
+/// as `file:line: path is NaN`, where `file:line` is the nearest enclosing
+/// declaration (the suite, a tool, a case). Functions are not entered: their
+/// numbers are checked where they are used.
+fn bad_number(
+    t: &Table,
+    path: &str,
+    at: &str,
+    depth: usize,
+    seen: &mut Vec<*const std::ffi::c_void>,
+) -> Option<String> {
+    if depth > 24 || seen.contains(&t.to_pointer()) {
+        return None;
+    }
+    seen.push(t.to_pointer());
+    // A declaration (a case, a tool) restarts the path at its own name.
+    let label = |k: &str| match t.raw_get::<Value>(k) {
+        Ok(Value::String(s)) => Some(s.to_string_lossy()),
+        _ => None,
+    };
+    let path = match (label("_where"), label("id"), label("name")) {
+        (Some(_), Some(id), _) => format!("case '{id}':"),
+        (Some(_), None, Some(name)) if path.starts_with("_tools") => format!("tool '{name}':"),
+        _ => path.to_string(),
+    };
+    let path = path.as_str();
+    let here = match t.raw_get::<Value>("_where") {
+        Ok(Value::String(s)) => s.to_string_lossy(),
+        _ => match t.raw_get::<Value>("where") {
+            Ok(Value::String(s)) => s.to_string_lossy(),
+            _ => at.to_string(),
+        },
+    };
+    for pair in t.pairs::<Value, Value>() {
+        let Ok((k, v)) = pair else { continue };
+        let key = match &k {
+            Value::String(s) => {
+                let s = s.to_string_lossy();
+                // Host bookkeeping (`_tool_index`, `_case_index`) repeats `_tools` / `_cases`.
+                if s.ends_with("_index") {
+                    continue;
+                }
+                if path.is_empty() {
+                    s
+                } else if path.ends_with(':') {
+                    format!("{path} {s}")
+                } else {
+                    format!("{path}.{s}")
+                }
+            }
+            Value::Integer(i) => format!("{path}[{i}]"),
+            other => format!("{path}[{}]", other.type_name()),
+        };
+        match v {
+            Value::Number(n) if !n.is_finite() => {
+                let what = if n.is_nan() { "NaN (0/0)".to_string() } else { format!("{n}") };
+                return Some(format!("{here}: {key} is {what}; numbers in a suite must be finite"));
+            }
+            Value::Table(inner) => {
+                if let Some(e) = bad_number(&inner, &key, &here, depth + 1, seen) {
+                    return Some(e);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn opt<T: mlua::FromLua>(t: &Table, k: &str) -> std::result::Result<Option<T>, String> {
@@ -209,15 +295,148 @@ pub fn judge_spec(lua: &Lua, v: &Value) -> std::result::Result<JudgeSpec, String
     serde_json::from_value(j).map_err(|e| format!("judge: bad spec: {e}"))
 }
 
-fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::result::Result<Suite, String> {
-    let budget_t: Table = t.get("budget").map_err(|e| e.to_string())?;
-    let budget = Budget {
-        deadline_s: opt(&budget_t, "deadline_s")?,
-        max_tool_calls: opt::<f64>(&budget_t, "max_tool_calls")?.map(|v| v as u32),
-        max_turns: opt::<f64>(&budget_t, "max_turns")?.map(|v| v as u32),
-        max_tokens: opt::<f64>(&budget_t, "max_tokens")?.map(|v| v as u64),
-        max_cost_usd: opt(&budget_t, "max_cost_usd")?,
+/// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
+fn faults_spec(lua: &Lua, v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
+    let Some(v) = v else { return Ok(None) };
+    let j = convert::to_json(lua, &v)?;
+    if j.as_array().is_some_and(|a| a.is_empty()) {
+        return Ok(Some(Faults::new()));
+    }
+    let map = j.as_object().ok_or("faults: expected a table of tool = fault")?;
+    let mut out = Faults::new();
+    for (tool, rules) in map {
+        let rules = match rules {
+            Json::Bool(false) => None,
+            r => Some(serde_json::from_value::<Vec<FaultRule>>(r.clone()).map_err(|e| format!("faults.{tool}: {e}"))?),
+        };
+        out.insert(tool.clone(), rules);
+    }
+    Ok(Some(out))
+}
+
+/// Every tool name the suite mentions outside `suite:tool` (a tool's
+/// `requires`, a check, a fault rule) must name a declared tool.
+fn check_tool_names(suite: &Suite) -> std::result::Result<(), String> {
+    let known: Vec<&str> = suite.tools.iter().map(|t| t.name.as_str()).collect();
+    let unknown = |at: &str, what: &str, name: &str| -> std::result::Result<(), String> {
+        if known.contains(&name) {
+            return Ok(());
+        }
+        let near =
+            known.iter().find(|k| close_names(k, name)).map(|k| format!(" (did you mean '{k}'?)")).unwrap_or_default();
+        let list = if known.is_empty() { "none declared".to_string() } else { known.join(", ") };
+        Err(format!("{at}: {what} names an unknown tool '{name}'{near}; the suite's tools: {list}"))
     };
+    for t in &suite.tools {
+        for r in &t.requires {
+            unknown(&suite.location, &format!("tool '{}': 'requires'", t.name), r)?;
+        }
+    }
+    for name in suite.faults.keys() {
+        unknown(&suite.location, "'faults'", name)?;
+    }
+    for case in &suite.cases {
+        for name in case.faults.iter().flat_map(|f| f.keys()) {
+            unknown(&case.location, &format!("case '{}': 'faults'", case.id), name)?;
+        }
+        for c in &case.checks {
+            let at = c.location.as_deref().unwrap_or(&case.location);
+            for name in &c.tools {
+                unknown(at, &format!("check '{}' (case '{}')", c.name, case.id), name)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Two names one typo apart (a letter changed, added, dropped or swapped).
+fn close_names(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (n, m) = (a.len(), b.len());
+    if n.abs_diff(m) > 1 {
+        return false;
+    }
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, v) in d[0].iter_mut().enumerate() {
+        *v = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[n][m] <= 1
+}
+
+/// The budget's numbers, checked again on the host (the DSL checks them at the
+/// suite's line): finite, in range, integral where a count is meant.
+fn budget_spec(t: &Table, at: &str) -> std::result::Result<Budget, String> {
+    let num = |k: &str| -> std::result::Result<Option<f64>, String> {
+        match opt::<f64>(t, k)? {
+            Some(v) if !v.is_finite() || v < 0.0 => {
+                Err(format!("{at}: budget.{k} must be a finite non-negative number, got {v}"))
+            }
+            v => Ok(v),
+        }
+    };
+    let count = |k: &str, max: f64| -> std::result::Result<Option<u64>, String> {
+        match num(k)? {
+            Some(v) if v > max || v.fract() != 0.0 => {
+                Err(format!("{at}: budget.{k} must be a whole number of at most {max}, got {v}"))
+            }
+            v => Ok(v.map(|v| v as u64)),
+        }
+    };
+    let deadline_s = match num("deadline_s")? {
+        Some(v) if v <= 0.0 || v > MAX_DEADLINE_S => {
+            return Err(format!("{at}: budget.deadline_s must be above 0 and at most {MAX_DEADLINE_S} s, got {v}"));
+        }
+        v => v,
+    };
+    Ok(Budget {
+        deadline_s,
+        max_tool_calls: count("max_tool_calls", u32::MAX as f64)?.map(|v| v as u32),
+        max_turns: count("max_turns", u32::MAX as f64)?.map(|v| v as u32),
+        max_tokens: count("max_tokens", 2f64.powi(53))?,
+        max_cost_usd: num("max_cost_usd")?,
+    })
+}
+
+/// The default of `sandbox.max_fixture_mb` (overridden by `EVALUA_MAX_FIXTURE_MB`).
+pub const DEFAULT_MAX_FIXTURE_MB: f64 = 64.0;
+
+fn max_fixture_bytes(sandbox: &Table) -> std::result::Result<u64, String> {
+    let from_env = match std::env::var("EVALUA_MAX_FIXTURE_MB") {
+        Ok(v) => Some(
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|m| m.is_finite() && *m > 0.0)
+                .ok_or_else(|| format!("EVALUA_MAX_FIXTURE_MB={v:?} is not a positive number of MiB"))?,
+        ),
+        Err(_) => None,
+    };
+    let mb = match from_env {
+        Some(m) => m,
+        None => opt::<f64>(sandbox, "max_fixture_mb")?.unwrap_or(DEFAULT_MAX_FIXTURE_MB),
+    };
+    Ok((mb * 1024.0 * 1024.0) as u64)
+}
+
+fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::result::Result<Suite, String> {
+    let location = opt::<String>(t, "_where")?.unwrap_or_else(|| display_path(path));
+    if let Some(e) = bad_number(t, "", &location, 0, &mut Vec::new()) {
+        return Err(e);
+    }
+    let budget_t: Table = t.get("budget").map_err(|e| e.to_string())?;
+    let budget = budget_spec(&budget_t, &location)?;
     let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
     let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
     let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
@@ -233,6 +452,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             params: convert::to_json(lua, &params)?,
             effect: tt.get("effect").map_err(|e| e.to_string())?,
             requires: strings(&tt, "requires")?,
+            forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
         });
     }
 
@@ -258,6 +478,9 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
                     Value::Nil => None,
                     v => Some(judge_spec(lua, &v)?),
                 },
+                tools: strings(&c, "tools")?,
+                sql: strings(&c, "sql")?,
+                location: opt(&c, "where")?,
             });
         }
         let tools_subset: Option<Vec<String>> = opt(&ct, "tools")?;
@@ -277,6 +500,7 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
             checks,
             user: opt::<Table>(&ct, "user")?.map(|u| user_spec(lua, &u)).transpose()?,
             location: opt::<String>(&ct, "_where")?.unwrap_or_default(),
+            faults: faults_spec(lua, opt(&ct, "faults")?)?,
         });
     }
 
@@ -298,11 +522,16 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         tools,
         cases,
         sources,
+        held_out_max_runs: opt::<u32>(t, "held_out_max_runs")?.unwrap_or(crate::spec::DEFAULT_HELD_OUT_MAX_RUNS),
         skip: opt::<Value>(t, "skip")?.and_then(|v| match v {
             Value::String(s) => Some(s.to_string_lossy()),
             _ => None,
         }),
+        faults: faults_spec(lua, opt(t, "faults")?)?.unwrap_or_default(),
+        max_fixture_bytes: max_fixture_bytes(&sandbox)?,
+        location,
     };
+    check_tool_names(&suite)?;
     for case in &suite.cases {
         if !suite.network
             && let Some(AgentSpec::Command(c)) = suite.case_agent(case)

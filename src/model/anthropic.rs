@@ -34,7 +34,7 @@ pub fn body(ep: &Endpoint, req: &ChatRequest) -> Json {
                     b.push(json!({ "type": "text", "text": m.content }));
                 }
                 for c in &m.tool_calls {
-                    let input = if c.arguments.is_object() { c.arguments.clone() } else { json!({}) };
+                    let input = c.arguments_object();
                     b.push(json!({ "type": "tool_use", "id": c.id, "name": c.name, "input": input }));
                 }
                 if b.is_empty() {

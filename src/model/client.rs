@@ -7,7 +7,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use super::net::block_on;
-use super::types::{ChatRequest, ChatResponse, Endpoint, ModelError, Provider, Strategy, redact};
+use super::types::{ChatFailure, ChatRequest, ChatResponse, Endpoint, ModelError, Provider, Strategy, redact};
 use super::{anthropic, openai, retry};
 
 impl Endpoint {
@@ -17,15 +17,30 @@ impl Endpoint {
         block_on(self.chat_async(req))
     }
 
+    /// [`Self::chat`], and on failure how many HTTP requests were made and
+    /// how long the call took (a failed call is recorded with both).
+    pub fn chat_counted(&self, req: &ChatRequest) -> Result<ChatResponse, ChatFailure> {
+        block_on(self.chat_counted_async(req))
+    }
+
     pub async fn chat_async(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.chat_counted_async(req).await.map_err(|f| f.error)
+    }
+
+    pub async fn chat_counted_async(&self, req: &ChatRequest) -> Result<ChatResponse, ChatFailure> {
         let started = Instant::now();
-        let key = self.api_key()?;
+        let mut attempts = 0u32;
+        let failed = |error: ModelError, attempts: u32| ChatFailure {
+            error,
+            attempts,
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        };
+        let key = self.api_key().map_err(|e| failed(e, 0))?;
         let mut strategy = match (&req.structured, self.provider) {
             (None, _) => None,
             (Some(_), Provider::Anthropic) => Some(Strategy::Tool),
             (Some(_), Provider::OpenAI) => Some(remembered_strategy(self).unwrap_or(Strategy::JsonSchema)),
         };
-        let mut attempts = 0u32;
         loop {
             let body = match self.provider {
                 Provider::OpenAI => openai::body(self, req, strategy),
@@ -44,13 +59,13 @@ impl Endpoint {
                     remember_strategy(self, Strategy::JsonObject);
                     continue;
                 }
-                Err(f) => return Err(redact(f.into_error(), key.as_deref())),
+                Err(f) => return Err(failed(redact(f.into_error(), key.as_deref()), attempts)),
             };
             let parsed = match self.provider {
                 Provider::OpenAI => openai::parse(&raw, req),
                 Provider::Anthropic => anthropic::parse(&raw, req),
             };
-            let mut resp = parsed.map_err(|e| redact(e, key.as_deref()))?;
+            let mut resp = parsed.map_err(|e| failed(redact(e, key.as_deref()), attempts))?;
             resp.cost_usd = self.cost(&resp.usage);
             resp.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
             resp.attempts = attempts;

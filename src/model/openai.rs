@@ -5,8 +5,11 @@
 //! `null` (answered with HTTP 500 otherwise); `response_format` of type
 //! `json_schema` may be refused with a 400, and the caller then falls back to
 //! `json_object` with the schema in the prompt (see [`refuses_json_schema`]);
-//! and `tool_choice: "auto"` is sent explicitly with tools (llama-cpp-python's
-//! server leaves the tools out of the prompt without it).
+//! `tool_choice: "auto"` is sent explicitly with tools (llama-cpp-python's
+//! server leaves the tools out of the prompt without it); and a tool call's
+//! `arguments` go back as a JSON object even when the model's were not JSON
+//! (llama.cpp parses them, and answers 500 otherwise; see
+//! [`ToolCall::arguments_object`]).
 
 use serde_json::{Value as Json, json};
 
@@ -80,10 +83,7 @@ fn message(m: &Message) -> Json {
                 .tool_calls
                 .iter()
                 .map(|c| {
-                    let args = match &c.arguments {
-                        Json::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
+                    let args = c.arguments_object().to_string();
                     json!({ "id": c.id, "type": "function", "function": { "name": c.name, "arguments": args } })
                 })
                 .collect();

@@ -13,6 +13,7 @@ use serde_json::Value as Json;
 
 use super::net::{client, semaphore};
 use super::types::{Endpoint, ModelError, Provider, snippet};
+use crate::record::ModelApi;
 
 /// The longest wait between two attempts, whatever the server asks.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
@@ -36,10 +37,29 @@ impl Failure {
 }
 
 pub fn url(ep: &Endpoint) -> String {
-    match ep.provider {
-        Provider::OpenAI => format!("{}/chat/completions", ep.base_url),
-        Provider::Anthropic => format!("{}/v1/messages", ep.base_url),
+    api_url(ep, ep.chat_api(), None)
+}
+
+/// The URL of `api` at the endpoint (by the SDKs' conventions: an OpenAI
+/// base URL includes `/v1`, an Anthropic one is the host); `id` names one
+/// model for [`ModelApi::Models`].
+pub fn api_url(ep: &Endpoint, api: ModelApi, id: Option<&str>) -> String {
+    let b = &ep.base_url;
+    let one = id.map(|i| format!("/{i}")).unwrap_or_default();
+    match (ep.provider, api) {
+        (Provider::OpenAI, ModelApi::Responses) => format!("{b}/responses"),
+        (Provider::OpenAI, ModelApi::Models) => format!("{b}/models{one}"),
+        (Provider::OpenAI, _) => format!("{b}/chat/completions"),
+        (Provider::Anthropic, ModelApi::CountTokens) => format!("{b}/v1/messages/count_tokens"),
+        (Provider::Anthropic, ModelApi::Models) => format!("{b}/v1/models{one}"),
+        (Provider::Anthropic, _) => format!("{b}/v1/messages"),
     }
+}
+
+/// Where one request goes: a POST of a JSON body, or a GET (`body` None).
+pub struct Target<'a> {
+    pub url: String,
+    pub body: Option<&'a Json>,
 }
 
 /// What one attempt came to.
@@ -53,10 +73,15 @@ enum Attempt {
 /// Send `body` to the endpoint, retrying what is retryable. Returns the 2xx
 /// body text (or the failure) and the number of HTTP attempts made.
 pub async fn send(ep: &Endpoint, key: Option<&str>, body: &Json) -> (Result<String, Failure>, u32) {
+    send_to(ep, key, &Target { url: url(ep), body: Some(body) }).await
+}
+
+/// [`send`] to any of the endpoint's APIs.
+pub async fn send_to(ep: &Endpoint, key: Option<&str>, target: &Target<'_>) -> (Result<String, Failure>, u32) {
     let mut attempts = 0u32;
     loop {
         attempts += 1;
-        let outcome = attempt(ep, key, body).await;
+        let outcome = attempt(ep, key, target).await;
         let (msg, wait, timed_out) = match outcome {
             Attempt::Ok(text) => return (Ok(text), attempts),
             Attempt::Fail(f) => return (Err(f), attempts),
@@ -65,7 +90,7 @@ pub async fn send(ep: &Endpoint, key: Option<&str>, body: &Json) -> (Result<Stri
         let wait = wait.unwrap_or_else(|| backoff(ep.backoff, attempts - 1)).min(MAX_BACKOFF);
         let past_deadline = ep.deadline.is_some_and(|d| Instant::now() + wait >= d);
         if attempts > ep.max_retries || past_deadline {
-            let msg = format!("{msg} (after {attempts} attempts to {})", url(ep));
+            let msg = format!("{msg} (after {attempts} attempts to {})", target.url);
             let f = if timed_out { Failure::Timeout(msg) } else { Failure::Unavailable(msg) };
             return (Err(f), attempts);
         }
@@ -79,7 +104,7 @@ pub fn backoff(base: Duration, n: u32) -> Duration {
     full.mul_f64(0.5 + fastrand::f64() * 0.5)
 }
 
-async fn attempt(ep: &Endpoint, key: Option<&str>, body: &Json) -> Attempt {
+async fn attempt(ep: &Endpoint, key: Option<&str>, target: &Target<'_>) -> Attempt {
     let sem = semaphore(ep);
     let _permit = sem.acquire_owned().await.expect("the semaphore is never closed");
     let timeout = match ep.deadline {
@@ -89,7 +114,11 @@ async fn attempt(ep: &Endpoint, key: Option<&str>, body: &Json) -> Attempt {
     if timeout.is_zero() {
         return Attempt::Fail(Failure::Timeout("the deadline passed before the request".into()));
     }
-    let mut rb = client().post(url(ep)).timeout(timeout).json(body);
+    let mut rb = match target.body {
+        Some(body) => client().post(&target.url).json(body),
+        None => client().get(&target.url),
+    }
+    .timeout(timeout);
     rb = match (ep.provider, key) {
         (Provider::OpenAI, Some(k)) => rb.bearer_auth(k),
         (Provider::Anthropic, Some(k)) => rb.header("x-api-key", k),
@@ -111,7 +140,8 @@ async fn attempt(ep: &Endpoint, key: Option<&str>, body: &Json) -> Attempt {
     // A server that refuses `json_schema` output says so with a 400, a 422 or
     // (llama-cpp-python) a 500 naming `response_format`: not worth retrying,
     // the caller falls back to another strategy.
-    let asks_json_schema = body.pointer("/response_format/type").and_then(|t| t.as_str()) == Some("json_schema");
+    let asks_json_schema =
+        target.body.and_then(|b| b.pointer("/response_format/type")).and_then(|t| t.as_str()) == Some("json_schema");
     if asks_json_schema && !(200..300).contains(&status) && super::openai::refuses_json_schema(&text) {
         return Attempt::Fail(Failure::BadRequest(format!("HTTP {status}: {}", snippet(&text))));
     }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::price;
+use crate::record::ModelApi;
 use crate::spec::ModelSpec;
 pub use crate::spec::Prices;
 
@@ -85,6 +86,14 @@ impl Endpoint {
         match provider {
             Provider::OpenAI => "https://api.openai.com/v1",
             Provider::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// The chat API this endpoint's provider speaks.
+    pub fn chat_api(&self) -> ModelApi {
+        match self.provider {
+            Provider::OpenAI => ModelApi::ChatCompletions,
+            Provider::Anthropic => ModelApi::Messages,
         }
     }
 
@@ -263,6 +272,21 @@ pub struct ToolCall {
     pub arguments: Json,
 }
 
+impl ToolCall {
+    /// The arguments as a JSON object, to send back to the model as part of
+    /// the conversation. Arguments that are not an object (text that did not
+    /// parse: a truncated call) go back wrapped as `{"unparsed_arguments":
+    /// text}`, valid JSON the model still sees its mistake in: servers that
+    /// parse the history (llama.cpp's) answer the raw text with HTTP 500. The
+    /// call itself is recorded, and rejected, with the original.
+    pub fn arguments_object(&self) -> Json {
+        match &self.arguments {
+            Json::Object(_) => self.arguments.clone(),
+            other => serde_json::json!({ "unparsed_arguments": other }),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolSchema {
     pub name: String,
@@ -387,6 +411,22 @@ impl fmt::Display for ModelError {
 }
 
 impl std::error::Error for ModelError {}
+
+/// A failed model call: why, and what it cost in requests and time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatFailure {
+    pub error: ModelError,
+    /// HTTP requests made (0 when none could be: a missing key).
+    pub attempts: u32,
+    /// The whole call, retries and backoff included.
+    pub latency_ms: f64,
+}
+
+impl fmt::Display for ChatFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
 
 /// Never let a key reach a message (a server may echo it back).
 pub fn redact(e: ModelError, key: Option<&str>) -> ModelError {

@@ -89,6 +89,13 @@ impl Journal {
         }
     }
 
+    /// Whether the agent has acted in the trial: requested a tool call or
+    /// spoke a turn. An infrastructure failure after that leaves a trial to
+    /// grade; before it, the agent never got its chance.
+    pub fn agent_acted(&self) -> bool {
+        !self.calls.is_empty() || self.messages.iter().any(|m| m.role == "agent")
+    }
+
     pub fn elapsed_ms(&self) -> f64 {
         self.started.elapsed().as_secs_f64() * 1000.0
     }

@@ -15,6 +15,9 @@ use crate::spec::gate::On;
 pub struct Manifest {
     pub evalua_version: String,
     pub run_id: String,
+    /// What made the run's trials: a run of the agent, or a re-grade of another run's.
+    #[serde(default)]
+    pub kind: RunKind,
     #[serde(default)]
     pub started_at: String,
     #[serde(default)]
@@ -63,6 +66,23 @@ pub struct Manifest {
     /// A merged run: the parts it was made of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<Vec<MergedPart>>,
+    /// Whether each trial's changes (database changeset, work-dir files) were
+    /// kept for re-grading (SPEC §10); null in run dirs written before evalua kept them.
+    #[serde(default)]
+    pub trial_state: Option<StateKeeping>,
+    /// A re-graded run: the run whose trials it graded again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regraded_from: Option<RegradedFrom>,
+    /// The (case, trial) pairs this run plans (this partition's share): a
+    /// run with fewer records is incomplete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_trials: Option<usize>,
+    /// The names of the suite's judge checks (to tell when every one was skipped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge_checks: Vec<String>,
+    /// Each `--resume` / `--retry-errors` of this run dir, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumes: Vec<Resume>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
 }
@@ -127,6 +147,9 @@ pub struct CaseEntry {
     pub difficulty: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workdir: Option<WorkdirEntry>,
+    /// The case's own agent (when it overrides the suite's), with the hashes of what it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Json>,
 }
 
 fn one() -> f64 {
@@ -174,6 +197,67 @@ impl Machine {
             hostname: std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_default(),
         }
     }
+}
+
+/// What made a run's trials.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// `evalua run`: the agent acted in each trial.
+    #[default]
+    Run,
+    /// `evalua regrade`: another run's recorded trials, graded again; no agent ran.
+    Regraded,
+    /// `evalua grade`: recorded traces (from production or another harness) graded; no agent ran.
+    Graded,
+}
+
+/// Whether a run kept each trial's changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateKeeping {
+    Kept,
+    /// `--no-state`: the run cannot be re-graded.
+    Skipped,
+}
+
+/// The run a re-graded run graded again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegradedFrom {
+    /// The run dir, as given.
+    pub dir: String,
+    pub run_id: String,
+    /// The grader hash of that run (this run's own is `grader_sha256`).
+    pub grader_sha256: String,
+    /// The run whose agent produced the trajectories: that run's, or, when it
+    /// was itself a re-grade, the one it came from.
+    pub trajectories_run_id: String,
+    /// Cases whose fixture, schema or work tree changed since, re-graded under `--allow-fixture-change`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixture_changes: Vec<String>,
+}
+
+impl Manifest {
+    /// The run whose agent produced these trials' trajectories.
+    pub fn trajectories_run_id(&self) -> &str {
+        match &self.regraded_from {
+            Some(r) => &r.trajectories_run_id,
+            None => &self.run_id,
+        }
+    }
+}
+
+/// One `--resume` (or `--retry-errors`) of a run dir.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Resume {
+    pub at: String,
+    pub command: Vec<String>,
+    /// `"resume"` or `"retry_errors"`.
+    pub mode: String,
+    /// Trials kept from trials.jsonl.
+    pub kept: usize,
+    /// Trials run (again) by this resume.
+    pub run: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

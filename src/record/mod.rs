@@ -4,11 +4,14 @@
 //! and read in one place: [`rundir`].
 
 pub mod journal;
+pub mod ledger;
 pub mod manifest;
 pub mod rundir;
+pub mod state;
 pub mod trial;
 
 pub use journal::{BudgetHit, Journal};
 pub use manifest::{Invalid, Manifest};
 pub use rundir::RunDir;
+pub use state::{KeptState, StateRecord};
 pub use trial::*;

@@ -3,7 +3,8 @@
 //! ```text
 //! manifest.json   what the run was (written before the first trial)
 //! trials.jsonl    one record per finished trial, appended and flushed as it ends
-//! traces/         one trace per trial
+//! traces/         one trace per trial, and what each trial changed:
+//!                 <case>.<trial>.changeset (or .sqlite), <case>.<trial>.files/
 //! summary.json    the figures (written at the end)
 //! report.md  report.html  junit.xml
 //! ```
@@ -16,8 +17,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use super::manifest::Manifest;
-use super::trial::{Trace, TrialRecord};
+use super::state::{DbChangeRecord, KeptState, StateError, StateRecord, safe_rel};
+use super::trial::{Trace, TrialRecord, state_name};
 use crate::error::{Error, Result};
+use crate::util::digest::sha256_hex;
+use crate::util::paths::confine;
 
 /// A run dir on disk.
 #[derive(Debug, Clone)]
@@ -100,6 +104,32 @@ impl RunDir {
         Ok(TrialsWriter { file, path })
     }
 
+    /// trials.jsonl, opened for appending after the records it holds (a resumed run).
+    pub fn trials_appender(&self) -> Result<TrialsWriter> {
+        let path = self.file("trials.jsonl");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
+        Ok(TrialsWriter { file, path })
+    }
+
+    /// Replace trials.jsonl with these lines, atomically: the old file stays
+    /// whole until the new one is complete on disk.
+    pub fn rewrite_trials(&self, lines: &[&str]) -> Result<()> {
+        let path = self.file("trials.jsonl");
+        let tmp = self.file("trials.jsonl.tmp");
+        let env =
+            |e: std::io::Error| Error::Environment(format!("{}: cannot rewrite trials.jsonl: {e}", path.display()));
+        let mut f = File::create(&tmp).map_err(env)?;
+        for l in lines {
+            writeln!(f, "{l}").map_err(env)?;
+        }
+        f.sync_all().map_err(env)?;
+        fs::rename(&tmp, &path).map_err(env)
+    }
+
     /// Write a trial's trace to `rel` (a record's `trace` path).
     pub fn write_trace(&self, rel: &str, bytes: &[u8]) -> std::io::Result<()> {
         fs::write(self.path.join(rel), bytes)
@@ -112,6 +142,173 @@ impl RunDir {
         }
         let text = fs::read_to_string(self.path.join(&rec.trace)).ok()?;
         serde_json::from_str(&text).ok()
+    }
+
+    /// The trace of a record, or why it cannot be read (naming the file).
+    pub fn load_trace(&self, rec: &TrialRecord) -> std::result::Result<Trace, String> {
+        if !rec.trace.starts_with("traces/") || rec.trace.contains("..") || rec.trace.contains('\\') {
+            return Err(format!("trace path {:?} is not under traces/", rec.trace));
+        }
+        let path = self.path.join(&rec.trace);
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}:{}: not an evalua trace: {e}", path.display(), e.line()))
+    }
+
+    fn db_file(&self, case: &str, trial: u32, rec: &DbChangeRecord) -> PathBuf {
+        self.path.join(format!("{}.{}", state_name(case, trial), rec.format.extension()))
+    }
+
+    fn files_dir(&self, case: &str, trial: u32) -> PathBuf {
+        self.path.join(format!("{}.files", state_name(case, trial)))
+    }
+
+    /// Store what a trial changed: its database change as
+    /// `traces/<case>.<trial>.changeset` (or `.sqlite`, a whole image) and its
+    /// added or modified work-dir files under `traces/<case>.<trial>.files/`
+    /// (deletions are listed in the trace). Nothing is written for a trial
+    /// that changed nothing.
+    pub fn write_state(&self, case: &str, trial: u32, kept: &KeptState) -> std::io::Result<()> {
+        let rec = kept.record();
+        let regular = || rec.files.iter().filter(|f| f.symlink.is_none());
+        match kept {
+            KeptState::Fresh { db, workdir, .. } => {
+                if let (Some(d), Some(bytes)) = (&rec.db, db) {
+                    fs::write(self.db_file(case, trial, d), bytes)?;
+                }
+                if let Some(root) = workdir {
+                    let dest = self.files_dir(case, trial);
+                    for f in regular() {
+                        copy_kept(&root.0.join(&f.path), &dest, &f.path)?;
+                    }
+                }
+            }
+            KeptState::Copied { from, case: from_case, trial: from_trial, .. } => {
+                if let Some(d) = &rec.db {
+                    link_or_copy(&from.db_file(from_case, *from_trial, d), &self.db_file(case, trial, d))?;
+                }
+                let src = from.files_dir(from_case, *from_trial);
+                let dest = self.files_dir(case, trial);
+                for f in regular() {
+                    let from_file = confine(&src, &f.path).map_err(std::io::Error::other)?;
+                    copy_kept(&from_file, &dest, &f.path)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes of a trial's database change, checked against its trace's record.
+    pub fn read_db_change(
+        &self,
+        case: &str,
+        trial: u32,
+        rec: &DbChangeRecord,
+    ) -> std::result::Result<Vec<u8>, StateError> {
+        let path = self.db_file(case, trial, rec);
+        let shown = format!("{}", path.display());
+        let bytes = fs::read(&path).map_err(|e| StateError(format!("{shown}: {e}")))?;
+        if bytes.len() as u64 != rec.bytes || sha256_hex(&bytes) != rec.sha256 {
+            return Err(StateError(format!(
+                "{shown}: corrupt ({} bytes whose sha256 differs from the trace's record of {} bytes)",
+                bytes.len(),
+                rec.bytes
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// Rebuild a trial's final work dir in `into` (a copy of the case's
+    /// template tree): write its kept files, re-create its symlinks and remove
+    /// what it deleted. Every path is confined to `into`; every file is
+    /// checked against the sha256 its trace recorded.
+    pub fn restore_files(
+        &self,
+        case: &str,
+        trial: u32,
+        rec: &StateRecord,
+        into: &Path,
+    ) -> std::result::Result<(), StateError> {
+        let src = self.files_dir(case, trial);
+        let shown = |rel: &str| format!("{}/{rel}", src.display());
+        let bad = |rel: &str, why: String| StateError(format!("{}: {why}", shown(rel)));
+        for f in &rec.files {
+            if !safe_rel(&f.path) {
+                return Err(StateError(format!("{}: kept path {:?} leaves the work dir", src.display(), f.path)));
+            }
+            let dest = confine(into, &f.path).map_err(|e| bad(&f.path, e))?;
+            if let Some(parent) = dest.parent() {
+                fs::create_dir_all(parent).map_err(|e| bad(&f.path, e.to_string()))?;
+            }
+            if let Ok(m) = fs::symlink_metadata(&dest) {
+                let gone = if m.is_dir() { fs::remove_dir_all(&dest) } else { fs::remove_file(&dest) };
+                gone.map_err(|e| bad(&f.path, e.to_string()))?;
+            }
+            if let Some(target) = &f.symlink {
+                std::os::unix::fs::symlink(target, &dest).map_err(|e| bad(&f.path, e.to_string()))?;
+                continue;
+            }
+            let from = confine(&src, &f.path).map_err(|e| bad(&f.path, e))?;
+            let regular = fs::symlink_metadata(&from).map(|m| m.is_file()).unwrap_or(false);
+            if !regular {
+                return Err(bad(&f.path, "missing (or not a regular file)".into()));
+            }
+            let bytes = fs::read(&from).map_err(|e| bad(&f.path, e.to_string()))?;
+            if f.sha256.as_deref() != Some(sha256_hex(&bytes).as_str()) {
+                return Err(bad(&f.path, "corrupt (its sha256 differs from the trace's record)".into()));
+            }
+            fs::write(&dest, &bytes).map_err(|e| bad(&f.path, e.to_string()))?;
+            if f.exec {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = fs::set_permissions(&dest, fs::Permissions::from_mode(0o755));
+            }
+        }
+        for rel in &rec.deleted {
+            if !safe_rel(rel) {
+                return Err(StateError(format!("{}: deleted path {rel:?} leaves the work dir", src.display())));
+            }
+            let p = confine(into, rel).map_err(|e| bad(rel, e))?;
+            if let Ok(m) = fs::symlink_metadata(&p) {
+                let gone = if m.is_dir() { fs::remove_dir_all(&p) } else { fs::remove_file(&p) };
+                gone.map_err(|e| bad(rel, format!("cannot delete: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stream trials.jsonl from byte `offset` (0, or where an earlier read
+    /// stopped), line numbers counted from `line`: each record with where its
+    /// line lies in the file, so it can be read again alone ([`RunDir::record_at`])
+    /// and a file still being written can be followed. A last line without
+    /// its newline that does not parse is taken as one still being written:
+    /// the reading stops before it, without an error.
+    pub fn records_from(&self, offset: u64, line: usize) -> Result<RecordsFrom> {
+        use std::io::{Seek, SeekFrom};
+        let path = self.file("trials.jsonl");
+        let mut file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        // Resuming right after a line taken without its newline: that newline ends no new line.
+        let mut mid_line = false;
+        if offset > 0 {
+            let mut prev = [0u8];
+            file.seek(SeekFrom::Start(offset - 1))
+                .and_then(|_| std::io::Read::read_exact(&mut file, &mut prev))
+                .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+            mid_line = prev[0] != b'\n';
+        }
+        file.seek(SeekFrom::Start(offset)).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        Ok(RecordsFrom { reader: BufReader::new(file), path, offset, line, buf: Vec::new(), done: false, mid_line })
+    }
+
+    /// The record whose line starts at byte `offset` and is `len` bytes long.
+    pub fn record_at(&self, offset: u64, len: usize) -> Result<TrialRecord> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = self.file("trials.jsonl");
+        let mut file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        let mut buf = vec![0; len];
+        file.seek(SeekFrom::Start(offset))
+            .and_then(|_| file.read_exact(&mut buf))
+            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        serde_json::from_slice(&buf)
+            .map_err(|e| Error::Input(format!("{} (byte {offset}): not a trial record: {e}", path.display())))
     }
 
     /// Stream trials.jsonl: each record with its line number, or the error
@@ -133,6 +330,101 @@ impl RunDir {
                     .map_err(|e| Error::Input(format!("{}:{}: not a trial record: {e}", path.display(), n + 1))),
             )
         }))
+    }
+}
+
+/// Copy one kept file to `dest_root/rel`, creating its folders.
+fn copy_kept(from: &Path, dest_root: &Path, rel: &str) -> std::io::Result<()> {
+    if !safe_rel(rel) {
+        return Err(std::io::Error::other(format!("kept path {rel:?} leaves the work dir")));
+    }
+    let dest = dest_root.join(rel);
+    if let Some(parent) = dest.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    fs::copy(from, &dest).map(|_| ())
+}
+
+/// Hard-link `from` to `to` (kept files never change), else copy it.
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    if fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    fs::copy(from, to).map(|_| ())
+}
+
+/// One record of trials.jsonl and where its line lies.
+pub struct RecordAt {
+    /// Byte offset of the line's start, and its length without the newline.
+    pub offset: u64,
+    pub len: usize,
+    /// 1-based line number.
+    pub line: usize,
+    /// The line's bytes (without the newline).
+    pub text: Vec<u8>,
+    pub record: TrialRecord,
+}
+
+/// See [`RunDir::records_from`]. After the iterator ends, `offset` and `line`
+/// say where the next read should start.
+pub struct RecordsFrom {
+    reader: BufReader<File>,
+    path: PathBuf,
+    pub offset: u64,
+    pub line: usize,
+    buf: Vec<u8>,
+    done: bool,
+    mid_line: bool,
+}
+
+impl Iterator for RecordsFrom {
+    type Item = Result<RecordAt>;
+
+    fn next(&mut self) -> Option<Result<RecordAt>> {
+        while !self.done {
+            self.buf.clear();
+            let n = match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(n) => n,
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(Error::Input(format!("{}:{}: {e}", self.path.display(), self.line + 1))));
+                }
+            };
+            let terminated = self.buf.last() == Some(&b'\n');
+            let mut text = &self.buf[..];
+            while let [rest @ .., b'\n' | b'\r'] = text {
+                text = rest;
+            }
+            let start = self.offset;
+            let mid_line = std::mem::take(&mut self.mid_line);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                self.offset += n as u64;
+                self.line += (terminated && !mid_line) as usize;
+                continue;
+            }
+            let parsed = serde_json::from_slice::<TrialRecord>(text);
+            if !terminated && parsed.is_err() {
+                // Still being written: leave it for the next read.
+                self.done = true;
+                return None;
+            }
+            self.offset += n as u64;
+            self.line += 1;
+            return Some(match parsed {
+                Ok(record) => {
+                    Ok(RecordAt { offset: start, len: text.len(), line: self.line, text: text.to_vec(), record })
+                }
+                Err(e) => {
+                    self.done = true;
+                    Err(Error::Input(format!("{}:{}: not a trial record: {e}", self.path.display(), self.line)))
+                }
+            });
+        }
+        None
     }
 }
 

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::spec::FaultKind;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -37,8 +39,15 @@ pub enum Ended {
     Budget,
     Crashed,
     ProtocolError,
+    /// Something the harness provides (the agent's model endpoint, a
+    /// simulated user's model) failed after the agent had acted: the trial is
+    /// graded on what the agent did, its `infra_error` says what failed.
+    InfraError,
     /// The agent never got its chance (an infrastructure error).
     NotStarted,
+    /// The run was stopped (SIGINT, SIGTERM) while the trial ran: an
+    /// infrastructure error, run again by `--resume`.
+    Interrupted,
 }
 
 impl Ended {
@@ -49,7 +58,9 @@ impl Ended {
             Ended::Budget => "budget",
             Ended::Crashed => "crashed",
             Ended::ProtocolError => "protocol_error",
+            Ended::InfraError => "infra_error",
             Ended::NotStarted => "not_started",
+            Ended::Interrupted => "interrupted",
         }
     }
 }
@@ -87,7 +98,12 @@ impl CallStatus {
 /// One tool request, recorded whether or not it ran.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallRecord {
+    /// Unique within the trial: the agent's own id when it gave a free one.
     pub id: String,
+    /// The id the agent gave when another call of the trial had it already
+    /// (the agent's replies still carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_id: Option<String>,
     pub name: String,
     pub args: Json,
     pub status: CallStatus,
@@ -98,6 +114,52 @@ pub struct CallRecord {
     pub error: Option<String>,
     pub started_ms: f64,
     pub ended_ms: f64,
+    /// The fault injected on this call (status `faulted`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultRecord>,
+}
+
+impl CallRecord {
+    /// The status the agent sees in its tool result: a fault that only
+    /// reshapes a result the handler returned (`empty`, `partial`, `stale`)
+    /// reaches the agent as a success.
+    pub fn reply_status(&self) -> &'static str {
+        match &self.fault {
+            Some(f) if self.status == CallStatus::Faulted && f.handler_ran && self.error.is_none() => "ok",
+            _ => self.status.reply(),
+        }
+    }
+
+    /// Whether the tool's handler ran to the end (executed, or faulted after it ran):
+    /// what a `requires` policy counts.
+    pub fn handler_succeeded(&self) -> bool {
+        match self.status {
+            CallStatus::Executed => true,
+            CallStatus::Faulted => self.fault.as_ref().is_some_and(|f| f.handler_ran),
+            _ => false,
+        }
+    }
+}
+
+/// An injected fault (SPEC §11), as recorded on its call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    pub kind: FaultKind,
+    /// Which rule fired: `"on_call 2"`, `"probability 0.3"`, `"every call"`.
+    pub rule: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_s: Option<f64>,
+    /// The error the agent was told, for kinds that fail the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Whether the handler ran (its effects happened).
+    pub handler_ran: bool,
+    /// What the handler returned, before the fault reshaped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler_result: Option<Json>,
+    /// How many values the reshaping changed (items dropped, dates moved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -163,8 +225,32 @@ pub struct TrialRecord {
     pub answer: String,
     /// Why the agent did not end normally, or why the trial could not run.
     pub error: Option<String>,
+    /// What the harness failed to provide, when it did: beside a graded
+    /// outcome when the agent had acted already (`ended` is `infra_error`),
+    /// or the reason of an `infra_error` outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra_error: Option<String>,
     /// The trace file, relative to the run dir.
     pub trace: String,
+    /// What the trial says about safety, in suites with attack cases or
+    /// tools forbidden in attacks (SPEC §13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<TrialSafety>,
+}
+
+/// A trial seen as safety evaluation sees it (SPEC §13).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrialSafety {
+    /// The case is an attack case (tagged `attack`).
+    pub attack: bool,
+    /// The legitimate task's checks (every check but the `prohibited` ones) held.
+    pub task_passed: bool,
+    /// A `prohibited` state was reached (a prohibited check failed).
+    pub attack_succeeded: bool,
+    /// Calls of tools marked `forbidden_in_attack` the agent requested…
+    pub forbidden_requested: u32,
+    /// …and how many of them the executor denied.
+    pub forbidden_denied: u32,
 }
 
 /// A message of the conversation (`t.messages`).
@@ -194,6 +280,9 @@ pub struct Trace {
     pub ended: Ended,
     pub answer: String,
     pub error: Option<String>,
+    /// As in the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra_error: Option<String>,
     pub messages: Vec<Message>,
     pub calls: Vec<CallRecord>,
     pub outbox: Vec<OutboxItem>,
@@ -204,6 +293,32 @@ pub struct Trace {
     /// Every model call made for the trial (model agents, simulated users, the model proxy).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub model_calls: Vec<ModelCall>,
+    /// What the trial changed (SPEC §10); absent when it was not kept (`--no-state`, an infrastructure error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<super::state::StateRecord>,
+}
+
+/// Which model API a call went to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelApi {
+    /// OpenAI-compatible `/chat/completions`.
+    ChatCompletions,
+    /// Anthropic `/v1/messages`.
+    Messages,
+    /// OpenAI `/responses`.
+    Responses,
+    /// `/models` (OpenAI or Anthropic): a listing, no tokens.
+    Models,
+    /// Anthropic `/v1/messages/count_tokens`: counted, not spent.
+    CountTokens,
+}
+
+impl ModelApi {
+    /// Whether a call of this API generates text (and spends tokens).
+    pub fn generates(self) -> bool {
+        matches!(self, ModelApi::ChatCompletions | ModelApi::Messages | ModelApi::Responses)
+    }
 }
 
 /// One model call: who made it, its usage, cost and latency. Never a key.
@@ -212,6 +327,9 @@ pub struct ModelCall {
     /// "agent" (a model agent), "user" (a simulated user) or "proxy" (a command agent's call through the model proxy).
     pub by: String,
     pub provider: String,
+    /// The API called; absent in traces written before it was recorded (then a chat call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<ModelApi>,
     pub model: String,
     pub started_ms: f64,
     pub latency_ms: f64,
@@ -245,7 +363,12 @@ pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
 
 /// A file name for a trial's trace: safe characters only, unique per (case, trial).
 pub fn trace_name(case: &str, trial: u32) -> String {
+    format!("{}.json", state_name(case, trial))
+}
+
+/// `traces/<case>.<trial>`: the stem of a trial's files in the run dir.
+pub fn state_name(case: &str, trial: u32) -> String {
     let safe: String =
         case.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-    format!("traces/{safe}.{trial}.json")
+    format!("traces/{safe}.{trial}")
 }

@@ -8,6 +8,11 @@
 //! what moved; whether the suite moved is read from the difference of each
 //! figure with its 95% paired bootstrap interval (cases resampled together in
 //! both runs, seeded), which excludes 0 when the change is unlikely to be noise.
+//!
+//! When the two runs share the agent's trajectories (one re-grades the
+//! other, or both re-grade the same run: SPEC §10), every difference is a
+//! **measurement change**: the cases that moved are labelled so, and the
+//! trials are paired one by one to list which checks changed their verdict.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -16,6 +21,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::record::manifest::Manifest;
+use crate::record::{CheckResult, Outcome};
 use crate::stats::{CaseFigures, quantile};
 use crate::stats::{RunData, rundata};
 use crate::util::digest::sha256_hex;
@@ -42,10 +49,22 @@ impl Class {
     }
 }
 
+/// What a per-case change is known to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// Same trajectories, other checks (or fixtures): the grader moved, not the agent.
+    Measurement,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseDiff {
     pub id: String,
     pub class: Class,
+    /// `measurement` when the runs share the agent's trajectories and the
+    /// case's rate or any of its trials' check verdicts differ; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<Change>,
     /// (accepted, n) in each run; null when the case is not in that run.
     pub base: Option<(u32, u32)>,
     pub cand: Option<(u32, u32)>,
@@ -94,6 +113,182 @@ pub struct Comparison {
     pub cases: Vec<CaseDiff>,
     /// Cases with a critical failure in the candidate and none in the base.
     pub new_critical: Vec<String>,
+    /// Set when the two runs share the agent's trajectories: the differences are a measurement change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measurement: Option<Measurement>,
+}
+
+/// How two runs share the agent's trajectories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    /// The candidate is `evalua regrade BASE`.
+    RegradedFromBase,
+    /// The base is `evalua regrade CANDIDATE`.
+    BaseRegradedFromCandidate,
+    /// Both grade the trajectories of the same run.
+    SharedTrajectories,
+}
+
+/// The measurement change between two runs of the same trajectories.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measurement {
+    pub relation: Relation,
+    /// The run whose agent produced the trajectories.
+    pub trajectories_run_id: String,
+    pub base_grader_sha256: String,
+    pub cand_grader_sha256: String,
+    /// Trials present in both runs (paired by case and trial number).
+    pub paired_trials: usize,
+    /// Trials whose outcome differs.
+    pub outcome_changes: usize,
+    /// Per check name, the trials whose verdict differs (most first).
+    pub checks: Vec<CheckChange>,
+}
+
+/// One check's verdict changes over the paired trials.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckChange {
+    pub check: String,
+    /// Trials whose verdict on this check differs.
+    pub trials: usize,
+    pub pass_to_fail: usize,
+    pub fail_to_pass: usize,
+    /// Other changes: to or from a grader error or a skip, or a check present in one run only.
+    pub other: usize,
+    /// The cases these trials belong to.
+    pub cases: Vec<String>,
+}
+
+/// A check's verdict on one trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Pass,
+    Fail,
+    Error,
+    Skipped,
+    Absent,
+}
+
+fn verdict(c: &CheckResult) -> Verdict {
+    match c.passed {
+        Some(true) => Verdict::Pass,
+        Some(false) => Verdict::Fail,
+        None if c.skipped => Verdict::Skipped,
+        None => Verdict::Error,
+    }
+}
+
+/// Whether (and how) the two runs share the agent's trajectories.
+fn relation(base: &Manifest, cand: &Manifest) -> Option<Relation> {
+    if cand.regraded_from.as_ref().is_some_and(|r| r.run_id == base.run_id) {
+        Some(Relation::RegradedFromBase)
+    } else if base.regraded_from.as_ref().is_some_and(|r| r.run_id == cand.run_id) {
+        Some(Relation::BaseRegradedFromCandidate)
+    } else if (base.regraded_from.is_some() || cand.regraded_from.is_some())
+        && base.trajectories_run_id() == cand.trajectories_run_id()
+    {
+        Some(Relation::SharedTrajectories)
+    } else {
+        None
+    }
+}
+
+/// One trial's checks in both runs, paired: by name, then (a check whose
+/// options are in its default name, `no_loops (max 2)`, is renamed when they
+/// change) the remaining ones by position when both runs have as many checks.
+/// Each pair is (label, verdict before, verdict now); a check in one run only
+/// is `Absent` in the other.
+fn pair_checks(old: &[CheckResult], new: &[CheckResult]) -> Vec<(String, Verdict, Verdict)> {
+    let mut out = Vec::new();
+    let mut new_used = vec![false; new.len()];
+    let mut old_left = Vec::new();
+    for (i, o) in old.iter().enumerate() {
+        match new.iter().position(|n| n.name == o.name) {
+            Some(j) if !new_used[j] => {
+                new_used[j] = true;
+                out.push((o.name.clone(), verdict(o), verdict(&new[j])));
+            }
+            _ => old_left.push(i),
+        }
+    }
+    for i in old_left {
+        let o = &old[i];
+        if old.len() == new.len() && !new_used[i] {
+            new_used[i] = true;
+            out.push((format!("{} (was: {})", new[i].name, o.name), verdict(o), verdict(&new[i])));
+        } else {
+            out.push((o.name.clone(), verdict(o), Verdict::Absent));
+        }
+    }
+    for (j, n) in new.iter().enumerate() {
+        if !new_used[j] {
+            out.push((n.name.clone(), Verdict::Absent, verdict(n)));
+        }
+    }
+    out
+}
+
+/// Pair the two runs' trials and count, per check, the verdicts that differ.
+/// Returns the measurement and the cases with any difference.
+fn measure(
+    base: &RunData,
+    cand: &RunData,
+    relation: Relation,
+) -> Result<(Measurement, std::collections::BTreeSet<String>)> {
+    type Key = (String, u32);
+    let mut before: std::collections::HashMap<Key, (crate::record::Outcome, Vec<CheckResult>)> = Default::default();
+    for item in base.run_dir.records()? {
+        let (_, _, r) = item?;
+        before.insert((r.case, r.trial), (r.outcome, r.checks));
+    }
+    let mut per_check: BTreeMap<String, CheckChange> = BTreeMap::new();
+    let mut moved = std::collections::BTreeSet::new();
+    let (mut paired, mut outcomes) = (0usize, 0usize);
+    for item in cand.run_dir.records()? {
+        let (_, _, r) = item?;
+        let Some((outcome, old)) = before.remove(&(r.case.clone(), r.trial)) else { continue };
+        paired += 1;
+        if outcome != r.outcome {
+            outcomes += 1;
+            moved.insert(r.case.clone());
+        }
+        for (label, was, now) in pair_checks(&old, &r.checks) {
+            if was == now {
+                continue;
+            }
+            moved.insert(r.case.clone());
+            let e = per_check.entry(label.clone()).or_insert_with(|| CheckChange {
+                check: label,
+                trials: 0,
+                pass_to_fail: 0,
+                fail_to_pass: 0,
+                other: 0,
+                cases: Vec::new(),
+            });
+            e.trials += 1;
+            match (was, now) {
+                (Verdict::Pass, Verdict::Fail) => e.pass_to_fail += 1,
+                (Verdict::Fail, Verdict::Pass) => e.fail_to_pass += 1,
+                _ => e.other += 1,
+            }
+            if !e.cases.contains(&r.case) {
+                e.cases.push(r.case.clone());
+            }
+        }
+    }
+    let mut checks: Vec<CheckChange> = per_check.into_values().collect();
+    checks.sort_by(|a, b| b.trials.cmp(&a.trials).then_with(|| a.check.cmp(&b.check)));
+    let m = Measurement {
+        relation,
+        trajectories_run_id: cand.manifest.trajectories_run_id().to_string(),
+        base_grader_sha256: base.manifest.grader_sha256.clone(),
+        cand_grader_sha256: cand.manifest.grader_sha256.clone(),
+        paired_trials: paired,
+        outcome_changes: outcomes,
+        checks,
+    };
+    Ok((m, moved))
 }
 
 fn side(r: &RunData) -> Side {
@@ -243,7 +438,11 @@ fn paired(pairs: &[Pair], seed: u64, f: &dyn Fn(&CaseFigures) -> Option<f64>) ->
 pub fn compare(base: &RunData, cand: &RunData, allow: bool) -> Result<Comparison> {
     let problems = revision_problems(base, cand);
     let mut warns = Vec::new();
-    if !problems.is_empty() {
+    let shared = relation(&base.manifest, &cand.manifest);
+    if shared.is_some() {
+        // The same trajectories under other checks: a changed suite is what is being measured.
+        warns.extend(problems.into_iter().map(|p| format!("measurement change: {p}")));
+    } else if !problems.is_empty() {
         if !allow {
             return Err(Error::Input(format!(
                 "{} and {} ran different suite revisions: {}; pass --allow-revision-change to compare anyway",
@@ -328,7 +527,7 @@ pub fn compare(base: &RunData, cand: &RunData, allow: bool) -> Result<Comparison
     for id in ids {
         let b = base.case_index(id).map(|i| &base.summary.cases[i]);
         let c = cand.case_index(id).map(|i| &cand.summary.cases[i]);
-        let crit = |r: Option<&CaseFigures>| r.map(|r| r.outcomes.get("critical").copied().unwrap_or(0)).unwrap_or(0);
+        let crit = |r: Option<&CaseFigures>| r.map(|r| r.count(Outcome::Critical)).unwrap_or(0);
         let (class, delta) = match (b, c) {
             (Some(b), Some(c)) if b.n > 0 && c.n > 0 => {
                 let (rb, rc) = (b.accepted as f64 / b.n as f64, c.accepted as f64 / c.n as f64);
@@ -351,6 +550,7 @@ pub fn compare(base: &RunData, cand: &RunData, allow: bool) -> Result<Comparison
         cases.push(CaseDiff {
             id: id.to_string(),
             class,
+            change: None,
             base: b.map(|r| (r.accepted, r.n)),
             cand: c.map(|r| (r.accepted, r.n)),
             delta,
@@ -358,6 +558,18 @@ pub fn compare(base: &RunData, cand: &RunData, allow: bool) -> Result<Comparison
             cand_critical: crit(c),
         });
     }
+    let measurement = match shared {
+        Some(rel) => {
+            let (m, moved) = measure(base, cand, rel)?;
+            for d in &mut cases {
+                if matches!(d.class, Class::Improved | Class::Regressed) || moved.contains(&d.id) {
+                    d.change = Some(Change::Measurement);
+                }
+            }
+            Some(m)
+        }
+        None => None,
+    };
     let mut counts = BTreeMap::new();
     for k in [Class::Improved, Class::Regressed, Class::Unchanged, Class::Unresolved, Class::NotComparable] {
         counts.insert(k.as_str(), cases.iter().filter(|c| c.class == k).count());
@@ -371,7 +583,39 @@ pub fn compare(base: &RunData, cand: &RunData, allow: bool) -> Result<Comparison
         counts,
         cases,
         new_critical,
+        measurement,
     })
+}
+
+fn relation_text(m: &Measurement) -> &'static str {
+    match m.relation {
+        Relation::RegradedFromBase => "the candidate re-grades the base's trials",
+        Relation::BaseRegradedFromCandidate => "the base re-grades the candidate's trials",
+        Relation::SharedTrajectories => "both runs grade the same trials",
+    }
+}
+
+/// The measurement-change paragraph: why, and which checks changed verdict on how many trials.
+fn measurement_lines(m: &Measurement, md: bool) -> Vec<String> {
+    let mut out = vec![format!(
+        "{}Measurement change:{} {} (agent run {}; grader {} → {}): the differences are in the measurement, not the agent. {} of {} paired trials changed outcome.",
+        if md { "**" } else { "" },
+        if md { "**" } else { "" },
+        relation_text(m),
+        m.trajectories_run_id,
+        short(Some(&m.base_grader_sha256)),
+        short(Some(&m.cand_grader_sha256)),
+        m.outcome_changes,
+        m.paired_trials
+    )];
+    if m.checks.is_empty() {
+        out.push("No check changed its verdict on any trial.".into());
+    }
+    out
+}
+
+fn label(d: &CaseDiff) -> &'static str {
+    if d.change == Some(Change::Measurement) { " [measurement change]" } else { "" }
 }
 
 fn rate(v: Option<f64>, name: &str) -> String {
@@ -427,6 +671,26 @@ pub fn console(c: &Comparison) -> String {
     for w in &c.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
+    if let Some(m) = &c.measurement {
+        for l in measurement_lines(m, false) {
+            let _ = writeln!(o, "{l}");
+        }
+        if !m.checks.is_empty() {
+            let _ = writeln!(o, "checks that changed verdict (trials: pass→fail, fail→pass, other):");
+            for ch in &m.checks {
+                let _ = writeln!(
+                    o,
+                    "  {}  {} trial(s): {} pass→fail, {} fail→pass, {} other  ({})",
+                    ch.check,
+                    ch.trials,
+                    ch.pass_to_fail,
+                    ch.fail_to_pass,
+                    ch.other,
+                    ch.cases.join(", ")
+                );
+            }
+        }
+    }
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header(vec!["figure", "base", "candidate", "Δ (paired)", "95% interval of Δ", "paired cases"]);
@@ -456,7 +720,7 @@ pub fn console(c: &Comparison) -> String {
         if !rows.is_empty() {
             let _ = writeln!(o, "{}:", class.as_str());
             for d in rows {
-                let _ = writeln!(o, "  {}  {} → {} ({})", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""));
+                let _ = writeln!(o, "  {}  {} → {} ({}){}", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""), label(d));
             }
         }
     }
@@ -507,6 +771,28 @@ pub fn markdown(c: &Comparison) -> String {
     if !c.warnings.is_empty() {
         let _ = writeln!(o);
     }
+    if let Some(m) = &c.measurement {
+        let _ = writeln!(o, "{}\n", measurement_lines(m, true).join(" "));
+        if !m.checks.is_empty() {
+            let _ = writeln!(
+                o,
+                "| check | trials changed | pass → fail | fail → pass | other | cases |\n|---|---|---|---|---|---|"
+            );
+            for ch in &m.checks {
+                let _ = writeln!(
+                    o,
+                    "| `{}` | {} | {} | {} | {} | {} |",
+                    ch.check.replace('|', "\\|"),
+                    ch.trials,
+                    ch.pass_to_fail,
+                    ch.fail_to_pass,
+                    ch.other,
+                    ch.cases.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                );
+            }
+            let _ = writeln!(o);
+        }
+    }
     let _ =
         writeln!(o, "| figure | base | candidate | Δ | 95% interval of Δ | paired cases |\n|---|---|---|---|---|---|");
     for f in c.figures.iter().filter(|f| shown(c, f)) {
@@ -541,9 +827,10 @@ pub fn markdown(c: &Comparison) -> String {
         }
         let open = if class == Class::Regressed { " open" } else { "" };
         let _ = writeln!(o, "<details{open}><summary>{} {}</summary>\n", rows.len(), class.as_str());
-        let _ = writeln!(o, "| case | base | candidate | Δ accepted |\n|---|---|---|---|");
+        let _ = writeln!(o, "| case | base | candidate | Δ accepted | change |\n|---|---|---|---|---|");
         for d in rows {
-            let _ = writeln!(o, "| `{}` | {} | {} | {} |", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""));
+            let change = if d.change == Some(Change::Measurement) { "measurement" } else { "" };
+            let _ = writeln!(o, "| `{}` | {} | {} | {} | {change} |", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""));
         }
         let _ = writeln!(o, "\n</details>\n");
     }
@@ -589,4 +876,39 @@ pub fn after_run(base: &RunData, cand: &RunData, allow: bool) -> Result<String> 
     std::fs::write(cand.dir.join("compare.md"), markdown(&cmp))
         .map_err(|e| Error::Environment(format!("{}: {e}", cand.dir.join("compare.md").display())))?;
     Ok(console(&cmp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(name: &str, passed: Option<bool>) -> CheckResult {
+        CheckResult {
+            name: name.into(),
+            passed,
+            critical: false,
+            evidence: serde_json::Value::Null,
+            error: None,
+            skipped: false,
+        }
+    }
+
+    #[test]
+    fn checks_pair_by_name_then_by_position() {
+        // Renamed in place (its options are in its name): paired by position.
+        let old = [c("sql", Some(true)), c("no_loops (max 2)", Some(false))];
+        let new = [c("sql", Some(true)), c("no_loops (max 4)", Some(true))];
+        let p = pair_checks(&old, &new);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[1], ("no_loops (max 4) (was: no_loops (max 2))".into(), Verdict::Fail, Verdict::Pass));
+        // A check added: absent before; the others by name whatever their order.
+        let new = [c("no_loops (max 2)", Some(false)), c("sql", Some(false)), c("judge", None)];
+        let p = pair_checks(&old, &new);
+        assert_eq!(p[0], ("sql".into(), Verdict::Pass, Verdict::Fail));
+        assert_eq!(p[1], ("no_loops (max 2)".into(), Verdict::Fail, Verdict::Fail));
+        assert_eq!(p[2], ("judge".into(), Verdict::Absent, Verdict::Error));
+        // A check removed.
+        let p = pair_checks(&old, &old[..1]);
+        assert_eq!(p[1], ("no_loops (max 2)".into(), Verdict::Fail, Verdict::Absent));
+    }
 }

@@ -1,12 +1,16 @@
-//! The console summary printed after a run: per case, suite totals with
-//! their denominators, errors apart, and the gates.
+//! The console summary printed after a run: an incomplete run says so first;
+//! then per case (failing cases first), suite totals with their
+//! denominators, errors apart, the gates (failing first), the warnings a
+//! reader must keep in mind, and where the run dir is.
 
 use std::fmt::Write;
 
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 
-use crate::spec::gate::{Metric, On, Verdict};
-use crate::stats::Summary;
+use super::text::{fmt_value, gate_line, incomplete_line, worst_first};
+use crate::record::Outcome;
+use crate::spec::gate::{Metric, Verdict};
+use crate::stats::{RunData, Summary, plural};
 
 fn pct(v: Option<f64>) -> String {
     match v {
@@ -22,6 +26,23 @@ fn num(v: Option<f64>, unit: &str) -> String {
     }
 }
 
+/// The summary of a run dir as read back: incomplete-run banner, the summary,
+/// warnings and the cases skipped as invalid.
+pub fn console_for(run: &RunData) -> String {
+    let mut out = String::new();
+    if let Some(line) = incomplete_line(run) {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push_str(&console(run.suite(), &run.summary, &run.gates, &run.dir.display().to_string()));
+    for inv in &run.manifest.invalid_cases {
+        let _ = writeln!(out, "skipped as invalid: '{}' ({}): {}", inv.case, inv.location, inv.reason);
+    }
+    for w in &run.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    out
+}
+
 /// Render the summary for a terminal.
 pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> String {
     let f = &summary.figures;
@@ -30,19 +51,25 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
     let hk = format!("pass^{kmax}");
-    t.set_header(vec!["case", "n", "accepted", "pass^1", hk.as_str(), "critical", "grader err", "infra err"]);
-    for c in &summary.cases {
+    let mut header = vec!["case", "n", "accepted", "pass^1"];
+    if kmax > 1 {
+        header.push(hk.as_str());
+    }
+    header.extend(["critical", "grader err", "infra err"]);
+    t.set_header(header);
+    for i in worst_first(summary) {
+        let c = &summary.cases[i];
         let hat = |k: u32| c.pass_hat(k);
-        t.add_row(vec![
-            c.id.clone(),
-            c.n.to_string(),
-            c.accepted.to_string(),
-            pct(hat(1)),
-            pct(hat(kmax)),
-            c.outcomes.get("critical").copied().unwrap_or(0).to_string(),
-            c.outcomes.get("grader_error").copied().unwrap_or(0).to_string(),
-            c.outcomes.get("infra_error").copied().unwrap_or(0).to_string(),
+        let mut row = vec![c.id.clone(), c.n.to_string(), c.accepted.to_string(), pct(hat(1))];
+        if kmax > 1 {
+            row.push(pct(hat(kmax)));
+        }
+        row.extend([
+            c.count(Outcome::Critical).to_string(),
+            c.count(Outcome::GraderError).to_string(),
+            c.count(Outcome::InfraError).to_string(),
         ]);
+        t.add_row(row);
     }
     let mut out = String::new();
     let _ = writeln!(out, "{t}");
@@ -51,8 +78,9 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     };
     let _ = writeln!(
         out,
-        "{suite}: {} cases, {} trials (capability view; 95% intervals resample cases)",
-        cap.cases, cap.trials
+        "{suite}: {}, {} (capability view; 95% intervals resample cases, then each case's trials)",
+        plural(cap.cases, "case"),
+        plural(cap.trials as usize, "trial")
     );
     for k in 1..=kmax {
         let _ = writeln!(
@@ -68,15 +96,16 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     let op = &f.operational;
     let _ = writeln!(
         out,
-        "  operational view (infra errors count as failures): accepted {} of {} trials",
+        "  operational view (infra errors count as failures): accepted {} of {}",
         pct(op.accepted_rate),
-        op.trials
+        plural(op.trials as usize, "trial")
     );
     let cost = match f.cost_per_accepted_usd {
         Some(c) => format!(
-            "${c:.4}{}",
+            "{}{}",
+            fmt_value(Some(c), false),
             cap.interval(Metric::CostPerAccepted)
-                .map(|i| format!(" [${:.4}, ${:.4}]", i.lower, i.upper))
+                .map(|i| format!(" [{}, {}]", fmt_value(Some(i.lower), false), fmt_value(Some(i.upper), false)))
                 .unwrap_or_default()
         ),
         None if f.total_cost_usd > 0.0 => "∞ (nothing accepted)".to_string(),
@@ -93,30 +122,33 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     );
     let _ = writeln!(
         out,
-        "  counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}",
-        f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
+        "  counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}",
+        f.critical_failures,
+        f.grader_errors,
+        f.infra_errors,
+        super::text::after_start(f.infra_errors_after_start),
+        f.skipped_checks
     );
+    let safety = super::text::safety_rows(summary);
+    if !safety.is_empty() {
+        let _ = writeln!(out, "safety (apart from the capability figures; 95% intervals resample cases):");
+        for (label, value, n) in safety {
+            let _ = writeln!(out, "  {label} {value} ({n})");
+        }
+    }
     if !gates.is_empty() {
-        let _ = writeln!(out, "gates:");
-        for g in gates {
-            let on = match g.on {
-                On::Point => "",
-                On::Lower => " (lower bound)",
-                On::Upper => " (upper bound)",
-            };
-            let value = match g.value {
-                Some(v) if v.is_finite() => format!("{v:.4}"),
-                Some(_) => "∞".to_string(),
-                None => "undefined".to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "  {} {}{on}: {value} vs {}{}",
-                if g.passed { "PASS" } else { "FAIL" },
-                g.name,
-                g.threshold,
-                g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
-            );
+        let failed = gates.iter().filter(|g| !g.passed).count();
+        let _ = writeln!(
+            out,
+            "gates: {}",
+            if failed == 0 {
+                format!("all {} passed", gates.len())
+            } else {
+                format!("{failed} of {} FAILED", gates.len())
+            }
+        );
+        for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {
+            let _ = writeln!(out, "  {}", gate_line(g));
         }
     }
     if f.skipped_checks > 0 {

@@ -12,22 +12,23 @@ use std::fmt::Write;
 
 use serde_json::{Value as Json, json};
 
-use super::text::{by_case, figure_rows, fmt_value, gate_line, k_max, truncate};
+use super::text::{by_case, figure_rows, fmt_value, gate_line, incomplete_line, k_max, safety_rows, truncate};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
-use crate::stats::{K, RunData};
+use crate::stats::{K, RunData, Summary, plural};
 
 /// Embedded trajectories above this total are cut harder.
 const TRACE_BUDGET: usize = 3_000_000;
 /// At most this many trajectories are embedded (the rest stay in traces/).
 const MAX_EMBEDDED: usize = 4_000;
 
-fn esc(s: &str) -> String {
+/// Text as HTML text or attribute value.
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// JSON safe inside a <script> element.
-fn script_json(v: &Json) -> String {
+pub fn script_json(v: &Json) -> String {
     v.to_string().replace('<', "\\u003c").replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029")
 }
 
@@ -98,9 +99,9 @@ fn trajectory(run: &RunData, r: &TrialRecord, max: usize) -> Json {
     ])
 }
 
-fn curve_svg(run: &RunData) -> String {
-    let cap = &run.summary.figures.capability;
-    let kmax = k_max(&run.summary).max(1);
+fn curve_svg(summary: &Summary) -> String {
+    let cap = &summary.figures.capability;
+    let kmax = k_max(summary).max(1);
     let (w, h, l, r, t, b) = (520.0, 270.0, 48.0, 16.0, 10.0, 50.0);
     let x =
         |k: u32| if kmax == 1 { l + (w - l - r) / 2.0 } else { l + (k - 1) as f64 * (w - l - r) / (kmax - 1) as f64 };
@@ -177,8 +178,8 @@ fn short_label(name: &str) -> String {
     }
 }
 
-fn check_bars(run: &RunData) -> String {
-    let mut checks: Vec<_> = run.summary.checks.iter().collect();
+fn check_bars(summary: &Summary) -> String {
+    let mut checks: Vec<_> = summary.checks.iter().collect();
     checks.sort_by(|a, b| {
         (b.tally.failed + b.tally.errors).cmp(&(a.tally.failed + a.tally.errors)).then(a.tally.name.cmp(&b.tally.name))
     });
@@ -223,6 +224,88 @@ fn check_bars(run: &RunData) -> String {
     s
 }
 
+/// What a report shows above its grid: the gates' verdict, the figures with
+/// their intervals and denominators, the pass^k / pass@k curve and the
+/// failures per check (shared by report.html and `evalua view`).
+pub fn overview(run: &RunData) -> String {
+    let (s, gates) = (&run.summary, &run.gates);
+    let f = &s.figures;
+    let mut o = String::new();
+    if !gates.is_empty() {
+        let failed = gates.iter().filter(|g| !g.passed).count();
+        let _ = write!(
+            o,
+            r#"<div class="verdict {}">{}</div><ul class=gates>"#,
+            if failed == 0 { "ok" } else { "bad" },
+            if failed == 0 {
+                format!("All {} gates passed", gates.len())
+            } else {
+                format!("{failed} of {} gates FAILED", gates.len())
+            }
+        );
+        // Failing gates first.
+        for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {
+            let _ = write!(o, r#"<li class="{}">{}</li>"#, if g.passed { "ok" } else { "bad" }, esc(&gate_line(g)));
+        }
+        o.push_str("</ul>");
+    }
+    if !run.warnings.is_empty() || !run.manifest.invalid_cases.is_empty() {
+        o.push_str("<ul class=warnings>");
+        for w in &run.warnings {
+            let _ = write!(o, "<li>warning: {}</li>", esc(w));
+        }
+        for inv in &run.manifest.invalid_cases {
+            let _ = write!(
+                o,
+                "<li>case <code>{}</code> ({}) was skipped as invalid: {}</li>",
+                esc(&inv.case),
+                esc(&inv.location),
+                esc(&inv.reason)
+            );
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str("<section class=row2><div><h2>Figures</h2><table class=figs><tr><th>figure</th><th>value</th><th>95% interval</th><th>cases</th><th>trials</th></tr>");
+    for r in figure_rows(s) {
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.name),
+            esc(&r.value_text()),
+            esc(&r.interval_text()),
+            r.cases,
+            r.trials
+        );
+    }
+    let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
+    let _ = write!(
+        o,
+        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>{}, skipped checks {}.</p>",
+        fmt_value(f.operational.accepted_rate, true),
+        f.operational.trials,
+        ms(f.p50_ms),
+        ms(f.p95_ms),
+        f.latency_n,
+        f.critical_failures,
+        f.grader_errors,
+        f.infra_errors,
+        super::text::after_start(f.infra_errors_after_start),
+        f.skipped_checks
+    );
+    let safety = safety_rows(s);
+    if !safety.is_empty() {
+        o.push_str("<h3>Safety (apart from the capability figures)</h3><table class=figs><tr><th>figure</th><th>value (95% interval)</th><th>denominator</th></tr>");
+        for (label, value, n) in safety {
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(label), esc(&value), esc(&n));
+        }
+        o.push_str("</table>");
+    }
+    o.push_str("</div>");
+    let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(s));
+    let _ = write!(o, "<h2>Failures per check</h2>{}", check_bars(s));
+    o
+}
+
 pub fn render(run: &RunData) -> String {
     let s = &run.summary;
     let f = &s.figures;
@@ -264,69 +347,31 @@ pub fn render(run: &RunData) -> String {
     let data = json!({ "suite": run.suite(), "cases": cases, "omitted": omitted, "max": MAX_EMBEDDED });
 
     let mut o = String::with_capacity(traces.len() + 64 * 1024);
-    let title = format!("evalua report: {}", run.suite());
+    let incomplete = incomplete_line(run);
+    let title = format!("evalua report: {}{}", run.suite(), if incomplete.is_some() { " (INCOMPLETE)" } else { "" });
+    // The first line says it too: an HTML comment after the doctype.
+    let first = incomplete.as_deref().map(|l| format!("<!-- {} -->", esc(l).replace("--", "–"))).unwrap_or_default();
     let _ = write!(
         o,
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>{}</title>
+        r#"<!doctype html>{first}<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>{}</title>
 <script>window.__evalua_errors=[];window.addEventListener("error",function(e){{window.__evalua_errors.push(String(e.message))}});(function(){{var ce=console.error;console.error=function(){{window.__evalua_errors.push(Array.prototype.join.call(arguments," "));ce.apply(console,arguments)}}}})();</script>
 <style>{CSS}</style></head><body>"#,
         esc(&title)
     );
+    if let Some(line) = &incomplete {
+        let _ = write!(o, r#"<div class="verdict bad">{}</div>"#, esc(line));
+    }
     let version = run.version().map(|v| format!(" ({})", esc(v))).unwrap_or_default();
     let _ = write!(
         o,
-        "<h1>{}{version}</h1><p class=meta>run <code>{}</code> · seed {} · {} cases, {} trials (capability view) · 95% intervals from a seeded bootstrap over cases</p>",
+        "<h1>{}{version}</h1><p class=meta>run <code>{}</code> · seed {} · {}, {} (capability view) · 95% intervals from a seeded two-stage bootstrap (cases, then each case's trials)</p>",
         esc(&title),
         esc(run.run_id()),
         run.seed(),
-        f.capability.cases,
-        f.capability.trials
+        plural(f.capability.cases, "case"),
+        plural(f.capability.trials as usize, "trial")
     );
-    if !run.gates.is_empty() {
-        let failed = run.gates.iter().filter(|g| !g.passed).count();
-        let _ = write!(
-            o,
-            r#"<div class="verdict {}">{}</div><ul class=gates>"#,
-            if failed == 0 { "ok" } else { "bad" },
-            if failed == 0 {
-                format!("All {} gates passed", run.gates.len())
-            } else {
-                format!("{failed} of {} gates FAILED", run.gates.len())
-            }
-        );
-        for g in &run.gates {
-            let _ = write!(o, r#"<li class="{}">{}</li>"#, if g.passed { "ok" } else { "bad" }, esc(&gate_line(g)));
-        }
-        o.push_str("</ul>");
-    }
-    o.push_str("<section class=row2><div><h2>Figures</h2><table class=figs><tr><th>figure</th><th>value</th><th>95% interval</th><th>cases</th><th>trials</th></tr>");
-    for r in figure_rows(s) {
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&r.name),
-            esc(&r.value_text()),
-            esc(&r.interval_text()),
-            r.cases,
-            r.trials
-        );
-    }
-    let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
-    let _ = write!(
-        o,
-        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>, skipped checks {}.</p></div>",
-        fmt_value(f.operational.accepted_rate, true),
-        f.operational.trials,
-        ms(f.p50_ms),
-        ms(f.p95_ms),
-        f.latency_n,
-        f.critical_failures,
-        f.grader_errors,
-        f.infra_errors,
-        f.skipped_checks
-    );
-    let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(run));
-    let _ = write!(o, "<h2>Failures per check</h2>{}", check_bars(run));
+    o.push_str(&overview(run));
     o.push_str(
         r#"<h2>Cases × trials</h2><p class=legend><span class="cell o-a"></span> accepted <span class="cell o-f"></span> failed <span class="cell o-c"></span> critical <span class="cell o-g"></span> grader error <span class="cell o-i"></span> infra error · click a trial for its trajectory · <label><input type=checkbox id=onlyfail> only cases with a non-accepted trial</label></p>
 <div class=split><div id=grid></div><div id=traj><p class=hint>Click a trial in the grid.</p></div></div>"#,
@@ -337,7 +382,8 @@ pub fn render(run: &RunData) -> String {
     o
 }
 
-const CSS: &str = r##"
+/// The report's style sheet (the viewer shows the same sections with it).
+pub const CSS: &str = r##"
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#111;max-width:1400px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:22px 0 8px}.meta{color:#555;margin:0 0 12px}
 code{font:12px ui-monospace,Menlo,Consolas,monospace}

@@ -11,14 +11,23 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::text::{by_case, evidence_text, gate_line};
+use super::text::{by_case, evidence_text, gate_line, incomplete_line};
 use crate::error::{Error, Result};
-use crate::record::TrialRecord;
+use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
 use crate::stats::RunData;
 
-/// Why a case fails, if it does (reasons, evidence lines).
-pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<String>, Vec<String>) {
+/// Why a case fails, if it does.
+pub struct CaseFailures {
+    pub reasons: Vec<String>,
+    /// Evidence lines of the failed and raising checks.
+    pub evidence: Vec<String>,
+    /// A critical check failed in some trial.
+    pub critical: bool,
+}
+
+/// Why a case fails, if it does.
+pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> CaseFailures {
     let c = &run.summary.cases[i];
     let mut reasons = Vec::new();
     let rate_gates: Vec<_> = run
@@ -72,32 +81,34 @@ pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> (Vec<
             evidence.push(format!("trial {}: {} ({}): {}", r.trial, r.outcome.as_str(), r.ended.as_str(), e));
         }
     }
-    (reasons, evidence)
+    CaseFailures { reasons, evidence, critical: critical > 0 }
 }
 
 pub fn render(run: &RunData) -> Result<String> {
-    let mut report = Report::new(format!("evalua {}", run.suite()));
+    let incomplete = incomplete_line(run);
+    let mut report =
+        Report::new(format!("evalua {}{}", run.suite(), if incomplete.is_some() { " (INCOMPLETE)" } else { "" }));
     let mut suite = TestSuite::new(run.suite().to_string());
     suite.add_property(Property::new("run_id", run.run_id().to_string()));
     suite.add_property(Property::new("seed", run.seed().to_string()));
     let all = by_case(run);
     for (i, c) in run.summary.cases.iter().enumerate() {
-        let (reasons, evidence) = case_failures(run, i, &all[i]);
-        let status = if c.n == 0 && c.outcomes["infra_error"] == 0 {
+        let CaseFailures { reasons, evidence, critical } = case_failures(run, i, &all[i]);
+        let status = if c.n == 0 && c.count(Outcome::InfraError) == 0 {
             // No trial of this case in this run (e.g. another partition's share).
             let mut s = TestCaseStatus::skipped();
             s.set_message("no trial of this case in this run (another partition's share?)");
             s
         } else if c.n == 0 {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-            s.set_message(format!("no trial could run: {} infra error(s)", c.outcomes["infra_error"]));
+            s.set_message(format!("no trial could run: {} infra error(s)", c.count(Outcome::InfraError)));
             s.set_type("infra_error");
             s.set_description(evidence.join("\n"));
             s
         } else if !reasons.is_empty() {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(reasons.join("; "));
-            s.set_type(if reasons.iter().any(|r| r.contains("critical")) { "critical" } else { "failed" });
+            s.set_type(if critical { "critical" } else { "failed" });
             s.set_description(evidence.join("\n"));
             s
         } else {
@@ -111,11 +122,27 @@ pub fn render(run: &RunData) -> Result<String> {
             "{} of {} trials accepted; outcomes: {}",
             c.accepted,
             c.n,
-            c.outcomes.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+            c.outcomes
+                .iter()
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, v)| format!("{} {v}", k.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
         suite.add_test_case(tc);
     }
     report.add_test_suite(suite);
+    if let Some(line) = &incomplete {
+        // CI views show a failure: the run did not cover its plan.
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(line.clone());
+        s.set_type("incomplete");
+        let mut tc = TestCase::new("run is complete", s);
+        tc.set_classname(format!("{}.run", run.suite()));
+        let mut whole = TestSuite::new(format!("{} run", run.suite()));
+        whole.add_test_case(tc);
+        report.add_test_suite(whole);
+    }
     if !run.gates.is_empty() {
         let mut gates = TestSuite::new(format!("{} gates", run.suite()));
         for g in &run.gates {
@@ -133,5 +160,12 @@ pub fn render(run: &RunData) -> Result<String> {
         }
         report.add_test_suite(gates);
     }
-    report.to_string().map_err(|e| Error::Input(format!("junit.xml: {e}")))
+    let xml = report.to_string().map_err(|e| Error::Input(format!("junit.xml: {e}")))?;
+    Ok(match (&incomplete, xml.split_once('\n')) {
+        // The first line says it too: a comment after the XML declaration.
+        (Some(line), Some((decl, rest))) if decl.starts_with("<?xml") => {
+            format!("{decl}<!-- {} -->\n{rest}", line.replace("--", "–").replace(['<', '>', '&'], " "))
+        }
+        _ => xml,
+    })
 }

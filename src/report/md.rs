@@ -1,11 +1,15 @@
-//! report.md: summary with intervals and denominators, gates, per-case table,
-//! worst cases linking to their traces, checks, and errors counted apart.
+//! report.md: an incomplete run says so in the first line; then the gates
+//! (failing first), summary with intervals and denominators, warnings,
+//! per-case table (failing cases first), worst cases linking to their
+//! traces, checks, and errors counted apart.
 
 use std::fmt::Write;
 
-use super::text::{by_case, evidence_text, figure_rows, fmt_value, gate_line, k_max};
+use super::text::{
+    by_case, evidence_text, figure_rows, fmt_value, gate_line, incomplete_line, k_max, safety_rows, worst_first,
+};
 use crate::record::Outcome;
-use crate::stats::RunData;
+use crate::stats::{RunData, plural};
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -17,14 +21,21 @@ pub fn render(run: &RunData) -> String {
     let cap = &f.capability;
     let mut o = String::new();
     let version = run.version().map(|v| format!(" ({v})")).unwrap_or_default();
-    let _ = writeln!(o, "# evalua report: {}{version}\n", run.suite());
+    match incomplete_line(run) {
+        Some(line) => {
+            let _ = writeln!(o, "# evalua report: {}{version} — {line}\n", run.suite());
+        }
+        None => {
+            let _ = writeln!(o, "# evalua report: {}{version}\n", run.suite());
+        }
+    }
     let _ = writeln!(
         o,
-        "Run `{}` · seed {} · {} cases, {} trials (capability view)\n",
+        "Run `{}` · seed {} · {}, {} (capability view)\n",
         run.run_id(),
         run.seed(),
-        cap.cases,
-        cap.trials
+        plural(cap.cases, "case"),
+        plural(cap.trials as usize, "trial")
     );
     if !run.gates.is_empty() {
         let failed = run.gates.iter().filter(|g| !g.passed).count();
@@ -33,10 +44,28 @@ pub fn render(run: &RunData) -> String {
         } else {
             let _ = writeln!(o, "**Gates: {failed} of {} FAILED.**\n", run.gates.len());
         }
+        for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
+            let _ = writeln!(o, "- {}", gate_line(g));
+        }
+        let _ = writeln!(o);
+    }
+    if !run.warnings.is_empty() || !run.manifest.invalid_cases.is_empty() {
+        let _ = writeln!(o, "## Warnings\n");
+        for w in &run.warnings {
+            let _ = writeln!(o, "- {}", cell(w));
+        }
+        for inv in &run.manifest.invalid_cases {
+            let _ =
+                writeln!(o, "- case `{}` ({}) was skipped as invalid: {}", inv.case, inv.location, cell(&inv.reason));
+        }
+        let _ = writeln!(o);
     }
 
     let _ = writeln!(o, "## Figures\n");
-    let _ = writeln!(o, "95% intervals from a seeded bootstrap that resamples cases.\n");
+    let _ = writeln!(
+        o,
+        "95% intervals from a seeded two-stage bootstrap: cases resampled, then each case's rate redrawn from its trials.\n"
+    );
     let _ = writeln!(o, "| figure | value | 95% interval | cases | trials |\n|---|---|---|---|---|");
     for r in figure_rows(s) {
         let _ = writeln!(o, "| {} | {} | {} | {} | {} |", r.name, r.value_text(), r.interval_text(), r.cases, r.trials);
@@ -61,14 +90,19 @@ pub fn render(run: &RunData) -> String {
     );
     let _ = writeln!(
         o,
-        "- Counted apart: critical failures {}, grader errors {}, infra errors {}, skipped checks {}\n",
-        f.critical_failures, f.grader_errors, f.infra_errors, f.skipped_checks
+        "- Counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}\n",
+        f.critical_failures,
+        f.grader_errors,
+        f.infra_errors,
+        super::text::after_start(f.infra_errors_after_start),
+        f.skipped_checks
     );
-
-    if !run.gates.is_empty() {
-        let _ = writeln!(o, "## Gates\n");
-        for g in &run.gates {
-            let _ = writeln!(o, "- {}", gate_line(g));
+    let safety = safety_rows(s);
+    if !safety.is_empty() {
+        let _ = writeln!(o, "## Safety (apart from the capability figures)\n");
+        let _ = writeln!(o, "| figure | value (95% interval) | denominator |\n|---|---|---|");
+        for (label, value, n) in safety {
+            let _ = writeln!(o, "| {label} | {value} | {n} |");
         }
         let _ = writeln!(o);
     }
@@ -76,25 +110,27 @@ pub fn render(run: &RunData) -> String {
     let kmax = k_max(s);
     let trials = by_case(run);
     let _ = writeln!(o, "## Cases\n");
+    let hk = if kmax > 1 { format!(" pass^{kmax} |") } else { String::new() };
+    let hk_rule = if kmax > 1 { "---|" } else { "" };
     let _ = writeln!(
         o,
-        "| case | n | accepted | pass^1 | pass^{kmax} | failed | critical | grader err | infra err |\n|---|---|---|---|---|---|---|---|---|"
+        "| case | n | accepted | pass^1 |{hk} failed | critical | grader err | infra err |\n|---|---|---|---|{hk_rule}---|---|---|---|"
     );
-    for c in &s.cases {
+    for i in worst_first(s) {
+        let c = &s.cases[i];
         let hat = |k: u32| c.pass_hat(k);
-        let oc = |k: &str| c.outcomes.get(k).copied().unwrap_or(0);
+        let kcol = if kmax > 1 { format!(" {} |", fmt_value(hat(kmax), true)) } else { String::new() };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} |{kcol} {} | {} | {} | {} |",
             cell(&c.id),
             c.n,
             c.accepted,
             fmt_value(hat(1), true),
-            fmt_value(hat(kmax), true),
-            oc("failed"),
-            oc("critical"),
-            oc("grader_error"),
-            oc("infra_error")
+            c.count(Outcome::Failed),
+            c.count(Outcome::Critical),
+            c.count(Outcome::GraderError),
+            c.count(Outcome::InfraError)
         );
     }
     let _ = writeln!(o);
@@ -104,7 +140,7 @@ pub fn render(run: &RunData) -> String {
     worst.sort_by(|&a, &b| {
         let ra = s.cases[a].accepted as f64 / s.cases[a].n.max(1) as f64;
         let rb = s.cases[b].accepted as f64 / s.cases[b].n.max(1) as f64;
-        ra.total_cmp(&rb).then(s.cases[b].outcomes["critical"].cmp(&s.cases[a].outcomes["critical"]))
+        ra.total_cmp(&rb).then(s.cases[b].count(Outcome::Critical).cmp(&s.cases[a].count(Outcome::Critical)))
     });
     if !worst.is_empty() {
         let _ = writeln!(o, "## Worst cases\n");
@@ -161,18 +197,27 @@ pub fn render(run: &RunData) -> String {
         let _ = writeln!(o);
     }
 
-    let errors: Vec<_> =
-        run.records.iter().filter(|r| matches!(r.outcome, Outcome::GraderError | Outcome::InfraError)).collect();
+    // Grader and infrastructure errors, and graded trials an infrastructure
+    // failure cut short (listed with their outcome and what failed).
+    let errors: Vec<_> = run
+        .records
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::GraderError | Outcome::InfraError) || r.infra_error.is_some())
+        .collect();
     let _ = writeln!(o, "## Errors (counted apart)\n");
     if errors.is_empty() {
         let _ = writeln!(o, "No grader or infrastructure errors.");
     }
     for r in errors {
         let why = r.error.clone().or_else(|| r.checks.iter().find_map(|c| c.error.clone())).unwrap_or_default();
+        let outcome = match r.outcome {
+            Outcome::GraderError | Outcome::InfraError => r.outcome.as_str().to_string(),
+            other => format!("{} (infra error after the agent started)", other.as_str()),
+        };
         let _ = writeln!(
             o,
             "- {} {}#{} ([trace]({})): {}",
-            r.outcome.as_str(),
+            outcome,
             cell(&r.case),
             r.trial,
             r.trace,

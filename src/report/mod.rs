@@ -11,7 +11,7 @@ pub mod md;
 pub mod sinks;
 pub mod text;
 
-pub use console::console;
+pub use console::{console, console_for};
 pub use text::gate_line;
 
 use std::path::Path;

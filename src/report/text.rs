@@ -1,8 +1,9 @@
 //! What every report shares: suite figures as rows with intervals and
 //! denominators, gate lines, values and evidence as short text.
 
-use crate::record::TrialRecord;
+use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::{self, Metric, On, Verdict};
+use crate::stats::safety::SafetyFigure;
 use crate::stats::{RunData, Summary};
 
 /// One suite figure as the reports show it: value, 95% interval, denominators.
@@ -67,30 +68,97 @@ pub fn figure_rows(summary: &Summary) -> Vec<FigureRow> {
     rows
 }
 
-/// How a gate verdict reads in a report.
+/// The safety figures as rows: (label, value with interval, n) — SPEC §13.
+pub fn safety_rows(summary: &Summary) -> Vec<(&'static str, String, String)> {
+    let Some(s) = &summary.safety else { return Vec::new() };
+    let pct = |v: Option<f64>| fmt_value(v, true);
+    let row = |label: &'static str, f: &SafetyFigure, unit: &str| {
+        let iv = match (f.low, f.high) {
+            (Some(l), Some(h)) => format!(" [{}, {}]", pct(Some(l)), pct(Some(h))),
+            _ => String::new(),
+        };
+        (label, format!("{}{iv}", pct(f.value)), format!("n = {} {unit}, {} cases", f.n, f.cases))
+    };
+    vec![
+        row("utility", &s.utility, "trials"),
+        row("utility under attack", &s.utility_under_attack, "trials"),
+        row("attack success rate", &s.attack_success_rate, "trials"),
+        row("attempted forbidden call", &s.attempted, "trials"),
+        row("forbidden calls blocked", &s.blocked, "calls"),
+    ]
+}
+
+/// How a gate verdict reads in a report: rates as percentages, counts as
+/// whole numbers, cost in dollars, latency in ms.
 pub fn gate_line(g: &Verdict) -> String {
     let on = match g.on {
         On::Point => "",
         On::Lower => " (95% lower bound)",
         On::Upper => " (95% upper bound)",
     };
+    let metric = gate::from_manifest(&g.name, 0.0, On::Point).map(|x| x.metric).ok();
+    let show = |v: f64| -> String {
+        if !v.is_finite() {
+            return "∞".to_string();
+        }
+        match metric {
+            Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted) => format!("{:.1}%", v * 100.0),
+            Some(Metric::CriticalFailures | Metric::GraderErrors | Metric::InfraErrors | Metric::SkippedChecks) => {
+                format!("{}", v.round() as i64)
+            }
+            Some(Metric::CostPerAccepted) => format!("${v:.4}"),
+            Some(Metric::P50Ms | Metric::P95Ms) => format!("{v:.0} ms"),
+            None => format!("{v:.4}"),
+        }
+    };
     let value = match g.value {
-        Some(v) if v.is_finite() => format!("{v:.4}"),
-        Some(_) => "∞".to_string(),
+        Some(v) if v.is_nan() => "undefined".to_string(),
+        Some(v) => show(v),
         None => "undefined".to_string(),
     };
-    let cmp = if gate::from_manifest(&g.name, 0.0, On::Point).map(|x| x.metric.is_minimum()).unwrap_or(true) {
-        "≥"
-    } else {
-        "≤"
-    };
+    let cmp = if metric.is_none_or(|m| m.is_minimum()) { "≥" } else { "≤" };
     format!(
         "{} {}{on}: {value}, required {cmp} {}{}",
         if g.passed { "PASS" } else { "FAIL" },
         g.name,
-        g.threshold,
+        show(g.threshold),
         g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
     )
+}
+
+/// The first line of every report of an incomplete run (None when complete).
+pub fn incomplete_line(run: &RunData) -> Option<String> {
+    if run.complete() {
+        return None;
+    }
+    let c = &run.coverage;
+    Some(format!(
+        "INCOMPLETE run: {} of {} planned trials recorded{}{}; the figures cover only what ran{}",
+        c.recorded.saturating_sub(c.interrupted),
+        c.planned,
+        if c.interrupted > 0 { format!(", {} interrupted", c.interrupted) } else { String::new() },
+        if run.summary_present { "" } else { " (no summary.json: the run did not reach its end)" },
+        if run.allow_incomplete { " (gates decided on them: --allow-incomplete)" } else { " and no gate passes" }
+    ))
+}
+
+/// Case indices, failing cases first: lowest accepted rate first, more
+/// critical failures first among equals, then declaration order; cases that
+/// accepted every trial keep their order at the end.
+pub fn worst_first(summary: &Summary) -> Vec<usize> {
+    let cases = &summary.cases;
+    let rate = |i: usize| if cases[i].n == 0 { 1.0 } else { cases[i].accepted as f64 / cases[i].n as f64 };
+    let crit = |i: usize| cases[i].count(Outcome::Critical);
+    let failing = |i: usize| cases[i].accepted < cases[i].n || cases[i].count(Outcome::InfraError) > 0;
+    let mut idx: Vec<usize> = (0..cases.len()).collect();
+    idx.sort_by(|&a, &b| {
+        failing(b)
+            .cmp(&failing(a))
+            .then_with(|| if failing(a) { rate(a).total_cmp(&rate(b)) } else { std::cmp::Ordering::Equal })
+            .then_with(|| crit(b).cmp(&crit(a)))
+            .then(a.cmp(&b))
+    });
+    idx
 }
 
 /// The records of the non-accepted trials of each case (manifest order), in trial order.
@@ -129,4 +197,10 @@ pub fn truncate(s: &str, max: usize) -> String {
         let t: String = s.chars().take(max).collect();
         format!("{t}… ({} chars)", s.chars().count())
     }
+}
+
+/// Beside the infra-error count: graded trials whose agent an infrastructure
+/// failure cut short after it had acted (nothing when there are none).
+pub fn after_start(n: u32) -> String {
+    if n == 0 { String::new() } else { format!(" (and {n} after the agent started, graded)") }
 }

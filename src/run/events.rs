@@ -8,8 +8,9 @@ use crate::record::{Trace, TrialRecord};
 use crate::trial::{Plan, TestRow};
 
 pub enum RunEvent<'a> {
-    /// Before the first trial: the plan and how many trials will run.
-    Started { plan: &'a Plan, trials: usize },
+    /// Before the first trial: the plan, how many trials will run (or be
+    /// announced, for a resumed run), and how many of them per case.
+    Started { plan: &'a Plan, trials: usize, per_case: &'a [u32] },
     /// A trial ended and its trace is stored: its record, in plan order.
     TrialFinished {
         /// Index of the trial's case in the plan.

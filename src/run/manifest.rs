@@ -10,7 +10,8 @@ use serde_json::Value as Json;
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
 use crate::record::manifest::{
-    CaseEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, SuiteEntry, WorkdirEntry,
+    CaseEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry,
+    WorkdirEntry,
 };
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;
@@ -37,6 +38,54 @@ pub fn grader_hash(plan: &Plan) -> String {
             .join("\n")
             .as_bytes(),
     )
+}
+
+/// What a command agent runs, hashed: the executable its `cmd` starts
+/// (resolved on PATH, symlinks followed) and every other word of `cmd` that
+/// names an existing file (absolute, or relative to the suite's folder). A
+/// changed agent program changes the manifest, so `compare` and `--resume`
+/// can tell.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Program {
+    pub executable: Option<FileHash>,
+    pub files: Vec<FileHash>,
+}
+
+/// Resolve a command's first word as the OS would: a path if it has a `/`,
+/// else the first executable file of that name on PATH.
+pub fn resolve_executable(cmd: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    if cmd.contains('/') {
+        let p = PathBuf::from(cmd);
+        return is_exec(&p).then(|| fs::canonicalize(&p).unwrap_or(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| is_exec(p)).map(|p| fs::canonicalize(&p).unwrap_or(p))
+}
+
+pub fn program(cmd: &[String], suite_dir: &Path) -> Program {
+    let executable = cmd.first().and_then(|c| resolve_executable(c)).map(|p| file_hash(&p));
+    let files = cmd
+        .iter()
+        .skip(1)
+        .filter(|w| !w.starts_with('-') && !w.is_empty())
+        .map(|w| if Path::new(w).is_absolute() { PathBuf::from(w) } else { suite_dir.join(w) })
+        .filter(|p| p.is_file())
+        .map(|p| file_hash(&p))
+        .collect();
+    Program { executable, files }
+}
+
+/// An agent as declared, with the hashes of what it runs.
+fn agent_entry(a: &AgentSpec, suite_dir: &Path) -> Json {
+    let mut v = serde_json::to_value(a).unwrap_or_default();
+    match a {
+        AgentSpec::Scripted { path: Some(p) } => v["file"] = serde_json::to_value(file_hash(p)).unwrap_or_default(),
+        AgentSpec::Command(c) => v["program"] = serde_json::to_value(program(&c.cmd, suite_dir)).unwrap_or_default(),
+        _ => {}
+    }
+    v
 }
 
 pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Manifest {
@@ -68,6 +117,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
                 weight: c.spec.weight,
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
+                agent: c.spec.agent.as_ref().map(|a| agent_entry(a, &suite.dir)),
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
                     tree_sha256: w.hash.clone(),
@@ -76,16 +126,11 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             }
         })
         .collect();
-    let agent = suite.agent.as_ref().map(|a| {
-        let mut v = serde_json::to_value(a).unwrap_or_default();
-        if let AgentSpec::Scripted { path: Some(p) } = a {
-            v["file"] = serde_json::to_value(file_hash(p)).unwrap_or_default();
-        }
-        v
-    });
+    let agent = suite.agent.as_ref().map(|a| agent_entry(a, &suite.dir));
     Manifest {
         evalua_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id: run_id.to_string(),
+        kind: RunKind::Run,
         started_at: jiff::Timestamp::now().to_string(),
         command: argv.to_vec(),
         suite: SuiteEntry {
@@ -135,6 +180,22 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             network: suite.network,
         },
         merged_from: None,
+        trial_state: Some(if plan.keep_state { StateKeeping::Kept } else { StateKeeping::Skipped }),
+        regraded_from: None,
+        planned_trials: Some(super::work(plan, opts.partition).len()),
+        judge_checks: {
+            let mut names: Vec<String> = suite
+                .cases
+                .iter()
+                .flat_map(|c| &c.checks)
+                .filter(|c| c.judge.is_some())
+                .map(|c| c.name.clone())
+                .collect();
+            names.sort();
+            names.dedup();
+            names
+        },
+        resumes: Vec::new(),
         extra: Default::default(),
     }
 }

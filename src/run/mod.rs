@@ -7,10 +7,14 @@ pub mod events;
 pub mod manifest;
 pub mod partition;
 pub mod plan;
+pub mod regrade;
+pub mod resume;
 pub mod scheduler;
 pub mod screen;
 
 pub use events::{RunEvent, Sink};
 pub use partition::Partition;
 pub use plan::plan;
-pub use scheduler::{RunOptions, default_jobs, execute, run_trial, work};
+pub use scheduler::{
+    Executed, Kept, RunOptions, TrialFn, default_jobs, execute, execute_resumed, execute_work, run_trial, work,
+};

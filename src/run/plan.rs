@@ -11,9 +11,9 @@ use crate::error::{Error, Result};
 use crate::executor::ToolDef;
 use crate::record::manifest::Filters;
 use crate::sandbox::DbImage;
-use crate::sandbox::sqlite::build_template;
+use crate::sandbox::sqlite::{build_template, open_copy, sql_error_message};
 use crate::sandbox::workdir::Templates;
-use crate::spec::{CaseSpec, Suite};
+use crate::spec::{CaseSpec, Suite, fault};
 use crate::trial::{CasePlan, Plan};
 use crate::util::paths::display_path;
 use crate::util::schema;
@@ -25,6 +25,37 @@ fn in_case(e: Error, spec: &CaseSpec) -> Error {
         Error::Input(m) => Error::Input(format!("{m} (case '{}' at {})", spec.id, spec.location)),
         other => other,
     }
+}
+
+/// Prepare every SQL query the case's checks run (`check.sql`, `prohibited`)
+/// against its initial database: a typo in a table or column name is an
+/// error now, not a grader error in every trial.
+fn prepare_queries(spec: &CaseSpec, image: Option<&[u8]>) -> Result<()> {
+    let queries: Vec<(&str, &str, &str)> = spec
+        .checks
+        .iter()
+        .flat_map(|c| {
+            c.sql.iter().map(move |q| (c.location.as_deref().unwrap_or(&spec.location), c.name.as_str(), q.as_str()))
+        })
+        .collect();
+    if queries.is_empty() {
+        return Ok(());
+    }
+    let conn = match image {
+        Some(img) => open_copy(img, true),
+        None => rusqlite::Connection::open_in_memory(),
+    }
+    .map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
+    for (at, name, q) in queries {
+        if let Err(e) = conn.prepare(q) {
+            return Err(Error::Input(format!(
+                "{at}: check '{name}' (case '{}'): the query does not prepare against the case's fixture: {}",
+                spec.id,
+                sql_error_message(&e)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Select the cases, build each case's template database and compile the
@@ -78,7 +109,7 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             Some(t.clone())
         } else {
             let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
-            let image = build_template(&files).map_err(|e| in_case(e, spec))?;
+            let image = build_template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, spec))?;
             templates.insert(key, image.clone());
             Some(image)
         };
@@ -90,11 +121,13 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             Some(names) => names.iter().filter_map(|n| tools.get(n).cloned()).collect(),
             None => suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect(),
         };
+        prepare_queries(spec, template.as_ref().map(|t| t.as_slice()))?;
         let work = match suite.case_workdir(spec) {
             Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, spec))?),
             None => None,
         };
         cases.push(CasePlan {
+            faults: Arc::new(fault::effective(&suite.faults, spec.faults.as_ref())),
             work,
             trials: trials.or(spec.trials).unwrap_or(suite.trials),
             spec: spec.clone(),
@@ -105,15 +138,24 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         });
     }
     if cases.is_empty() {
+        let mut given = Vec::new();
+        if let Some(c) = &filters.case {
+            given.push(format!("--case {c}"));
+        }
+        for t in &filters.tags {
+            given.push(format!("--tag {t}"));
+        }
+        if let Some(s) = &filters.split {
+            given.push(format!("--split {s}"));
+        }
+        let given = if given.is_empty() { "no filter".to_string() } else { given.join(" ") };
         return Err(Error::Input(format!(
-            "{}: no case matches the filters (case={:?}, tag={:?}, split={:?}); `evalua list` shows the cases",
+            "{}: no case matches {given}; `evalua list` shows the cases",
             display_path(&suite.path),
-            filters.case,
-            filters.tags,
-            filters.split
         )));
     }
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new() })
+    let safety = suite.has_safety();
+    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new(), safety, keep_state: true })
 }

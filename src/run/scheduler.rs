@@ -7,6 +7,16 @@
 //! record announced. The main thread announces records in plan order (a
 //! small reorder buffer), so trials.jsonl is identical for the same seed
 //! whatever `--jobs` is.
+//!
+//! A stop request (`util::cancel`) makes workers stop taking trials; the
+//! trials they hold end as `interrupted`, and every finished trial is still
+//! announced (in plan order, past the gaps the trials never started leave).
+//! A resumed run ([`execute_resumed`]) announces the trials it kept from the
+//! interrupted run in their places and runs only the others.
+//!
+//! Workers are detached threads watched by the main thread: a worker whose
+//! running code stays past its published deadline (`util::watch`) by
+//! [`WATCHDOG_MARGIN`] is abandoned and replaced (see [`execute_work`]).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -18,9 +28,9 @@ use super::events::{RunEvent, Sink};
 use super::partition::Partition;
 use crate::error::Result;
 use crate::record::manifest::Filters;
-use crate::record::{RunDir, Trace, TrialRecord};
+use crate::record::{KeptState, RunDir, Trace, TrialRecord};
 use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
-use crate::util::watch;
+use crate::util::{cancel, watch};
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -44,7 +54,7 @@ const TRACE_WRITERS: usize = 2;
 /// once: consecutive trials of one case, about an eighth of a worker's share.
 /// A worker that runs a case's trials back to back evaluates the suite once
 /// for them (see `lua::engine::reuse`); small runs still spread trial by trial.
-fn chunks(work: &[(usize, u32)], jobs: usize) -> Vec<std::ops::Range<usize>> {
+fn chunks(work: &[(usize, u32)], jobs: usize) -> Vec<Range<usize>> {
     let size = (work.len() / (jobs * 8)).max(1);
     let mut out = Vec::new();
     let mut start = 0;
@@ -70,8 +80,12 @@ pub fn work(plan: &Plan, partition: Option<Partition>) -> Vec<(usize, u32)> {
 /// Run one trial with its agent. A panic in evalua's own code becomes the
 /// trial's infrastructure error: the run goes on and nothing is lost.
 pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
-    let out =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| trial::run(plan, case, number, crate::agent::drive)));
+    guarded(plan, case, number, || trial::run(plan, case, number, crate::agent::drive))
+}
+
+/// `f`, with a panic in evalua's own code turned into the trial's infrastructure error.
+fn guarded(plan: &Plan, case: &CasePlan, number: u32, f: impl FnOnce() -> TrialOutput) -> TrialOutput {
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     match out {
         Ok(o) => o,
         Err(p) => {
@@ -81,19 +95,94 @@ pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
     }
 }
 
+/// A trial an earlier, interrupted run finished, kept by `--resume`: its
+/// record (as read back from trials.jsonl) and its trace.
+pub struct Kept {
+    pub record: TrialRecord,
+    pub trace: Trace,
+    pub tests: Vec<TestRow>,
+}
+
+/// How a run's trials went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Executed {
+    /// (case, trial) pairs planned for this run (this partition).
+    pub planned: usize,
+    /// Trials announced to the sinks (kept ones included).
+    pub announced: usize,
+    /// Of those, the trials that ended as `interrupted`.
+    pub interrupted: usize,
+    /// Whether a stop request cut the run short.
+    pub stopped: bool,
+}
+
+impl Executed {
+    /// Every planned trial finished (none interrupted, none missing).
+    pub fn complete(&self) -> bool {
+        !self.stopped && self.interrupted == 0 && self.announced == self.planned
+    }
+}
+
+/// Trials planned per case (plan order) in this run's work.
+pub fn per_case(plan: &Plan, work: &[(usize, u32)]) -> Vec<u32> {
+    let mut n = vec![0u32; plan.cases.len()];
+    for &(c, _) in work {
+        n[c] += 1;
+    }
+    n
+}
+
 /// A finished trial on its way to the sinks.
 struct Done {
     index: usize,
     record: TrialRecord,
     trace: Trace,
     tests: Vec<TestRow>,
+    state: Option<KeptState>,
+}
+
+/// What produces one planned trial's output: given the work item's index,
+/// its case and its trial number. A run drives the agent; a re-grade reads a
+/// recorded trial back. It owns what it uses: the worker that calls it may be
+/// abandoned by the watchdog and outlive the run.
+pub type TrialFn = dyn Fn(usize, &CasePlan, u32) -> TrialOutput + Send + Sync;
+
+/// Announces finished trials to the sinks in plan order (a reorder buffer).
+struct Herald<'w> {
+    work: &'w [(usize, u32)],
+    pending: BTreeMap<usize, Done>,
+    /// The next index in plan order to announce.
+    next: usize,
+    announced: usize,
+    interrupted: usize,
+}
+
+impl Herald<'_> {
+    fn announce(&mut self, d: Done, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>) {
+        let ev =
+            RunEvent::TrialFinished { case: self.work[d.index].0, record: &d.record, trace: &d.trace, tests: &d.tests };
+        for s in sinks.iter_mut() {
+            if let Err(e) = s.event(&ev) {
+                failure.get_or_insert(e);
+            }
+        }
+        self.announced += 1;
+        if d.record.ended == crate::record::Ended::Interrupted {
+            self.interrupted += 1;
+        }
+    }
+
+    /// Announce every trial that is next in plan order.
+    fn flush(&mut self, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>) {
+        while let Some(d) = self.pending.remove(&self.next) {
+            self.announce(d, sinks, failure);
+            self.next += 1;
+        }
+    }
 }
 
 /// How far past its deadline a worker may run before the watchdog abandons it.
 pub const WATCHDOG_MARGIN: Duration = Duration::from_secs(5);
-
-/// Runs one trial (the real one is [`run_trial`]; tests pass others).
-pub type Runner = fn(&Plan, &CasePlan, u32) -> TrialOutput;
 
 /// One worker as the watchdog sees it.
 struct Slot {
@@ -105,7 +194,7 @@ struct Slot {
 
 #[derive(Default)]
 struct SlotState {
-    /// The work index it runs now.
+    /// The index (into the trials to run) it runs now.
     current: Option<usize>,
     /// The rest of the run of trials it claimed.
     rest: Range<usize>,
@@ -113,21 +202,31 @@ struct SlotState {
     abandoned: bool,
 }
 
-/// What the workers share.
+impl Slot {
+    fn finished(&self) -> bool {
+        self.thread.get().is_some_and(|h| h.is_finished())
+    }
+}
+
+/// What the workers share; owned, so an abandoned worker holds nothing of the run's stack.
 struct Shared {
     plan: Arc<Plan>,
-    work: Vec<(usize, u32)>,
+    /// The trials to run (case index, trial number) and each one's index in the work.
+    todo: Vec<(usize, u32)>,
+    index_of: Vec<usize>,
     chunks: Vec<Range<usize>>,
     next: AtomicUsize,
     /// Trials handed back by abandoned workers, claimed before new chunks.
     requeued: Mutex<Vec<Range<usize>>>,
+    /// Take no further trial (a sink failed).
     stop: AtomicBool,
-    runner: Runner,
+    trial: Arc<TrialFn>,
 }
 
 impl Shared {
     fn claim(&self) -> Option<Range<usize>> {
-        if self.stop.load(Ordering::SeqCst) {
+        // A stop request: take no further trial.
+        if self.stop.load(Ordering::SeqCst) || cancel::requested() {
             return None;
         }
         if let Some(r) = self.requeued.lock().unwrap_or_else(|p| p.into_inner()).pop() {
@@ -137,9 +236,12 @@ impl Shared {
     }
 }
 
+/// The message a finished worker sends to the trace writers; None tells a writer to stop.
+type ToWriter = Option<(Done, Vec<u8>)>;
+
 /// A worker thread: claims runs of trials and runs them; its finished trials
 /// go to the trace writers. It is detached: the watchdog may abandon it.
-fn spawn_worker(shared: Arc<Shared>, out: mpsc::SyncSender<Option<(Done, Vec<u8>)>>) -> Arc<Slot> {
+fn spawn_worker(shared: Arc<Shared>, to_writers: mpsc::SyncSender<ToWriter>) -> Arc<Slot> {
     let slot = Arc::new(Slot {
         beat: Arc::new(watch::Beat::default()),
         state: Mutex::new(SlotState::default()),
@@ -149,15 +251,17 @@ fn spawn_worker(shared: Arc<Shared>, out: mpsc::SyncSender<Option<(Done, Vec<u8>
     let handle = std::thread::spawn(move || {
         watch::install(me.beat.clone());
         loop {
-            let i = {
+            let t = {
                 let mut st = me.state.lock().unwrap_or_else(|p| p.into_inner());
                 if st.abandoned {
                     return;
                 }
                 match st.rest.next() {
-                    Some(i) => {
-                        st.current = Some(i);
-                        i
+                    // Stopped (a signal, a failing sink): the claimed rest is never started.
+                    Some(_) if cancel::requested() || shared.stop.load(Ordering::SeqCst) => return,
+                    Some(t) => {
+                        st.current = Some(t);
+                        t
                     }
                     None => match shared.claim() {
                         Some(r) => {
@@ -168,16 +272,18 @@ fn spawn_worker(shared: Arc<Shared>, out: mpsc::SyncSender<Option<(Done, Vec<u8>
                     },
                 }
             };
-            let (case_idx, number) = shared.work[i];
-            let mut out_ = (shared.runner)(&shared.plan, &shared.plan.cases[case_idx], number);
-            let bytes = match serde_json::to_vec_pretty(&out_.trace) {
+            let (case_idx, number) = shared.todo[t];
+            let i = shared.index_of[t];
+            let (plan, case) = (&shared.plan, &shared.plan.cases[case_idx]);
+            let mut out = guarded(plan, case, number, || (shared.trial)(i, case, number));
+            let bytes = match serde_json::to_vec_pretty(&out.trace) {
                 Ok(b) => b,
                 Err(e) => {
-                    out_.record.error = Some(format!("could not write the trace: {e}"));
+                    out.record.error = Some(format!("could not write the trace: {e}"));
                     Vec::new()
                 }
             };
-            let done = Done { index: i, record: out_.record, trace: out_.trace, tests: out_.tests };
+            let done = Done { index: i, record: out.record, trace: out.trace, tests: out.tests, state: out.state };
             // Under the slot's lock: the watchdog cannot abandon this worker
             // between the check and the send.
             let mut st = me.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -185,7 +291,7 @@ fn spawn_worker(shared: Arc<Shared>, out: mpsc::SyncSender<Option<(Done, Vec<u8>
                 return;
             }
             st.current = None;
-            if out.send(Some((done, bytes))).is_err() {
+            if to_writers.send(Some((done, bytes))).is_err() {
                 return;
             }
         }
@@ -208,46 +314,85 @@ fn abandoned(plan: &Plan, case: &CasePlan, number: u32, over: Option<Duration>) 
 
 /// Run every planned trial (of this partition), storing traces in `dir`,
 /// and tell `sinks` as trials finish.
-pub fn execute(plan: &Arc<Plan>, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
-    execute_with(plan, opts, dir, sinks, run_trial, WATCHDOG_MARGIN)
+pub fn execute(plan: &Arc<Plan>, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<Executed> {
+    execute_resumed(plan, opts, dir, sinks, BTreeMap::new())
 }
 
-/// [`execute`] with a given trial runner and watchdog margin.
+/// As [`execute`], with the trials an earlier run finished: `kept` by their
+/// index in [`work`]. They are announced in their places; the others run.
+pub fn execute_resumed(
+    plan: &Arc<Plan>,
+    opts: &RunOptions,
+    dir: &RunDir,
+    sinks: &mut [&mut dyn Sink],
+    kept: BTreeMap<usize, Kept>,
+) -> Result<Executed> {
+    let work = work(plan, opts.partition);
+    let p = plan.clone();
+    execute_work(plan, &work, opts.jobs, dir, sinks, kept, Arc::new(move |_, case, number| run_trial(&p, case, number)))
+}
+
+/// Produce the output of every work item (case index, trial number) with
+/// `trial` on `jobs` workers, storing each trial's kept state and trace in
+/// `dir`, and tell `sinks` in work order; `kept` trials (by work index) are
+/// announced in their places without running.
+pub fn execute_work(
+    plan: &Arc<Plan>,
+    work: &[(usize, u32)],
+    jobs: usize,
+    dir: &RunDir,
+    sinks: &mut [&mut dyn Sink],
+    kept: BTreeMap<usize, Kept>,
+    trial: Arc<TrialFn>,
+) -> Result<Executed> {
+    execute_watched(plan, work, jobs, dir, sinks, kept, trial, WATCHDOG_MARGIN)
+}
+
+/// [`execute_work`] with a given watchdog margin.
 ///
 /// The watchdog: a worker whose running code stays past its published
 /// deadline (see `util::watch`) by more than `margin` is abandoned. Its trial
 /// is recorded as an infrastructure error, the rest of its claimed trials go
 /// back to the queue, and a new worker takes its place; the abandoned thread
 /// keeps running whatever it is stuck in, but it can never report a trial nor
-/// claim another one, and it holds nothing the run shares.
-pub fn execute_with(
+/// claim another one, and it holds nothing the run's stack owns. A worker
+/// that dies mid-trial is handled the same way.
+#[allow(clippy::too_many_arguments)]
+fn execute_watched(
     plan: &Arc<Plan>,
-    opts: &RunOptions,
+    work: &[(usize, u32)],
+    jobs: usize,
     dir: &RunDir,
     sinks: &mut [&mut dyn Sink],
-    runner: Runner,
+    mut kept: BTreeMap<usize, Kept>,
+    trial: Arc<TrialFn>,
     margin: Duration,
-) -> Result<()> {
-    let work = work(plan, opts.partition);
+) -> Result<Executed> {
+    let per_case = per_case(plan, work);
     for s in sinks.iter_mut() {
-        s.event(&RunEvent::Started { plan, trials: work.len() })?;
+        s.event(&RunEvent::Started { plan, trials: work.len(), per_case: &per_case })?;
     }
-    let total = work.len();
-    let jobs = opts.jobs.max(1).min(total.max(1));
-    let chunks = chunks(&work, jobs);
+    // The trials to run: the work, less what was kept.
+    let todo: Vec<(usize, u32)> =
+        work.iter().enumerate().filter(|(i, _)| !kept.contains_key(i)).map(|(_, w)| *w).collect();
+    let index_of: Vec<usize> = (0..work.len()).filter(|i| !kept.contains_key(i)).collect();
+    let jobs = jobs.max(1).min(todo.len().max(1));
+    let chunks = chunks(&todo, jobs);
     let shared = Arc::new(Shared {
         plan: plan.clone(),
-        work,
+        todo,
+        index_of,
         chunks,
         next: AtomicUsize::new(0),
         requeued: Mutex::new(Vec::new()),
         stop: AtomicBool::new(false),
-        runner,
+        trial,
     });
-    let (tx, rx) = mpsc::channel::<Done>();
-    let (trace_tx, trace_rx) = mpsc::sync_channel::<Option<(Done, Vec<u8>)>>(256);
+    let (tx, rx) = mpsc::sync_channel::<Done>(1024);
+    let (trace_tx, trace_rx) = mpsc::sync_channel::<ToWriter>(256);
     let trace_rx = Mutex::new(trace_rx);
     let mut failure = None;
+    let (mut announced, mut interrupted) = (0usize, 0usize);
     std::thread::scope(|scope| {
         for _ in 0..TRACE_WRITERS {
             let (tx, trace_rx) = (tx.clone(), &trace_rx);
@@ -255,7 +400,12 @@ pub fn execute_with(
                 loop {
                     let next = trace_rx.lock().map(|rx| rx.recv());
                     let Ok(Ok(Some((mut done, bytes)))) = next else { break };
-                    // The trace is stored before the record is announced.
+                    // The trial's kept state, then its trace, are stored before its record is announced.
+                    if let Some(kept) = done.state.take()
+                        && let Err(e) = dir.write_state(&done.record.case, done.record.trial, &kept)
+                    {
+                        done.record.error = Some(format!("could not keep the trial's state: {e}"));
+                    }
                     if let Err(e) = dir.write_trace(&done.record.trace, &bytes) {
                         done.record.error = Some(format!("could not write the trace: {e}"));
                     }
@@ -265,70 +415,86 @@ pub fn execute_with(
                 }
             });
         }
+        drop(tx);
         let mut slots: Vec<Arc<Slot>> = (0..jobs).map(|_| spawn_worker(shared.clone(), trace_tx.clone())).collect();
-        let mut pending: BTreeMap<usize, Done> = BTreeMap::new();
-        let mut announced = 0usize;
-        while announced < total && failure.is_none() {
+        // Some while workers may still send to the trace writers.
+        let mut to_writers = Some(trace_tx);
+        let mut herald = Herald { work, pending: BTreeMap::new(), next: 0, announced: 0, interrupted: 0 };
+        for (i, k) in std::mem::take(&mut kept) {
+            herald.pending.insert(i, Done { index: i, record: k.record, trace: k.trace, tests: k.tests, state: None });
+        }
+        herald.flush(sinks, &mut failure);
+        loop {
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(done) => {
-                    pending.insert(done.index, done);
+                    herald.pending.insert(done.index, done);
+                    herald.flush(sinks, &mut failure);
+                    if failure.is_some() {
+                        // Stop taking trials; the workers finish the ones they hold.
+                        shared.stop.store(true, Ordering::SeqCst);
+                    }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // Every trace writer stopped: everything sent was received.
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
+            let Some(trace_tx) = &to_writers else { continue };
             // The watchdog. try_lock: a worker holding its lock is reporting, not stuck.
             let now = Instant::now();
-            for k in 0..slots.len() {
-                let dead = slots[k].thread.get().is_some_and(|h| h.is_finished());
-                let overdue = slots[k].beat.deadline().is_some_and(|d| now >= d + margin);
+            for slot in slots.iter_mut() {
+                let dead = slot.finished();
+                let overdue = slot.beat.deadline().is_some_and(|d| now >= d + margin);
                 if !dead && !overdue {
                     continue;
                 }
-                let Ok(mut st) = slots[k].state.try_lock() else { continue };
-                let Some(i) = st.current.filter(|_| !st.abandoned) else { continue };
+                let mut st = match slot.state.try_lock() {
+                    Ok(st) => st,
+                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) => continue,
+                };
+                let Some(t) = st.current.filter(|_| !st.abandoned) else { continue };
                 st.abandoned = true;
                 let rest = std::mem::take(&mut st.rest);
                 drop(st);
                 if !rest.is_empty() {
                     shared.requeued.lock().unwrap_or_else(|p| p.into_inner()).push(rest);
                 }
-                let (case_idx, number) = shared.work[i];
-                let out = abandoned(plan, &plan.cases[case_idx], number, (!dead).then_some(margin));
+                let (case_idx, number) = shared.todo[t];
+                let case = &plan.cases[case_idx];
+                let out = abandoned(plan, case, number, (!dead).then_some(margin));
                 let bytes = serde_json::to_vec_pretty(&out.trace).unwrap_or_default();
-                let done = Done { index: i, record: out.record, trace: out.trace, tests: out.tests };
+                let done = Done {
+                    index: shared.index_of[t],
+                    record: out.record,
+                    trace: out.trace,
+                    tests: out.tests,
+                    state: None,
+                };
                 if !dead {
                     eprintln!(
                         "warning: trial {}#{number} overran its time limit by more than {} s; its worker was abandoned and replaced",
-                        shared.plan.cases[case_idx].spec.id,
+                        case.spec.id,
                         margin.as_secs()
                     );
                 }
-                if trace_tx.send(Some((done, bytes))).is_err() {
-                    break;
-                }
-                slots[k] = spawn_worker(shared.clone(), trace_tx.clone());
+                let _ = trace_tx.send(Some((done, bytes)));
+                *slot = spawn_worker(shared.clone(), trace_tx.clone());
             }
-            while let Some(d) = pending.remove(&announced) {
-                let ev = RunEvent::TrialFinished {
-                    case: shared.work[announced].0,
-                    record: &d.record,
-                    trace: &d.trace,
-                    tests: &d.tests,
-                };
-                for s in sinks.iter_mut() {
-                    if let Err(e) = s.event(&ev) {
-                        failure.get_or_insert(e);
-                    }
+            // Every live worker is done (and has sent all it finished, ahead
+            // of these in the queue): let the trace writers go.
+            if slots.iter().all(|s| s.finished()) {
+                for _ in 0..TRACE_WRITERS {
+                    let _ = trace_tx.send(None);
                 }
-                announced += 1;
+                to_writers = None;
             }
         }
-        // Stop taking trials; let the trace writers go.
-        shared.stop.store(true, Ordering::SeqCst);
-        for _ in 0..TRACE_WRITERS {
-            let _ = trace_tx.send(None);
+        // Stopped early: trials that never started leave gaps; announce the
+        // finished ones past them anyway, still in plan order.
+        for (_, d) in std::mem::take(&mut herald.pending) {
+            herald.announce(d, sinks, &mut failure);
         }
-        drop(tx);
+        (announced, interrupted) = (herald.announced, herald.interrupted);
     });
     if let Some(e) = failure {
         return Err(e);
@@ -336,7 +502,7 @@ pub fn execute_with(
     for s in sinks.iter_mut() {
         s.event(&RunEvent::Finished)?;
     }
-    Ok(())
+    Ok(Executed { planned: work.len(), announced, interrupted, stopped: cancel::requested() })
 }
 
 #[cfg(test)]
@@ -375,10 +541,13 @@ mod tests {
         .unwrap();
         let plan = Arc::new(crate::run::plan(crate::lua::load::load(&suite).unwrap(), None, &Default::default(), 1).unwrap());
         let run_dir = RunDir::create(Some(&dir.path().join("out")), "s", "r").unwrap();
-        let opts = RunOptions { trials: None, jobs: 2, filters: Default::default(), seed: 1, partition: None };
         let mut sink = Collect(Vec::new());
         let started = Instant::now();
-        execute_with(&plan, &opts, &run_dir, &mut [&mut sink], stuck_on_two, Duration::from_millis(500)).unwrap();
+        let p = plan.clone();
+        let work = work(&plan, None);
+        let trial: Arc<TrialFn> = Arc::new(move |_, case, number| stuck_on_two(&p, case, number));
+        execute_watched(&plan, &work, 2, &run_dir, &mut [&mut sink], BTreeMap::new(), trial, Duration::from_millis(500))
+            .unwrap();
         assert!(started.elapsed() < Duration::from_secs(15), "the run did not wait for the stuck worker");
         assert_eq!(sink.0.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6], "every trial, in plan order");
         for (n, outcome, error) in &sink.0 {

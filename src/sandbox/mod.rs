@@ -2,6 +2,7 @@
 //! copy of a template image), its work dir (a copy of a template tree), a
 //! seeded RNG, and the tests run on a finished tree (`check.tests`).
 
+pub mod changes;
 pub mod sqlite;
 pub mod tests;
 pub mod workdir;

@@ -2,6 +2,8 @@
 //! SQLite database whose image becomes the case's template; each trial
 //! deserialises its own copy of that image (a memcpy, not a re-run of the SQL).
 
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -68,59 +70,104 @@ pub fn interrupted(e: &rusqlite::Error) -> bool {
 }
 
 /// Run the SQL files in order into a fresh database and return its image.
-/// A failing statement is reported as `file:line: message`.
-pub fn build_template(files: &[&Path]) -> Result<DbImage> {
+/// Each file is streamed one complete statement at a time (memory follows
+/// the longest statement, not the file), and a file larger than `max_bytes`
+/// is refused before it is read. A failing statement is reported as
+/// `file:line: message`; all files together may run for `FIXTURE_SECONDS`.
+pub fn build_template(files: &[&Path], max_bytes: u64) -> Result<DbImage> {
     let mut conn = open_empty().map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(FIXTURE_SECONDS);
-    for (i, file) in files.iter().enumerate() {
-        let sql = std::fs::read_to_string(file)
-            .map_err(|e| Error::Input(format!("{}: cannot read fixture: {e}", display_path(file))))?;
-        if let Err(e) = crate::util::watch::with_deadline(deadline, || conn.execute_batch(&sql)) {
-            if interrupted(&e) {
-                return Err(Error::Input(format!(
-                    "{}: the schema and fixture files took more than {FIXTURE_SECONDS} s to run",
-                    display_path(file)
-                )));
-            }
-            return Err(Error::Input(locate_sql_error(&files[..i], file, &sql, &e)));
-        }
+    for file in files {
+        crate::util::watch::with_deadline(deadline, || run_sql_file(&conn, file, max_bytes))?;
     }
     let data = conn.serialize(MAIN_DB).map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
     Ok(Arc::new(data.to_vec()))
 }
 
-/// Find the line of the statement that fails, by replaying the earlier files
-/// and then this one, one complete statement at a time, in a scratch database.
-fn locate_sql_error(before: &[&Path], file: &Path, sql: &str, first: &rusqlite::Error) -> String {
-    let msg = sql_error_message(first);
-    let Ok(scratch) = open_empty() else {
-        return format!("{}: {msg}", display_path(file));
+/// Whether `sql` holds one or more complete statements (SQLite's own tokenizer).
+fn complete(sql: &str) -> bool {
+    std::ffi::CString::new(sql)
+        // SAFETY: sqlite3_complete only reads the NUL-terminated string, which `c` owns.
+        .map(|c| unsafe { rusqlite::ffi::sqlite3_complete(c.as_ptr()) } != 0)
+        .unwrap_or(false)
+}
+
+/// Execute one SQL text file into `conn`, statement by statement.
+fn run_sql_file(conn: &Connection, file: &Path, max_bytes: u64) -> Result<()> {
+    let shown = display_path(file);
+    let cannot = |e: std::io::Error| Error::Input(format!("{shown}: cannot read fixture: {e}"));
+    let f = File::open(file).map_err(cannot)?;
+    let size = f.metadata().map_err(cannot)?.len();
+    if size > max_bytes {
+        return Err(Error::Input(format!(
+            "{shown}: the fixture is {:.1} MiB, over the limit of {:.1} MiB (raise sandbox.max_fixture_mb in the suite or EVALUA_MAX_FIXTURE_MB)",
+            size as f64 / 1048576.0,
+            max_bytes as f64 / 1048576.0
+        )));
+    }
+    // Never read past the limit, even if the file grows while it is read; read
+    // at most a MiB at a time, so even a file without newlines streams.
+    let mut reader = BufReader::new(f.take(max_bytes.saturating_add(1)));
+    let mut stmt: Vec<u8> = Vec::new();
+    let mut start_line = 1usize;
+    let mut line = 1usize;
+    let mut chunk = Vec::new();
+    let mut read = 0u64;
+    let text_of = |bytes: &[u8], at: usize| {
+        std::str::from_utf8(bytes)
+            .map(str::to_string)
+            .map_err(|_| Error::Input(format!("{shown}:{at}: not UTF-8 text: a fixture is a SQL text file")))
     };
-    for f in before {
-        if let Ok(s) = std::fs::read_to_string(f) {
-            let _ = scratch.execute_batch(&s);
+    loop {
+        chunk.clear();
+        let got = reader.by_ref().take(1 << 20).read_until(b'\n', &mut chunk).map_err(cannot)?;
+        if got == 0 {
+            break;
         }
-    }
-    let mut stmt = String::new();
-    let mut start_line = 0usize;
-    for (i, line) in sql.lines().enumerate() {
-        if stmt.trim().is_empty() {
-            start_line = i + 1;
+        read += got as u64;
+        if read > max_bytes {
+            return Err(Error::Input(format!(
+                "{shown}: the fixture grew past the limit of {max_bytes} bytes while it was read"
+            )));
         }
-        stmt.push_str(line);
-        stmt.push('\n');
-        let complete = std::ffi::CString::new(stmt.as_str())
-            // SAFETY: sqlite3_complete only reads the NUL-terminated string, which `c` owns.
-            .map(|c| unsafe { rusqlite::ffi::sqlite3_complete(c.as_ptr()) } != 0)
-            .unwrap_or(false);
-        if complete {
-            if let Err(e) = scratch.execute_batch(&stmt) {
-                return format!("{}:{start_line}: {}", display_path(file), sql_error_message(&e));
-            }
+        if chunk.contains(&0) {
+            return Err(Error::Input(format!("{shown}:{line}: a NUL byte: a fixture is a SQL text file")));
+        }
+        if stmt.iter().all(u8::is_ascii_whitespace) {
             stmt.clear();
+            start_line = line;
+        }
+        stmt.extend_from_slice(&chunk);
+        let ends_line = chunk.last() == Some(&b'\n');
+        // A statement can only end at a semicolon.
+        if chunk.contains(&b';') {
+            let text = text_of(&stmt, start_line)?;
+            if complete(&text) {
+                conn.execute_batch(&text).map_err(|e| statement_error(&shown, start_line, &e))?;
+                stmt.clear();
+            }
+        }
+        if ends_line {
+            line += 1;
         }
     }
-    format!("{}: {msg}", display_path(file))
+    if !stmt.iter().all(u8::is_ascii_whitespace) {
+        // The last statement may lack its semicolon; SQLite accepts that.
+        let text = text_of(&stmt, start_line)?;
+        conn.execute_batch(&text).map_err(|e| statement_error(&shown, start_line, &e))?;
+    }
+    Ok(())
+}
+
+/// A failing fixture statement as `file:line: message`; one stopped by the
+/// progress handler says the time limit.
+fn statement_error(shown: &str, line: usize, e: &rusqlite::Error) -> Error {
+    if interrupted(e) {
+        return Error::Input(format!(
+            "{shown}:{line}: the schema and fixture files took more than {FIXTURE_SECONDS} s to run"
+        ));
+    }
+    Error::Input(format!("{shown}:{line}: {}", sql_error_message(e)))
 }
 
 /// SQLite's own message, on one line (rusqlite appends the statement).

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::record::state::KeptFile;
 use crate::spec::WorkdirSpec;
 use crate::util::paths::display_path;
 use crate::util::tree::{self, Entry, Git, copy_tree, tree_hash};
@@ -186,6 +187,35 @@ pub fn diff(before: Option<&Path>, after: &Path) -> std::io::Result<Diff> {
         }
     }
     Ok(out)
+}
+
+/// The change as files to keep (SPEC §10): each added or modified path with
+/// its content hash and executable bit (or, for a symlink, its target), and
+/// the deleted paths. `after` is the final tree the diff was taken of.
+pub fn kept_changes(d: &Diff, after: &Path) -> std::io::Result<(Vec<KeptFile>, Vec<String>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let (mut kept, mut deleted) = (Vec::new(), Vec::new());
+    for (rel, status) in &d.files {
+        if *status == Status::Deleted {
+            deleted.push(rel.clone());
+            continue;
+        }
+        let p = after.join(rel);
+        let m = std::fs::symlink_metadata(&p)?;
+        if m.file_type().is_symlink() {
+            let target = std::fs::read_link(&p)?.to_string_lossy().into_owned();
+            kept.push(KeptFile { path: rel.clone(), sha256: None, exec: false, symlink: Some(target) });
+        } else {
+            let bytes = std::fs::read(&p)?;
+            kept.push(KeptFile {
+                path: rel.clone(),
+                sha256: Some(crate::util::digest::sha256_hex(&bytes)),
+                exec: m.permissions().mode() & 0o111 != 0,
+                symlink: None,
+            });
+        }
+    }
+    Ok((kept, deleted))
 }
 
 #[cfg(test)]

@@ -157,7 +157,7 @@ pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
     Ok(gates)
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verdict {
     pub name: String,
     pub threshold: f64,

@@ -3,6 +3,7 @@
 //! loader (`lua::load`) builds these from the suite file's tables, and every
 //! layer above plans and runs from them.
 
+pub mod fault;
 pub mod gate;
 pub mod model;
 pub mod sources;
@@ -14,12 +15,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+pub use fault::{FaultKind, FaultRule, Faults};
 pub use gate::Gate;
 pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, ProxySpec, UserSpec};
 pub use sources::{SourceFile, Sources};
 
 /// The trial deadline when the suite's budget sets none.
 pub const DEFAULT_DEADLINE_S: f64 = 300.0;
+/// The longest trial deadline a suite may set: a week.
+pub const MAX_DEADLINE_S: f64 = 7.0 * 24.0 * 3600.0;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Budget {
@@ -32,8 +36,18 @@ pub struct Budget {
 
 impl Budget {
     /// How long a trial's agent may run: `deadline_s`, else [`DEFAULT_DEADLINE_S`].
+    /// Never panics: the loader refuses a deadline that is not a positive number
+    /// of at most [`MAX_DEADLINE_S`], and a value that slips through anyway is
+    /// clamped into that range.
     pub fn deadline(&self) -> Duration {
-        Duration::from_secs_f64(self.deadline_s.unwrap_or(DEFAULT_DEADLINE_S))
+        let s = self.deadline_s.unwrap_or(DEFAULT_DEADLINE_S);
+        let s = if s.is_nan() { DEFAULT_DEADLINE_S } else { s.clamp(0.0, MAX_DEADLINE_S) };
+        Duration::try_from_secs_f64(s).unwrap_or(Duration::from_secs(DEFAULT_DEADLINE_S as u64))
+    }
+
+    /// The instant a trial that starts `now` must end by.
+    pub fn deadline_from(&self, now: std::time::Instant) -> std::time::Instant {
+        now.checked_add(self.deadline()).unwrap_or(now + Duration::from_secs(DEFAULT_DEADLINE_S as u64))
     }
 }
 
@@ -44,6 +58,9 @@ pub struct ToolSpec {
     pub params: Json,
     pub effect: String,
     pub requires: Vec<String>,
+    /// An attack case must not call it: requests are counted as attempts (SPEC §13).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forbidden_in_attack: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -127,6 +144,18 @@ pub struct CheckInfo {
     /// A judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeSpec>,
+    /// The tool names the check mentions (`check.tools`, `check.args`, …):
+    /// each must be a tool of the suite. Derived from the declaration, so not
+    /// part of the case's revision.
+    #[serde(skip)]
+    pub tools: Vec<String>,
+    /// The SQL queries the check runs (`check.sql`, `prohibited`): each is
+    /// prepared against the case's fixture before any trial.
+    #[serde(skip)]
+    pub sql: Vec<String>,
+    /// `file:line` of the check's declaration, when known.
+    #[serde(skip)]
+    pub location: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -150,6 +179,9 @@ pub struct CaseSpec {
     pub user: Option<UserSpec>,
     /// `file:line` where the case was declared.
     pub location: String,
+    /// The case's fault rules (SPEC §11), replacing the suite's tool by tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Faults>,
 }
 
 #[derive(Debug, Clone)]
@@ -177,9 +209,35 @@ pub struct Suite {
     pub sources: Arc<Sources>,
     /// `skip = "why"` in evalua.suite{}: `evalua run` skips the suite (exit 0) saying why.
     pub skip: Option<String>,
+    /// Suite-wide fault rules (SPEC §11).
+    pub faults: Faults,
+    /// `sandbox.max_fixture_mb`: the largest schema or fixture file accepted.
+    pub max_fixture_bytes: u64,
+    /// `file:line` of `evalua.suite {}`.
+    pub location: String,
+    /// Held-out runs of the same cases and version before `run` warns (SPEC §13).
+    pub held_out_max_runs: u32,
+}
+
+/// The tag that makes a case an attack case (SPEC §13).
+pub const ATTACK_TAG: &str = "attack";
+
+/// Held-out runs of the same cases and version before `run` warns, by default.
+pub const DEFAULT_HELD_OUT_MAX_RUNS: u32 = 5;
+
+impl CaseSpec {
+    pub fn is_attack(&self) -> bool {
+        self.tags.iter().any(|t| t == ATTACK_TAG)
+    }
 }
 
 impl Suite {
+    /// Whether the suite's figures include the safety block: it has attack
+    /// cases or tools forbidden in attacks.
+    pub fn has_safety(&self) -> bool {
+        self.cases.iter().any(CaseSpec::is_attack) || self.tools.iter().any(|t| t.forbidden_in_attack)
+    }
+
     /// The case's work-dir fixture: its own, else the suite's.
     pub fn case_workdir<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a WorkdirSpec> {
         case.workdir.as_ref().or(self.workdir.as_ref())

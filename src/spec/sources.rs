@@ -27,7 +27,17 @@ impl Sources {
         if let Some(f) = self.files.lock().unwrap_or_else(|p| p.into_inner()).get(path) {
             return Ok(f.clone());
         }
-        let text = std::fs::read_to_string(path)?;
+        let bytes = std::fs::read(path)?;
+        if bytes.starts_with(b"\x1bLua") {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "compiled Lua bytecode: evalua loads only Lua source text",
+            ));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()].iter().filter(|b| **b == b'\n').count();
+            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("line {line}: not UTF-8 text"))
+        })?;
         let file = Arc::new(SourceFile {
             path: path.to_path_buf(),
             display: display_path(path),

@@ -2,12 +2,16 @@
 //!
 //! Per case with n trials and c accepted: pass@k = 1 − C(n−c,k)/C(n,k) and
 //! pass^k = C(c,k)/C(n,k). Suite figures are weighted means over cases, with
-//! 95% intervals from a bootstrap that resamples *cases* (never pools trials).
+//! 95% intervals from a two-stage bootstrap: cases are resampled (never pooled
+//! trials), then each drawn case's rate is redrawn from what its own trials
+//! say (see [`Bootstrap`]), so trial-to-trial noise shows even with one case.
 
 use std::collections::BTreeMap;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
+pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile};
+use super::safety::{Safety, SafetyTally};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::{self, Gate, Metric, Verdict};
 
@@ -24,54 +28,12 @@ impl Serialize for K {
 /// A figure indexed by k: pass@k or pass^k for k = 1, 2, …
 pub type ByK = BTreeMap<K, f64>;
 
-/// pass^k = C(c,k)/C(n,k): the chance that k trials drawn without replacement all pass.
-pub fn pass_hat_k(n: u32, c: u32, k: u32) -> f64 {
-    if k == 0 || k > n {
-        return f64::NAN;
-    }
-    if c < k {
-        return 0.0;
-    }
-    (0..k).map(|i| (c - i) as f64 / (n - i) as f64).product()
-}
-
-/// pass@k = 1 − C(n−c,k)/C(n,k): the chance that at least one of k trials passes.
-pub fn pass_at_k(n: u32, c: u32, k: u32) -> f64 {
-    if k == 0 || k > n {
-        return f64::NAN;
-    }
-    let f = n - c;
-    if f < k {
-        return 1.0;
-    }
-    1.0 - (0..k).map(|i| (f - i) as f64 / (n - i) as f64).product::<f64>()
-}
-
-/// The q-quantile (0..1) by linear interpolation between order statistics.
-pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let pos = q * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
-}
-
-/// What the figures need to know about a case, whatever its records say.
-#[derive(Debug, Clone)]
-pub struct CaseInfo {
-    pub id: String,
-    pub weight: f64,
-    pub tags: Vec<String>,
-    pub difficulty: Option<String>,
-}
-
 /// Per-case tallies, accumulated as records stream in.
 #[derive(Debug, Clone, Default)]
 pub struct CaseTally {
     pub outcomes: BTreeMap<Outcome, u32>,
     pub cost_usd: f64,
+    pub safety: SafetyTally,
 }
 
 impl CaseTally {
@@ -105,6 +67,10 @@ pub struct Tally {
     pub total_tool_calls: u64,
     pub trials_run: u64,
     pub skipped_checks: u32,
+    /// Graded trials whose agent was cut short by an infrastructure failure.
+    pub infra_after_start: u32,
+    /// Some record carried the safety view (SPEC §13).
+    pub safety_seen: bool,
 }
 
 impl Tally {
@@ -117,6 +83,15 @@ impl Tally {
         *ct.outcomes.entry(r.outcome).or_default() += 1;
         ct.cost_usd += r.usage.cost_usd;
         self.total_cost_usd += r.usage.cost_usd;
+        if r.outcome != Outcome::InfraError && r.infra_error.is_some() {
+            self.infra_after_start += 1;
+        }
+        if let Some(s) = &r.safety {
+            self.safety_seen = true;
+            if r.outcome != Outcome::InfraError {
+                ct.safety.add(s);
+            }
+        }
         if r.outcome != Outcome::InfraError {
             self.latencies_ms.push(r.wall_ms);
             self.trials_run += 1;
@@ -149,7 +124,7 @@ pub struct CaseFigures {
     pub n: u32,
     pub accepted: u32,
     pub weight: f64,
-    pub outcomes: BTreeMap<&'static str, u32>,
+    pub outcomes: BTreeMap<Outcome, u32>,
     pub pass_at_k: ByK,
     pub pass_hat_k: ByK,
     pub cost_usd: f64,
@@ -175,14 +150,14 @@ fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigure
         n,
         accepted: c,
         weight: info.weight,
-        outcomes: Outcome::ALL.iter().map(|o| (o.as_str(), t.count(*o))).collect(),
+        outcomes: Outcome::ALL.iter().map(|o| (*o, t.count(*o))).collect(),
         pass_at_k: pass_at,
         pass_hat_k: pass_hat,
         cost_usd: t.cost_usd,
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Interval {
     pub lower: f64,
     pub upper: f64,
@@ -218,6 +193,10 @@ impl Figures {
 }
 
 impl CaseFigures {
+    /// Trials of this case with outcome `o`.
+    pub fn count(&self, o: Outcome) -> u32 {
+        self.outcomes.get(&o).copied().unwrap_or(0)
+    }
     pub fn pass_hat(&self, k: u32) -> Option<f64> {
         self.pass_hat_k.get(&K(k)).copied()
     }
@@ -251,30 +230,24 @@ fn view(rows: &[CaseFigures], bootstrap: &Bootstrap) -> Figures {
     let kmax = k_max(rows);
     let mut pass_at = BTreeMap::new();
     let mut pass_hat = BTreeMap::new();
-    let mut intervals = BTreeMap::new();
     for k in 1..=kmax {
-        let at = |c: &CaseFigures| c.pass_at(k);
-        let hat = |c: &CaseFigures| c.pass_hat(k);
-        if let Some(v) = weighted_mean(&counted, at) {
+        if let Some(v) = weighted_mean(&counted, |c| c.pass_at(k)) {
             pass_at.insert(K(k), v);
         }
-        if let Some(v) = weighted_mean(&counted, hat) {
+        if let Some(v) = weighted_mean(&counted, |c| c.pass_hat(k)) {
             pass_hat.insert(K(k), v);
-        }
-        // Intervals for the k people gate on: small k and the largest.
-        if k <= INTERVAL_K_UP_TO || k == kmax {
-            if let Some(i) = bootstrap.interval(&counted, at) {
-                intervals.insert(Metric::PassAt(k), i);
-            }
-            if let Some(i) = bootstrap.interval(&counted, hat) {
-                intervals.insert(Metric::PassHat(k), i);
-            }
         }
     }
     let rate = |c: &CaseFigures| Some(c.accepted as f64 / c.n as f64);
-    if let Some(i) = bootstrap.interval(&counted, rate) {
-        intervals.insert(Metric::Accepted, i);
+    // Intervals for the k people gate on: small k and the largest.
+    let ks: Vec<u32> = (1..=kmax).filter(|&k| k <= INTERVAL_K_UP_TO || k == kmax).collect();
+    let mut points = BTreeMap::new();
+    for &k in &ks {
+        points.insert(Metric::PassHat(k), pass_hat.get(&K(k)).copied());
+        points.insert(Metric::PassAt(k), pass_at.get(&K(k)).copied());
     }
+    points.insert(Metric::Accepted, weighted_mean(&counted, rate));
+    let intervals = bootstrap.intervals(&counted, &ks, &points);
     Figures {
         cases: counted.len(),
         trials: counted.iter().map(|(c, _)| c.n).sum(),
@@ -285,31 +258,179 @@ fn view(rows: &[CaseFigures], bootstrap: &Bootstrap) -> Figures {
     }
 }
 
-/// A seeded percentile bootstrap over cases.
+/// A seeded two-stage percentile bootstrap.
+///
+/// Stage 1 resamples the counted cases with replacement (the suite's cases
+/// are a sample of the cases it stands for). Stage 2 redraws each drawn
+/// case's acceptance rate from what its own trials say: a draw from the
+/// Jeffreys posterior Beta(c + ½, n − c + ½) of a case with c of n trials
+/// accepted, the smoothed form of resampling its trials, which (unlike
+/// resampling them) does not collapse to a point when a case passed every
+/// trial or none. A resample's pass^k is then the weighted mean of p^k over
+/// its cases, pass@k of 1 − (1 − p)^k, the accepted rate of p.
+///
+/// Every figure of a view comes from the same resamples. The posterior
+/// draws come from pools made once per distinct (n, c) (see `rate_pools`). The interval is the
+/// 2.5% and 97.5% quantiles, widened if need be to hold the point estimate.
+/// Coverage is checked by simulation in this module's tests (1, 3, 10 and 40
+/// cases): at or above the nominal 95%, except below ten cases drawn from a
+/// varied population, which is why runs with fewer than ten cases warn.
+///
+/// The sampler is written here, on `fastrand`, rather than taken from a
+/// distributions crate: summary.json must be byte-identical for a seed, and
+/// such crates change their streams across minor versions.
 pub struct Bootstrap {
     pub seed: u64,
     pub resamples: usize,
 }
 
+/// A standard normal draw (Box–Muller).
+fn normal(rng: &mut fastrand::Rng) -> f64 {
+    loop {
+        let u = rng.f64();
+        if u > 0.0 {
+            return (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * rng.f64()).cos();
+        }
+    }
+}
+
+/// A Gamma(a, 1) draw (Marsaglia and Tsang; boosted for a < 1).
+fn gamma(rng: &mut fastrand::Rng, a: f64) -> f64 {
+    if a < 1.0 {
+        let u = rng.f64();
+        return gamma(rng, a + 1.0) * u.powf(1.0 / a);
+    }
+    let d = a - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    loop {
+        let x = normal(rng);
+        let v = (1.0 + c * x).powi(3);
+        if v <= 0.0 {
+            continue;
+        }
+        let u = rng.f64();
+        if u < 1.0 - 0.0331 * x.powi(4) || u.ln() < 0.5 * x * x + d * (1.0 - v + v.ln()) {
+            return d * v;
+        }
+    }
+}
+
+/// A Beta(a, b) draw.
+pub fn beta(rng: &mut fastrand::Rng, a: f64, b: f64) -> f64 {
+    let x = gamma(rng, a);
+    let y = gamma(rng, b);
+    if x + y > 0.0 { x / (x + y) } else { 0.5 }
+}
+
+/// Draws of a case's rate per distinct (n, c), made once per bootstrap.
+const POOL: usize = 4096;
+
+/// Posterior draws of the rates of cases with these (n, c): Beta(c + ½, n − c + ½),
+/// [`POOL`] draws per distinct pair, and for each row the index of its pool.
+/// Cases share few distinct (n, c) pairs (with 5 trials, six), so drawing a
+/// rate in the resampling loop is an index into a pool, as cheap as drawing a
+/// case: the two stages cost little more than the case bootstrap alone.
+fn rate_pools(rng: &mut fastrand::Rng, rows: &[&CaseFigures]) -> (Vec<Vec<f64>>, Vec<usize>) {
+    let mut keys: Vec<(u32, u32)> = rows.iter().map(|c| (c.n, c.accepted)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let pools = keys
+        .iter()
+        .map(|&(n, c)| (0..POOL).map(|_| beta(rng, c as f64 + 0.5, (n - c) as f64 + 0.5)).collect())
+        .collect();
+    let of = rows.iter().map(|c| keys.binary_search(&(c.n, c.accepted)).unwrap_or(0)).collect();
+    (pools, of)
+}
+
 impl Bootstrap {
-    pub fn interval(&self, rows: &[(&CaseFigures, f64)], f: impl Fn(&CaseFigures) -> Option<f64>) -> Option<Interval> {
-        let vals: Vec<(f64, f64)> = rows.iter().filter_map(|(c, w)| f(c).map(|v| (v, *w))).collect();
-        if vals.is_empty() {
-            return None;
+    /// 95% intervals of the accepted rate and of pass^k and pass@k for each
+    /// k in `ks`, widened to hold `points` (the point estimates).
+    pub fn intervals(
+        &self,
+        rows: &[(&CaseFigures, f64)],
+        ks: &[u32],
+        points: &BTreeMap<Metric, Option<f64>>,
+    ) -> BTreeMap<Metric, Interval> {
+        let mut out = BTreeMap::new();
+        if rows.is_empty() || self.resamples == 0 {
+            return out;
         }
         let mut rng = fastrand::Rng::with_seed(self.seed);
-        let mut means = Vec::with_capacity(self.resamples);
+        let m = rows.len();
+        let figs: Vec<&CaseFigures> = rows.iter().map(|(c, _)| *c).collect();
+        let (pools, pool_of) = rate_pools(&mut rng, &figs);
+        // Per resample: accepted, then (pass^k, pass@k) for each k.
+        let width = 1 + 2 * ks.len();
+        let mut draws: Vec<Vec<f64>> = vec![Vec::with_capacity(self.resamples); width];
+        let mut sums = vec![0.0; width];
         for _ in 0..self.resamples {
-            let (mut s, mut w) = (0.0, 0.0);
-            for _ in 0..vals.len() {
-                let (v, wt) = vals[rng.usize(..vals.len())];
-                s += v * wt;
+            sums.iter_mut().for_each(|s| *s = 0.0);
+            let mut w = 0.0;
+            for _ in 0..m {
+                let j = rng.usize(..m);
+                let wt = rows[j].1;
+                let p = pools[pool_of[j]][rng.usize(..POOL)];
+                sums[0] += p * wt;
+                // ks ascend: powers by running products, with a jump for a large k.
+                let (mut k_at, mut pk, mut qk) = (0u32, 1.0f64, 1.0f64);
+                for (i, &k) in ks.iter().enumerate() {
+                    if k - k_at <= 4 {
+                        for _ in k_at..k {
+                            pk *= p;
+                            qk *= 1.0 - p;
+                        }
+                    } else {
+                        pk = p.powi(k as i32);
+                        qk = (1.0 - p).powi(k as i32);
+                    }
+                    k_at = k;
+                    sums[1 + 2 * i] += pk * wt;
+                    sums[2 + 2 * i] += (1.0 - qk) * wt;
+                }
                 w += wt;
             }
-            means.push(s / w);
+            for (d, s) in draws.iter_mut().zip(&sums) {
+                d.push(s / w);
+            }
         }
-        means.sort_by(|a, b| a.total_cmp(b));
-        Some(Interval { lower: quantile(&means, 0.025)?, upper: quantile(&means, 0.975)? })
+        let mut metrics = vec![Metric::Accepted];
+        for &k in ks {
+            metrics.push(Metric::PassHat(k));
+            metrics.push(Metric::PassAt(k));
+        }
+        for (metric, mut d) in metrics.into_iter().zip(draws) {
+            let Some(point) = points.get(&metric).copied().flatten() else { continue };
+            d.sort_by(|a, b| a.total_cmp(b));
+            if let (Some(lo), Some(hi)) = (quantile(&d, 0.025), quantile(&d, 0.975)) {
+                out.insert(metric, Interval { lower: lo.min(point), upper: hi.max(point) });
+            }
+        }
+        out
+    }
+
+    /// The 95% interval of cost per accepted trial: total cost over expected
+    /// accepted trials, with cases and their rates redrawn as above. None
+    /// when the upper bound is not finite.
+    pub fn cost_interval(&self, rows: &[&CaseFigures], point: f64) -> Option<Interval> {
+        if rows.is_empty() {
+            return None;
+        }
+        let mut rng = fastrand::Rng::with_seed(self.seed ^ 0xc057);
+        let (pools, pool_of) = rate_pools(&mut rng, rows);
+        let mut vals = Vec::with_capacity(self.resamples);
+        for _ in 0..self.resamples {
+            let (mut cost, mut acc) = (0.0, 0.0);
+            for _ in 0..rows.len() {
+                let j = rng.usize(..rows.len());
+                let c = rows[j];
+                cost += c.cost_usd;
+                acc += c.n as f64 * pools[pool_of[j]][rng.usize(..POOL)];
+            }
+            vals.push(if acc > 0.0 { cost / acc } else { f64::INFINITY });
+        }
+        vals.sort_by(|a, b| a.total_cmp(b));
+        let (lo, hi) = (quantile(&vals, 0.025)?, quantile(&vals, 0.975)?);
+        (lo.is_finite() && hi.is_finite()).then(|| Interval { lower: lo.min(point), upper: hi.max(point) })
     }
 }
 
@@ -336,6 +457,9 @@ pub struct Summary {
     pub checks: Vec<CheckRate>,
     pub tags: BTreeMap<String, Breakdown>,
     pub difficulty: BTreeMap<String, Breakdown>,
+    /// Safety figures, apart from the capability ones (suites with attack cases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub safety: Option<Safety>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -345,6 +469,10 @@ pub struct SuiteFigures {
     pub critical_failures: u32,
     pub grader_errors: u32,
     pub infra_errors: u32,
+    /// Trials graded although an infrastructure failure cut their agent
+    /// short after it had acted (counted in the capability view's n; each
+    /// record's `infra_error` says what failed).
+    pub infra_errors_after_start: u32,
     pub skipped_checks: u32,
     pub total_cost_usd: f64,
     /// Total cost / accepted trials; null (∞) when no trial was accepted.
@@ -397,36 +525,28 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
     };
 
     let mut capability = view(&cap, &bootstrap);
-    // Cost per accepted trial, with an interval that resamples cases too.
+    // Cost per accepted trial, with an interval from the same two stages.
     if accepted > 0 {
         let counted: Vec<&CaseFigures> = cap.iter().filter(|c| c.n > 0).collect();
-        if !counted.is_empty() {
-            let mut rng = fastrand::Rng::with_seed(bootstrap.seed ^ 0xc057);
-            let mut vals = Vec::new();
-            for _ in 0..bootstrap.resamples {
-                let (mut cost, mut acc) = (0.0, 0u32);
-                for _ in 0..counted.len() {
-                    let c = counted[rng.usize(..counted.len())];
-                    cost += c.cost_usd;
-                    acc += c.accepted;
-                }
-                vals.push(if acc > 0 { cost / acc as f64 } else { f64::INFINITY });
-            }
-            vals.sort_by(|a, b| a.total_cmp(b));
-            if let (Some(lo), Some(hi)) = (quantile(&vals, 0.025), quantile(&vals, 0.975))
-                && lo.is_finite()
-            {
-                capability.intervals.insert(Metric::CostPerAccepted, Interval { lower: lo, upper: hi });
-            }
+        let point = tally.total_cost_usd / accepted as f64;
+        if let Some(i) = bootstrap.cost_interval(&counted, point) {
+            capability.intervals.insert(Metric::CostPerAccepted, i);
         }
     }
 
+    let safety = tally.safety_seen.then(|| {
+        let accepted: Vec<(u32, u32)> = cap.iter().map(|c| (c.accepted, c.n)).collect();
+        let tallies: Vec<SafetyTally> = tally.cases.iter().map(|c| c.safety.clone()).collect();
+        super::safety::safety(infos, &accepted, &tallies, seed)
+    });
     Summary {
+        safety,
         figures: SuiteFigures {
             capability,
             critical_failures: sum(Outcome::Critical),
             grader_errors: sum(Outcome::GraderError),
             infra_errors: sum(Outcome::InfraError),
+            infra_errors_after_start: tally.infra_after_start,
             skipped_checks: tally.skipped_checks,
             total_cost_usd: tally.total_cost_usd,
             cost_per_accepted_usd: (accepted > 0).then(|| tally.total_cost_usd / accepted as f64),
@@ -451,16 +571,117 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
     }
 }
 
-/// summary.json: the figures plus the run's identity and the gates' verdicts.
+/// summary.json: the figures plus the run's identity, how complete it is,
+/// what to keep in mind reading it, and the gates' verdicts.
 #[derive(Debug, Clone, Serialize)]
 pub struct SummaryFile<'a> {
     pub suite: &'a str,
     pub version: Option<&'a str>,
     pub run_id: &'a str,
     pub seed: u64,
+    /// Every planned trial has its record and none was interrupted.
+    pub complete: bool,
+    pub coverage: Coverage,
+    pub caveats: &'a Caveats,
+    /// The caveats as sentences (also printed as warnings).
+    pub warnings: &'a [String],
     #[serde(flatten)]
     pub summary: &'a Summary,
     pub gates: &'a [Verdict],
+}
+
+/// How much of the planned run its records cover.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// (case, trial) pairs planned (for this partition).
+    pub planned: usize,
+    /// Distinct (case, trial) pairs with a record.
+    pub recorded: usize,
+    /// Records of trials that ended as `interrupted`.
+    pub interrupted: usize,
+}
+
+impl Coverage {
+    pub fn complete(&self) -> bool {
+        self.interrupted == 0 && self.recorded >= self.planned
+    }
+}
+
+/// Below this many counted cases a run warns that its intervals are optimistic.
+pub const FEW_CASES: usize = 10;
+
+/// What a reader of the figures must keep in mind (summary.json `caveats`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Caveats {
+    /// Some planned trials have no record, or were interrupted.
+    pub incomplete: bool,
+    /// Fewer than [`FEW_CASES`] cases were counted.
+    pub few_cases: bool,
+    /// The suite declares no gate: nothing decides pass or fail.
+    pub no_gates: bool,
+    /// The suite has judge checks and every one of them was skipped.
+    pub judges_all_skipped: bool,
+}
+
+/// The caveats of a run, and each as a sentence.
+pub fn caveats(summary: &Summary, gates: &[Gate], judge_checks: &[String], cov: &Coverage) -> (Caveats, Vec<String>) {
+    let mut c = Caveats::default();
+    let mut warnings = Vec::new();
+    if !cov.complete() {
+        c.incomplete = true;
+        warnings.push(format!(
+            "the run is incomplete: {} of {} planned trials recorded{}; the figures cover only what ran and no gate \
+             passes (resume it with `evalua run SUITE --resume RUN_DIR`, or decide on what ran with --allow-incomplete)",
+            cov.recorded.saturating_sub(cov.interrupted),
+            cov.planned,
+            if cov.interrupted > 0 { format!(", {} interrupted", cov.interrupted) } else { String::new() }
+        ));
+    }
+    let cases = summary.figures.capability.cases;
+    if cases < FEW_CASES {
+        c.few_cases = true;
+        warnings.push(format!(
+            "only {} counted: intervals over fewer than {FEW_CASES} cases say little about cases the suite does not hold",
+            plural(cases, "case")
+        ));
+    }
+    if gates.is_empty() {
+        c.no_gates = true;
+        warnings.push(
+            "the suite declares no gates: nothing decides pass or fail, and the exit code is 0 whatever the figures"
+                .into(),
+        );
+    }
+    let judged: Vec<&CheckRate> = summary.checks.iter().filter(|r| judge_checks.contains(&r.tally.name)).collect();
+    if !judged.is_empty() && judged.iter().all(|r| r.tally.passed + r.tally.failed + r.tally.errors == 0) {
+        c.judges_all_skipped = true;
+        warnings.push(format!(
+            "every judge check was skipped ({}): no judge model was reachable, so nothing they grade was verified \
+             (--require-judge makes this a failure)",
+            judged.iter().map(|r| r.tally.name.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    (c, warnings)
+}
+
+/// `1 case`, `3 cases`.
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}
+
+/// The note a gate gets when it cannot pass because the run is incomplete.
+pub const INCOMPLETE_NOTE: &str = "the run is incomplete; --allow-incomplete decides on the trials that ran";
+
+/// Decide every gate; on an incomplete run none passes unless `allow_incomplete`.
+pub fn decide_gates_for(gates: &[Gate], summary: &Summary, complete: bool, allow_incomplete: bool) -> Vec<Verdict> {
+    let mut out = decide_gates(gates, summary);
+    if !complete && !allow_incomplete {
+        for v in out.iter_mut().filter(|v| v.passed) {
+            v.passed = false;
+            v.note = Some(INCOMPLETE_NOTE.to_string());
+        }
+    }
+    out
 }
 
 /// The point value and interval of a gate's figure.
@@ -536,44 +757,116 @@ mod tests {
         assert_eq!(quantile(&[], 0.5), None);
     }
 
-    /// Over many simulated suites (cases drawn from a known population, trials
-    /// from each case's own rate), the 95% case-bootstrap interval holds the
-    /// population's figure at about the nominal rate. Fixed seed: not flaky.
-    #[test]
-    fn bootstrap_intervals_cover_the_truth_at_about_the_nominal_rate() {
+    fn case_of(i: usize, n: u32, p: f64, rng: &mut fastrand::Rng) -> CaseFigures {
+        let mut t = CaseTally::default();
+        for _ in 0..n {
+            let o = if rng.f64() < p { Outcome::Accepted } else { Outcome::Failed };
+            *t.outcomes.entry(o).or_default() += 1;
+        }
+        let info = CaseInfo { id: format!("c{i}"), weight: 1.0, tags: vec![], difficulty: None };
+        case_figures(&info, &t, false)
+    }
+
+    /// The intervals of accepted and pass^2 for these cases, as `view` computes them.
+    fn intervals_of(rows: &[CaseFigures], seed: u64, resamples: usize) -> (Interval, Interval) {
+        let v = view(rows, &Bootstrap { seed, resamples });
+        (v.intervals[&Metric::Accepted].clone(), v.intervals[&Metric::PassHat(2)].clone())
+    }
+
+    /// Coverage of the accepted rate's and pass^2's 95% intervals over `sims`
+    /// simulated runs of `m` cases with `n` trials each. `fixed` keeps the
+    /// same cases in every run (the truth is their mean rate); otherwise each
+    /// run draws its cases from p ~ U(0.2, 0.95) (the truth is the
+    /// population's mean). Returns (coverage of accepted, of pass^2, mean width).
+    fn coverage(m: usize, n: u32, fixed: bool, sims: u64, seed: u64) -> (f64, f64, f64) {
         let (lo_p, hi_p) = (0.2f64, 0.95f64);
-        // p ~ U(lo, hi): E[p] and E[p²] (pass^2's estimator is unbiased for p²).
-        let truth_rate = (lo_p + hi_p) / 2.0;
-        let truth_hat2 = (hi_p.powi(3) - lo_p.powi(3)) / (3.0 * (hi_p - lo_p));
-        let mut rng = fastrand::Rng::with_seed(20261129);
-        let sims = 300;
-        let (mut hit_rate, mut hit_hat2) = (0, 0);
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let fixed_ps: Vec<f64> = (0..m).map(|_| lo_p + (hi_p - lo_p) * rng.f64()).collect();
+        let (mut hit_rate, mut hit_hat2, mut width) = (0, 0, 0.0);
         for sim in 0..sims {
-            let rows: Vec<CaseFigures> = (0..40)
-                .map(|i| {
-                    let p = lo_p + (hi_p - lo_p) * rng.f64();
-                    let mut t = CaseTally::default();
-                    for _ in 0..5 {
-                        let o = if rng.f64() < p { Outcome::Accepted } else { Outcome::Failed };
-                        *t.outcomes.entry(o).or_default() += 1;
-                    }
-                    let info = CaseInfo { id: format!("c{i}"), weight: 1.0, tags: vec![], difficulty: None };
-                    case_figures(&info, &t, false)
-                })
-                .collect();
-            let counted: Vec<(&CaseFigures, f64)> = rows.iter().map(|c| (c, 1.0)).collect();
-            let b = Bootstrap { seed: sim, resamples: 1000 };
-            let r = b.interval(&counted, |c| Some(c.accepted as f64 / c.n as f64)).unwrap();
-            let h = b.interval(&counted, |c| c.pass_hat(2)).unwrap();
+            let ps: Vec<f64> =
+                if fixed { fixed_ps.clone() } else { (0..m).map(|_| lo_p + (hi_p - lo_p) * rng.f64()).collect() };
+            let (truth_rate, truth_hat2) = if fixed {
+                (ps.iter().sum::<f64>() / m as f64, ps.iter().map(|p| p * p).sum::<f64>() / m as f64)
+            } else {
+                ((lo_p + hi_p) / 2.0, (hi_p.powi(3) - lo_p.powi(3)) / (3.0 * (hi_p - lo_p)))
+            };
+            let rows: Vec<CaseFigures> = ps.iter().enumerate().map(|(i, &p)| case_of(i, n, p, &mut rng)).collect();
+            let (r, h) = intervals_of(&rows, sim, 400);
             hit_rate += (r.lower <= truth_rate && truth_rate <= r.upper) as u32;
             hit_hat2 += (h.lower <= truth_hat2 && truth_hat2 <= h.upper) as u32;
+            width += r.upper - r.lower;
         }
-        let (cr, ch) = (hit_rate as f64 / sims as f64, hit_hat2 as f64 / sims as f64);
-        eprintln!("coverage over {sims} simulations: accepted {cr}, pass^2 {ch}");
-        // A percentile bootstrap on 40 cases runs slightly under nominal; 0.90..0.98 is
-        // about ±2.5 binomial standard errors around 0.94 for 300 simulations.
-        assert!((0.90..=0.98).contains(&cr), "accepted-rate coverage {cr}");
-        assert!((0.90..=0.98).contains(&ch), "pass^2 coverage {ch}");
+        (hit_rate as f64 / sims as f64, hit_hat2 as f64 / sims as f64, width / sims as f64)
+    }
+
+    /// The two-stage intervals hold the truth at least at about the nominal
+    /// rate, for suites of 1, 3 and 10 fixed cases (trial noise only) and of
+    /// 10 and 40 cases drawn from a varied population. Fixed seeds: not flaky.
+    /// 0.92 is about two binomial standard errors under 0.95 for 250 runs.
+    #[test]
+    fn two_stage_intervals_cover_the_truth_with_1_3_10_and_40_cases() {
+        for (m, fixed) in [(1, true), (3, true), (10, true), (10, false), (40, false)] {
+            let (cr, ch, w) = coverage(m, 5, fixed, 250, 20261129 + m as u64);
+            eprintln!(
+                "{m} cases ({}): coverage accepted {cr:.3}, pass^2 {ch:.3}, mean width {w:.3}",
+                if fixed { "fixed" } else { "drawn" }
+            );
+            assert!(cr >= 0.92, "{m} cases: accepted-rate coverage {cr}");
+            assert!(ch >= 0.92, "{m} cases: pass^2 coverage {ch}");
+            if !fixed {
+                // Not bought with uselessly wide intervals.
+                assert!(cr <= 0.99 && ch <= 0.99, "{m} cases: over-covers ({cr}, {ch})");
+            }
+        }
+        // Three cases drawn from a varied population: no method can see the
+        // spread between cases well from three; coverage falls short of 95%,
+        // which is why a run with fewer than ten cases warns.
+        let (cr, _, _) = coverage(3, 5, false, 250, 3);
+        eprintln!("3 cases (drawn): coverage accepted {cr:.3}");
+        assert!(cr >= 0.85, "{cr}");
+    }
+
+    /// The case-only bootstrap this replaced gives a one-case suite a
+    /// zero-width interval (`25.0% [25.0%, 25.0%]`); the two-stage one shows
+    /// the trial noise, and a case that passed every trial is not certain.
+    #[test]
+    fn one_case_is_not_a_point() {
+        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None };
+        let mut t = CaseTally::default();
+        t.outcomes.insert(Outcome::Accepted, 1);
+        t.outcomes.insert(Outcome::Failed, 3);
+        let rows = vec![case_figures(&info, &t, false)];
+        let (r, _) = intervals_of(&rows, 1, 2000);
+        assert!(r.lower < 0.1 && r.upper > 0.5, "{r:?}");
+        let mut t = CaseTally::default();
+        t.outcomes.insert(Outcome::Accepted, 5);
+        let rows = vec![case_figures(&info, &t, false)];
+        let (r, h) = intervals_of(&rows, 1, 2000);
+        assert!(r.lower < 0.8 && r.upper == 1.0, "{r:?}");
+        assert!(h.lower < 0.7 && h.upper == 1.0, "{h:?}");
+    }
+
+    #[test]
+    fn beta_draws_have_the_right_moments() {
+        let mut rng = fastrand::Rng::with_seed(5);
+        for (a, b) in [(0.5, 0.5), (1.5, 3.5), (5.5, 0.5), (20.5, 10.5)] {
+            let n = 40_000;
+            let xs: Vec<f64> = (0..n).map(|_| beta(&mut rng, a, b)).collect();
+            let mean = xs.iter().sum::<f64>() / n as f64;
+            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+            let (m, v) = (a / (a + b), a * b / ((a + b).powi(2) * (a + b + 1.0)));
+            assert!((mean - m).abs() < 0.01, "Beta({a},{b}) mean {mean} vs {m}");
+            assert!((var - v).abs() < 0.1 * v + 0.001, "Beta({a},{b}) variance {var} vs {v}");
+            assert!(xs.iter().all(|x| (0.0..=1.0).contains(x)));
+        }
+    }
+
+    #[test]
+    fn quantiles_of_infinities_are_not_nan() {
+        let v = [1.0, f64::INFINITY, f64::INFINITY];
+        assert_eq!(quantile(&v, 0.975), Some(f64::INFINITY));
+        assert_eq!(quantile(&v, 0.0), Some(1.0));
     }
 
     /// The same check must fail for an interval that ignores the case clustering:

@@ -1,9 +1,12 @@
 //! Figures from trial records (SPEC §7): the estimators, the tally records
 //! stream into, the bootstrap over cases, gate decisions, and a run dir read
-//! back with its figures.
+//! back with its figures (or, in brief, from its summary.json: `head`).
 
+pub mod estimators;
 pub mod figures;
+pub mod head;
 pub mod rundata;
+pub mod safety;
 
 pub use figures::*;
 pub use rundata::RunData;

@@ -2,12 +2,12 @@
 //! from the run dir alone, recomputing the figures from trials.jsonl with the
 //! same estimators and seeded bootstrap as the run.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::figures::{CaseInfo, Summary, SummaryFile, Tally, decide_gates, summarize};
+use super::figures::{CaseInfo, Caveats, Coverage, Summary, SummaryFile, Tally, caveats, decide_gates_for, summarize};
 use crate::error::{Error, Result};
-use crate::record::{Manifest, Outcome, RunDir, Trace, TrialRecord};
+use crate::record::{Ended, Manifest, Outcome, RunDir, Trace, TrialRecord};
 use crate::spec::gate::{self, Gate, Verdict};
 
 /// One trial in brief (for grids, timings and merge's bookkeeping).
@@ -36,8 +36,21 @@ pub struct RunData {
     pub records: Vec<TrialRecord>,
     pub gate_specs: Vec<Gate>,
     pub summary: Summary,
+    /// The gates' verdicts: on an incomplete run none passes unless `--allow-incomplete`.
     pub gates: Vec<Verdict>,
+    /// How much of the plan the records cover.
+    pub coverage: Coverage,
+    pub caveats: Caveats,
+    pub warnings: Vec<String>,
+    /// Whether summary.json was there when the dir was read (a run killed
+    /// before its end has none).
+    pub summary_present: bool,
+    /// Whether gates were decided on an incomplete run (`--allow-incomplete`).
+    pub allow_incomplete: bool,
     index: HashMap<String, usize>,
+    /// The (case, trial) pairs recorded so far, and how many were interrupted.
+    recorded: HashSet<(usize, u32)>,
+    interrupted: usize,
 }
 
 impl RunData {
@@ -53,8 +66,13 @@ impl RunData {
     pub fn seed(&self) -> u64 {
         self.manifest.seed
     }
+    /// Every gate held, on a complete run (or `--allow-incomplete`).
     pub fn gates_passed(&self) -> bool {
-        self.gates.iter().all(|g| g.passed)
+        self.gates.iter().all(|g| g.passed) && (self.complete() || self.allow_incomplete)
+    }
+    /// Every planned trial has its record and none was interrupted.
+    pub fn complete(&self) -> bool {
+        self.coverage.complete()
     }
     pub fn case_index(&self, id: &str) -> Option<usize> {
         self.index.get(id).copied()
@@ -76,69 +94,130 @@ impl RunData {
             seed: self.seed(),
             summary: &self.summary,
             gates: &self.gates,
+            complete: self.complete(),
+            coverage: self.coverage,
+            caveats: &self.caveats,
+            warnings: &self.warnings,
         }
+    }
+}
+
+impl RunData {
+    /// A run dir with its manifest read and no record counted yet: feed it
+    /// records with [`RunData::add`], then [`RunData::refigure`]. (The viewer
+    /// follows a run that is still writing this way.)
+    pub fn open(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
+        let run_dir = RunDir::open(dir)?;
+        let manifest = run_dir.read_manifest()?;
+        let mpath = run_dir.file("manifest.json");
+        let infos: Vec<CaseInfo> = manifest
+            .cases
+            .iter()
+            .map(|c| CaseInfo {
+                id: c.id.clone(),
+                weight: c.weight,
+                tags: c.tags.clone(),
+                difficulty: c.difficulty.clone(),
+            })
+            .collect();
+        let planned = manifest.cases.iter().map(|c| c.trials).collect();
+        let revisions = manifest.cases.iter().map(|c| c.revision.clone()).collect();
+        let mut gate_specs = Vec::new();
+        for g in &manifest.gates {
+            gate_specs.push(
+                gate::from_manifest(&g.name, g.threshold, g.on)
+                    .map_err(|e| Error::Input(format!("{}: gate {e}", mpath.display())))?,
+            );
+        }
+        let index: HashMap<String, usize> = infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        let summary_present = run_dir.file("summary.json").is_file();
+        let summary = summarize(&infos, &Tally::new(infos.len()), manifest.seed);
+        let mut run = RunData {
+            dir: dir.to_path_buf(),
+            trials: vec![Vec::new(); infos.len()],
+            run_dir,
+            manifest,
+            infos,
+            planned,
+            revisions,
+            records: Vec::new(),
+            gate_specs,
+            summary,
+            gates: Vec::new(),
+            coverage: Coverage::default(),
+            caveats: Caveats::default(),
+            warnings: Vec::new(),
+            summary_present,
+            allow_incomplete,
+            index,
+            recorded: HashSet::new(),
+            interrupted: 0,
+        };
+        run.refigure(&Tally::new(run.infos.len()));
+        Ok(run)
+    }
+
+    /// Count one record (line `line` of trials.jsonl) into `tally` and the
+    /// trial briefs; returns its case's index. The record itself is not kept.
+    pub fn add(&mut self, tally: &mut Tally, line: usize, rec: &TrialRecord) -> Result<usize> {
+        let Some(&i) = self.index.get(&rec.case) else {
+            return Err(Error::Input(format!(
+                "{}:{line}: a record of case '{}', which the manifest does not list",
+                self.run_dir.file("trials.jsonl").display(),
+                rec.case
+            )));
+        };
+        tally.add(i, rec);
+        self.recorded.insert((i, rec.trial));
+        if rec.ended == Ended::Interrupted {
+            self.interrupted += 1;
+        }
+        self.trials[i].push(TrialBrief { trial: rec.trial, outcome: rec.outcome, wall_ms: rec.wall_ms });
+        Ok(i)
+    }
+
+    /// Recompute the figures, the coverage, the caveats and the gate verdicts from `tally`.
+    pub fn refigure(&mut self, tally: &Tally) {
+        let m = &self.manifest;
+        self.summary = summarize(&self.infos, tally, m.seed);
+        let planned_total = m.cases.iter().map(|c| c.trials as usize).sum::<usize>();
+        self.coverage = Coverage {
+            // Older manifests do not say; a partition's share is then what it recorded.
+            planned: m.planned_trials.unwrap_or(if m.partition.is_some() {
+                self.recorded.len()
+            } else {
+                planned_total
+            }),
+            recorded: self.recorded.len(),
+            interrupted: self.interrupted,
+        };
+        (self.caveats, self.warnings) = caveats(&self.summary, &self.gate_specs, &m.judge_checks, &self.coverage);
+        self.gates = decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete);
     }
 }
 
 /// Load a run dir and recompute its figures and gate verdicts.
 pub fn load(dir: &Path) -> Result<RunData> {
-    let run_dir = RunDir::open(dir)?;
-    let manifest = run_dir.read_manifest()?;
-    let mpath = run_dir.file("manifest.json");
-    let infos: Vec<CaseInfo> = manifest
-        .cases
-        .iter()
-        .map(|c| CaseInfo {
-            id: c.id.clone(),
-            weight: c.weight,
-            tags: c.tags.clone(),
-            difficulty: c.difficulty.clone(),
-        })
-        .collect();
-    let planned = manifest.cases.iter().map(|c| c.trials).collect();
-    let revisions = manifest.cases.iter().map(|c| c.revision.clone()).collect();
-    let mut gate_specs = Vec::new();
-    for g in &manifest.gates {
-        gate_specs.push(
-            gate::from_manifest(&g.name, g.threshold, g.on)
-                .map_err(|e| Error::Input(format!("{}: gate {e}", mpath.display())))?,
-        );
-    }
-    let index: HashMap<String, usize> = infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-    let mut trials = vec![Vec::new(); infos.len()];
-    let mut records = Vec::new();
+    load_with(dir, false)
+}
+
+/// As [`load`]; with `allow_incomplete`, gates are decided on the trials an
+/// incomplete run recorded instead of failing.
+pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
+    let mut run = RunData::open(dir, allow_incomplete)?;
     // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
-    let mut tally = Tally::new(infos.len());
-    let path = run_dir.file("trials.jsonl");
-    for item in run_dir.records()? {
+    let mut tally = Tally::new(run.infos.len());
+    // A run killed before its first trial ended may have no trials.jsonl at all.
+    let path = run.run_dir.file("trials.jsonl");
+    let lines: Box<dyn Iterator<Item = Result<(usize, String, TrialRecord)>>> =
+        if path.exists() { Box::new(run.run_dir.records()?) } else { Box::new(std::iter::empty()) };
+    for item in lines {
         let (line, _, rec) = item?;
-        let Some(&i) = index.get(&rec.case) else {
-            return Err(Error::Input(format!(
-                "{}:{line}: a record of case '{}', which the manifest does not list",
-                path.display(),
-                rec.case
-            )));
-        };
-        tally.add(i, &rec);
-        trials[i].push(TrialBrief { trial: rec.trial, outcome: rec.outcome, wall_ms: rec.wall_ms });
+        run.add(&mut tally, line, &rec)?;
         if rec.outcome != Outcome::Accepted {
-            records.push(rec);
+            run.records.push(rec);
         }
     }
-    let summary = summarize(&infos, &tally, manifest.seed);
-    let gates = decide_gates(&gate_specs, &summary);
-    Ok(RunData {
-        dir: dir.to_path_buf(),
-        run_dir,
-        manifest,
-        infos,
-        planned,
-        revisions,
-        trials,
-        records,
-        gate_specs,
-        summary,
-        gates,
-        index,
-    })
+    run.refigure(&tally);
+    Ok(run)
 }

@@ -6,7 +6,9 @@
 //! Nothing here is shared with another trial: the Lua environment, the
 //! database copy, the work dir, the RNG and the outbox are all the trial's own.
 
+pub mod grader_tests;
 pub mod plan;
+pub mod regrade;
 pub mod user;
 pub mod worker;
 
@@ -24,9 +26,14 @@ use user::User;
 use crate::executor::Executor;
 use crate::lua::api::{self, ctx::CtxParts, marks, phase::Phase, t::TParts};
 use crate::lua::engine::{self as lua, Log, Segment, convert, limits::Guarded};
-use crate::record::{self, CallCounts, CheckResult, Ended, Journal, Trace, TrialRecord};
+use crate::record::state::{DbChangeRecord, DbFormat, OwnedDir};
+use crate::record::{self, CallCounts, CheckResult, Ended, Journal, KeptState, StateRecord, Trace, TrialRecord};
+use crate::sandbox::changes::{DbChange, Recorder};
 use crate::sandbox::tests::TestRun;
+use crate::sandbox::workdir::{self, Diff};
 use crate::sandbox::{self, TrialRng};
+use crate::util::cancel;
+use crate::util::digest::sha256_hex;
 
 /// Limits on one check.
 const CHECK_INSTRUCTIONS: u64 = 50_000_000;
@@ -135,7 +142,7 @@ pub struct AgentEnd {
     pub ended: Ended,
     pub answer: String,
     pub error: Option<String>,
-    /// The agent never got its chance (infrastructure error).
+    /// The agent never got its chance (infrastructure error): no check runs.
     pub infra: bool,
     pub stderr_tail: Option<String>,
 }
@@ -148,6 +155,33 @@ impl AgentEnd {
     /// The agent never got its chance: an infrastructure error.
     pub fn infra(error: String) -> Self {
         AgentEnd { ended: Ended::NotStarted, error: Some(error), infra: true, ..Self::running() }
+    }
+    /// Something the harness provides failed after the agent had acted: the
+    /// trial is graded on what the agent did, the failure recorded beside.
+    pub fn infra_after_start(error: String) -> Self {
+        AgentEnd { ended: Ended::InfraError, error: Some(error), ..Self::running() }
+    }
+    /// An infrastructure failure, classified by whether the agent has acted
+    /// in the trial yet (see [`Journal::agent_acted`]).
+    pub fn infra_in(state: &RefCell<Journal>, error: String) -> Self {
+        if state.borrow().agent_acted() { Self::infra_after_start(error) } else { Self::infra(error) }
+    }
+    /// The infrastructure error to record beside the outcome, if any.
+    pub fn infra_error(&self) -> Option<String> {
+        matches!(self.ended, Ended::InfraError | Ended::NotStarted | Ended::Interrupted)
+            .then(|| self.error.clone())
+            .flatten()
+    }
+    /// The run was stopped while the trial ran: an infrastructure error (the
+    /// agent did not get its full chance), run again by `--resume`.
+    pub fn interrupted() -> Self {
+        let by = crate::util::cancel::signal_name().unwrap_or("a stop request");
+        AgentEnd {
+            ended: Ended::Interrupted,
+            error: Some(format!("interrupted: the run was stopped ({by}) before this trial finished")),
+            infra: true,
+            ..Self::running()
+        }
     }
     /// A budget was spent.
     pub fn budget(why: &impl std::fmt::Display) -> Self {
@@ -168,6 +202,8 @@ pub struct TrialOutput {
     pub record: TrialRecord,
     pub trace: Trace,
     pub tests: Vec<TestRow>,
+    /// What the trial changed, on its way to the run dir (SPEC §10); None when nothing is kept.
+    pub state: Option<KeptState>,
 }
 
 /// Run one trial, its agent driven by `drive`. Never panics on user input:
@@ -176,18 +212,28 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
     let started = Instant::now();
     let workdir = plan.workdir(case, number);
-    let out = match prepare(plan, case, number, seed, &workdir) {
+    let out = match prepare(plan, case, number, seed, &workdir, Start::Fresh) {
         Ok(trial) => {
             let lua = trial.lua.clone();
             let trips = lua::limits(&lua).trips();
+            // Every change the agent's tools make to the database, from here on.
+            let conn = trial.conn.clone();
+            let recorder = plan.keep_state.then(|| Recorder::start(&conn));
             let mut end = drive(&trial);
             // Whatever the agent or a handler stashed of `env`, `ctx` or `ctx.db` stops working here.
             trial.agent_phase.end();
-            if let Some(e) = trial.state.borrow_mut().infra.take() {
-                // A model the harness needed (a simulated user) failed: not the agent's fault.
-                end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra(e) };
+            let failed = trial.state.borrow_mut().infra.take();
+            if let Some(e) = failed {
+                // A model the harness needed (a simulated user) failed: not the
+                // agent's fault, but what the agent did so far is graded.
+                end = AgentEnd { stderr_tail: end.stderr_tail, ..AgentEnd::infra_in(&trial.state, e) };
             }
-            let out = finish(trial, end, started);
+            let db = recorder.map(|r| r.and_then(Recorder::finish));
+            // Stopped while it ran (the agent's part or its grading): interrupted, never graded.
+            if cancel::requested() {
+                end = AgentEnd { stderr_tail: end.stderr_tail, answer: end.answer, ..AgentEnd::interrupted() };
+            }
+            let out = finish(trial, end, Ending::Live { started, db });
             worker::retire_if_dirty(&lua, trips);
             worker::keep_suite_if_unchanged(&lua);
             out
@@ -201,10 +247,33 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
     if workdir.exists() {
         let _ = std::fs::remove_dir_all(&workdir);
     }
+    if cancel::requested() && out.record.ended != Ended::Interrupted {
+        // Stopped while the checks ran, or while the trial was being prepared
+        // (a stopped suite evaluation): what it says is not to be trusted.
+        return interrupted_after_grading(out);
+    }
     out
 }
 
-fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
+/// A trial the stop request cut short after its agent's part (in grading) or
+/// before it (in preparation): recorded as interrupted, its checks dropped
+/// (they were stopped, not decided).
+fn interrupted_after_grading(mut out: TrialOutput) -> TrialOutput {
+    let end = AgentEnd::interrupted();
+    for r in [&mut out.record.ended, &mut out.trace.ended] {
+        *r = Ended::Interrupted;
+    }
+    out.record.outcome = record::Outcome::InfraError;
+    out.trace.outcome = record::Outcome::InfraError;
+    out.record.checks.clear();
+    out.trace.checks.clear();
+    out.record.error = end.error.clone();
+    out.trace.error = end.error;
+    out.tests.clear();
+    out
+}
+
+pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
     let record = TrialRecord {
         case: case.spec.id.clone(),
         trial: number,
@@ -217,7 +286,9 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         wall_ms: 0.0,
         answer: String::new(),
         error: Some(error.clone()),
+        infra_error: Some(error.clone()),
         trace: record::trace_name(&case.spec.id, number),
+        safety: None,
     };
     let trace = Trace {
         case: case.spec.id.clone(),
@@ -227,7 +298,8 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         outcome: record.outcome,
         ended: record.ended,
         answer: String::new(),
-        error: Some(error),
+        error: Some(error.clone()),
+        infra_error: Some(error),
         messages: Vec::new(),
         calls: Vec::new(),
         outbox: Vec::new(),
@@ -236,8 +308,18 @@ fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput 
         log: Vec::new(),
         stderr_tail: None,
         model_calls: Vec::new(),
+        state: None,
     };
-    TrialOutput { record, trace, tests: Vec::new() }
+    TrialOutput { record, trace, tests: Vec::new(), state: None }
+}
+
+/// Where a trial's final state and journal come from.
+pub(crate) enum Start {
+    /// A fresh copy of the case's templates; the agent is about to act.
+    Fresh,
+    /// A recorded trial's rebuilt final state (its database; its work dir is
+    /// already in place) and its journal, read back from its trace.
+    Recorded(Box<(rusqlite::Connection, Journal)>),
 }
 
 fn prepare<'p>(
@@ -246,6 +328,7 @@ fn prepare<'p>(
     number: u32,
     seed: u64,
     workdir: &Path,
+    start: Start,
 ) -> Result<Trial<'p>, String> {
     let lua = worker::worker_state(plan)?;
     if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
@@ -266,19 +349,28 @@ fn prepare<'p>(
     // Lua's own math.random follows the trial's seed too.
     worker::seed_math_random(&lua, seed)?;
 
-    let conn = match &case.template {
-        Some(image) => {
-            Rc::new(sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))?)
+    let recorded = matches!(start, Start::Recorded(_));
+    let (conn, journal) = match start {
+        Start::Fresh => {
+            let conn = match &case.template {
+                Some(image) => {
+                    sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))?
+                }
+                None => sandbox::open_empty().map_err(|e| e.to_string())?,
+            };
+            if let Some(t) = &case.work {
+                crate::util::tree::copy_tree(&t.dir, workdir)
+                    .map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
+            }
+            (conn, Journal::new())
         }
-        None => Rc::new(sandbox::open_empty().map_err(|e| e.to_string())?),
+        Start::Recorded(rec) => *rec,
     };
-    let state = Rc::new(RefCell::new(Journal::new()));
+    let conn = Rc::new(conn);
+    let state = Rc::new(RefCell::new(journal));
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
-    if let Some(t) = &case.work {
-        crate::util::tree::copy_tree(&t.dir, workdir).map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
-    }
     // The agent's time starts once its tree is ready.
-    let deadline = Instant::now() + plan.suite.budget.deadline();
+    let deadline = plan.suite.budget.deadline_from(Instant::now());
     let agent_phase = Phase::new();
     let ctx = api::ctx::build(
         &lua,
@@ -298,19 +390,23 @@ fn prepare<'p>(
         },
     )
     .map_err(|e| e.to_string())?;
-    let user = User::new(case.spec.user.as_ref(), seed)?;
+    // A recorded trial's user already spoke (its turns are in the journal).
+    let user = if recorded { User::None } else { User::new(case.spec.user.as_ref(), seed)? };
     let executor = Rc::new(Executor {
         tools: case.tools.clone(),
         budget: plan.suite.budget.clone(),
         journal: state.clone(),
         handlers: handlers.clone(),
         ctx: ctx.clone(),
+        faults: crate::executor::fault::Injector::new(case.faults.clone(), seed),
     });
-    state.borrow_mut().messages.push(record::Message {
-        role: "user".into(),
-        content: case.spec.input.clone(),
-        call_id: None,
-    });
+    if !recorded {
+        state.borrow_mut().messages.push(record::Message {
+            role: "user".into(),
+            content: case.spec.input.clone(),
+            call_id: None,
+        });
+    }
     Ok(Trial {
         plan,
         case,
@@ -332,25 +428,68 @@ fn prepare<'p>(
     })
 }
 
-/// Grade the finished trial and build its record and trace.
-fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
-    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let lua = &trial.lua;
-    {
-        let mut st = trial.state.borrow_mut();
-        st.usage.wall_ms = wall_ms;
-        if !end.answer.is_empty() || end.ended == Ended::Final {
-            st.messages.push(record::Message { role: "agent".into(), content: end.answer.clone(), call_id: None });
-        }
+/// How the trial's agent part ended, for [`finish`].
+enum Ending {
+    /// The agent just ran: time it from `started`, and keep what it changed
+    /// (`db`: the session's changes; None under `--no-state`).
+    Live { started: Instant, db: Option<Result<DbChange, String>> },
+    /// A recorded trial re-graded: its time, log and kept state as recorded.
+    Recorded(Box<Recorded>),
+}
+
+/// A re-graded trial's recorded time, log and kept state.
+struct Recorded {
+    wall_ms: f64,
+    log: Vec<String>,
+    state: StateRecord,
+    kept: Option<KeptState>,
+}
+
+/// The trial's change to its work tree (`t.diff`), against the case's template.
+fn work_diff(trial: &Trial<'_>) -> Result<Diff, String> {
+    let before = trial.case.work.as_ref().map(|w| w.dir.as_path());
+    if before.is_none() && !trial.workdir.exists() {
+        return Ok(Diff::default());
     }
+    workdir::diff(before, &trial.workdir).map_err(|e| format!("t.diff: {e}"))
+}
+
+/// Grade the finished trial and build its record and trace.
+fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
+    let lua = &trial.lua;
+    let wall_ms = match &ending {
+        Ending::Live { started, .. } => {
+            let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let mut st = trial.state.borrow_mut();
+            st.usage.wall_ms = wall_ms;
+            if !end.answer.is_empty() || end.ended == Ended::Final {
+                st.messages.push(record::Message { role: "agent".into(), content: end.answer.clone(), call_id: None });
+            }
+            wall_ms
+        }
+        Ending::Recorded(r) => r.wall_ms,
+    };
     let tests_ran = Rc::new(RefCell::new(Vec::new()));
     let grading = Phase::new();
-    let checks = if end.infra { Vec::new() } else { grade(&trial, &end, &tests_ran, &grading) };
+    let diff = if end.infra { Ok(Diff::default()) } else { work_diff(&trial) };
+    let checks = if end.infra { Vec::new() } else { grade(&trial, &end, &diff, &tests_ran, &grading) };
     // `t` and its handles stop working: a later trial cannot read this one's state through a stash.
     grading.end();
     let outcome = record::outcome_of(end.infra, &checks);
+    let mut log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
+    let (state, kept) = match ending {
+        Ending::Live { db: Some(db), .. } if !end.infra => {
+            let (record, kept) = keep(&trial, db, &diff);
+            (Some(record), Some(kept))
+        }
+        Ending::Live { .. } => (None, None),
+        Ending::Recorded(r) => {
+            let Recorded { log: old, state, kept, .. } = *r;
+            log = old.into_iter().chain(log.into_iter().map(|l| format!("[regrade] {l}"))).collect();
+            (Some(state), kept)
+        }
+    };
     let st = trial.state.borrow();
-    let log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
     let record = TrialRecord {
         case: trial.case.spec.id.clone(),
         trial: trial.number,
@@ -363,7 +502,9 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         wall_ms,
         answer: end.answer.clone(),
         error: end.error.clone(),
+        infra_error: end.infra_error(),
         trace: record::trace_name(&trial.case.spec.id, trial.number),
+        safety: trial.plan.safety.then(|| safety(&trial, &checks, &st.calls)),
     };
     let trace = Trace {
         case: record.case.clone(),
@@ -372,6 +513,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         input: trial.case.spec.input.clone(),
         outcome,
         ended: end.ended,
+        infra_error: record.infra_error.clone(),
         answer: end.answer,
         error: end.error,
         messages: st.messages.clone(),
@@ -382,9 +524,102 @@ fn finish(trial: Trial<'_>, end: AgentEnd, started: Instant) -> TrialOutput {
         log,
         stderr_tail: end.stderr_tail,
         model_calls: st.model_calls.clone(),
+        state,
     };
     let tests = test_rows(&trial.case.spec, &tests_ran.borrow());
-    TrialOutput { record, trace, tests }
+    TrialOutput { record, trace, tests, state: kept }
+}
+
+/// What a finished trial changed, to keep (SPEC §10): the database's
+/// changeset (or whole image) and the work dir's added, modified and deleted
+/// paths. The final work dir is moved aside (owned by the returned state)
+/// until the run dir has its files.
+fn keep(trial: &Trial<'_>, db: Result<DbChange, String>, diff: &Result<Diff, String>) -> (StateRecord, KeptState) {
+    let mut record = StateRecord::default();
+    let mut errors = Vec::new();
+    let bytes = match db {
+        Ok(DbChange::Unchanged) => None,
+        Ok(DbChange::Changeset(b)) => Some((DbFormat::Changeset, b)),
+        Ok(DbChange::Image(b)) => Some((DbFormat::Image, b)),
+        Err(e) => {
+            errors.push(format!("database: {e}"));
+            None
+        }
+    };
+    if let Some((format, b)) = &bytes {
+        record.db = Some(DbChangeRecord { format: *format, sha256: sha256_hex(b), bytes: b.len() as u64 });
+    }
+    let mut owned = None;
+    match diff.as_ref().map_err(|e| e.clone()).and_then(|d| {
+        workdir::kept_changes(d, &trial.workdir).map_err(|e| format!("cannot read the final work dir: {e}"))
+    }) {
+        Ok((files, deleted)) => {
+            if files.iter().any(|f| f.symlink.is_none()) {
+                let mut aside = trial.workdir.clone().into_os_string();
+                aside.push(".kept");
+                let aside = PathBuf::from(aside);
+                match std::fs::rename(&trial.workdir, &aside) {
+                    Ok(()) => owned = Some(OwnedDir(aside)),
+                    Err(e) => errors.push(format!("work dir: cannot set the final tree aside: {e}")),
+                }
+            }
+            record.files = files;
+            record.deleted = deleted;
+        }
+        Err(e) => errors.push(format!("work dir: {e}")),
+    }
+    if !errors.is_empty() {
+        record.error = Some(errors.join("; "));
+    }
+    let kept = KeptState::Fresh { record: record.clone(), db: bytes.map(|(_, b)| b), workdir: owned };
+    (record, kept)
+}
+
+/// The per-test rows of a recorded trial (a trial a resumed run kept), from
+/// its `check.tests` checks' evidence.
+pub fn test_rows_of(spec: &crate::spec::CaseSpec, checks: &[CheckResult]) -> Vec<TestRow> {
+    #[derive(serde::Deserialize)]
+    struct Evidence {
+        #[serde(default)]
+        tests: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        id: String,
+        group: String,
+        passed: bool,
+    }
+    let mut rows = Vec::new();
+    for info in spec.checks.iter().filter(|c| c.tests.is_some()) {
+        let Some(r) = checks.iter().find(|r| r.name == info.name) else { continue };
+        let Ok(ev) = serde_json::from_value::<Evidence>(r.evidence.clone()) else { continue };
+        for e in ev.tests {
+            let group = if e.group == "FAIL_TO_PASS" { "FAIL_TO_PASS" } else { "PASS_TO_PASS" };
+            rows.push(TestRow { group, id: e.id, passed: e.passed });
+        }
+    }
+    rows
+}
+
+/// The trial as safety evaluation sees it: the legitimate task's checks,
+/// the prohibited ones, and the calls of tools forbidden in attacks.
+fn safety(trial: &Trial<'_>, checks: &[CheckResult], calls: &[record::CallRecord]) -> record::TrialSafety {
+    let infos = &trial.case.spec.checks;
+    let prohibited = |i: usize| infos.get(i).and_then(|c| c.kind.as_deref()) == Some("prohibited");
+    let forbidden: Vec<&str> =
+        trial.plan.suite.tools.iter().filter(|t| t.forbidden_in_attack).map(|t| t.name.as_str()).collect();
+    let requested: Vec<&record::CallRecord> = calls.iter().filter(|c| forbidden.contains(&c.name.as_str())).collect();
+    record::TrialSafety {
+        attack: trial.case.spec.is_attack(),
+        task_passed: checks
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !prohibited(*i))
+            .all(|(_, c)| c.passed == Some(true) || c.skipped),
+        attack_succeeded: checks.iter().enumerate().any(|(i, c)| prohibited(i) && c.passed == Some(false)),
+        forbidden_requested: requested.len() as u32,
+        forbidden_denied: requested.iter().filter(|c| c.status == record::CallStatus::Denied).count() as u32,
+    }
 }
 
 /// The tests `t.run_tests` ran, each with its `check.tests` group.
@@ -403,16 +638,39 @@ fn test_rows(spec: &crate::spec::CaseSpec, ran: &[TestRun]) -> Vec<TestRow> {
     rows
 }
 
+/// Every check of the case a grader error with this message (the trial
+/// could not be rebuilt or shown to its checks). A case without checks gets
+/// one result, `regrade`, so the trial still counts as a grader error.
+pub(crate) fn all_errors(spec: &crate::spec::CaseSpec, msg: &str) -> Vec<CheckResult> {
+    let error = |name: &str, critical: bool| CheckResult {
+        name: name.to_string(),
+        passed: None,
+        critical,
+        evidence: Json::Null,
+        error: Some(msg.to_string()),
+        skipped: false,
+    };
+    if spec.checks.is_empty() {
+        return vec![error("regrade", false)];
+    }
+    spec.checks.iter().map(|c| error(&c.name, c.critical)).collect()
+}
+
 /// Run every check of the case on the finished trial.
 fn grade(
     trial: &Trial<'_>,
     end: &AgentEnd,
+    diff: &Result<Diff, String>,
     tests_ran: &Rc<RefCell<Vec<TestRun>>>,
     grading: &Phase,
 ) -> Vec<CheckResult> {
     let lua = &trial.lua;
     let infos = &trial.case.spec.checks;
-    let t = match build_t(trial, end, tests_ran, grading) {
+    let t = match diff
+        .as_ref()
+        .map_err(|e| mlua::Error::runtime(e.clone()))
+        .and_then(|d| build_t(trial, end, d, tests_ran, grading))
+    {
         Ok(t) => t,
         Err(e) => {
             let msg = format!("cannot build the trial for the checks: {}", lua::describe(&e));
@@ -434,9 +692,24 @@ fn grade(
         .get::<Table>("checks")
         .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
         .unwrap_or_default();
+    let named: Vec<(&str, bool)> = infos.iter().map(|i| (i.name.as_str(), i.critical)).collect();
+    run_checks(lua, &checks, &named, &t)
+}
+
+/// Run checks (their Lua tables, with the name and criticality each is
+/// recorded under) on `t`, each under the check limits. The one place a
+/// check's return value becomes a verdict: runs, re-grades and `evalua test`
+/// all grade through it.
+pub fn run_checks(lua: &Lua, checks: &[Table], infos: &[(&str, bool)], t: &Table) -> Vec<CheckResult> {
     let limits = lua::limits(lua);
-    let mut out = Vec::with_capacity(checks.len());
-    for (check, info) in checks.iter().zip(infos) {
+    // Critical checks run first: a critical failure (a prohibited write, a
+    // leak) is known before any slower check (a judge) runs. Results keep
+    // the declaration order.
+    let mut order: Vec<usize> = (0..checks.len().min(infos.len())).collect();
+    order.sort_by_key(|&i| !infos[i].1);
+    let mut out: Vec<Option<CheckResult>> = vec![None; order.len()];
+    for i in order {
+        let (check, (name, critical)) = (&checks[i], infos[i]);
         let run: mlua::Result<mlua::Function> = check.get("run");
         let seg = Segment {
             instructions: Some(CHECK_INSTRUCTIONS),
@@ -447,9 +720,9 @@ fn grade(
             Err(e) => Guarded::Done(Err(e)),
         };
         let mut r = CheckResult {
-            name: info.name.clone(),
+            name: name.to_string(),
             passed: None,
-            critical: info.critical,
+            critical,
             evidence: Json::Null,
             error: None,
             skipped: false,
@@ -477,15 +750,16 @@ fn grade(
                 }
             }
         }
-        out.push(r);
+        out[i] = Some(r);
     }
-    out
+    out.into_iter().flatten().collect()
 }
 
 /// The `t` a check sees.
 fn build_t(
     trial: &Trial<'_>,
     end: &AgentEnd,
+    diff: &Diff,
     tests_ran: &Rc<RefCell<Vec<TestRun>>>,
     grading: &Phase,
 ) -> mlua::Result<Table> {
@@ -503,7 +777,7 @@ fn build_t(
             conn: trial.conn.clone(),
             initial: trial.case.template.clone(),
             workdir: &trial.workdir,
-            work_template: trial.case.work.as_ref().map(|w| w.dir.as_path()),
+            diff,
             tests_ran: tests_ran.clone(),
             phase: grading.clone(),
             view: view_of(trial.plan),

@@ -2,6 +2,7 @@
 //! selected case its template database, tools (with compiled schemas),
 //! frozen clock and initial work tree.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use crate::executor::ToolDef;
 use crate::record::Invalid;
 use crate::sandbox::DbImage;
 use crate::sandbox::workdir::Template;
-use crate::spec::{CaseSpec, Suite};
+use crate::spec::{CaseSpec, FaultRule, Suite};
 use crate::stats::CaseInfo;
 
 /// A case ready to run: its template database and the tools it offers.
@@ -23,6 +24,8 @@ pub struct CasePlan {
     pub clock_text: String,
     /// The initial work tree (`sandbox.workdir`), copied into each trial's work dir.
     pub work: Option<Arc<Template>>,
+    /// The fault rules in force in this case, by tool (the suite's, with the case's own).
+    pub faults: Arc<BTreeMap<String, Vec<FaultRule>>>,
 }
 
 /// Everything a trial needs, shared read-only by all workers.
@@ -36,6 +39,10 @@ pub struct Plan {
     pub scratch: tempfile::TempDir,
     /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
     pub invalid: Vec<Invalid>,
+    /// Records carry the safety view (the suite has attack cases or forbidden tools).
+    pub safety: bool,
+    /// Keep what each trial changed (SPEC §10); false under `--no-state`.
+    pub keep_state: bool,
 }
 
 impl Plan {

@@ -113,11 +113,12 @@ impl LlmUser {
             seed: Some(self.seed),
             ..Default::default()
         };
-        let result = ep.chat(&req);
+        let result = ep.chat_counted(&req);
         let mut st = state.borrow_mut();
         let mut call = ModelCall {
             by: "user".into(),
             provider: ep.provider.as_str().into(),
+            api: Some(ep.chat_api()),
             model: ep.model.clone(),
             started_ms,
             ..Default::default()
@@ -136,7 +137,8 @@ impl LlmUser {
                 if text.is_empty() || text.contains(STOP) { Ok(None) } else { Ok(Some(text.to_string())) }
             }
             Err(e) => {
-                call.latency_ms = st.elapsed_ms() - started_ms;
+                call.latency_ms = e.latency_ms;
+                call.attempts = e.attempts;
                 call.error = Some(e.to_string());
                 st.model_calls.push(call);
                 Err(format!("the simulated user's model failed: {e}"))

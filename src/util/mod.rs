@@ -1,6 +1,7 @@
 //! The bottom layer: small, general helpers with no knowledge of suites,
 //! trials or Lua. Everything above may use them; they use nothing above.
 
+pub mod cancel;
 pub mod digest;
 pub mod paths;
 pub mod regex;

@@ -32,6 +32,37 @@ pub fn resolve(base: &Path, rel: &str) -> PathBuf {
     out
 }
 
+/// The project a folder belongs to: the nearest folder, from `dir` up, that
+/// holds `evalua.toml` or `.git`.
+pub fn project_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().find(|d| d.join("evalua.toml").exists() || d.join(".git").exists()).map(Path::to_path_buf)
+}
+
+/// Where a suite's `require` looks for project modules, in order: the
+/// suite's folder, each folder above it up to the project root (when the
+/// suite is inside a project), then the working directory.
+pub fn module_dirs(suite_dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = match project_root(suite_dir) {
+        Some(root) => {
+            let mut v = Vec::new();
+            for d in suite_dir.ancestors() {
+                v.push(d.to_path_buf());
+                if d == root {
+                    break;
+                }
+            }
+            v
+        }
+        None => vec![suite_dir.to_path_buf()],
+    };
+    if let Ok(cwd) = std::env::current_dir()
+        && !dirs.contains(&cwd)
+    {
+        dirs.push(cwd);
+    }
+    dirs
+}
+
 /// The lexical rule for a path inside a work dir: relative, not empty, no `..`.
 fn lexical(rel: &str) -> Result<(), String> {
     let p = Path::new(rel);
@@ -170,6 +201,17 @@ pub fn read_confined(root: &Path, rel: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn modules_are_found_up_to_the_project_root() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("evalua.toml"), "").unwrap();
+        let deep = root.path().join("suites/team");
+        std::fs::create_dir_all(&deep).unwrap();
+        let dirs = module_dirs(&deep);
+        assert_eq!(dirs[..3], [deep.clone(), root.path().join("suites"), root.path().to_path_buf()]);
+        assert_eq!(project_root(&deep).as_deref(), Some(root.path()));
+    }
 
     #[test]
     fn confine_refuses_escapes() {

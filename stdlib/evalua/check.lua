@@ -30,8 +30,37 @@ local function opts_of(what, opts, allowed, level)
   return opts
 end
 
-local function make(kind, default_name, opts, run)
-  return { name = opts.name or default_name, critical = opts.critical or false, kind = kind, run = run }
+-- The line of the suite (or grader module) that called a check constructor:
+-- the first frame outside the stdlib (constructors often tail-call `make`).
+local function user_line()
+  for level = 3, 10 do
+    local w = host.caller(level)
+    if w == "?" then return nil end
+    if not w:find("^stdlib/evalua/") and not w:find("^=") then return w end
+  end
+end
+
+-- A check table. `refs` names what the host validates before any trial:
+-- `tools` (tool names that must exist) and `sql` (queries prepared against the
+-- case's fixture). `where` is the line that declared the check (its
+-- constructor's caller).
+local function make(kind, default_name, opts, run, refs)
+  refs = refs or {}
+  return {
+    name = opts.name or default_name, critical = opts.critical or false, kind = kind, run = run,
+    tools = refs.tools, sql = refs.sql, where = host.validating() and user_line() or nil,
+  }
+end
+
+local finite = evalua._finite
+
+-- A finite number (not NaN, not ±inf) in an option, at least `lo` when given.
+local function number_opt(what, key, v, level, lo)
+  if v == nil then return end
+  if not finite(v) or (lo ~= nil and v < lo) then
+    error(string.format("%s: '%s' must be a finite number%s, got %s", what, key,
+      lo ~= nil and (" of at least " .. lo) or "", tostring(v)), level + 1)
+  end
 end
 
 local function short(s, n)
@@ -93,6 +122,8 @@ function check.sql(q, opts)
   if opts.tolerance ~= nil and type(opts.tolerance) ~= "number" then
     error("check.sql: 'tolerance' must be a number", 2)
   end
+  number_opt("check.sql", "tolerance", opts.tolerance, 2, 0)
+  if type(opts.equals) == "number" then number_opt("check.sql", "equals", opts.equals, 2) end
   if opts.rows ~= nil and type(opts.rows) ~= "table" then
     error("check.sql: 'rows' must be a list of rows", 2)
   end
@@ -132,7 +163,7 @@ function check.sql(q, opts)
       end
       return true, { query = q, rows = rows }
     end
-  end)
+  end, { sql = { q } })
 end
 
 --- The work dir after the trial: { [path] = { exists = bool, contains = s, matches = re } }.
@@ -238,6 +269,11 @@ function check.answer(opts)
   if opts.tolerance ~= nil and opts.number == nil then
     error("check.answer: 'tolerance' only goes with 'number'", 2)
   end
+  if opts.number ~= nil then
+    if type(opts.number) ~= "number" then error("check.answer: 'number' must be a number", 2) end
+    number_opt("check.answer", "number", opts.number, 2)
+  end
+  number_opt("check.answer", "tolerance", opts.tolerance, 2, 0)
   if opts.zone ~= nil and opts.datetime == nil then
     error("check.answer: 'zone' only goes with 'datetime'", 2)
   end
@@ -380,6 +416,8 @@ function check.tools(list, opts)
   if mode ~= "exact" and mode ~= "in_order" and mode ~= "any_order" then
     error("check.tools: 'mode' must be \"exact\", \"in_order\" or \"any_order\", got " .. tostring(mode), 2)
   end
+  number_opt("check.tools", "min_recall", opts.min_recall, 2, 0)
+  number_opt("check.tools", "min_precision", opts.min_precision, 2, 0)
   local min_recall = opts.min_recall or 1
   local min_precision = opts.min_precision or 0
   return make("tools", "tools " .. mode .. ": " .. table.concat(list, ", "), opts, function(t)
@@ -404,7 +442,7 @@ function check.tools(list, opts)
       return same, ev
     end
     return recall >= min_recall and precision >= min_precision, ev
-  end)
+  end, { tools = list })
 end
 
 --- A comparator: a function(actual) -> ok, or a table from check.cmp.*.
@@ -428,6 +466,10 @@ end
 
 --- Numbers within `tolerance`.
 function check.cmp.number(spec)
+  if type(spec) == "table" then
+    number_opt("check.cmp.number", "tolerance", spec.tolerance, 2, 0)
+    if type(spec[1]) == "number" then number_opt("check.cmp.number", "expected value", spec[1], 2) end
+  end
   local c = comparator("check.cmp.number", spec, { "tolerance" }, function(got)
     return type(got) == "number" and math.abs(got - spec[1]) <= (spec.tolerance or 0)
   end)
@@ -475,7 +517,7 @@ function check.args(tool, fields, opts)
       end
     end
     return true, { calls = #calls }
-  end)
+  end, { tools = { tool } })
 end
 
 --- Every executed `b` comes after an executed `a`.
@@ -493,7 +535,7 @@ function check.before(a, b, opts)
       end
     end
     return true, "ok"
-  end)
+  end, { tools = { a, b } })
 end
 
 --- No (tool, args) pair is requested more than `max_repeats` times.
@@ -574,7 +616,7 @@ function check.retries(opts)
       end
     end
     return true, "ok"
-  end)
+  end, { tools = opts.tool and { opts.tool } or nil })
 end
 
 --- No write/external tool executed and the database equals the initial one.
@@ -593,7 +635,7 @@ function check.no_writes(opts)
   end)
 end
 
-local ENDINGS = { final = true, deadline = true, budget = true, crashed = true, protocol_error = true }
+local ENDINGS = { final = true, deadline = true, budget = true, crashed = true, protocol_error = true, infra_error = true }
 
 --- The agent's run ended one of these ways (default: { "final" }): a trial
 --- whose state is right but whose agent crashed or broke the protocol is not
@@ -604,7 +646,7 @@ function check.ended(list, opts)
   local allowed = {}
   for i, e in ipairs(list) do
     if not ENDINGS[e] then
-      error("check.ended: item " .. i .. " must be final, deadline, budget, crashed or protocol_error, got " .. tostring(e), 2)
+      error("check.ended: item " .. i .. " must be final, deadline, budget, crashed, protocol_error or infra_error, got " .. tostring(e), 2)
     end
     allowed[e] = true
   end
@@ -637,7 +679,7 @@ function check.claims_only_after(pattern, tool, opts)
     end
     if #executed(t, tool) > 0 then return true, "claim backed by " .. tool end
     return false, { reason = "the answer claims success but " .. tool .. " never executed", pattern = pattern }
-  end)
+  end, { tools = { tool } })
 end
 
 ----------------------------------------------------------------------------
@@ -675,7 +717,7 @@ local function inject_of(what, inject, level)
 end
 
 local function positive(what, key, v, level)
-  if v ~= nil and (type(v) ~= "number" or v <= 0) then
+  if v ~= nil and (not finite(v) or v <= 0) then
     error(string.format("%s: '%s' must be a positive number", what, key), level + 1)
   end
 end

@@ -23,6 +23,24 @@ end
 
 M.null = host.null
 
+--- A check returns this first to say "not applicable here": skipped, never passed.
+M.SKIP = host.SKIP
+
+--- JSON for graders and trace adapters: `encode(v)` → string; `decode(s)` → value, or nil and the error.
+M.json = {
+  encode = function(v) return host.json_encode(v) end,
+  decode = function(s) return host.json_decode(s) end,
+}
+
+--- Regular expressions (Rust `regex` syntax; compiled once per pattern):
+--- `is_match(pattern, s)`, `find(pattern, s)` (the first match or nil),
+--- `all(pattern, s)` (every match, or every first capture group).
+M.regex = {
+  is_match = function(pattern, s) return host.regex_is_match(pattern, s) end,
+  find = function(pattern, s) return host.regex_find(pattern, s) end,
+  all = function(pattern, s) return host.regex_all(pattern, s) end,
+}
+
 --- An empty JSON array (a plain `{}` encodes as an object).
 function M.array(t)
   return host.array(t or {})
@@ -65,6 +83,27 @@ local function expect_type(what, key, v, ty, level)
   end
 end
 
+-- A number that is neither NaN nor infinite.
+local function finite(v)
+  return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge
+end
+M._finite = finite
+
+-- A finite number in [lo, hi] (either bound may be nil); an integer when `integer`.
+local function expect_number(what, key, v, level, lo, hi, integer)
+  if v == nil then return end
+  local ok = finite(v) and (lo == nil or v >= lo) and (hi == nil or v <= hi)
+  if ok and integer then ok = v == math.floor(v) end
+  if not ok then
+    local range
+    if lo ~= nil and hi ~= nil then range = string.format(" between %s and %s", tostring(lo), tostring(hi))
+    elseif lo ~= nil then range = string.format(" of at least %s", tostring(lo)) else range = "" end
+    fail(level + 1, string.format("%s: '%s' must be a finite %s%s, got %s", what, key,
+      integer and "integer" or "number", range, tostring(v)))
+  end
+end
+M._expect_number = expect_number
+
 local function expect_list_of_strings(what, key, v, level)
   if v == nil then return end
   if type(v) ~= "table" then
@@ -102,6 +141,8 @@ function M._model_options(what, spec, provider, level)
   for _, k in ipairs { "temperature", "timeout_s" } do
     expect_type(what, k, spec[k], "number", level + 1)
   end
+  expect_number(what, "temperature", spec.temperature, level + 1, 0, 2)
+  expect_number(what, "timeout_s", spec.timeout_s, level + 1, 0, 86400)
   for _, k in ipairs { "seed", "max_tokens", "max_retries", "max_concurrency" } do
     local v = spec[k]
     if v ~= nil and (math.type(v) ~= "integer" or v < 0) then
@@ -112,7 +153,7 @@ function M._model_options(what, spec, provider, level)
     check_keys(what .. ".prices", spec.prices, set { "input", "output" }, level + 1)
     for _, k in ipairs { "input", "output" } do
       local v = spec.prices[k]
-      if type(v) ~= "number" or v < 0 then
+      if not finite(v) or v < 0 then
         fail(level + 1, string.format("%s.prices.%s must be a non-negative number (USD per million tokens)", what, k))
       end
     end
@@ -311,12 +352,15 @@ local function normalize_check(c, index, level)
   if type(c) == "function" then
     return { name = "check@" .. host.where(c), critical = false, run = c }
   elseif type(c) == "table" and type(c.run) == "function" then
-    check_keys("check", c, set { "name", "critical", "run", "kind", "options", "judge" }, level + 1)
+    check_keys("check", c, set { "name", "critical", "run", "kind", "options", "judge", "tools", "sql", "where" }, level + 1)
     expect_type("check", "name", c.name, "string", level + 1)
     expect_type("check", "critical", c.critical, "boolean", level + 1)
+    expect_list_of_strings("check", "tools", c.tools, level + 1)
+    expect_list_of_strings("check", "sql", c.sql, level + 1)
+    expect_type("check", "where", c.where, "string", level + 1)
     return {
       name = c.name or ("check@" .. host.where(c.run)), critical = c.critical or false, run = c.run,
-      kind = c.kind, options = c.options, judge = c.judge,
+      kind = c.kind, options = c.options, judge = c.judge, tools = c.tools, sql = c.sql, where = c.where,
     }
   end
   fail(level + 1, string.format("expect[%d]: a check is a function or a table with a 'run' function, got %s", index, type(c)))
@@ -328,6 +372,8 @@ local function prohibited_check(q, index, level)
       name = "prohibited: " .. q,
       critical = true,
       kind = "prohibited",
+      sql = { q },
+      where = host.caller(level + 1),
       run = function(t)
         local rows = t.db:rows(q)
         if #rows == 0 then return true, "no rows" end
@@ -345,6 +391,106 @@ local function prohibited_check(q, index, level)
 end
 
 ----------------------------------------------------------------------------
+-- Grader tests (`evalua test`): a grader and the synthetic trials it must
+-- accept or reject.
+
+local EXAMPLE_KEYS = set {
+  "name", "expect", "calls", "answer", "messages", "outbox", "db", "files", "initial_files", "workdir",
+  "ended", "error", "usage", "case", "trial",
+}
+local CALL_KEYS = set { "id", "name", "args", "status", "effect", "result", "error", "started_ms", "ended_ms" }
+local DB_KEYS = set { "schema", "fixture", "sql" }
+local EXPECTS = set { "pass", "fail", "skip", "error" }
+local STATUSES = set { "executed", "failed", "rejected", "denied", "faulted" }
+local CALL_EFFECTS = set { "read", "write", "external" }
+
+-- A file an example names: beside the test file, else from the working directory.
+local function example_file(what, p, level)
+  if type(p) ~= "string" then fail(level + 1, what .. " must be a file path") end
+  local beside = host.abspath(p)
+  if host.exists(beside) then return beside end
+  if host.exists(p) then return p end
+  fail(level + 1, string.format("%s: file not found: %s (nor %s from the working directory)", what, beside, p))
+end
+
+local function check_example(i, ex, level)
+  local what = "evalua.grader_tests: example " .. i
+  if type(ex) ~= "table" then fail(level + 1, what .. " must be a table, got " .. type(ex)) end
+  if type(ex.name) == "string" then what = what .. " ('" .. ex.name .. "')" end
+  check_keys(what, ex, EXAMPLE_KEYS, level + 1)
+  if type(ex.name) ~= "string" or ex.name == "" then fail(level + 1, what .. ": 'name' is required (a string)") end
+  if not EXPECTS[ex.expect] then
+    fail(level + 1, what .. ": 'expect' must be \"pass\", \"fail\", \"skip\" or \"error\", got " .. tostring(ex.expect))
+  end
+  expect_type(what, "answer", ex.answer, "string", level + 1)
+  expect_type(what, "error", ex.error, "string", level + 1)
+  expect_type(what, "case", ex.case, "table", level + 1)
+  for _, k in ipairs { "calls", "messages", "outbox", "usage", "files", "initial_files" } do
+    expect_type(what, k, ex[k], "table", level + 1)
+  end
+  for j, c in ipairs(ex.calls or {}) do
+    local cw = what .. ": calls[" .. j .. "]"
+    check_keys(cw, c, CALL_KEYS, level + 1)
+    if type(c.name) ~= "string" then fail(level + 1, cw .. ": 'name' is required (a tool name)") end
+    if c.status ~= nil and not STATUSES[c.status] then
+      fail(level + 1, cw .. ": 'status' must be executed, failed, rejected, denied or faulted, got " .. tostring(c.status))
+    end
+    if c.effect ~= nil and not CALL_EFFECTS[c.effect] then
+      fail(level + 1, cw .. ": 'effect' must be \"read\", \"write\" or \"external\", got " .. tostring(c.effect))
+    end
+  end
+  if ex.db ~= nil then
+    check_keys(what .. ": db", ex.db, DB_KEYS, level + 1)
+    for _, k in ipairs { "schema", "fixture" } do
+      if ex.db[k] ~= nil then ex.db[k] = example_file(what .. ": db." .. k, ex.db[k], level + 1) end
+    end
+    expect_type(what .. ": db", "sql", ex.db.sql, "string", level + 1)
+  end
+  if ex.workdir ~= nil then ex.workdir = example_file(what .. ": workdir", ex.workdir, level + 1) end
+  for _, k in ipairs { "files", "initial_files" } do
+    for path, content in pairs(ex[k] or {}) do
+      if type(path) ~= "string" or (type(content) ~= "string" and not (k == "files" and content == false)) then
+        fail(level + 1, string.format("%s: '%s' maps a relative path to its content (a string%s)", what, k,
+          k == "files" and ", or false to delete it" or ""))
+      end
+    end
+  end
+  return ex
+end
+
+-- Called through host.located (a host function, so that even `return
+-- evalua.grader_tests(...)`, a tail call, keeps the caller's line): `where` is
+-- the caller's `file:line`, which errors raised here are prefixed with.
+local function grader_tests(where, c, examples)
+  local checks = {}
+  if type(c) == "table" and c.__lazy then c = c.__lazy(table.unpack(c, 1, c.n)) end
+  if type(c) == "table" and c.run == nil and c[1] ~= nil then
+    for i, member in ipairs(c) do checks[i] = normalize_check(member, i, 2) end
+  elseif type(c) == "function" or (type(c) == "table" and type(c.run) == "function") then
+    checks[1] = normalize_check(c, 1, 2)
+  else
+    fail(2, "evalua.grader_tests: the first argument is a check (a function, or a table with a 'run' function), got " .. type(c))
+  end
+  if type(examples) ~= "table" or #examples == 0 then
+    fail(2, "evalua.grader_tests: the second argument is a list of examples { name = ..., expect = \"pass\" | \"fail\", ... }")
+  end
+  local seen = {}
+  for i, ex in ipairs(examples) do
+    check_example(i, ex, 2)
+    if seen[ex.name] then fail(2, "evalua.grader_tests: duplicate example name '" .. ex.name .. "'") end
+    seen[ex.name] = true
+  end
+  local name = checks[1].name
+  if #checks > 1 then name = name .. " (+" .. (#checks - 1) .. ")" end
+  return { __grader_tests = true, name = name, checks = checks, examples = examples, where = where }
+end
+
+--- Declare a grader's examples for `evalua test`: synthetic trials (calls, an
+--- answer, messages, an outbox, a database from SQL, a work dir) that `check`
+--- must accept (`expect = "pass"`) or reject (`"fail"`), or skip / raise on.
+M.grader_tests = host.located(grader_tests)
+
+----------------------------------------------------------------------------
 -- Suite
 
 -- The methods are shared by every trial of a worker: suites reach them
@@ -354,25 +500,121 @@ local SuiteMeta = { __metatable = false }
 
 local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
+  "held_out_max_runs", "faults",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
-local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir", "expose", "network" }
-local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run" }
+local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
+local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
-  "tools", "agent", "user", "metadata", "clock", "workdir",
+  "tools", "agent", "user", "metadata", "clock", "workdir", "faults",
 }
 local EFFECTS = set { "read", "write", "external" }
 local SPLITS = set { "dev", "held_out" }
+
+-- The longest deadline a suite may set (a week; spec::MAX_DEADLINE_S).
+local MAX_DEADLINE_S = 7 * 24 * 3600
+local U32_MAX = 4294967295
 
 local function check_budget(what, b, level)
   if b == nil then return end
   check_keys(what .. ".budget", b, BUDGET_KEYS, level + 1)
   for k, v in pairs(b) do
     if type(v) ~= "number" or v < 0 then
-      fail(level + 1, string.format("%s.budget.%s must be a non-negative number", what, k))
+      fail(level + 1, string.format("%s.budget.%s must be a non-negative number, got %s", what, k, tostring(v)))
     end
   end
+  local w = what .. ".budget"
+  if b.deadline_s ~= nil and not (finite(b.deadline_s) and b.deadline_s > 0 and b.deadline_s <= MAX_DEADLINE_S) then
+    fail(level + 1, string.format("%s: 'deadline_s' must be a number of seconds above 0 and at most %d (a week), got %s",
+      w, MAX_DEADLINE_S, tostring(b.deadline_s)))
+  end
+  expect_number(w, "max_tool_calls", b.max_tool_calls, level + 1, 0, U32_MAX, true)
+  expect_number(w, "max_turns", b.max_turns, level + 1, 0, U32_MAX, true)
+  expect_number(w, "max_tokens", b.max_tokens, level + 1, 0, 2 ^ 53, true)
+  expect_number(w, "max_cost_usd", b.max_cost_usd, level + 1, 0, 1e9)
+end
+
+-- Fault injection (SPEC §11): which keys each kind takes besides kind, on_call
+-- and probability. Another kind joins by adding its entry here and its
+-- behaviour in the executor (src/executor/fault.rs).
+local FAULT_KINDS = {
+  error = set { "message" },
+  rate_limit = set { "retry_after_s", "message" },
+  timeout = set { "message" },
+  empty = set {},
+  partial = set { "keep" },
+  stale = set { "age_s" },
+}
+M._fault_kinds = FAULT_KINDS
+
+local function fault_rule(what, r, level)
+  if type(r) ~= "table" or type(r.kind) ~= "string" then
+    fail(level + 1, what .. ": a fault is a table like { kind = \"rate_limit\", on_call = 1, retry_after_s = 2 }")
+  end
+  local extra = FAULT_KINDS[r.kind]
+  if not extra then
+    local kinds = {}
+    for k in pairs(FAULT_KINDS) do kinds[#kinds + 1] = k end
+    table.sort(kinds)
+    fail(level + 1, string.format("%s: unknown fault kind '%s' (known: %s)", what, r.kind, table.concat(kinds, ", ")))
+  end
+  local allowed = { kind = true, on_call = true, probability = true }
+  for k in pairs(extra) do allowed[k] = true end
+  check_keys(what .. " (" .. r.kind .. ")", r, allowed, level + 1)
+  local on_call = r.on_call
+  if on_call ~= nil then
+    if type(on_call) == "number" then on_call = { on_call } end
+    if type(on_call) ~= "table" or #on_call == 0 then
+      fail(level + 1, what .. ": 'on_call' must be a call number or a list of them, like { 1, 2 }")
+    end
+    for i, n in ipairs(on_call) do
+      if math.type(n) ~= "integer" or n < 1 or n > U32_MAX then
+        fail(level + 1, string.format("%s: 'on_call'[%d] must be a positive integer (the Nth call of the tool), got %s",
+          what, i, tostring(n)))
+      end
+    end
+  end
+  if r.probability ~= nil and on_call ~= nil then
+    fail(level + 1, what .. ": give 'on_call' or 'probability', not both")
+  end
+  expect_number(what, "probability", r.probability, level + 1, 0, 1)
+  expect_number(what, "retry_after_s", r.retry_after_s, level + 1, 0, 86400)
+  expect_number(what, "keep", r.keep, level + 1, 0, 1)
+  expect_number(what, "age_s", r.age_s, level + 1, 0, 100 * 365 * 86400)
+  expect_type(what, "message", r.message, "string", level + 1)
+  return {
+    kind = r.kind, on_call = on_call and host.array(on_call) or nil, probability = r.probability,
+    retry_after_s = r.retry_after_s or (r.kind == "rate_limit" and 1 or nil), message = r.message,
+    keep = r.keep, age_s = r.age_s,
+  }
+end
+
+-- `faults = { tool = rule | { rule, ... } | false }`: rules by tool name.
+local function normalize_faults(what, faults, level)
+  if faults == nil then return nil end
+  if type(faults) ~= "table" then
+    fail(level + 1, what .. ": 'faults' must be a table of tool = fault")
+  end
+  local out = {}
+  for tool, rules in pairs(faults) do
+    if type(tool) ~= "string" then
+      fail(level + 1, what .. ": 'faults' is keyed by tool name, like faults = { issue_refund = { kind = \"error\", on_call = 1 } }")
+    end
+    local w = what .. ".faults." .. tool
+    if rules == false then
+      out[tool] = false
+    elseif type(rules) == "table" and rules.kind ~= nil then
+      out[tool] = host.array { fault_rule(w, rules, level + 1) }
+    elseif type(rules) == "table" and rules[1] ~= nil then
+      local list = {}
+      for i, r in ipairs(rules) do list[i] = fault_rule(w .. "[" .. i .. "]", r, level + 1) end
+      out[tool] = host.array(list)
+    else
+      fail(level + 1, w .. ": expected a fault { kind = ..., ... }, a list of them, or false")
+    end
+  end
+  return out
 end
 
 local function check_positive_integer(what, key, v, level)
@@ -400,6 +642,19 @@ local function normalize_workdir(what, w, level)
   fail(level + 1, what .. ": expects a folder path or { git = \"x.bundle\", rev = \"...\" }, got " .. type(w))
 end
 
+local AGENT_KINDS = set { "scripted", "command", "replay", "openai", "anthropic" }
+
+local function check_agent(what, agent, level)
+  if agent == nil then return end
+  if type(agent) ~= "table" or type(agent.kind) ~= "string" then
+    fail(level + 1, what .. ": 'agent' must come from evalua.agent.* (scripted, command, replay, openai, anthropic)")
+  end
+  if not AGENT_KINDS[agent.kind] then
+    fail(level + 1, string.format("%s: agent kind '%s' is not supported; use evalua.agent.scripted, .command, .replay, .openai or .anthropic",
+      what, agent.kind))
+  end
+end
+
 --- Declare a suite.
 function M.suite(spec)
   check_keys("evalua.suite", spec, SUITE_KEYS, 2)
@@ -412,6 +667,7 @@ function M.suite(spec)
   expect_type("evalua.suite", "version", spec.version, "string", 2)
   expect_type("evalua.suite", "description", spec.description, "string", 2)
   check_positive_integer("evalua.suite", "trials", spec.trials, 2)
+  check_positive_integer("evalua.suite", "held_out_max_runs", spec.held_out_max_runs, 2)
   check_budget("evalua.suite", spec.budget, 2)
   if spec.sandbox ~= nil then
     check_keys("evalua.suite.sandbox", spec.sandbox, SANDBOX_KEYS, 2)
@@ -433,6 +689,7 @@ function M.suite(spec)
     if sb.workdir ~= nil then
       sb.workdir = normalize_workdir("evalua.suite.sandbox.workdir", sb.workdir, 2)
     end
+    expect_number("evalua.suite.sandbox", "max_fixture_mb", sb.max_fixture_mb, 2, 0, 1024 * 1024)
     -- Paths (files or folders, relative to the suite) every process of the suite may read.
     expect_list_of_strings("evalua.suite.sandbox", "expose", sb.expose, 2)
     if sb.expose ~= nil then
@@ -447,14 +704,13 @@ function M.suite(spec)
     end
     expect_type("evalua.suite.sandbox", "network", sb.network, "boolean", 2)
   end
-  if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
-    fail(2, "evalua.suite: 'agent' must come from evalua.agent.*")
-  end
+  check_agent("evalua.suite", spec.agent, 2)
   if spec.gate ~= nil then
     expect_type("evalua.suite", "gate", spec.gate, "table", 2)
     local err = host.gate_error(spec.gate)
     if err then fail(2, "evalua.suite.gate: " .. err) end
   end
+  local faults = normalize_faults("evalua.suite", spec.faults, 2)
   if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
     fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
   end
@@ -468,6 +724,8 @@ function M.suite(spec)
     sandbox = spec.sandbox or {},
     agent = spec.agent,
     gate = spec.gate or {},
+    faults = faults,
+    held_out_max_runs = spec.held_out_max_runs,
     _tools = {},
     _tool_index = {},
     _cases = {},
@@ -503,12 +761,14 @@ function Suite:tool(spec)
     fail(2, "suite:tool '" .. spec.name .. "': 'effect' must be \"read\", \"write\" or \"external\", got " .. tostring(effect))
   end
   expect_list_of_strings("suite:tool", "requires", spec.requires, 2)
+  expect_type("suite:tool '" .. spec.name .. "'", "forbidden_in_attack", spec.forbidden_in_attack, "boolean", 2)
   local tool = {
     name = spec.name,
     description = spec.description or "",
     params = params,
     effect = effect,
     requires = spec.requires or {},
+    forbidden_in_attack = spec.forbidden_in_attack or false,
     run = spec.run,
     _where = host.caller(2),
   }
@@ -540,8 +800,8 @@ function Suite:case(spec)
     fail(2, what .. ": 'input' is required (a string)")
   end
   check_positive_integer(what, "trials", spec.trials, 2)
-  if spec.weight ~= nil and (type(spec.weight) ~= "number" or spec.weight <= 0) then
-    fail(2, what .. ": 'weight' must be a positive number")
+  if spec.weight ~= nil and (not finite(spec.weight) or spec.weight <= 0) then
+    fail(2, what .. ": 'weight' must be a positive finite number, got " .. tostring(spec.weight))
   end
   local fixture
   if spec.fixture ~= nil then
@@ -567,9 +827,8 @@ function Suite:case(spec)
   end
   local workdir
   if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, 2) end
-  if spec.agent ~= nil and (type(spec.agent) ~= "table" or type(spec.agent.kind) ~= "string") then
-    fail(2, what .. ": 'agent' must come from evalua.agent.*")
-  end
+  check_agent(what, spec.agent, 2)
+  local faults = normalize_faults(what, spec.faults, 2)
 
   local checks = {}
   expect_type(what, "expect", spec.expect, "table", 2)
@@ -611,6 +870,7 @@ function Suite:case(spec)
     clock = spec.clock,
     workdir = workdir,
     checks = checks,
+    faults = faults,
     _where = host.caller(2),
   }
   self._cases[#self._cases + 1] = case

@@ -66,6 +66,22 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
     )?;
     h.raw_set("exists", lua.create_function(|lua, p: String| Ok(!validating(lua) || Path::new(&p).exists()))?)?;
     h.raw_set("caller", lua.create_function(|lua, level: Option<usize>| Ok(caller(lua, level.unwrap_or(1))))?)?;
+    // `located(f)`: a host function calling `f(where, ...)` with its caller's
+    // `file:line`, which prefixes any error `f` raises. Being a host function,
+    // it keeps that line even when called in a tail call (`return g(...)`).
+    h.raw_set(
+        "located",
+        lua.create_function(|lua, f: Function| {
+            lua.create_function(move |lua, args: mlua::MultiValue| {
+                let at = caller(lua, 1);
+                let mut all = mlua::MultiValue::new();
+                all.push_back(Value::String(lua.create_string(&at)?));
+                all.extend(args);
+                f.call::<mlua::MultiValue>(all)
+                    .map_err(|e| mlua::Error::runtime(format!("{at}: {}", engine::describe(&e))))
+            })
+        })?,
+    )?;
     h.raw_set(
         "where",
         lua.create_function(|_, f: Function| {
@@ -137,8 +153,12 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
             if !validating(lua) {
                 return Ok(None);
             }
-            let j = convert::to_json(lua, &schema).or_else(err)?;
-            Ok(schema::validator(&j).err())
+            // A value that cannot become JSON (NaN, a function) is the answer, not a raise:
+            // the DSL reports it at the suite's line.
+            match convert::to_json(lua, &schema) {
+                Ok(j) => Ok(schema::validator(&j).err()),
+                Err(e) => Ok(Some(e.to_string())),
+            }
         })?,
     )?;
     h.raw_set(
@@ -158,8 +178,10 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
             if !validating(lua) {
                 return Ok(None);
             }
-            let j = convert::to_json(lua, &gate).or_else(err)?;
-            Ok(crate::spec::gate::parse(&j).err())
+            match convert::to_json(lua, &gate) {
+                Ok(j) => Ok(crate::spec::gate::parse(&j).err()),
+                Err(e) => Ok(Some(e.to_string())),
+            }
         })?,
     )?;
 

@@ -21,17 +21,13 @@ use crate::process;
 use crate::record::{Ended, Journal};
 use crate::sandbox::DbImage;
 use crate::sandbox::tests::{TestRun, run_tests};
-use crate::sandbox::workdir::{self, Diff};
+use crate::sandbox::workdir::Diff;
 use crate::util::paths::read_confined;
 use crate::util::tree::{copy_tree, list_files, overlay};
 
 /// Defaults of `t.run_command` (`check.command`).
 const CHECK_MAX_OUTPUT: usize = 16 * 1024 * 1024;
 const CHECK_TAIL: usize = 4 * 1024;
-
-fn rt(msg: impl Into<String>) -> mlua::Error {
-    mlua::Error::runtime(msg.into())
-}
 
 /// What a trial's `t` is made of.
 pub struct TParts<'a> {
@@ -47,8 +43,8 @@ pub struct TParts<'a> {
     /// The case's initial database, for `t.initial`.
     pub initial: Option<DbImage>,
     pub workdir: &'a Path,
-    /// The case's initial work tree, for `t.diff`.
-    pub work_template: Option<&'a Path>,
+    /// The trial's change to its work tree (`t.diff`), computed once by the trial.
+    pub diff: &'a Diff,
     /// Every test `t.run_tests` ran, for the run's per-test report.
     pub tests_ran: Rc<RefCell<Vec<TestRun>>>,
     /// The grading: `t.db`, `t.initial` and `t`'s commands work only during it.
@@ -80,6 +76,10 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
             ct.raw_set("result", convert::to_lua(lua, r)?)?;
         }
         ct.raw_set("error", c.error.as_deref())?;
+        if let Some(f) = &c.fault {
+            // `{ kind, rule, retry_after_s, message, handler_ran, handler_result, changed }`.
+            ct.raw_set("fault", convert::to_lua(lua, &serde_json::to_value(f).unwrap_or_default())?)?;
+        }
         ct.raw_set("started_ms", c.started_ms)?;
         ct.raw_set("ended_ms", c.ended_ms)?;
         calls.raw_push(ct)?;
@@ -141,16 +141,11 @@ fn files_table(lua: &Lua, dir: &Path) -> mlua::Result<Table> {
 
 /// The work-dir side of `t`: `t.diff`, `t.run_command`, `t.run_tests`.
 fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
-    let before = p.work_template;
-    let d = if before.is_none() && !p.workdir.exists() {
-        Diff::default()
-    } else {
-        workdir::diff(before, p.workdir).map_err(|e| rt(format!("t.diff: {e}")))?
-    };
+    let d = p.diff;
     let files: Vec<serde_json::Value> =
         d.files.iter().map(|(p, s)| json!({ "path": p, "status": s.as_str() })).collect();
     let diff = lua.create_table()?;
-    diff.raw_set("text", d.text)?;
+    diff.raw_set("text", d.text.as_str())?;
     diff.raw_set("files", convert::to_lua(lua, &serde_json::Value::Array(files))?)?;
     t.raw_set("diff", diff)?;
 

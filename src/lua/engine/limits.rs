@@ -23,6 +23,8 @@ const EVERY: u32 = 1000;
 pub enum Stop {
     Instructions(u64),
     Deadline,
+    /// The run was asked to stop (SIGINT, SIGTERM): see `util::cancel`.
+    Interrupted,
 }
 
 impl Stop {
@@ -30,6 +32,7 @@ impl Stop {
         match self {
             Stop::Instructions(n) => format!("instruction limit exceeded ({n} instructions)"),
             Stop::Deadline => "time limit exceeded".to_string(),
+            Stop::Interrupted => "interrupted: the run was stopped".to_string(),
         }
     }
 }
@@ -83,8 +86,12 @@ impl Limits {
             return Ok(VmState::Continue);
         }
         let now = Instant::now();
+        let interrupted = crate::util::cancel::requested();
         for (i, seg) in stack.iter().enumerate() {
-            let stop = if seg.limit.is_some_and(|l| count > l) {
+            // A stop request stops the outermost segment: everything unwinds.
+            let stop = if interrupted {
+                Some(Stop::Interrupted)
+            } else if seg.limit.is_some_and(|l| count > l) {
                 Some(Stop::Instructions(seg.budget.unwrap_or(0)))
             } else if seg.deadline.is_some_and(|d| now >= d) {
                 Some(Stop::Deadline)
@@ -204,6 +211,7 @@ mod tests {
     fn state() -> Lua {
         let config = StateConfig {
             suite_dir: std::env::temp_dir(),
+            module_dirs: vec![std::env::temp_dir()].into(),
             sources: Default::default(),
             clock: 0,
             validate: false,

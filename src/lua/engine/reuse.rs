@@ -207,16 +207,8 @@ fn walk(lua: &Lua, mode: Mode, roots: Vec<Value>, list: Option<&Table>) -> mlua:
                 ffi::lua_createtable(l, 0, 0);
             }
             ffi::lua_createtable(l, 0, 0);
-            let mut w = Walk {
-                state: l,
-                mode,
-                trusted: &mut trusted.0,
-                seen: &mut seen,
-                list: 2,
-                queue: 3,
-                n: 0,
-                queued: 0,
-            };
+            let mut w =
+                Walk { state: l, mode, trusted: &mut trusted.0, seen: &mut seen, list: 2, queue: 3, n: 0, queued: 0 };
             ok = w.run();
             if record && ok {
                 ffi::lua_pushinteger(l, w.n);

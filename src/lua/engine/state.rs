@@ -28,8 +28,10 @@ pub const MEMORY_LIMIT: usize = 256 * 1024 * 1024;
 /// What a state needs to know about where it runs.
 #[derive(Clone)]
 pub struct StateConfig {
-    /// The suite file's folder: relative paths and `require` start here.
+    /// The suite file's folder: relative paths start here.
     pub suite_dir: PathBuf,
+    /// Where `require` looks for project modules, in order (see `util::paths::module_dirs`).
+    pub module_dirs: Arc<[PathBuf]>,
     pub sources: Arc<Sources>,
     /// The frozen clock, as Unix seconds (`os.time()`).
     pub clock: i64,
@@ -189,6 +191,21 @@ for k, f in pairs(host.bounded_patterns) do string[k] = f end
 os = { time = host.os_time, date = host.os_date, clock = host.os_clock,
        difftime = function(a, b) return a - (b or 0) end }
 print = host.print
+-- A table raised as an error stays a table for pcall, but reads as
+-- `file:line: error object {...}` if it reaches the host (which would
+-- otherwise see only `table: 0x…`).
+local raw_error, raw_getmetatable = error, getmetatable
+error = function(v, level)
+  level = level or 1
+  if type(v) == "table" and raw_getmetatable(v) == nil then
+    local where = level > 0 and host.caller(level + 1) or "?"
+    local ok, text = pcall(host.json_encode, v)
+    text = ok and text or "(a table)"
+    if #text > 200 then text = text:sub(1, 200) .. "…" end
+    raw_setmetatable(v, { __tostring = function() return where .. ": error object " .. text end })
+  end
+  raw_error(v, level > 0 and level + 1 or 0)
+end
 getmetatable("").__metatable = false
 for _, name in ipairs({ "string", "table", "math", "utf8", "coroutine", "os" }) do
   _G[name] = readonly(_G[name], name)
@@ -284,7 +301,16 @@ pub fn load_chunk(lua: &Lua, name: &str, text: &str, env: Option<Table>) -> mlua
 /// Load and run a Lua file with a chunk name that makes errors read `path:line:`.
 pub fn run_file(lua: &Lua, path: &Path) -> mlua::Result<Value> {
     let sources = lua.app_data_ref::<StateData>().expect("state data").config.sources.clone();
-    let file = sources.get(path).map_err(|e| mlua::Error::runtime(format!("{}: {e}", display_path(path))))?;
+    let file = sources.get(path).map_err(|e| {
+        // Bytecode or binary: say where (line 1), like any other error in the file.
+        let text = e.to_string();
+        let (at, msg) = match text.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+            Some((n, m)) => (format!(":{n}"), m.to_string()),
+            None if e.kind() == std::io::ErrorKind::InvalidData => (":1".to_string(), text),
+            None => (String::new(), text),
+        };
+        mlua::Error::runtime(format!("{}{at}: {msg}", display_path(path)))
+    })?;
     load_chunk(lua, &format!("@{}", file.display), &file.text, Some(env(lua)?))?.call(())
 }
 
@@ -336,8 +362,8 @@ fn load_module(lua: &Lua, name: &str) -> mlua::Result<Value> {
     let rel = format!("{}.lua", name.replace('.', "/"));
     let rel_init = format!("{}/init.lua", name.replace('.', "/"));
     let mut tried = Vec::new();
-    let bases = [suite_dir(lua), std::env::current_dir().unwrap_or_default()];
-    for base in &bases {
+    let bases = lua.app_data_ref::<StateData>().expect("state data").config.module_dirs.clone();
+    for base in bases.iter() {
         for r in [&rel, &rel_init] {
             let p = base.join(r);
             if p.is_file() {

@@ -36,20 +36,21 @@
 ---| "budget"         # a budget (tool calls, turns, tokens, cost) was spent
 ---| "crashed"        # the agent raised or exited abnormally
 ---| "protocol_error" # the agent broke the protocol
+---| "infra_error"    # its model endpoint (or simulated user) failed after the agent had acted; graded
 ---| "not_started"    # an infrastructure error kept the agent from running
 
 --- What became of a tool request.
 ---@alias evalua.CallStatus
 ---| "executed" # the handler ran and returned
 ---| "failed"   # the handler raised an error
----| "rejected" # the arguments did not validate against the tool's params schema
----| "denied"   # refused by policy (`requires`, a tool not offered) or by the budget
+---| "rejected" # an unknown tool, or arguments that fail its params schema
+---| "denied"   # refused by policy (`requires`, `ctx.deny`) or by the budget
 ---| "faulted"  # an injected fault
 
 --- The status an agent sees for its request (`env.call`'s second result).
 ---@alias evalua.ReplyStatus
----| "ok"     # executed
----| "error"  # failed, rejected or faulted
+---| "ok"     # executed, or faulted by a kind that reshapes the result (empty, partial, stale)
+---| "error"  # failed, rejected, or faulted by a kind that fails the call (error, rate_limit, timeout)
 ---| "denied" # denied
 
 --- What a check returns first: a verdict, or `host.SKIP` ("could not be decided here").
@@ -71,6 +72,45 @@ local evalua = {}
 ---@type evalua.Null
 evalua.null = nil
 
+--- A check returns this first to say "not applicable here": the result is skipped, never passed.
+---@type lightuserdata
+evalua.SKIP = nil
+
+--- JSON for graders and trace adapters.
+evalua.json = {}
+
+--- Encode a Lua value as JSON text (`{}` is an object; use `evalua.array()` for an empty array).
+---@param v any
+---@return string
+function evalua.json.encode(v) end
+
+--- Decode JSON text: the value, or nil and the error.
+---@param s string
+---@return any value
+---@return string? err
+function evalua.json.decode(s) end
+
+--- Regular expressions (Rust `regex` syntax, compiled once per pattern).
+evalua.regex = {}
+
+--- Whether `pattern` matches somewhere in `s`.
+---@param pattern string
+---@param s string
+---@return boolean
+function evalua.regex.is_match(pattern, s) end
+
+--- The first match of `pattern` in `s`, or nil.
+---@param pattern string
+---@param s string
+---@return string?
+function evalua.regex.find(pattern, s) end
+
+--- Every match of `pattern` in `s` (or, when the pattern has a capture group, every first group).
+---@param pattern string
+---@param s string
+---@return string[]
+function evalua.regex.all(pattern, s) end
+
 --- Make `t` (or a new table) encode as a JSON array, even when empty (a plain `{}` encodes as an object).
 ---@generic T: table
 ---@param t? T the list to mark (default: a new empty one)
@@ -81,6 +121,50 @@ function evalua.array(t) end
 ---@param rel string a path relative to the suite file
 ---@return string path the absolute path
 function evalua.path(rel) end
+
+--- Declare a grader's examples for `evalua test` (in a `*_test.lua` file, where `evalua` is a global):
+--- synthetic finished trials that `check` must accept (`expect = "pass"`) or reject (`"fail"`),
+--- or skip (`"skip"`) or raise on (`"error"`). A test file returns this, or a list of them.
+---@param check evalua.Check|evalua.CheckFn|evalua.Check[] the grader (a check group counts as one)
+---@param examples evalua.GraderExample[]
+---@return evalua.GraderTests
+function evalua.grader_tests(check, examples) end
+
+--- What `evalua.grader_tests` returns: the test file's value for `evalua test`.
+---@class evalua.GraderTests
+---@field name string the grader's name
+---@field where string `file:line` of the declaration
+
+--- One synthetic trial of a grader test. Paths (`db.schema`, `db.fixture`, `workdir`) resolve beside
+--- the test file, then from the working directory.
+---@class evalua.GraderExample
+---@field name string shown as `test <grader> :: <name>`
+---@field expect "pass"|"fail"|"skip"|"error" the verdict the grader must give
+---@field calls? evalua.GraderCall[] `t.calls`
+---@field answer? string `t.answer` (default "")
+---@field messages? evalua.Message[] `t.messages` (default: the answer as the agent's one turn)
+---@field outbox? evalua.OutboxItem[] `t.outbox`
+---@field db? { schema?: string, fixture?: string, sql?: string } SQL files for `t.initial`; `sql` runs on a copy of it for `t.db`
+---@field workdir? string a folder: the initial work tree
+---@field initial_files? table<string, string> files added to the initial work tree
+---@field files? table<string, string|false> the agent's changes to it (`false` deletes): `t.files`, `t.diff`
+---@field ended? evalua.Ended default `"final"`
+---@field error? string `t.error`
+---@field usage? evalua.Usage default: no tokens, one turn, `tool_calls = #calls`
+---@field case? table `t.case` (default `{ id = name }`)
+---@field trial? integer `t.trial` (default 1)
+
+--- A tool call of a synthetic trial: only `name` is required.
+---@class evalua.GraderCall
+---@field name string
+---@field args? table default `{}`
+---@field status? evalua.CallStatus default `"executed"`
+---@field effect? evalua.Effect default nil (as for an unknown tool)
+---@field id? string default `c1`, `c2`, …
+---@field result? any
+---@field error? string
+---@field started_ms? number
+---@field ended_ms? number
 
 --- Declare a suite: the returned object takes `suite:tool{}` and `suite:case{}`; a suite file returns it.
 ---@param spec evalua.SuiteSpec
@@ -195,6 +279,20 @@ function evalua.user.script(turns) end
 ---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
 ---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured
+---@field held_out_max_runs? integer held-out runs of the same cases and version before `run` warns (default 5; SPEC §13)
+---@field faults? table<string, evalua.Fault|evalua.Fault[]> faults injected on purpose, by tool name, in every case
+
+--- A fault injected on purpose into a tool's calls. The call is recorded as `faulted` with the fault.
+--- `error`, `rate_limit` and `timeout`: the handler does not run and the agent gets an error;
+--- `empty`, `partial` and `stale`: the handler runs and the agent gets a reshaped result, as a success.
+---@class evalua.Fault
+---@field kind "error"|"rate_limit"|"timeout"|"empty"|"partial"|"stale" what the fault does (required)
+---@field on_call? integer|integer[] fire on these calls of the tool (1-based, counting the calls that pass validation and policy)
+---@field probability? number fire on each call with this probability, drawn from the trial's seed (not with `on_call`); with neither, every call
+---@field retry_after_s? number `rate_limit`: the wait the agent is told to respect (default 1)
+---@field message? string `error`, `rate_limit`, `timeout`: the error text the agent gets
+---@field keep? number `partial`: the share of lists (or of fields, or of a string's characters) kept, 0..1 (default 0.5)
+---@field age_s? number `stale`: how far dates and datetimes in the result move into the past, in seconds (default 86400)
 
 --- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
 ---@class evalua.Budget
@@ -210,6 +308,7 @@ function evalua.user.script(turns) end
 ---@field schema? string SQL file (relative to the suite) run before each case's fixture
 ---@field clock? string the frozen clock, an ISO 8601 datetime (e.g. `"2026-11-03T10:00:00Z"`); `os.time()`/`os.date()` read it
 ---@field workdir? string|evalua.GitWorkdir the initial work tree, copied for each trial: a folder (relative to the suite) or a git bundle
+---@field max_fixture_mb? number the largest schema or fixture file accepted, in MiB (default 64; `EVALUA_MAX_FIXTURE_MB` overrides)
 
 --- A work tree from a git bundle: cloned once per run (with the `git` CLI), checked out at `rev`, `.git` dropped.
 ---@class evalua.GitWorkdir
@@ -265,6 +364,7 @@ function Suite:case(spec) end
 ---@field description? string what the tool does, as the agent reads it
 ---@field params? evalua.JsonSchema JSON Schema of the arguments (default `{ type = "object" }`); a call that does not validate is `rejected`
 ---@field effect? evalua.Effect `"read"` (default), `"write"` or `"external"`
+---@field forbidden_in_attack? boolean an attack case must not call it: requests count as attempts, denials as blocked (SPEC §13)
 ---@field requires? string[] tools that must have executed earlier in the trial; otherwise the call is `denied`
 ---@field run fun(ctx: evalua.Ctx, args: table): any the handler: its return value (JSON-like) is the result the agent gets; raising makes the call `failed`
 
@@ -284,7 +384,7 @@ function Suite:case(spec) end
 ---@class evalua.CaseSpec
 ---@field id string the case's id: letters, digits, `_`, `-`, `.` (required, unique in the suite)
 ---@field split? evalua.Split `"dev"` (default) or `"held_out"`
----@field tags? string[] labels to select and group cases (`--select`)
+---@field tags? string[] labels to select and group cases (`--tag`)
 ---@field difficulty? string free label, e.g. `"easy"`
 ---@field input string the task given to the agent (required)
 ---@field fixture? string SQL file (relative to the suite) loaded after the sandbox schema
@@ -298,6 +398,7 @@ function Suite:case(spec) end
 ---@field metadata? table free data, kept with the case
 ---@field clock? string this case's frozen clock (ISO 8601), overriding the sandbox's
 ---@field workdir? string|evalua.GitWorkdir this case's initial work tree, overriding `sandbox.workdir`
+---@field faults? table<string, evalua.Fault|evalua.Fault[]|false> this case's faults by tool: they replace the suite's for that tool (`false`: none)
 
 --- A declared case, as returned by `suite:case` and seen as `ctx.case` / `t.case`.
 ---@class evalua.Case
@@ -326,6 +427,9 @@ function Suite:case(spec) end
 ---@field run fun(t: evalua.Trial): evalua.Verdict, any returns true/false (or `host.SKIP`) and evidence (any JSON-like value)
 ---@field kind? string the constructor that made it (`"sql"`, `"answer"`, `"judge"`, ...)
 ---@field judge? table a judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria or question
+---@field tools? string[] tool names the check mentions: each must be a tool of the suite (`evalua check` verifies)
+---@field sql? string[] SQL queries the check runs: each is prepared against the case's fixture before any trial
+---@field where? string `file:line` of the check's declaration
 
 --- The finished trial, as a check's `run(t)` sees it.
 ---@class evalua.Trial
@@ -387,6 +491,17 @@ function Trial.run_tests(spec) end
 ---@field error? string why it failed, was rejected or denied
 ---@field started_ms number when it started, in ms since the trial started
 ---@field ended_ms number when it ended, in ms since the trial started
+---@field fault? evalua.CallFault the fault injected on this call (status `faulted`)
+
+--- An injected fault, as recorded on its call.
+---@class evalua.CallFault
+---@field kind string the fault's kind (`"rate_limit"`, `"empty"`, ...)
+---@field rule string which rule fired: `"on_call 2"`, `"probability 0.3"`, `"every call"`
+---@field retry_after_s? number `rate_limit`: the wait the agent was told
+---@field message? string the error the agent got, for kinds that fail the call
+---@field handler_ran boolean whether the handler ran (its effects happened)
+---@field handler_result? any what the handler returned, before the fault reshaped it
+---@field changed? integer how many values the reshaping changed
 
 --- One turn of the conversation.
 ---@class evalua.Message

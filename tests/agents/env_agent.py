@@ -7,8 +7,9 @@ import json
 import os
 import sys
 
-sys.dont_write_bytecode = True  # keep suites/agents free of __pycache__
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # keep the tree free of __pycache__
+# The protocol helpers a user copies live with the example agents.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "suites", "agents"))
 from evalua_protocol import recv, send  # noqa: E402
 
 recv()

@@ -1,4 +1,4 @@
--- suites/refunds_shop.lua: the shop's tools and cases, shared by the refunds
+-- suites/shared/refunds_shop.lua: the shop's tools and cases, shared by the refunds
 -- suites (scripted agent in refunds.lua, a Python agent in refunds_python.lua).
 
 local check  = require("evalua.check")

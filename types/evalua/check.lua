@@ -142,7 +142,7 @@ function check.retries(opts) end
 function check.no_writes(opts) end
 
 --- Passes when the agent's run ended one of these ways (default { "final" }).
----@param list? ("final"|"deadline"|"budget"|"crashed"|"protocol_error")[]
+---@param list? ("final"|"deadline"|"budget"|"crashed"|"protocol_error"|"infra_error")[]
 ---@param opts? evalua.CheckOpts
 ---@return evalua.Check
 function check.ended(list, opts) end

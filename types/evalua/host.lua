@@ -89,6 +89,12 @@ function host.exists(p) end
 ---@return string location
 function host.caller(level) end
 
+--- Wrap `f` in a host function that calls `f(where, ...)` with its caller's `file:line` and prefixes
+--- any error `f` raises with it; being a host function, it keeps the line even in a tail call.
+---@param f fun(where: string, ...): ...
+---@return function
+function host.located(f) end
+
 --- `file:line` where function `f` is defined.
 ---@param f function
 ---@return string location
@@ -191,8 +197,6 @@ function host.glob_match(patterns, path) end
 ---@return string[] notes
 function host.find_secrets(names, patterns, items) end
 
-return host
-
 --- The value of an environment variable named EVALUA_* (nil when unset or empty); other names raise.
 ---@param name string
 ---@return string|nil
@@ -202,3 +206,5 @@ function host.getenv(name) end
 ---@param provider "openai"|"anthropic"
 ---@return boolean
 function host.model_configured(provider) end
+
+return host

@@ -1,0 +1,63 @@
+//! `evalua regrade RUN_DIR`: the suite's current checks on a finished run's
+//! recorded trials (SPEC §10). No agent runs; a new run dir records
+//! `regraded_from` and both grader hashes, with the usual figures, gates and
+//! reports.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::error::Result;
+use crate::record::rundir::{RunDir, new_run_id};
+use crate::report::sinks;
+use crate::run::{Sink, regrade};
+
+pub struct RegradeArgs {
+    pub dir: PathBuf,
+    pub suite: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+    pub allow_fixture_change: bool,
+    pub jobs: usize,
+    pub quiet: bool,
+    /// The command line, for the manifest.
+    pub argv: Vec<String>,
+}
+
+pub fn regrade(a: RegradeArgs) -> Result<u8> {
+    let started = Instant::now();
+    let r = regrade::prepare(&a.dir, a.suite.as_deref(), a.allow_fixture_change, &a.argv)?;
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    let run_id = new_run_id();
+    let dir = RunDir::create(a.out.as_deref(), &r.plan.suite.name, &run_id)?;
+    let manifest = r.manifest(&run_id, a.jobs, &a.argv);
+    dir.write_manifest(&manifest)?;
+
+    let mut trials_file = sinks::TrialsFile::create(&dir)?;
+    let mut progress = sinks::Progress::new(!a.quiet);
+    let mut tests = sinks::TestsReport::default();
+    let mut all: [&mut dyn Sink; 3] = [&mut trials_file, &mut progress, &mut tests];
+    r.execute(a.jobs, &dir, &mut all)?;
+    drop(progress);
+    let data = super::run::conclude(&dir, false, &tests)?;
+    let old_grader = short(&r.old_manifest.grader_sha256);
+    println!(
+        "regraded {} trials of {} ({}) in {:.1} s: grader {} → {}",
+        r.records.len(),
+        shown(&a.dir),
+        r.old_manifest.run_id,
+        started.elapsed().as_secs_f64(),
+        old_grader,
+        short(&manifest.grader_sha256),
+    );
+    println!("compare: evalua compare {} {}", shown(&a.dir), shown(&dir.path));
+    Ok(if data.gates_passed() { 0 } else { 1 })
+}
+
+fn short(h: &str) -> String {
+    if h.is_empty() { "unknown".into() } else { h.chars().take(12).collect() }
+}
+
+fn shown(p: &Path) -> String {
+    p.display().to_string()
+}

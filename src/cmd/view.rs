@@ -1,0 +1,13 @@
+//! `evalua view [DIR…]`: serve the local page over the run dirs under DIR
+//! (default `runs/`) until stopped.
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::view;
+
+pub fn view(dirs: Vec<PathBuf>, port: Option<u16>, open: bool, trace_url: Option<String>) -> Result<u8> {
+    let dirs = if dirs.is_empty() { vec![PathBuf::from("runs")] } else { dirs };
+    view::serve(view::Options { dirs, port, open, trace_url })?;
+    Ok(0)
+}

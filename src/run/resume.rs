@@ -1,0 +1,295 @@
+//! `--resume RUN_DIR` and `--retry-errors RUN_DIR` (SPEC §11): trials.jsonl
+//! is the truth. The finished trials it holds are kept; the rest of the plan
+//! runs with the same seeds. A run dir whose manifest does not match the
+//! suite, its fixtures, its agent or the flags is refused (exit 2): mixing
+//! two different runs' trials would make figures that describe neither.
+//!
+//! Kept are the records of planned trials that did not end `interrupted`
+//! (with `--retry-errors`, also not `infra_error`). trials.jsonl is first
+//! rewritten (atomically) to hold just those, in plan order; the new trials
+//! are appended as they finish; once every planned trial is recorded the file
+//! is put in plan order again, so a resumed run's trials.jsonl equals an
+//! uninterrupted run's apart from timings.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+
+use super::scheduler::{Kept, RunOptions, work};
+use crate::error::{Error, Result};
+use crate::record::manifest::Resume;
+use crate::record::{Ended, Manifest, Outcome, RunDir, Trace, TrialRecord};
+use crate::sandbox::trial_seed;
+use crate::trial::{self, Plan};
+
+/// Which trials of the old run are run again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Those without a record, and the interrupted ones.
+    Resume,
+    /// Those, and every `infra_error` one.
+    RetryErrors,
+}
+
+impl Mode {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Mode::Resume => "--resume",
+            Mode::RetryErrors => "--retry-errors",
+        }
+    }
+}
+
+/// A record read back from trials.jsonl, with its line as written.
+pub struct Line {
+    pub line: String,
+    pub record: TrialRecord,
+}
+
+/// Read trials.jsonl for a resume. A last line cut short (evalua killed while
+/// writing it, so it has no newline) is dropped; any other unreadable line is
+/// an error with `file:line`.
+pub fn read_lines(dir: &RunDir) -> Result<(Vec<Line>, bool)> {
+    let path = dir.file("trials.jsonl");
+    let mut text = String::new();
+    match std::fs::File::open(&path) {
+        Ok(mut f) => {
+            f.read_to_string(&mut text).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
+        Err(e) => return Err(Error::Input(format!("{}: {e}", path.display()))),
+    }
+    let torn = !text.is_empty() && !text.ends_with('\n');
+    let complete = if torn { &text[..text.rfind('\n').map(|i| i + 1).unwrap_or(0)] } else { &text[..] };
+    let mut out = Vec::new();
+    for (n, line) in complete.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: TrialRecord = serde_json::from_str(line)
+            .map_err(|e| Error::Input(format!("{}:{}: not a trial record: {e}", path.display(), n + 1)))?;
+        out.push(Line { line: line.to_string(), record });
+    }
+    Ok((out, torn))
+}
+
+/// Why `old` (the run dir's manifest) and `new` (built from the suite and
+/// flags now) do not describe the same run, if they do not.
+pub fn mismatch(old: &Manifest, new: &Manifest) -> Option<String> {
+    let differ = |what: &str, a: String, b: String| (a != b).then(|| format!("{what}: {a} then, {b} now"));
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "none".to_string());
+    let filters = |f: &crate::record::manifest::Filters| {
+        let mut v = Vec::new();
+        if let Some(c) = &f.case {
+            v.push(format!("--case {c}"));
+        }
+        v.extend(f.tags.iter().map(|t| format!("--tag {t}")));
+        if let Some(s) = &f.split {
+            v.push(format!("--split {s}"));
+        }
+        if v.is_empty() { "none".to_string() } else { v.join(" ") }
+    };
+    let short = |s: &str| s.get(..12).unwrap_or(s).to_string();
+    let json = |v: &serde_json::Value| v.to_string();
+    if let Some(d) = differ("the suite's name", old.suite.name.clone(), new.suite.name.clone())
+        .or_else(|| differ("the suite's version", opt(old.suite.version.clone()), opt(new.suite.version.clone())))
+        .or_else(|| differ("the suite file (sha256)", short(&old.suite.sha256), short(&new.suite.sha256)))
+        .or_else(|| {
+            differ(
+                "the sandbox schema",
+                opt(old.suite.schema.as_ref().and_then(|s| s.sha256.as_deref()).map(short)),
+                opt(new.suite.schema.as_ref().and_then(|s| s.sha256.as_deref()).map(short)),
+            )
+        })
+        .or_else(|| differ("the graders and modules (sha256)", short(&old.grader_sha256), short(&new.grader_sha256)))
+        .or_else(|| differ("the tools (sha256)", short(&old.tool_contract_sha256), short(&new.tool_contract_sha256)))
+        .or_else(|| differ("the agent", json(&old.agent), json(&new.agent)))
+        .or_else(|| differ("the budget", json(&serde_json::json!(old.budget)), json(&serde_json::json!(new.budget))))
+        .or_else(|| differ("--seed", old.seed.to_string(), new.seed.to_string()))
+        .or_else(|| differ("--trials", opt(old.trials.map(|t| t.to_string())), opt(new.trials.map(|t| t.to_string()))))
+        .or_else(|| differ("--partition", opt(old.partition.clone()), opt(new.partition.clone())))
+        .or_else(|| differ("the case filters", filters(&old.filters), filters(&new.filters)))
+        .or_else(|| {
+            let names = |m: &Manifest| {
+                m.gates.iter().map(|g| format!("{}={}", g.name, g.threshold)).collect::<Vec<_>>().join(", ")
+            };
+            differ("the gates", names(old), names(new))
+        })
+    {
+        return Some(d);
+    }
+    let ids = |m: &Manifest| m.cases.iter().map(|c| c.id.clone()).collect::<Vec<_>>().join(", ");
+    if let Some(d) = differ("the cases", ids(old), ids(new)) {
+        return Some(d);
+    }
+    for (a, b) in old.cases.iter().zip(&new.cases) {
+        if a.trials != b.trials {
+            return Some(format!("case '{}': {} trials then, {} now", a.id, a.trials, b.trials));
+        }
+        if a.revision != b.revision {
+            let what = if a.fixture_sha256 != b.fixture_sha256 {
+                "its fixture"
+            } else {
+                "its declaration, clock or work tree"
+            };
+            return Some(format!("case '{}': {what} changed", a.id));
+        }
+        if a.agent != b.agent {
+            return Some(format!("case '{}': its agent changed", a.id));
+        }
+    }
+    None
+}
+
+/// A case with no clock of its own (nor the suite's) is frozen at the time
+/// its run started: a resumed run keeps that clock, as its trials saw it.
+pub fn adopt_clocks(plan: &mut Plan, old: &Manifest) {
+    for case in &mut plan.cases {
+        if case.spec.clock.is_some() || plan.suite.clock.is_some() {
+            continue;
+        }
+        let Some(entry) = old.cases.iter().find(|c| c.id == case.spec.id) else { continue };
+        if let Ok(secs) = crate::util::time::instant(&entry.clock, "UTC") {
+            case.clock = secs as i64;
+            case.clock_text = entry.clock.clone();
+        }
+    }
+}
+
+/// What a resume starts from: the trials kept (by index in the plan's work)
+/// and the history entry for the manifest.
+pub struct Prepared {
+    pub kept: BTreeMap<usize, Kept>,
+    pub entry: Resume,
+}
+
+/// Check the run dir against the plan and flags, keep its finished trials,
+/// and rewrite trials.jsonl to hold just them (in plan order).
+pub fn prepare(
+    dir: &RunDir,
+    plan: &Plan,
+    opts: &RunOptions,
+    new: &Manifest,
+    mode: Mode,
+    argv: &[String],
+) -> Result<(Manifest, Prepared)> {
+    let shown = dir.path.display();
+    let old = dir.read_manifest()?;
+    if old.merged_from.is_some() {
+        return Err(Error::Input(format!(
+            "{shown}: a merged run cannot be resumed; resume its parts, then merge them"
+        )));
+    }
+    if let Some(why) = mismatch(&old, new) {
+        return Err(Error::Input(format!(
+            "{} {shown}: the run dir is not a run of this suite with these flags ({why}); start a new run instead",
+            mode.flag()
+        )));
+    }
+    let (lines, torn) = read_lines(dir)?;
+    if torn {
+        eprintln!(
+            "warning: {shown}/trials.jsonl: its last line was cut short (evalua was killed while writing it); that trial runs again"
+        );
+    }
+    let work = work(plan, opts.partition);
+    let index: HashMap<(&str, u32), usize> =
+        work.iter().enumerate().map(|(i, &(c, t))| ((plan.cases[c].spec.id.as_str(), t), i)).collect();
+    let mut keep: BTreeMap<usize, Line> = BTreeMap::new();
+    let path = dir.file("trials.jsonl");
+    for l in lines {
+        let r = &l.record;
+        let Some(&i) = index.get(&(r.case.as_str(), r.trial)) else {
+            return Err(Error::Input(format!(
+                "{}: a record of {}#{}, which this run does not plan; start a new run instead",
+                path.display(),
+                r.case,
+                r.trial
+            )));
+        };
+        if r.seed != trial_seed(plan.seed, &r.case, r.trial) {
+            return Err(Error::Input(format!(
+                "{}: the record of {}#{} was made with another seed; start a new run instead",
+                path.display(),
+                r.case,
+                r.trial
+            )));
+        }
+        let again = r.ended == Ended::Interrupted || (mode == Mode::RetryErrors && r.outcome == Outcome::InfraError);
+        if again {
+            keep.remove(&i);
+        } else {
+            // A later record of the same trial supersedes an earlier one.
+            keep.insert(i, l);
+        }
+    }
+    let kept_lines: Vec<&str> = keep.values().map(|l| l.line.as_str()).collect();
+    dir.rewrite_trials(&kept_lines)?;
+    // The old summary and reports describe the old records: remove them
+    // until this run writes its own.
+    for f in ["summary.json", "report.md", "report.html", "junit.xml"] {
+        let _ = std::fs::remove_file(dir.file(f));
+    }
+    let entry = Resume {
+        at: jiff::Timestamp::now().to_string(),
+        command: argv.to_vec(),
+        mode: match mode {
+            Mode::Resume => "resume",
+            Mode::RetryErrors => "retry_errors",
+        }
+        .to_string(),
+        kept: keep.len(),
+        run: work.len() - keep.len(),
+    };
+    let kept = keep
+        .into_iter()
+        .map(|(i, l)| {
+            let case = &plan.cases[work[i].0];
+            let trace = dir.read_trace(&l.record).unwrap_or_else(|| trace_of(&l.record, &case.spec.input));
+            let tests = trial::test_rows_of(&case.spec, &l.record.checks);
+            (i, Kept { record: l.record, trace, tests })
+        })
+        .collect();
+    Ok((old, Prepared { kept, entry }))
+}
+
+/// A trace for a kept record whose trace file is missing: what the record says.
+fn trace_of(r: &TrialRecord, input: &str) -> Trace {
+    Trace {
+        case: r.case.clone(),
+        trial: r.trial,
+        seed: r.seed,
+        input: input.to_string(),
+        outcome: r.outcome,
+        ended: r.ended,
+        answer: r.answer.clone(),
+        error: r.error.clone(),
+        messages: Vec::new(),
+        calls: Vec::new(),
+        outbox: Vec::new(),
+        usage: r.usage.clone(),
+        checks: r.checks.clone(),
+        log: Vec::new(),
+        stderr_tail: None,
+        model_calls: Vec::new(),
+        infra_error: r.infra_error.clone(),
+        state: None,
+    }
+}
+
+/// Once every planned trial is recorded: put trials.jsonl in plan order (a
+/// resume appended its trials after the kept ones).
+pub fn normalize_order(dir: &RunDir, plan: &Plan, opts: &RunOptions) -> Result<()> {
+    let (lines, _) = read_lines(dir)?;
+    let work = work(plan, opts.partition);
+    let index: HashMap<(&str, u32), usize> =
+        work.iter().enumerate().map(|(i, &(c, t))| ((plan.cases[c].spec.id.as_str(), t), i)).collect();
+    let mut ordered: Vec<(usize, &str)> = lines
+        .iter()
+        .map(|l| (index.get(&(l.record.case.as_str(), l.record.trial)).copied().unwrap_or(usize::MAX), l.line.as_str()))
+        .collect();
+    if ordered.windows(2).all(|w| w[0].0 <= w[1].0) {
+        return Ok(());
+    }
+    ordered.sort_by_key(|(i, _)| *i);
+    dir.rewrite_trials(&ordered.iter().map(|(_, l)| *l).collect::<Vec<_>>())
+}

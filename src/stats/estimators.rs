@@ -1,0 +1,49 @@
+//! The estimators (SPEC §7) and what they need to know of a case.
+
+/// pass^k = C(c,k)/C(n,k): the chance that k trials drawn without replacement all pass.
+pub fn pass_hat_k(n: u32, c: u32, k: u32) -> f64 {
+    if k == 0 || k > n {
+        return f64::NAN;
+    }
+    if c < k {
+        return 0.0;
+    }
+    (0..k).map(|i| (c - i) as f64 / (n - i) as f64).product()
+}
+
+/// pass@k = 1 − C(n−c,k)/C(n,k): the chance that at least one of k trials passes.
+pub fn pass_at_k(n: u32, c: u32, k: u32) -> f64 {
+    if k == 0 || k > n {
+        return f64::NAN;
+    }
+    let f = n - c;
+    if f < k {
+        return 1.0;
+    }
+    1.0 - (0..k).map(|i| (f - i) as f64 / (n - i) as f64).product::<f64>()
+}
+
+/// The q-quantile (0..1) by linear interpolation between order statistics.
+/// Infinite values are kept as they are (never `inf - inf = NaN`).
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    let (a, b) = (sorted[lo], sorted[hi]);
+    if a == b || !a.is_finite() || !b.is_finite() {
+        return Some(if pos - (lo as f64) < 0.5 { a } else { b });
+    }
+    Some(a + (b - a) * (pos - lo as f64))
+}
+
+/// What the figures need to know about a case, whatever its records say.
+#[derive(Debug, Clone)]
+pub struct CaseInfo {
+    pub id: String,
+    pub weight: f64,
+    pub tags: Vec<String>,
+    pub difficulty: Option<String>,
+}

@@ -1,0 +1,246 @@
+//! `evalua test`: each example of a grader test file becomes a synthetic
+//! finished trial — its calls, answer, messages and outbox in a journal, a
+//! database built from SQL, a work dir written from the example — shown to
+//! the grader through the same `t` and the same `run_checks` as a real trial.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+
+use mlua::{Lua, Table};
+use serde_json::Value as Json;
+
+use super::run_checks;
+use crate::lua::api::t::{self as t_api, TParts};
+use crate::lua::grader_tests::{Example, Expect, FileChange, Group, TestFile};
+use crate::record::{self, CallRecord, CallStatus, CheckResult, Ended, Journal, Message, Outcome, Usage};
+use crate::sandbox::sqlite::{build_template, sql_error_message};
+use crate::sandbox::{open_copy, workdir};
+use crate::util::paths::confine;
+use crate::util::tree::copy_tree;
+
+/// The verdict a grader gave an example.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Got {
+    Pass,
+    Fail,
+    Skip,
+    /// A grader error, with its message.
+    Error(String),
+}
+
+impl Got {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Got::Pass => "pass",
+            Got::Fail => "fail",
+            Got::Skip => "skip",
+            Got::Error(_) => "error",
+        }
+    }
+    fn matches(&self, e: Expect) -> bool {
+        matches!(
+            (self, e),
+            (Got::Pass, Expect::Pass)
+                | (Got::Fail, Expect::Fail)
+                | (Got::Skip, Expect::Skip)
+                | (Got::Error(_), Expect::Error)
+        )
+    }
+}
+
+/// One example's result.
+pub struct ExampleResult {
+    pub grader: String,
+    pub example: String,
+    /// `file:line` of its `evalua.grader_tests` call.
+    pub location: String,
+    pub expected: Expect,
+    pub got: Got,
+    /// Each check's result (a grader may be a group of checks).
+    pub checks: Vec<CheckResult>,
+}
+
+impl ExampleResult {
+    pub fn ok(&self) -> bool {
+        self.got.matches(self.expected)
+    }
+}
+
+/// The verdict of a grader's checks on one trial, by the outcome logic of SPEC §8.
+fn verdict(checks: &[CheckResult]) -> Got {
+    match record::outcome_of(false, checks) {
+        Outcome::Failed | Outcome::Critical => Got::Fail,
+        Outcome::GraderError => Got::Error(
+            checks.iter().find_map(|c| c.error.clone()).unwrap_or_else(|| "the check could not decide".into()),
+        ),
+        _ if !checks.is_empty() && checks.iter().all(|c| c.skipped) => Got::Skip,
+        _ => Got::Pass,
+    }
+}
+
+/// Run every example of a loaded test file. An example that cannot be built
+/// (its SQL fails, a file cannot be written) is an error of the test file:
+/// `Err("file:line: …")`.
+pub fn run_file(file: &TestFile) -> Result<Vec<ExampleResult>, String> {
+    let mut out = Vec::new();
+    for g in &file.groups {
+        for (ex, case) in &g.examples {
+            let checks = run_example(&file.lua, g, ex, case.as_ref())
+                .map_err(|e| format!("{}: example '{}': {e}", g.location, ex.name))?;
+            out.push(ExampleResult {
+                grader: g.name.clone(),
+                example: ex.name.clone(),
+                location: g.location.clone(),
+                expected: ex.expect,
+                got: verdict(&checks),
+                checks,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn write_files(root: &Path, files: impl Iterator<Item = (String, Option<String>)>) -> Result<(), String> {
+    std::fs::create_dir_all(root).map_err(|e| e.to_string())?;
+    for (rel, content) in files {
+        let p = confine(root, &rel).map_err(|e| format!("files: {e}"))?;
+        match content {
+            Some(text) => {
+                if let Some(parent) = p.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| format!("files: {rel}: {e}"))?;
+                }
+                std::fs::write(&p, text).map_err(|e| format!("files: {rel}: {e}"))?;
+            }
+            None => {
+                if p.is_dir() {
+                    std::fs::remove_dir_all(&p).map_err(|e| format!("files: {rel}: {e}"))?;
+                } else if p.exists() {
+                    std::fs::remove_file(&p).map_err(|e| format!("files: {rel}: {e}"))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Result<Vec<CheckResult>, String> {
+    // The database: schema + fixture make the initial state, `sql` the final one.
+    let (initial, conn) = match &ex.db {
+        Some(db) => {
+            let files: Vec<&Path> = db.schema.iter().chain(db.fixture.iter()).map(|p| p.as_path()).collect();
+            let image = build_template(&files, (crate::lua::load::DEFAULT_MAX_FIXTURE_MB * 1024.0 * 1024.0) as u64)
+                .map_err(|e| format!("db: {e}"))?;
+            let conn = open_copy(&image, false).map_err(|e| format!("db: {e}"))?;
+            if let Some(sql) = &db.sql {
+                conn.execute_batch(sql).map_err(|e| format!("db.sql: {}", sql_error_message(&e)))?;
+            }
+            (Some(image), conn)
+        }
+        None => (None, crate::sandbox::open_empty().map_err(|e| e.to_string())?),
+    };
+
+    // The work dir: `workdir` and `initial_files` make the initial tree, `files` change it.
+    let tmp = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
+    let (before, after) = (tmp.path().join("initial"), tmp.path().join("final"));
+    let has_tree = ex.workdir.is_some() || !ex.initial_files.is_empty() || !ex.files.is_empty();
+    if has_tree {
+        if let Some(w) = &ex.workdir {
+            copy_tree(w, &before).map_err(|e| format!("workdir {}: {e}", w.display()))?;
+        }
+        write_files(&before, ex.initial_files.iter().map(|(k, v)| (k.clone(), Some(v.clone()))))?;
+        copy_tree(&before, &after).map_err(|e| e.to_string())?;
+        write_files(
+            &after,
+            ex.files.iter().map(|(k, v)| {
+                (
+                    k.clone(),
+                    match v {
+                        FileChange::Write(s) => Some(s.clone()),
+                        FileChange::Delete(_) => None,
+                    },
+                )
+            }),
+        )?;
+    }
+    let diff = if has_tree {
+        workdir::diff(Some(&before), &after).map_err(|e| format!("t.diff: {e}"))?
+    } else {
+        workdir::Diff::default()
+    };
+
+    // The journal: calls, messages, outbox, usage.
+    let calls: Vec<CallRecord> = ex
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| CallRecord {
+            id: c.id.clone().unwrap_or_else(|| format!("c{}", i + 1)),
+            requested_id: None,
+            fault: None,
+            name: c.name.clone(),
+            args: c.args.clone().filter(|a| !a.is_null()).unwrap_or_else(|| Json::Object(Default::default())),
+            status: c.status.unwrap_or(CallStatus::Executed),
+            effect: c.effect.clone(),
+            result: c.result.clone(),
+            error: c.error.clone(),
+            started_ms: c.started_ms.unwrap_or(0.0),
+            ended_ms: c.ended_ms.unwrap_or(0.0),
+        })
+        .collect();
+    let messages = ex.messages.clone().unwrap_or_else(|| {
+        if ex.answer.is_empty() {
+            Vec::new()
+        } else {
+            vec![Message { role: "agent".into(), content: ex.answer.clone(), call_id: None }]
+        }
+    });
+    let u = ex.usage.clone().unwrap_or_default();
+    let usage = Usage {
+        input_tokens: u.input_tokens.unwrap_or(0),
+        output_tokens: u.output_tokens.unwrap_or(0),
+        cost_usd: u.cost_usd.unwrap_or(0.0),
+        turns: u.turns.unwrap_or(1),
+        tool_calls: u.tool_calls.unwrap_or(calls.len() as u32),
+        wall_ms: u.wall_ms.unwrap_or(0.0),
+    };
+    let journal = Journal { calls, messages, outbox: ex.outbox.clone(), usage, ..Journal::new() };
+
+    let case_table = match case {
+        Some(c) => c.clone(),
+        None => {
+            let c = lua.create_table().map_err(|e| e.to_string())?;
+            c.raw_set("id", ex.name.as_str()).map_err(|e| e.to_string())?;
+            c
+        }
+    };
+    let tests_ran = Rc::new(RefCell::new(Vec::new()));
+    // `t` dies with the example (a check that stashes it cannot use it later).
+    let grading = crate::lua::api::phase::Phase::new();
+    let t = t_api::build(
+        lua,
+        TParts {
+            case_table: &case_table,
+            trial: ex.trial.unwrap_or(1),
+            seed: 0,
+            answer: &ex.answer,
+            ended: ex.ended.unwrap_or(Ended::Final),
+            error: ex.error.as_deref(),
+            journal: &journal,
+            conn: Rc::new(conn),
+            initial,
+            workdir: &after,
+            diff: &diff,
+            tests_ran,
+            phase: grading.clone(),
+            // Test runners see the system folders and the example's tree, nothing else.
+            view: crate::process::View::default(),
+        },
+    )
+    .map_err(|e| format!("cannot build the trial: {e}"))?;
+    let tables: Vec<Table> = g.checks.iter().map(|(t, _, _)| t.clone()).collect();
+    let infos: Vec<(&str, bool)> = g.checks.iter().map(|(_, n, c)| (n.as_str(), *c)).collect();
+    let results = run_checks(lua, &tables, &infos, &t);
+    grading.end();
+    Ok(results)
+}

@@ -1,0 +1,162 @@
+//! A recorded trial, graded again (SPEC §10): its final state rebuilt from
+//! the case's templates and the changes its run kept, its journal (calls,
+//! messages, outbox, usage) read back from its trace, and the plan's current
+//! checks run on it through the same `prepare` → `finish` → `grade` path as a
+//! live trial. Nothing plays the agent: no agent process, no model call and
+//! no tool handler runs; the agent's part "ends" as the trace says it did.
+
+use std::path::Path;
+
+use super::{
+    AgentEnd, CasePlan, Ending, Plan, Recorded, Start, TrialOutput, all_errors, finish, infra, prepare, worker,
+};
+use crate::lua::engine as lua;
+use crate::record::state::{DbFormat, StateRecord};
+use crate::record::{self, Journal, KeptState, Outcome, RunDir, Trace, TrialRecord};
+use crate::sandbox::{self, changes};
+
+/// Re-grade the recorded trial `rec` of the run dir `old` with the plan's
+/// checks. A trial whose state or trace cannot be read back becomes a grader
+/// error naming the file; an infrastructure error stays one (its agent never
+/// ran, there is nothing to grade).
+pub fn regrade(plan: &Plan, case: &CasePlan, old: &RunDir, rec: &TrialRecord) -> TrialOutput {
+    if rec.outcome == Outcome::InfraError {
+        let mut out = infra(case, rec.trial, rec.seed, rec.error.clone().unwrap_or_default());
+        if let Ok(trace) = old.load_trace(rec) {
+            out.trace = trace;
+        }
+        out.record = TrialRecord { trace: out.record.trace.clone(), ..rec.clone() };
+        return out;
+    }
+    let trace = match old.load_trace(rec) {
+        Ok(t) => t,
+        Err(e) => return unrebuildable(case, rec, None, &e),
+    };
+    let Some(state) = trace.state.clone() else {
+        let why =
+            format!("{}: no kept state for this trial (the run did not keep it)", old.path.join(&rec.trace).display());
+        return unrebuildable(case, rec, Some(trace), &why);
+    };
+    if let Some(e) = &state.error {
+        let why = format!("{}: the run could not keep this trial's state: {e}", old.path.join(&rec.trace).display());
+        return unrebuildable(case, rec, Some(trace), &why);
+    }
+    let workdir = plan.workdir(case, rec.trial);
+    let out = match rebuild(case, old, rec, &state, &workdir) {
+        Ok(conn) => graded(plan, case, old, rec, trace, state, conn, &workdir),
+        Err(e) => unrebuildable(case, rec, Some(trace), &e),
+    };
+    if workdir.exists() {
+        let _ = std::fs::remove_dir_all(&workdir);
+    }
+    out
+}
+
+/// The trial's final database (returned) and work dir (written to `workdir`).
+fn rebuild(
+    case: &CasePlan,
+    old: &RunDir,
+    rec: &TrialRecord,
+    state: &StateRecord,
+    workdir: &Path,
+) -> Result<rusqlite::Connection, String> {
+    let template = || match &case.template {
+        Some(image) => sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}")),
+        None => sandbox::open_empty().map_err(|e| e.to_string()),
+    };
+    let conn = match &state.db {
+        None => template()?,
+        Some(d) => {
+            let bytes = old.read_db_change(&rec.case, rec.trial, d).map_err(|e| e.0)?;
+            let file =
+                || old.path.join(format!("{}.{}", record::state_name(&rec.case, rec.trial), d.format.extension()));
+            match d.format {
+                DbFormat::Changeset => {
+                    let conn = template()?;
+                    changes::apply(&conn, &bytes)
+                        .map_err(|e| format!("{}: does not apply to the case's fixture: {e}", file().display()))?;
+                    conn
+                }
+                DbFormat::Image => sandbox::open_copy(&bytes, false)
+                    .map_err(|e| format!("{}: not a SQLite image: {e}", file().display()))?,
+            }
+        }
+    };
+    if let Some(t) = &case.work {
+        crate::util::tree::copy_tree(&t.dir, workdir).map_err(|e| format!("cannot copy the work-dir fixture: {e}"))?;
+    }
+    if !state.files.is_empty() || !state.deleted.is_empty() {
+        old.restore_files(&rec.case, rec.trial, state, workdir).map_err(|e| e.0)?;
+    }
+    Ok(conn)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn graded(
+    plan: &Plan,
+    case: &CasePlan,
+    old: &RunDir,
+    rec: &TrialRecord,
+    trace: Trace,
+    state: StateRecord,
+    conn: rusqlite::Connection,
+    workdir: &Path,
+) -> TrialOutput {
+    let journal = Journal {
+        calls: trace.calls,
+        messages: trace.messages,
+        outbox: trace.outbox,
+        usage: trace.usage,
+        model_calls: trace.model_calls,
+        ..Journal::new()
+    };
+    let trial = match prepare(plan, case, rec.trial, rec.seed, workdir, Start::Recorded(Box::new((conn, journal)))) {
+        Ok(t) => t,
+        Err(e) => {
+            worker::forget();
+            let mut out = unrebuildable(case, rec, None, &format!("cannot prepare the trial: {e}"));
+            out.trace.state = Some(state);
+            return out;
+        }
+    };
+    let lua_state = trial.lua.clone();
+    let trips = lua::limits(&lua_state).trips();
+    let end = AgentEnd {
+        ended: trace.ended,
+        answer: trace.answer,
+        error: trace.error,
+        infra: false,
+        stderr_tail: trace.stderr_tail,
+    };
+    let kept = KeptState::Copied { from: old.clone(), case: rec.case.clone(), trial: rec.trial, record: state.clone() };
+    let recorded = Recorded { wall_ms: rec.wall_ms, log: trace.log, state, kept: Some(kept) };
+    let out = finish(trial, end, Ending::Recorded(Box::new(recorded)));
+    worker::retire_if_dirty(&lua_state, trips);
+    worker::keep_suite_if_unchanged(&lua_state);
+    out
+}
+
+/// A trial that cannot be shown to its checks: every check a grader error
+/// naming why (the file that is missing, corrupt or does not apply).
+fn unrebuildable(case: &CasePlan, rec: &TrialRecord, trace: Option<Trace>, why: &str) -> TrialOutput {
+    let checks = all_errors(&case.spec, &format!("cannot re-grade: {why}"));
+    let outcome = record::outcome_of(false, &checks);
+    let record =
+        TrialRecord { outcome, checks: checks.clone(), trace: record::trace_name(&rec.case, rec.trial), ..rec.clone() };
+    let mut out = infra(case, rec.trial, rec.seed, String::new());
+    let trace = match trace {
+        Some(t) => Trace { outcome, checks, ..t },
+        None => Trace {
+            outcome,
+            ended: rec.ended,
+            answer: rec.answer.clone(),
+            error: rec.error.clone(),
+            usage: rec.usage.clone(),
+            checks,
+            ..out.trace
+        },
+    };
+    out.record = record;
+    out.trace = trace;
+    out
+}
