@@ -169,6 +169,32 @@ xpcall = function(f, handler, ...)
     return handler(e)
   end, ...)
 end
+-- A coroutine whose error came out of the instruction hook is left with
+-- hooks off (Lua restores them only for a pcall inside the coroutine), and
+-- closing it (coroutine.close, or coroutine.wrap after an error) would run
+-- its __close metamethods where no limit can stop them: such a coroutine is
+-- never closed.
+local raw_create, raw_resume, raw_close = coroutine.create, coroutine.resume, coroutine.close
+local raw_pack, raw_unpack = table.pack, table.unpack
+local stopped = raw_setmetatable({}, { __mode = "k" })
+coroutine.resume = function(co, ...)
+  local r = raw_pack(raw_resume(co, ...))
+  if not r[1] and tripped() then stopped[co] = true end
+  return raw_unpack(r, 1, r.n)
+end
+coroutine.close = function(co)
+  if stopped[co] then return false, "the coroutine was stopped by a limit" end
+  return raw_close(co)
+end
+coroutine.wrap = function(f)
+  local co = raw_create(f)
+  return function(...)
+    local r = raw_pack(raw_resume(co, ...))
+    if r[1] then return raw_unpack(r, 2, r.n) end
+    if tripped() then stopped[co] = true else raw_close(co) end
+    raw_error(r[2], 2)
+  end
+end
 -- Reading the collector is fine; steering it would leak into later trials.
 collectgarbage = function(opt, ...)
   opt = opt or "collect"
