@@ -310,10 +310,10 @@ fn agent_cannot_see_the_template_other_trials_or_the_suite_folder() {
 cat "$S/hidden/test_secret.py" >/dev/null 2>&1 && saw="$saw suite-read"
 echo TAMPERED >> "$S/hidden/test_secret.py" 2>/dev/null && saw="$saw suite-write"
 P=$(readlink /proc/$PPID/cwd 2>/dev/null); [ -n "$P" ] && [ -e "$P/suite.lua" ] && saw="$saw harness-cwd"
-me=$(basename "$PWD")
+me=$(realpath app.py)
 for f in ../*/app.py ../../*/*/app.py /tmp/*/*/app.py; do
-  case "$f" in "../$me/app.py") continue;; esac
   [ -f "$f" ] || continue
+  [ "$(realpath "$f")" = "$me" ] && continue
   echo TAMPERED >> "$f" 2>/dev/null && saw="$saw wrote:$f"
 done
 grep -q TAMPERED app.py && saw="$saw started-tampered"
@@ -343,8 +343,9 @@ fn trial_cannot_find_another_trials_mcp_url_or_proxy_key() {
     if !sandbox_available() {
         return;
     }
+    // The pattern does not match its own command line (grep's is visible to the agent: it is its own process).
     let script = "sleep 1.5; for p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null | tr '\\0' '\\n'; done \
-                  | grep -oE 'EVALUA_MCP_URL=[^ ]+|evalua-proxy-[0-9a-f]+' | sort -u; true";
+                  | grep -oE 'EVALUA_MCP_UR[L]=http[^ ]+|evalua-proxy-[0-9a-f]+' | sort -u; true";
     let agent = format!(
         "evalua.agent.command {{ cmd = {{ 'sh', '-c', {script:?}, 'agent' }}, io = 'plain', tools = 'mcp', model_proxy = true }}"
     );
