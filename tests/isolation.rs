@@ -524,3 +524,54 @@ fn write_file_cannot_be_raced_out_of_the_work_dir_with_a_symlink_swap() {
     let executed = recs[0]["calls"]["executed"].as_u64().unwrap_or(0);
     assert!(executed > 0, "some writes went through: {}", recs[0]);
 }
+
+// ---------------------------------------------------------------------------
+// The sandbox is not optional: no sandbox, no run (unless opted out, loudly).
+
+#[test]
+fn without_a_sandbox_the_run_refuses_in_one_line_and_isolation_none_is_loud_and_recorded() {
+    let suite = format!(
+        "{HEAD}local suite = evalua.suite {{ name = 's' }}\n\
+         suite:case {{ id = 'c', input = 'go', agent = {}, expect = {{ function(t) return true end }} }}\nreturn suite\n",
+        plain_agent("echo hi")
+    );
+    let dir = project(&[("suite.lua", &suite)]);
+    let env = [("EVALUA_BWRAP", "/nonexistent/bwrap")];
+    let (out, took) = bounded(dir.path(), &["run", "suite.lua", "--out", "out", "-q"], &env, Duration::from_secs(60));
+    let out = out.unwrap_or_else(|| panic!("evalua run hung: killed after {took:?}"));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("sandbox cannot start") && err.contains("--isolation none"), "{err}");
+    assert!(!dir.path().join("out/trials.jsonl").exists(), "no trial ran");
+
+    let (out, recs) = run_within(dir.path(), &["--isolation", "none"], &env, Duration::from_secs(60));
+    assert!(stderr(&out).contains("warning: --isolation none"), "{}", stderr(&out));
+    assert_eq!(recs[0]["answer"].as_str().map(str::trim), Some("hi"), "{}", recs[0]);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["isolation"]["mode"], "none", "{manifest}");
+}
+
+#[test]
+fn check_commands_run_in_the_same_sandbox() {
+    if !sandbox_available() {
+        return;
+    }
+    let dir = project(&[("hidden/secret_test.py", "SECRET\n")]);
+    let suite_dir = dir.path().canonicalize().unwrap().display().to_string();
+    // The command fails when it can read the harness's key or see the suite's folder.
+    let cmd = format!(
+        "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null; done | grep -q sk-harness-0451 && exit 7; \
+         test -e '{suite_dir}/hidden/secret_test.py' && exit 8; exit 0"
+    );
+    let suite = format!(
+        "{HEAD}local suite = evalua.suite {{ name = 's' }}\n\
+         suite:case {{ id = 'c', input = 'go', agent = evalua.agent.scripted(function() return 'ok' end),\n\
+           expect = {{ check.command {{ cmd = {cmd:?}, name = 'confined' }} }} }}\nreturn suite\n"
+    );
+    std::fs::write(dir.path().join("suite.lua"), suite).unwrap();
+    let (_, recs) = run_within(dir.path(), &[], &[("OPENAI_API_KEY", "sk-harness-0451")], Duration::from_secs(60));
+    let c = check(&recs[0], "confined");
+    assert_eq!(c["passed"], true, "{c}");
+}
