@@ -64,6 +64,14 @@ pub fn open_copy(image: &[u8], read_only: bool) -> rusqlite::Result<Connection> 
     Ok(conn)
 }
 
+/// Why the authorizer refused a statement, for messages.
+pub const DENIED: &str = "evalua's databases refuse ATTACH, DETACH, VACUUM INTO, load_extension() and turning query_only off (a final state is read-only)";
+
+/// Whether `e` is a statement the authorizer refused.
+pub fn denied(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::AuthorizationForStatementDenied)
+}
+
 /// Whether `e` is a query stopped by the progress handler.
 pub fn interrupted(e: &rusqlite::Error) -> bool {
     e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted)

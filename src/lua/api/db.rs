@@ -51,6 +51,10 @@ impl Db {
                 short(sql)
             ));
         }
+        if crate::sandbox::sqlite::denied(&e) {
+            let why = crate::sandbox::sqlite::DENIED;
+            return mlua::Error::runtime(format!("{}: not allowed: {why} (in: {})", self.label, short(sql)));
+        }
         mlua::Error::runtime(format!("{}: {e} (in: {})", self.label, short(sql)))
     }
 

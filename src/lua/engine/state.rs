@@ -119,6 +119,9 @@ local host = ...   -- the raw host table (users only ever see a proxy)
 local raw_load, raw_setmetatable, raw_collect, raw_xpcall = load, setmetatable, collectgarbage, xpcall
 local raw_next, raw_type, raw_error = next, type, error
 local tripped, new_proxy = host.tripped, host.new_proxy
+-- new_proxy would make a userdata with any metatable (a __gc finaliser
+-- included): it stays with the prelude.
+host.new_proxy = nil
 
 local views = raw_setmetatable({}, { __mode = "k" })
 local function refuse(_, k)
@@ -214,6 +217,7 @@ table.move = function(a1, f, e, t, a2)
   return a2
 end
 for k, f in pairs(host.bounded_patterns) do string[k] = f end
+host.bounded_patterns = nil
 os = { time = host.os_time, date = host.os_date, clock = host.os_clock,
        difftime = function(a, b) return a - (b or 0) end }
 print = host.print
