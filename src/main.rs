@@ -145,6 +145,9 @@ enum Command {
         /// Call judge models even when a cached verdict exists (and store none)
         #[arg(long)]
         no_cache: bool,
+        /// How check commands and test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
+        #[arg(long, value_enum, default_value = "sandbox")]
+        isolation: IsolationArg,
     },
     /// Combine the partitioned runs of one suite into one run dir
     Merge {
@@ -183,6 +186,9 @@ enum Command {
     Test {
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
+        /// How check commands and test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
+        #[arg(long, value_enum, default_value = "sandbox")]
+        isolation: IsolationArg,
     },
     /// Browse every run dir under DIR (default runs/) in a local web page on 127.0.0.1
     View {
@@ -287,7 +293,8 @@ fn dispatch(cli: Cli) -> Result<u8> {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
-        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache } => {
+        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache, isolation } => {
+            isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
             cmd::regrade::regrade(cmd::regrade::RegradeArgs {
                 dir,
@@ -307,7 +314,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
             isolate(isolation);
             cmd::check::check(&suites, skip_invalid)
         }
-        Command::Test { paths } => cmd::test::test(&paths),
+        Command::Test { paths, isolation } => {
+            isolate(isolation);
+            cmd::test::test(&paths)
+        }
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
         Command::View { dirs, port, open, trace_url } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));
