@@ -69,7 +69,10 @@ pub const DENIED: &str = "evalua's databases refuse ATTACH, DETACH, VACUUM INTO,
 
 /// Whether `e` is a statement the authorizer refused.
 pub fn denied(e: &rusqlite::Error) -> bool {
+    // A statement refused while it is prepared fails with SQLITE_ERROR and
+    // SQLite's "not authorized"; one refused while it runs, with SQLITE_AUTH.
     e.sqlite_error_code() == Some(rusqlite::ErrorCode::AuthorizationForStatementDenied)
+        || sql_error_message(e) == "not authorized"
 }
 
 /// Whether `e` is a query stopped by the progress handler.
