@@ -325,11 +325,8 @@ echo "saw:$saw"
          suite:case {{ id = 'c', input = evalua.path('.'), agent = {}, expect = {{ function(t) return true end }} }}\nreturn suite\n",
         plain_agent(script)
     );
-    let dir = project(&[
-        ("suite.lua", &suite),
-        ("repo/app.py", "print('hello')\n"),
-        ("hidden/test_secret.py", "ORIGINAL\n"),
-    ]);
+    let dir =
+        project(&[("suite.lua", &suite), ("repo/app.py", "print('hello')\n"), ("hidden/test_secret.py", "ORIGINAL\n")]);
     let (_, recs) = run_within(dir.path(), &["--jobs", "2"], &[], Duration::from_secs(90));
     assert_eq!(std::fs::read_to_string(dir.path().join("hidden/test_secret.py")).unwrap(), "ORIGINAL\n");
     assert_eq!(std::fs::read_to_string(dir.path().join("repo/app.py")).unwrap(), "print('hello')\n");
@@ -385,7 +382,9 @@ fn setsid_double_fork_daemons_do_not_outlive_the_trial() {
     let token_agent = format!("31.{}", std::process::id());
     let token_exec = format!("32.{}", std::process::id());
     let daemon = |t: &str| {
-        format!("setsid sh -c 'sleep {t} </dev/null >/dev/null 2>&1 &' </dev/null >/dev/null 2>&1; sleep 0.2; echo started")
+        format!(
+            "setsid sh -c 'sleep {t} </dev/null >/dev/null 2>&1 &' </dev/null >/dev/null 2>&1; sleep 0.2; echo started"
+        )
     };
     let suite = format!(
         "{HEAD}local tools = require('evalua.tools')\n\

@@ -10,8 +10,7 @@ use serde_json::Value as Json;
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
 use crate::record::manifest::{
-    CaseEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry,
-    WorkdirEntry,
+    CaseEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry, WorkdirEntry,
 };
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;

@@ -156,15 +156,7 @@ pub fn prepare(dir: &Path, suite: Option<&Path>, allow_fixture_change: bool, arg
             records.push(rec);
         }
     }
-    Ok(Regrade {
-        plan: Arc::new(plan),
-        old,
-        old_manifest,
-        records: Arc::new(records),
-        work,
-        warnings,
-        fixture_changes,
-    })
+    Ok(Regrade { plan: Arc::new(plan), old, old_manifest, records: Arc::new(records), work, warnings, fixture_changes })
 }
 
 /// The new run's manifest: the current suite, checks, judges and grader

@@ -539,15 +539,25 @@ mod tests {
              s:case { id = 'c', input = 'x', agent = evalua.agent.scripted(function() return 'ok' end), expect = { function(t) return true end } }\nreturn s\n",
         )
         .unwrap();
-        let plan = Arc::new(crate::run::plan(crate::lua::load::load(&suite).unwrap(), None, &Default::default(), 1).unwrap());
+        let plan =
+            Arc::new(crate::run::plan(crate::lua::load::load(&suite).unwrap(), None, &Default::default(), 1).unwrap());
         let run_dir = RunDir::create(Some(&dir.path().join("out")), "s", "r").unwrap();
         let mut sink = Collect(Vec::new());
         let started = Instant::now();
         let p = plan.clone();
         let work = work(&plan, None);
         let trial: Arc<TrialFn> = Arc::new(move |_, case, number| stuck_on_two(&p, case, number));
-        execute_watched(&plan, &work, 2, &run_dir, &mut [&mut sink], BTreeMap::new(), trial, Duration::from_millis(500))
-            .unwrap();
+        execute_watched(
+            &plan,
+            &work,
+            2,
+            &run_dir,
+            &mut [&mut sink],
+            BTreeMap::new(),
+            trial,
+            Duration::from_millis(500),
+        )
+        .unwrap();
         assert!(started.elapsed() < Duration::from_secs(15), "the run did not wait for the stuck worker");
         assert_eq!(sink.0.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6], "every trial, in plan order");
         for (n, outcome, error) in &sink.0 {

@@ -37,8 +37,7 @@ pub fn run_tests(
     for id in ids {
         let mut argv = runner.to_vec();
         argv.push(id.clone());
-        let spec =
-            process::Spec { argv: &argv, cwd: dir, timeout, max_output: TEST_MAX_OUTPUT, tail: TEST_TAIL, view };
+        let spec = process::Spec { argv: &argv, cwd: dir, timeout, max_output: TEST_MAX_OUTPUT, tail: TEST_TAIL, view };
         let o = process::run(&spec)?;
         let mut output = o.stdout.clone();
         output.push_str(&o.stderr);

@@ -206,7 +206,8 @@ fn install_work(lua: &Lua, ctx: &Table, p: &CtxParts<'_>) -> mlua::Result<()> {
             let max_output = opt_f64(&opts, "max_output")?.map(|v| v as usize).unwrap_or(EXEC_MAX_OUTPUT);
             let tail = opt_f64(&opts, "tail")?.map(|v| v as usize).unwrap_or(EXEC_TAIL);
             std::fs::create_dir_all(&root).map_err(|e| rt(format!("ctx.exec: {e}")))?;
-            let spec = process::Spec { argv: &argv, cwd: &root, timeout: want.min(left), max_output, tail, view: &view };
+            let spec =
+                process::Spec { argv: &argv, cwd: &root, timeout: want.min(left), max_output, tail, view: &view };
             let out = limits.blocking(|| process::run(&spec)).map_err(|e| rt(format!("ctx.exec: {e}")))?;
             convert::to_lua(lua, &serde_json::to_value(&out).map_err(mlua::Error::external)?)
         })?,

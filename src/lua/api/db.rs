@@ -80,9 +80,7 @@ impl Db {
     }
 
     fn prepare<'c>(&self, conn: &'c Connection, sql: &str) -> mlua::Result<rusqlite::CachedStatement<'c>> {
-        let stmt = conn
-            .prepare_cached(sql)
-            .map_err(|e| self.sql_error(e, sql))?;
+        let stmt = conn.prepare_cached(sql).map_err(|e| self.sql_error(e, sql))?;
         if self.read_only && !stmt.readonly() {
             return Err(mlua::Error::runtime(format!("{} is read-only: {}", self.label, short(sql))));
         }

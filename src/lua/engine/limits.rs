@@ -154,7 +154,10 @@ unsafe fn arm_raw(l: *mut ffi::lua_State, every: u32) {
 enum Hooked {
     Continue,
     /// Raise `msg`; `newly`: this call tripped the limit.
-    Raise { msg: &'static str, newly: bool },
+    Raise {
+        msg: &'static str,
+        newly: bool,
+    },
 }
 
 impl Limits {
@@ -339,8 +342,14 @@ mod tests {
         stops("while true do xpcall(function() while true do end end, function() while true do end end) end");
         stops("local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end");
         stops("local x <close> = setmetatable({}, { __close = function() while true do end end }); error('e')");
-        stops("coroutine.wrap(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end)()");
-        stops("while true do pcall(coroutine.wrap(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end)) end");
-        stops("for i = 1, 3 do pcall(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end) end while true do end");
+        stops(
+            "coroutine.wrap(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end)()",
+        );
+        stops(
+            "while true do pcall(coroutine.wrap(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end)) end",
+        );
+        stops(
+            "for i = 1, 3 do pcall(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end) end while true do end",
+        );
     }
 }

@@ -618,7 +618,10 @@ fn gsub(lua: &Lua, (src, p, repl, max): (Value, Value, Value, Option<i64>)) -> m
 pub fn functions(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("find", lua.create_function(|lua, a| find_aux(lua, a, true))?)?;
-    t.raw_set("match", lua.create_function(|lua, (s, p, i): (Value, Value, Option<i64>)| find_aux(lua, (s, p, i, None), false))?)?;
+    t.raw_set(
+        "match",
+        lua.create_function(|lua, (s, p, i): (Value, Value, Option<i64>)| find_aux(lua, (s, p, i, None), false))?,
+    )?;
     t.raw_set("gmatch", lua.create_function(gmatch)?)?;
     t.raw_set("gsub", lua.create_function(gsub)?)?;
     Ok(t)
@@ -662,7 +665,10 @@ mod tests {
         .iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
-        let alphabet: &[&str] = &["a", "b", ".", "%a", "%d", "[ab]", "[^a]", "(", ")", "*", "-", "+", "?", "^", "$", "%b()", "%f[%w]", "%1", "()"];
+        let alphabet: &[&str] = &[
+            "a", "b", ".", "%a", "%d", "[ab]", "[^a]", "(", ")", "*", "-", "+", "?", "^", "$", "%b()", "%f[%w]", "%1",
+            "()",
+        ];
         let mut rng = fastrand::Rng::with_seed(13);
         for _ in 0..4000 {
             let p: String = (0..rng.usize(1..7)).map(|_| alphabet[rng.usize(..alphabet.len())]).collect();
@@ -677,7 +683,12 @@ mod tests {
             }
         };
         for (s, p) in &cases {
-            let args = || MultiValue::from_iter([Value::String(lua.create_string(s).unwrap()), Value::String(lua.create_string(p).unwrap())]);
+            let args = || {
+                MultiValue::from_iter([
+                    Value::String(lua.create_string(s).unwrap()),
+                    Value::String(lua.create_string(p).unwrap()),
+                ])
+            };
             for f in ["find", "match"] {
                 assert_eq!(call(&ours, f, args()), call(&theirs, f, args()), "{f}({s:?}, {p:?})");
             }
@@ -694,7 +705,10 @@ mod tests {
                 for _ in 0..50 {
                     match it.call::<MultiValue>(()) {
                         Ok(v) if v.is_empty() || v[0].is_nil() => break,
-                        Ok(v) => out.push(format!("{:?}", v.iter().map(|x| x.to_string().unwrap_or_default()).collect::<Vec<_>>())),
+                        Ok(v) => out.push(format!(
+                            "{:?}",
+                            v.iter().map(|x| x.to_string().unwrap_or_default()).collect::<Vec<_>>()
+                        )),
                         Err(_) => return "error".into(),
                     }
                 }

@@ -166,10 +166,10 @@ impl Walk<'_> {
                     ffi::LUA_TTHREAD if !matches!(self.mode, Mode::Trust) => return false,
                     // The host's read-only proxies keep their content in their
                     // (hidden) metatable: trusted with everything they hold.
-                    ffi::LUA_TUSERDATA if matches!(self.mode, Mode::Trust) => {
-                        if ffi::lua_getmetatable(l, o) != 0 && !self.emit() {
-                            return false;
-                        }
+                    ffi::LUA_TUSERDATA
+                        if matches!(self.mode, Mode::Trust) && ffi::lua_getmetatable(l, o) != 0 && !self.emit() =>
+                    {
+                        return false;
                     }
                     _ => {}
                 }
