@@ -7,7 +7,9 @@
 //! - `failed`: the handler raised (or hit its limits);
 //! - `executed`: the handler returned; its result is recorded;
 //! - `faulted`: a fault rule of the suite fired on the call (see [`fault`]):
-//!   the handler did not run, or its result was reshaped.
+//!   the handler did not run, or its result was reshaped (attacker text
+//!   planted in it, for `inject`), or withheld behind a timeout after its
+//!   effect happened (`timeout` with `effect = "applied"`).
 
 pub mod fault;
 
@@ -153,6 +155,13 @@ impl Executor {
                             fault::After::Error(message) => {
                                 record.error = Some(message.clone());
                                 f.record(true, Some(message), Some(original), None)
+                            }
+                            fault::After::Injected(planted, target) => {
+                                record.result = Some(planted);
+                                let mut r = f.record(true, None, Some(original), Some(1));
+                                r.injected = f.rule.text.clone();
+                                r.target = Some(target);
+                                r
                             }
                         });
                     }

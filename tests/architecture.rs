@@ -91,3 +91,131 @@ fn no_module_imports_a_module_above_it() {
     upward.dedup();
     assert!(upward.is_empty(), "imports that point up or sideways:\n{}", upward.join("\n"));
 }
+
+/// The files of src/ each module path names (`lua/api/mod.rs` is `lua::api`).
+fn modules(src: &Path) -> std::collections::BTreeMap<Vec<String>, String> {
+    let mut all = Vec::new();
+    files(src, &mut all);
+    all.iter()
+        .map(|f| {
+            let rel = f.strip_prefix(src).unwrap().to_string_lossy().into_owned();
+            let mut parts: Vec<String> = rel.trim_end_matches(".rs").split('/').map(String::from).collect();
+            if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+                parts.pop();
+            }
+            (parts, rel)
+        })
+        .collect()
+}
+
+/// Expand one `use` tree (`a::{b, c::{d as e}}`) under `prefix` into paths.
+fn expand(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
+    let tree = tree.trim();
+    if let Some(inner) = tree.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+        let (mut depth, mut start) = (0, 0);
+        for (i, ch) in inner.char_indices() {
+            match ch {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(prefix, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        expand(prefix, &inner[start..], out);
+    } else if let Some((head, rest)) = tree.split_once("::") {
+        let mut p = prefix.to_vec();
+        p.push(head.trim().to_string());
+        expand(&p, rest, out);
+    } else {
+        let name = tree.split(" as ").next().unwrap_or("").trim();
+        if name.is_empty() {
+            return;
+        }
+        let mut p = prefix.to_vec();
+        if name != "self" && name != "*" {
+            p.push(name.to_string());
+        }
+        out.push(p);
+    }
+}
+
+#[test]
+fn no_two_files_import_each_other_even_through_others() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mods = modules(&src);
+    // The file a path names: the longest prefix that is a module.
+    let resolve = |path: &[String]| (1..=path.len()).rev().find_map(|i| mods.get(&path[..i]).cloned());
+    let comment = Regex::new(r"//[^\n]*").unwrap();
+    let uses = Regex::new(r"use\s+(crate|super)::([^;]+);").unwrap();
+    let inline = Regex::new(r"(crate|super)::((?:[a-z_0-9]+::)*[A-Za-z_0-9]+)").unwrap();
+    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for (module, rel) in &mods {
+        let text = std::fs::read_to_string(src.join(rel)).unwrap();
+        let mut text = comment.replace_all(&text, "").into_owned();
+        // A file's own unit tests are not part of the graph.
+        if let Some(i) = text.find("#[cfg(test)]\nmod tests") {
+            text.truncate(i);
+        }
+        let parent: Vec<String> = module[..module.len().saturating_sub(1)].to_vec();
+        let base = |root: &str| if root == "crate" { Vec::new() } else { parent.clone() };
+        let mut paths = Vec::new();
+        for c in uses.captures_iter(&text) {
+            expand(&base(&c[1]), &c[2], &mut paths);
+        }
+        for c in inline.captures_iter(&text) {
+            if text[..c.get(0).unwrap().start()].ends_with("use ") {
+                continue;
+            }
+            let mut p = base(&c[1]);
+            p.extend(c[2].split("::").map(String::from));
+            paths.push(p);
+        }
+        let out = edges.entry(rel.clone()).or_default();
+        for p in paths {
+            if let Some(t) = resolve(&p).filter(|t| t != rel) {
+                out.insert(t);
+            }
+        }
+    }
+    assert!(edges.values().map(|e| e.len()).sum::<usize>() > 300, "the scan found too few imports: {edges:?}");
+    // Depth-first search; a grey node met again closes a cycle.
+    fn visit<'a>(
+        v: &'a str,
+        edges: &'a std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        colour: &mut std::collections::HashMap<&'a str, u8>,
+        stack: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
+        colour.insert(v, 1);
+        stack.push(v);
+        for w in edges.get(v).into_iter().flatten() {
+            match colour.get(w.as_str()) {
+                Some(1) => {
+                    let from = stack.iter().position(|s| *s == w).unwrap();
+                    let mut cycle: Vec<String> = stack[from..].iter().map(|s| s.to_string()).collect();
+                    cycle.push(w.clone());
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(w, edges, colour, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        colour.insert(v, 2);
+        None
+    }
+    let mut colour = std::collections::HashMap::new();
+    for v in edges.keys() {
+        if !colour.contains_key(v.as_str())
+            && let Some(cycle) = visit(v, &edges, &mut colour, &mut Vec::new())
+        {
+            panic!("an import cycle between files of src/: {}", cycle.join(" → "));
+        }
+    }
+}

@@ -13,6 +13,7 @@ mod faults;
 mod figures;
 mod golden;
 mod grader_tests;
+mod injection;
 mod isolation;
 mod judge;
 mod lua_defs;

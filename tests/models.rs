@@ -144,7 +144,7 @@ pub fn oa(text: Option<&str>, calls: &[(&str, &str, Value)], input: u64, output:
 }
 
 /// An Anthropic message with text and/or tool uses.
-fn an(text: Option<&str>, calls: &[(&str, &str, Value)], input: u64, output: u64) -> Reply {
+pub fn an(text: Option<&str>, calls: &[(&str, &str, Value)], input: u64, output: u64) -> Reply {
     let mut content = Vec::new();
     if let Some(t) = text {
         content.push(json!({ "type": "text", "text": t }));

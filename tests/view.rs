@@ -619,3 +619,20 @@ fn the_viewer_in_chromium_lists_filters_opens_and_compares() {
     assert_eq!(d.js("return window.__pwned||null"), Value::Null);
     no_errors("the run");
 }
+
+#[test]
+fn compare_lists_at_most_200_cases_a_class_and_counts_the_rest() {
+    let dir = project(&[]);
+    let names: Vec<String> = (0..250).map(|i| format!("case_{i:03}")).collect();
+    let cases: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "aa")).collect();
+    synth::write(&dir.path().join("runs/big/a"), &Synth::new(&cases));
+    synth::write(&dir.path().join("runs/big/b"), &Synth::new(&cases));
+    let v = Viewer::start(dir.path(), &["runs"]);
+    let list = v.runs();
+    let (a, b) = (row(&list, "big/a")["id"].as_str().unwrap(), row(&list, "big/b")["id"].as_str().unwrap());
+    let (status, page) = v.get(&format!("/compare?a={}&b={}", enc(a), enc(b)));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Unchanged (250)"), "{page}");
+    assert_eq!(page.matches("<tr class=\"unchanged\">").count(), 200);
+    assert!(page.contains("… and 50 more"), "{page}");
+}

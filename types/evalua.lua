@@ -49,7 +49,7 @@
 
 --- The status an agent sees for its request (`env.call`'s second result).
 ---@alias evalua.ReplyStatus
----| "ok"     # executed, or faulted by a kind that reshapes the result (empty, partial, stale)
+---| "ok"     # executed, or faulted by a kind that reshapes the result (empty, partial, stale, inject)
 ---| "error"  # failed, rejected, or faulted by a kind that fails the call (error, rate_limit, timeout)
 ---| "denied" # denied
 
@@ -283,16 +283,21 @@ function evalua.user.script(turns) end
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]> faults injected on purpose, by tool name, in every case
 
 --- A fault injected on purpose into a tool's calls. The call is recorded as `faulted` with the fault.
---- `error`, `rate_limit` and `timeout`: the handler does not run and the agent gets an error;
---- `empty`, `partial` and `stale`: the handler runs and the agent gets a reshaped result, as a success.
+--- `error`, `rate_limit` and `timeout`: the handler does not run and the agent gets an error
+--- (`timeout` with `effect = "applied"`: the handler runs, its effect happens, and the agent still gets the timeout);
+--- `empty`, `partial` and `stale`: the handler runs and the agent gets a reshaped result, as a success;
+--- `inject`: the handler runs and the agent gets its result with attacker text planted in it, as a success.
 ---@class evalua.Fault
----@field kind "error"|"rate_limit"|"timeout"|"empty"|"partial"|"stale" what the fault does (required)
+---@field kind "error"|"rate_limit"|"timeout"|"empty"|"partial"|"stale"|"inject" what the fault does (required)
 ---@field on_call? integer|integer[] fire on these calls of the tool (1-based, counting the calls that pass validation and policy)
 ---@field probability? number fire on each call with this probability, drawn from the trial's seed (not with `on_call`); with neither, every call
 ---@field retry_after_s? number `rate_limit`: the wait the agent is told to respect (default 1)
 ---@field message? string `error`, `rate_limit`, `timeout`: the error text the agent gets
 ---@field keep? number `partial`: the share of lists (or of fields, or of a string's characters) kept, 0..1 (default 0.5)
 ---@field age_s? number `stale`: how far dates and datetimes in the result move into the past, in seconds (default 86400)
+---@field effect? "applied"|"none" `timeout`: "applied" runs the handler (the effect happens) before the agent is told the call timed out (default "none")
+---@field text? string `inject` (required): the attacker's text planted in the result
+---@field field? string `inject`: where, as keys and 1-based indexes joined by dots (`"entries.2.message"`); appended to the string there. Default: after a string result, as `injected` in an object, as a last item of a list
 
 --- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
 ---@class evalua.Budget
@@ -502,6 +507,8 @@ function Trial.run_tests(spec) end
 ---@field handler_ran boolean whether the handler ran (its effects happened)
 ---@field handler_result? any what the handler returned, before the fault reshaped it
 ---@field changed? integer how many values the reshaping changed
+---@field injected? string `inject`: the attacker's text planted in the result
+---@field target? string `inject`: where it went (`"entries.2.message"`, `"result"`, `"injected"`, `"[N]"`)
 
 --- One turn of the conversation.
 ---@class evalua.Message

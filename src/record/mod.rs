@@ -12,6 +12,6 @@ pub mod trial;
 
 pub use journal::{BudgetHit, Journal};
 pub use manifest::{Invalid, Manifest};
-pub use rundir::RunDir;
-pub use state::{KeptState, StateRecord};
+pub use rundir::{KeptState, RunDir};
+pub use state::StateRecord;
 pub use trial::*;

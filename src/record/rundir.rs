@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use super::manifest::Manifest;
-use super::state::{DbChangeRecord, KeptState, StateError, StateRecord, safe_rel};
+use super::state::{DbChangeRecord, OwnedDir, StateError, StateRecord, safe_rel};
 use super::trial::{Trace, TrialRecord, state_name};
 use crate::error::{Error, Result};
 use crate::util::digest::sha256_hex;
@@ -27,6 +27,24 @@ use crate::util::paths::confine;
 #[derive(Debug, Clone)]
 pub struct RunDir {
     pub path: PathBuf,
+}
+
+/// A trial's change on its way to the run dir.
+#[derive(Debug)]
+pub enum KeptState {
+    /// A trial that just ran: the database change's bytes and the final work
+    /// dir the kept files are read from.
+    Fresh { record: StateRecord, db: Option<Vec<u8>>, workdir: Option<OwnedDir> },
+    /// A trial of another run dir, copied as it is (re-grading, merging).
+    Copied { from: RunDir, case: String, trial: u32, record: StateRecord },
+}
+
+impl KeptState {
+    pub fn record(&self) -> &StateRecord {
+        match self {
+            KeptState::Fresh { record, .. } | KeptState::Copied { record, .. } => record,
+        }
+    }
 }
 
 /// `<UTC time>-<6 hex>`: sortable by time, unique enough for a folder name.

@@ -1,13 +1,11 @@
 //! What a trial changed, kept so the run can be re-graded later without its
 //! agent (SPEC §10): the record of it in the trace ([`StateRecord`]) and the
-//! bytes on their way to the run dir ([`KeptState`]). Where the bytes live is
+//! bytes on their way to the run dir (`rundir::KeptState`). Where the bytes live is
 //! the run dir's business ([`super::RunDir::write_state`] and friends).
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-
-use super::rundir::RunDir;
 
 /// A trial's change to its environment, as its trace records it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -73,24 +71,6 @@ pub struct OwnedDir(pub PathBuf);
 impl Drop for OwnedDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A trial's change on its way to the run dir.
-#[derive(Debug)]
-pub enum KeptState {
-    /// A trial that just ran: the database change's bytes and the final work
-    /// dir the kept files are read from.
-    Fresh { record: StateRecord, db: Option<Vec<u8>>, workdir: Option<OwnedDir> },
-    /// A trial of another run dir, copied as it is (re-grading, merging).
-    Copied { from: RunDir, case: String, trial: u32, record: StateRecord },
-}
-
-impl KeptState {
-    pub fn record(&self) -> &StateRecord {
-        match self {
-            KeptState::Fresh { record, .. } | KeptState::Copied { record, .. } => record,
-        }
     }
 }
 

@@ -160,6 +160,14 @@ pub struct FaultRecord {
     /// How many values the reshaping changed (items dropped, dates moved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed: Option<u64>,
+    /// `inject`: the attacker's text planted in the result the agent got.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injected: Option<String>,
+    /// `inject`: where it went: a path into the result (`entries.2.message`),
+    /// `result` (a string result), `injected` (a key added to an object) or
+    /// `[N]` (an item appended to a list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -834,8 +834,14 @@ pub fn markdown(c: &Comparison) -> String {
         }
         let _ = writeln!(o, "\n</details>\n");
     }
-    let _ = writeln!(
-        o,
+    let _ = writeln!(o, "{}", counts_line(c));
+    o
+}
+
+/// The counts kept apart, cost and latency of both runs, on one line (the
+/// markdown report and the viewer's compare page).
+pub fn counts_line(c: &Comparison) -> String {
+    format!(
         "Critical failures {} → {} · grader errors {} → {} · infra errors {} → {} · total cost ${:.4} → ${:.4} · p50 {} → {} · p95 {} → {}",
         c.base.critical_failures,
         c.cand.critical_failures,
@@ -849,8 +855,7 @@ pub fn markdown(c: &Comparison) -> String {
         ms(c.cand.p50_ms),
         ms(c.base.p95_ms),
         ms(c.cand.p95_ms)
-    );
-    o
+    )
 }
 
 /// `run --baseline`, before the run: the baseline must be a run dir of the same suite file.

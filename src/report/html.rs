@@ -32,7 +32,8 @@ pub fn script_json(v: &Json) -> String {
     v.to_string().replace('<', "\\u003c").replace('\u{2028}', "\\u2028").replace('\u{2029}', "\\u2029")
 }
 
-fn code(o: Outcome) -> char {
+/// An outcome's one-letter code in the case × trial grid (report.html and the viewer).
+pub fn code(o: Outcome) -> char {
     match o {
         Outcome::Accepted => 'a',
         Outcome::Failed => 'f',

@@ -18,7 +18,9 @@ pub enum FaultKind {
     Error,
     /// The handler does not run; the agent gets a 429 with `retry_after_s`.
     RateLimit,
-    /// The handler does not run; the agent is told the call timed out.
+    /// The agent is told the call timed out. The handler does not run, or,
+    /// with `effect = "applied"`, runs (its effect happens) and its result is
+    /// withheld: an uncertain effect (SPEC §13).
     Timeout,
     /// The handler runs; its result is emptied (lists become empty).
     Empty,
@@ -26,6 +28,8 @@ pub enum FaultKind {
     Partial,
     /// The handler runs; the dates and datetimes in its result move into the past.
     Stale,
+    /// The handler runs; attacker text is planted in its result (SPEC §13).
+    Inject,
 }
 
 impl FaultKind {
@@ -37,6 +41,7 @@ impl FaultKind {
             FaultKind::Empty => "empty",
             FaultKind::Partial => "partial",
             FaultKind::Stale => "stale",
+            FaultKind::Inject => "inject",
         }
     }
 }
@@ -65,6 +70,27 @@ pub struct FaultRule {
     /// `stale`: how far into the past dates move, in seconds (default one day).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub age_s: Option<f64>,
+    /// `timeout`: whether the call's effect happens before the agent is told
+    /// it timed out (default: it does not; the handler does not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<FaultEffect>,
+    /// `inject`: the attacker's text planted in the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// `inject`: where in the result, as a path of keys and 1-based indexes
+    /// (`entries.2.message`); the text is appended to the string there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// Whether a `timeout`'s call has its effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultEffect {
+    /// The handler does not run (the default).
+    None,
+    /// The handler runs; the agent is told the call timed out all the same.
+    Applied,
 }
 
 /// Fault rules by tool name; `None` turns a suite-wide rule off for a case.
@@ -100,6 +126,9 @@ mod tests {
             message: None,
             keep: None,
             age_s: None,
+            effect: None,
+            text: None,
+            field: None,
         }
     }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-pub use fault::{FaultKind, FaultRule, Faults};
+pub use fault::{FaultEffect, FaultKind, FaultRule, Faults};
 pub use gate::Gate;
 pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, ProxySpec, UserSpec};
 pub use sources::{SourceFile, Sources};

@@ -363,15 +363,7 @@ pub struct GridRow {
 pub const GRID_CASES_PER_PAGE: usize = 50;
 pub const MAX_CELLS: usize = 200;
 
-pub fn code(o: Outcome) -> char {
-    match o {
-        Outcome::Accepted => 'a',
-        Outcome::Failed => 'f',
-        Outcome::Critical => 'c',
-        Outcome::GraderError => 'g',
-        Outcome::InfraError => 'i',
-    }
-}
+pub use crate::report::html::code;
 
 impl TrialIndex {
     /// Cases the filter keeps (with a trial-level filter: those with a matching trial).

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::index::Facets;
 use super::list::{RunRow, Status};
 use super::state::Kind;
-use crate::report::compare::{CaseDiff, Class, Comparison, FigureDiff};
+use crate::report::compare::{self, CaseDiff, Class, Comparison, FigureDiff};
 use crate::report::html::{esc, script_json};
 use crate::report::text::fmt_value;
 
@@ -192,6 +192,10 @@ fn case_link(r: &RunRow, case: &str, label: &str) -> String {
     )
 }
 
+/// Cases listed per class on the compare page (a 20,000-case suite would
+/// otherwise send megabytes; the counts stay exact).
+const COMPARE_ROWS: usize = 200;
+
 pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
     let mut o = head(&format!("compare {}", c.suite), "compare");
     let _ = write!(o, r#"<span class="meta">› compare {}</span></header><main>"#, esc(&c.suite));
@@ -265,7 +269,7 @@ pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
             title,
             rows.len()
         );
-        for d in rows {
+        for d in rows.iter().take(COMPARE_ROWS) {
             let _ = write!(
                 o,
                 r#"<tr class="{}"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{} → {}</td><td>{} · {}</td></tr>"#,
@@ -280,25 +284,17 @@ pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
                 case_link(h.cand, &d.id, "candidate")
             );
         }
-        o.push_str("</table></details>");
+        o.push_str("</table>");
+        if rows.len() > COMPARE_ROWS {
+            let _ = write!(
+                o,
+                "<p class=meta>… and {} more: <code>evalua compare --json</code> lists every case.</p>",
+                rows.len() - COMPARE_ROWS
+            );
+        }
+        o.push_str("</details>");
     }
-    let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
-    let _ = write!(
-        o,
-        "<p>Critical failures {} → {} · grader errors {} → {} · infra errors {} → {} · total cost ${:.4} → ${:.4} · latency p50 {} → {}, p95 {} → {}</p>",
-        c.base.critical_failures,
-        c.cand.critical_failures,
-        c.base.grader_errors,
-        c.cand.grader_errors,
-        c.base.infra_errors,
-        c.cand.infra_errors,
-        c.base.total_cost_usd,
-        c.cand.total_cost_usd,
-        ms(c.base.p50_ms),
-        ms(c.cand.p50_ms),
-        ms(c.base.p95_ms),
-        ms(c.cand.p95_ms)
-    );
+    let _ = write!(o, "<p>{}</p>", esc(&compare::counts_line(c)));
     o.push_str(FOOT);
     o
 }

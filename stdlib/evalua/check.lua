@@ -571,9 +571,17 @@ local function rate_limited(c)
   return false
 end
 
+-- Whether the agent was told call `c` succeeded: executed, or faulted by a
+-- kind that only reshaped what the handler returned (empty, partial, stale,
+-- inject).
+local function answered_ok(c)
+  return c.status == "executed"
+    or (c.status == "faulted" and c.error == nil and type(c.fault) == "table" and c.fault.handler_ran == true)
+end
+
 -- Whether call `c` is a failure of the kind `after` names.
 local function failure_of(c, after)
-  if c.status == "executed" then return false end
+  if answered_ok(c) then return false end
   if after == "any" then return true end
   if c.status ~= "failed" and c.status ~= "faulted" then return false end
   if after == "rate_limit" then return rate_limited(c) end
@@ -584,8 +592,12 @@ check._rate_limited = rate_limited
 --- No tool is called again more than `max` times after a failed or faulted
 --- call of the kind `after` names ("rate_limit": a faulted rate limit or an
 --- error saying 429 / rate limit; "error" (default): any failed or faulted
---- call; "any": any call that did not execute). The count restarts when a
---- call of that tool succeeds. `tool` limits the check to one tool.
+--- call; "any": any call that did not execute). A call faulted by a kind
+--- that only reshapes the result (`empty`, `partial`, `stale`, `inject`)
+--- reached the agent as a success and counts as one; a `timeout` whose
+--- effect was applied is a failure: the agent could not know the effect
+--- happened. The count restarts when a call of that tool succeeds. `tool`
+--- limits the check to one tool.
 function check.retries(opts)
   opts = opts_of("check.retries", opts, { "tool", "max", "after" }, 2)
   local max, after = opts.max or 1, opts.after or "error"
@@ -608,7 +620,7 @@ function check.retries(opts)
                             first_failure = streak.at, call = i }
           end
         end
-        if c.status == "executed" then
+        if answered_ok(c) then
           open[c.name] = nil
         elseif failure_of(c, after) and not streak then
           open[c.name] = { at = i, retries = 0 }
@@ -619,12 +631,15 @@ function check.retries(opts)
   end, { tools = opts.tool and { opts.tool } or nil })
 end
 
---- No write/external tool executed and the database equals the initial one.
+--- No write/external tool ran (executed, or faulted after its handler ran,
+--- as a `timeout` with its effect applied) and the database equals the
+--- initial one.
 function check.no_writes(opts)
   opts = opts_of("check.no_writes", opts, {}, 2)
   return make("no_writes", "no_writes", opts, function(t)
     for i, c in ipairs(t.calls) do
-      if c.status == "executed" and c.effect ~= "read" then
+      local ran = c.status == "executed" or (c.status == "faulted" and type(c.fault) == "table" and c.fault.handler_ran == true)
+      if ran and c.effect ~= "read" then
         return false, { reason = string.format("call %d (%s) has effect %s", i, c.name, c.effect) }
       end
     end

@@ -131,12 +131,13 @@ function check.no_loops(opts) end
 
 --- No tool is called again more than `max` times after a failed or faulted call of the kind `after` names
 --- ("rate_limit": a faulted rate limit, or an error saying 429 / rate limit; "error": any failed or faulted call;
---- "any": any call that did not execute). A successful call of the tool ends the streak.
+--- "any": any other call the agent was not told succeeded). A successful call of the tool ends the streak
+--- (a result reshaped by `empty`, `partial`, `stale` or `inject` is a success; a `timeout` with its effect applied is not).
 ---@param opts? evalua.check.RetriesOpts
 ---@return evalua.Check
 function check.retries(opts) end
 
---- No write/external tool executed and the database equals the initial one.
+--- No write/external tool ran (executed, or faulted after its handler ran) and the database equals the initial one.
 ---@param opts? evalua.CheckOpts
 ---@return evalua.Check
 function check.no_writes(opts) end

@@ -335,9 +335,16 @@
           var calls = el("table", { class: "calls" }, el("tr", null, el("th", null, "#"), el("th", null, "tool"),
             el("th", null, "status"), el("th", null, "arguments"), el("th", null, "result"), el("th", null, "ms")));
           tr.calls.forEach(function (c, i) {
+            // An injected fault: its kind beside the status; what was planted, or that the effect happened.
+            var f = c.fault, status = c.status, shown = pre(c.error ? c.error : c.result);
+            if (f) {
+              status += " (" + f.kind + (f.kind === "timeout" && f.handler_ran ? ", effect applied" : "") + ")";
+              if (f.injected) shown = pre(jsonText(c.result) + "\n— planted at " + f.target + ": " + f.injected);
+              else if (f.handler_ran && c.error) shown = pre(c.error + "\n— the handler ran and returned: " + jsonText(f.handler_result));
+            }
             calls.appendChild(el("tr", { class: "call" }, el("td", null, String(i + 1)), el("td", null, c.name),
-              el("td", { class: "st-" + c.status }, c.status), el("td", null, pre(c.args)),
-              el("td", null, pre(c.error ? c.error : c.result)), el("td", null, String(Math.round(c.ended_ms - c.started_ms)))));
+              el("td", { class: "st-" + c.status }, status), el("td", null, pre(c.args)),
+              el("td", null, shown), el("td", null, String(Math.round(c.ended_ms - c.started_ms)))));
           });
           section(box, "Tool calls, in order", tr.calls.length ? calls : el("p", { class: "hint" }, "no tool call"));
         } else {
