@@ -41,7 +41,7 @@ pub struct ToolDef {
 /// recorded (the trial's journal).
 pub struct Executor {
     /// The tools offered in this case.
-    pub tools: Vec<Arc<ToolDef>>,
+    pub tools: Arc<Vec<Arc<ToolDef>>>,
     pub budget: Budget,
     pub journal: Rc<RefCell<Journal>>,
     /// The suite's `_tool_index` table in the trial's Lua state.

@@ -123,6 +123,18 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+    /// Print one trial's trace from a run dir
+    Show {
+        #[arg(value_name = "RUN_DIR")]
+        dir: PathBuf,
+        #[arg(value_name = "CASE")]
+        case: String,
+        #[arg(value_name = "TRIAL")]
+        trial: u32,
+        /// Print the stored JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-run the suite's current checks on a run's recorded final states; no agent runs
     Regrade {
         #[arg(value_name = "RUN_DIR")]
@@ -293,6 +305,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
+        Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
         Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache, isolation } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);

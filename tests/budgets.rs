@@ -52,7 +52,7 @@ fn budgets_end_trials_and_they_are_still_graded() {
     let spins_tool = record(&recs, "spins_in_tool", 1);
     assert_eq!(spins_tool["calls"]["failed"], 1);
     assert_eq!(spins_tool["answer"], "unreachable");
-    let trace = json(&dir.path().join("out").join(spins_tool["trace"].as_str().unwrap()));
+    let trace = trace_of(&dir.path().join("out"), spins_tool);
     assert!(trace["calls"][0]["error"].as_str().unwrap().contains("spin handler stopped"), "{}", trace["calls"][0]);
 
     let many = record(&recs, "many_calls", 1);
@@ -72,7 +72,7 @@ fn budgets_end_trials_and_they_are_still_graded() {
 
     let asks = record(&recs, "asks_user", 1);
     assert_eq!(asks["outcome"], "accepted", "{asks}");
-    let trace = json(&dir.path().join("out").join(asks["trace"].as_str().unwrap()));
+    let trace = trace_of(&dir.path().join("out"), asks);
     let roles: Vec<&str> = trace["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "agent", "user", "agent", "agent"]);
 }

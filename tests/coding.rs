@@ -12,7 +12,7 @@ use crate::common::*;
 
 /// The trace of (case, trial) in a run dir.
 fn trace(run: &Path, rec: &Value) -> Value {
-    json(&run.join(rec["trace"].as_str().unwrap()))
+    trace_of(run, rec)
 }
 
 /// The answer's `variant: NAME` (suites/agents/bugfix_bot.lua).

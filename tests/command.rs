@@ -109,7 +109,7 @@ fn misbehaving_agents_become_recorded_outcomes_and_the_run_goes_on() {
     assert_eq!(crashes["ended"], "crashed");
     assert!(crashes["error"].as_str().unwrap().contains("exit status 3"), "{}", crashes["error"]);
     assert_eq!(crashes["calls"]["executed"], 1, "graded on what it did");
-    let trace = json(&dir.path().join("out").join(crashes["trace"].as_str().unwrap()));
+    let trace = trace_of(&dir.path().join("out"), &crashes);
     assert!(trace["stderr_tail"].as_str().unwrap().contains("about to fail: boom"));
 
     for id in ["missing_program", "not_executable"] {

@@ -61,6 +61,46 @@ pub fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// A trial's trace, as `evalua show RUN_DIR CASE TRIAL --json` prints it.
+pub fn trace(run_dir: &Path, case: &str, trial: u64) -> Value {
+    let o = evalua(Path::new("."), &["show", run_dir.to_str().unwrap(), case, &trial.to_string(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "evalua show: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Change one trial's stored trace in `run_dir`'s trace pack (a test that
+/// tampers with a run dir): the pack and its index are written again with the
+/// offsets that follow.
+pub fn rewrite_trace(run_dir: &Path, case: &str, trial: u64, change: impl FnOnce(&mut Value)) {
+    let pack = std::fs::read_to_string(run_dir.join("traces/traces.jsonl")).unwrap();
+    let index = std::fs::read_to_string(run_dir.join("traces/index.jsonl")).unwrap();
+    let mut change = Some(change);
+    let (mut new_pack, mut new_index) = (String::new(), String::new());
+    for (line, entry) in pack.lines().zip(index.lines()) {
+        let mut e: Value = serde_json::from_str(entry).unwrap();
+        let mut line = line.to_string();
+        if e["case"] == case && e["trial"] == trial {
+            let mut v: Value = serde_json::from_str(&line).unwrap();
+            (change.take().expect("one trace of that trial"))(&mut v);
+            line = serde_json::to_string(&v).unwrap();
+        }
+        e["offset"] = new_pack.len().into();
+        e["length"] = line.len().into();
+        new_pack.push_str(&line);
+        new_pack.push('\n');
+        new_index.push_str(&serde_json::to_string(&e).unwrap());
+        new_index.push('\n');
+    }
+    assert!(change.is_none(), "no trace of {case}#{trial} in {}", run_dir.display());
+    std::fs::write(run_dir.join("traces/traces.jsonl"), new_pack).unwrap();
+    std::fs::write(run_dir.join("traces/index.jsonl"), new_index).unwrap();
+}
+
+/// The trace of a record of trials.jsonl in `run_dir`.
+pub fn trace_of(run_dir: &Path, rec: &Value) -> Value {
+    trace(run_dir, rec["case"].as_str().unwrap(), rec["trial"].as_u64().unwrap())
+}
+
 /// The record of (case, trial).
 pub fn record<'a>(records: &'a [Value], case: &str, trial: u64) -> &'a Value {
     records

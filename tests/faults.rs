@@ -63,7 +63,7 @@ fn a_rate_limit_on_the_nth_call_stops_the_handler_and_is_recorded() {
     assert_eq!(ev["kinds"], serde_json::json!(["executed", "rate_limit:3.0", "executed"]));
     assert_eq!(ev["hits"], 2);
     // The trace holds the fault.
-    let trace = json(&dir.path().join("out").join(recs[0]["trace"].as_str().unwrap()));
+    let trace = trace_of(&dir.path().join("out"), &recs[0]);
     let f = &trace["calls"][1]["fault"];
     assert_eq!(f["kind"], "rate_limit");
     assert_eq!(f["rule"], "on_call 2");
@@ -89,7 +89,7 @@ fn reshaping_kinds_run_the_handler_and_the_agent_sees_success() {
     assert_eq!(seen[3]["result"]["items"], serde_json::json!(["a", "b", "c", "d"]));
     assert_eq!(recs[0]["calls"]["faulted"], 3);
     assert_eq!(recs[0]["checks"][0]["evidence"]["hits"], 4, "the handler ran every time");
-    let trace = json(&dir.path().join("out").join(recs[0]["trace"].as_str().unwrap()));
+    let trace = trace_of(&dir.path().join("out"), &recs[0]);
     let f = &trace["calls"][0]["fault"];
     assert_eq!(f["kind"], "empty");
     assert_eq!(f["handler_ran"], true);

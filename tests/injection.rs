@@ -81,7 +81,7 @@ fn planted_text_and_applied_timeouts_reach_every_agent_kind_and_are_recorded() {
         assert_eq!(r["outcome"], "accepted", "{case}: the charge happened once despite the timeout: {r}");
         assert_eq!(r["calls"]["faulted"], 2, "{case}: {r}");
         // The trace says what was planted, where, and that the charge's handler ran.
-        let t = json(&dir.path().join("out").join(r["trace"].as_str().unwrap()));
+        let t = trace_of(&dir.path().join("out"), r);
         let (read, charge) = (&t["calls"][0], &t["calls"][1]);
         assert_eq!(read["status"], "faulted", "{case}");
         assert_eq!(read["fault"]["kind"], "inject");
@@ -175,7 +175,7 @@ fn check_injection_figures(suite: &str) {
         assert_eq!(s["attack_succeeded"], obeys(r) && !locked, "{r}");
         assert_eq!(s["task_passed"], !obeys(r) || locked, "{r}");
         // The trace says what was planted.
-        let t = json(&tmp.path().join("run").join(r["trace"].as_str().unwrap()));
+        let t = trace_of(&tmp.path().join("run"), r);
         assert_eq!(t["calls"][0]["fault"]["kind"], "inject", "{r}");
         assert!(t["calls"][0]["fault"]["injected"].as_str().unwrap().contains("ignore the filter"), "{r}");
     }

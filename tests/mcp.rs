@@ -66,7 +66,7 @@ fn run(dir: &Path, suite_text: &str) -> Vec<Value> {
 }
 
 fn trace(dir: &Path, rec: &Value) -> Value {
-    json(&dir.join("out").join(rec["trace"].as_str().unwrap()))
+    trace_of(&dir.join("out"), rec)
 }
 
 /// No process whose command line holds `tag` is still running.

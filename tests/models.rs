@@ -198,7 +198,7 @@ fn run(text: &str) -> (tempfile::TempDir, std::process::Output, Vec<Value>) {
 }
 
 fn trace(dir: &Path, rec: &Value) -> Value {
-    json(&dir.join("out").join(rec["trace"].as_str().unwrap()))
+    trace_of(&dir.join("out"), rec)
 }
 
 /// No file under `dir` contains `needle`.
@@ -687,7 +687,7 @@ fn real_model_runs_refunds_llm() {
     assert_eq!(r["usage"]["cost_usd"], 0.0, "a local model has no price: {r}");
     // The model asked for tools and the executor handled them (whatever it chose).
     assert!(r["calls"]["requested"].as_u64().unwrap() > 0, "tool calls parsed: {r}");
-    let t = json(&out_dir.join(r["trace"].as_str().unwrap()));
+    let t = trace_of(&out_dir, r);
     assert!(t["model_calls"].as_array().unwrap().iter().any(|c| c["error"].is_null()));
 }
 

@@ -46,12 +46,21 @@ fn merged_partitions_equal_the_unpartitioned_run() {
     for f in ["report.md", "report.html", "junit.xml"] {
         assert!(merged.join(f).is_file(), "{f}");
     }
-    // One trace per trial (beside the trials' kept changes).
-    let traces = std::fs::read_dir(merged.join("traces"))
+    // Every trace copied into the merged run's store, in plan order like the whole run's.
+    let index = std::fs::read_to_string(merged.join("traces/index.jsonl")).unwrap();
+    assert_eq!(index.lines().count(), 21);
+    let whole_index: Vec<String> = std::fs::read_to_string(d.join("whole/traces/index.jsonl"))
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json"))
-        .count();
-    assert_eq!(traces, 21);
+        .lines()
+        .map(|l| l.split(",\"offset\"").next().unwrap().to_string())
+        .collect();
+    let merged_index: Vec<String> = index.lines().map(|l| l.split(",\"offset\"").next().unwrap().to_string()).collect();
+    assert_eq!(merged_index, whole_index);
+    for l in index.lines().take(3) {
+        let e: serde_json::Value = serde_json::from_str(l).unwrap();
+        let o = evalua(d, &["show", "merged", e["case"].as_str().unwrap(), &e["trial"].to_string(), "--json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
     assert_eq!(json(&merged.join("manifest.json"))["merged_from"].as_array().unwrap().len(), 3);
 }
 

@@ -177,7 +177,7 @@ fn no_agent_process_model_call_or_tool_handler_runs_in_a_regrade() {
     let after = records(&d.join("again"));
     assert_eq!(before, after);
     for t in 1..=2 {
-        let trace = json(&d.join(format!("again/traces/mark_twice.{t}.json")));
+        let trace = trace(&d.join("again"), "mark_twice", t);
         let lines: Vec<&str> = trace["log"].as_array().unwrap().iter().filter_map(|l| l.as_str()).collect();
         // The run's handler output is kept; no handler printed during the re-grade.
         assert_eq!(lines.iter().filter(|l| l.starts_with("HANDLER RAN")).count(), 2, "{lines:?}");
@@ -244,11 +244,12 @@ fn a_missing_or_corrupt_changeset_is_a_grader_error_naming_the_file_and_the_rest
     std::fs::write(corrupt, &bytes).unwrap();
     std::fs::write(garbage, b"not a changeset").unwrap();
     // The third one: a valid-looking file whose hash the trace also claims.
-    let trace_of = |p: &PathBuf| PathBuf::from(p.to_string_lossy().replace(".changeset", ".json"));
-    let mut tr = json(&trace_of(garbage));
-    tr["state"]["db"]["sha256"] = json!(evalua::util::digest::sha256_hex(b"not a changeset"));
-    tr["state"]["db"]["bytes"] = json!(15);
-    std::fs::write(trace_of(garbage), serde_json::to_vec_pretty(&tr).unwrap()).unwrap();
+    let stem = name(garbage).strip_suffix(".changeset").unwrap().to_string();
+    let (case, trial) = stem.rsplit_once('.').unwrap();
+    rewrite_trace(&old, case, trial.parse().unwrap(), |tr| {
+        tr["state"]["db"]["sha256"] = json!(evalua::util::digest::sha256_hex(b"not a changeset"));
+        tr["state"]["db"]["bytes"] = json!(15);
+    });
 
     let new = tmp.path().join("new");
     let o = regrade(&repo(), &[old.to_str().unwrap(), "--out", new.to_str().unwrap()]);
@@ -257,7 +258,7 @@ fn a_missing_or_corrupt_changeset_is_a_grader_error_naming_the_file_and_the_rest
     assert_eq!(before.len(), after.len());
     let mut broken = 0;
     for (b, a) in before.iter().zip(&after) {
-        let trace = a["trace"].as_str().unwrap().replace(".json", ".changeset");
+        let trace = format!("{}.{}.changeset", a["case"].as_str().unwrap(), a["trial"]);
         let hit = [missing, corrupt, garbage].into_iter().find(|p| trace.ends_with(&name(p)));
         match hit {
             Some(p) => {
@@ -276,7 +277,7 @@ fn a_missing_or_corrupt_changeset_is_a_grader_error_naming_the_file_and_the_rest
     let err = |p: &PathBuf| {
         let rec = after
             .iter()
-            .find(|r| r["trace"].as_str().unwrap().ends_with(&name(p).replace(".changeset", ".json")))
+            .find(|r| format!("{}.{}.changeset", r["case"].as_str().unwrap(), r["trial"]) == name(p))
             .unwrap();
         rec["checks"][0]["error"].as_str().unwrap().to_string()
     };
@@ -296,7 +297,7 @@ fn a_no_state_run_keeps_nothing_and_is_refused() {
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     assert_eq!(json(&old.join("manifest.json"))["trial_state"], "skipped");
     assert!(files_named(&old, ".changeset").is_empty());
-    assert!(json(&old.join("traces/reembolso_parcial_01.1.json")).get("state").is_none());
+    assert!(trace(&old, "reembolso_parcial_01", 1).get("state").is_none());
     let o = regrade(&repo(), &[old.to_str().unwrap(), "--out", tmp.path().join("new").to_str().unwrap()]);
     assert_user_error(&o, "--no-state");
     assert!(!tmp.path().join("new").exists());
@@ -370,7 +371,7 @@ fn work_dir_changes_are_kept_and_restored_with_deletions_modes_and_symlinks() {
     let o = run_suite(d, "s.lua", &[]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}{}", stdout(&o), stderr(&o));
     let before = records(&d.join("out"));
-    let state = &json(&d.join("out/traces/edit.1.json"))["state"];
+    let state = &trace(&d.join("out"), "edit", 1)["state"];
     assert_eq!(state["deleted"], json!(["OLD.md"]), "{state}");
     let kept: Vec<&str> = state["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
     assert_eq!(kept, ["app_link", "bin/run.sh", "src/app.py", "src/new/helper.py"], "{state}");
@@ -401,10 +402,7 @@ fn a_kept_path_that_leaves_the_work_dir_is_refused() {
     let dir = project(&[("s.lua", CODING), ("repo/src/app.py", "x\n"), ("repo/OLD.md", "o\n")]);
     let d = dir.path();
     run_suite(d, "s.lua", &[]);
-    let p = d.join("out/traces/edit.1.json");
-    let mut tr = json(&p);
-    tr["state"]["files"][1]["path"] = json!("../../escape.sh");
-    std::fs::write(&p, serde_json::to_vec_pretty(&tr).unwrap()).unwrap();
+    rewrite_trace(&d.join("out"), "edit", 1, |tr| tr["state"]["files"][1]["path"] = json!("../../escape.sh"));
     let o = regrade(d, &["out", "--out", "again"]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let r = &trials(&d.join("again"))[0];

@@ -113,7 +113,7 @@ fn skipped_identity_check_is_denied_and_recorded() {
             check(r, "sql: SELECT importe FROM reembolsos WHERE pedido = 'P-9930'")["evidence"]["got"],
             Value::Null
         );
-        let trace = json(&dir.path().join("run").join(r["trace"].as_str().unwrap()));
+        let trace = trace(&dir.path().join("run"), r["case"].as_str().unwrap(), r["trial"].as_u64().unwrap());
         let call = trace["calls"].as_array().unwrap().iter().find(|c| c["status"] == "denied").unwrap();
         assert_eq!(call["name"], "issue_refund");
         assert!(call["error"].as_str().unwrap().contains("requires a successful verify_identity"));
@@ -251,6 +251,102 @@ return suite
     assert!(recs.iter().all(|r| r["outcome"] == "accepted"), "{recs:?}");
     let drawn: std::collections::BTreeSet<&str> = recs.iter().map(|r| r["answer"].as_str().unwrap()).collect();
     assert_eq!(drawn.len(), 1, "the file's top level drew different numbers: {drawn:?}");
+}
+
+#[test]
+fn a_case_never_sees_what_another_case_did() {
+    // A worker evaluates the suite once and reuses it across cases; each way
+    // a trial of one case could reach the next case is tried alone, on one
+    // worker, one trial a case: every trial must see 1.
+    let ways = [
+        // A table two cases' declarations share, changed through ctx.case.
+        (
+            "shared_declaration",
+            "local shared = { n = 0 }",
+            "metadata = shared",
+            "ctx.case.metadata.n = ctx.case.metadata.n + 1 return ctx.case.metadata.n",
+        ),
+        // A check two cases share, with a file-level counter.
+        (
+            "shared_check",
+            "local runs = 0\nlocal counting = function(t) runs = runs + 1 return runs == 1, runs end",
+            "",
+            "return 1",
+        ),
+        // A handler's state behind a case's own table.
+        ("case_field", "", "", "ctx.case.seen = (ctx.case.seen or 0) + 1 return ctx.case.seen"),
+    ];
+    let mut leaked = Vec::new();
+    for (name, setup, field, body) in ways {
+        let expect = if name == "shared_check" {
+            "counting, check.answer { equals = \"1\" }"
+        } else {
+            "check.answer { equals = \"1\" }"
+        };
+        let suite = format!(
+            r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+{setup}
+local suite = evalua.suite {{ name = "{name}", trials = 1,
+  agent = evalua.agent.scripted(function(task, env) return tostring(env.call("leak", {{}}).n) end) }}
+suite:tool {{ name = "leak", run = function(ctx) local function f() {body} end return {{ n = f() }} end }}
+for _, id in ipairs({{ "a", "b", "c", "d" }}) do
+  suite:case {{ id = id, input = "x", {field}{comma} expect = {{ {expect} }} }}
+end
+return suite
+"#,
+            comma = if field.is_empty() { "" } else { "," }
+        );
+        let dir = project(&[("leak.lua", suite.as_str())]);
+        let o = run_suite(dir.path(), "leak.lua", &["--jobs", "1"]);
+        let recs = trials(&dir.path().join("out"));
+        assert_eq!(recs.len(), 4, "{name}: {}", stderr(&o));
+        let got: Vec<String> = recs.iter().map(|r| format!("{}:{}", r["answer"], r["outcome"])).collect();
+        if !recs.iter().all(|r| r["answer"] == "1" && r["outcome"] == "accepted") {
+            leaked.push(format!("{name}: {got:?}"));
+        }
+    }
+    assert!(leaked.is_empty(), "a case saw another case's state: {leaked:#?}");
+
+    // A dataset's map with a file-level counter: each case is mapped in a
+    // fresh evaluation, so every case sees the counter at 1.
+    let suite = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local mapped = 0
+local suite = evalua.suite { name = "maps", trials = 2,
+  agent = evalua.agent.scripted(function(task, env) return task.input end) }
+suite:dataset("rows.jsonl", { map = function(row, i)
+  mapped = mapped + 1
+  return { id = row.id, input = tostring(mapped), expect = { check.answer { equals = "1" } } }
+end })
+return suite
+"#;
+    let rows = "{\"id\": \"r1\"}\n{\"id\": \"r2\"}\n{\"id\": \"r3\"}\n";
+    let dir = project(&[("maps.lua", suite), ("rows.jsonl", rows)]);
+    let o = run_suite(dir.path(), "maps.lua", &["--jobs", "1"]);
+    let recs = trials(&dir.path().join("out"));
+    assert_eq!(recs.len(), 6, "{}", stderr(&o));
+    assert!(recs.iter().all(|r| r["answer"] == "1"), "{:?}", recs.iter().map(|r| &r["answer"]).collect::<Vec<_>>());
+
+    // Cases are declared when the file loads; a trial cannot add one.
+    let suite = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local suite
+suite = evalua.suite { name = "late", trials = 1,
+  agent = evalua.agent.scripted(function(task, env)
+    local ok, err = pcall(function() suite:case { id = "late", input = "x" } end)
+    return ok and "declared" or tostring(err)
+  end) }
+suite:case { id = "a", input = "x", expect = { check.answer { contains = "while the suite file loads" } } }
+return suite
+"#;
+    let dir = project(&[("late.lua", suite)]);
+    let o = run_suite(dir.path(), "late.lua", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(trials(&dir.path().join("out"))[0]["outcome"], "accepted", "{:?}", trials(&dir.path().join("out")));
 }
 
 #[test]

@@ -636,3 +636,27 @@ fn compare_lists_at_most_200_cases_a_class_and_counts_the_rest() {
     assert_eq!(page.matches("<tr class=\"unchanged\">").count(), 200);
     assert!(page.contains("… and 50 more"), "{page}");
 }
+
+#[test]
+fn a_packed_trace_is_shown_and_served_raw() {
+    let dir = project(&[]);
+    let runs = dir.path().join("runs");
+    real_run(&runs.join("refunds/a"), "3");
+    let v = Viewer::start(dir.path(), &["runs"]);
+    let id = row(&v.runs(), "refunds/a")["id"].as_str().unwrap().to_string();
+    let rec = &trials(&runs.join("refunds/a"))[0];
+    assert_eq!(rec["trace"], "traces/traces.jsonl");
+    let (case, trial) = (rec["case"].as_str().unwrap(), rec["trial"].as_u64().unwrap());
+    // The trial's trace comes from the pack, through its index.
+    let t = v.json(&format!("/api/trial?r={}&case={}&trial={trial}", enc(&id), enc(case)));
+    assert_eq!(t["trace"]["case"], case, "{t}");
+    assert!(t["trace_error"].is_null(), "{t}");
+    assert!(t["trace_file"].is_null(), "no file of its own: {t}");
+    // Raw: the stored trace alone, as `evalua show --json` prints it.
+    let (status, body) = v.get(&format!("/trace?r={}&case={}&trial={trial}", enc(&id), enc(case)));
+    assert_eq!(status, 200, "{body}");
+    let raw: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(raw, trace(&runs.join("refunds/a"), case, trial));
+    let (status, _) = v.get(&format!("/trace?r={}&case={}&trial=99", enc(&id), enc(case)));
+    assert_eq!(status, 404);
+}

@@ -358,10 +358,29 @@ local Suite = {}
 ---@return evalua.Tool
 function Suite:tool(spec) end
 
---- Declare a case: an input, its fixture and the checks its trials must pass; returns the declared case.
+--- Declare a case: an input, its fixture and the checks its trials must pass; returns the declared case
+--- while the suite loads (nil when a trial's worker evaluates the file again).
 ---@param spec evalua.CaseSpec
----@return evalua.Case
+---@return evalua.Case?
 function Suite:case(spec) end
+
+--- Declare one case per row of a dataset file (SPEC §3): a JSON Lines file, a JSON array of rows, or a
+--- CSV file (header row = keys, every value a string). The rows are streamed by the host; each goes
+--- through `map(row, i)`, whose result is a case table as `suite:case` takes (without `map` the row is
+--- the case table). The path is relative to the suite file; the format comes from the extension
+--- (`.jsonl`/`.ndjson`, `.json`, `.csv`) unless given. A bad row (it does not parse, `map` raises, or
+--- the case is invalid) stops the load with `file:line` and the column, unless `on_error = "skip"`,
+--- which leaves it out and counts it (manifest.json, summary.json). The file's sha256 and row count go
+--- to the manifest. `map` must be a function of `(row, i)` alone: a trial reads its row again and maps it.
+---@param path string the data file, relative to the suite file
+---@param opts? evalua.DatasetOptions
+function Suite:dataset(path, opts) end
+
+--- Options of `suite:dataset`.
+---@class evalua.DatasetOptions
+---@field map? fun(row: table, i: integer): evalua.CaseSpec turn a row (a decoded JSON value, or a CSV row keyed by the header) into a case table
+---@field format? "jsonl"|"json"|"csv" the file's format (default: from its extension)
+---@field on_error? "fail"|"skip" a bad row stops the load (`"fail"`, the default) or is left out and counted (`"skip"`)
 
 --- The table given to `suite:tool { ... }`.
 ---@class evalua.ToolSpec

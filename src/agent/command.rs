@@ -174,7 +174,7 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
     let stdin = match io {
         AgentIo::Jsonl => Stdio::piped(),
         AgentIo::Plain => {
-            launch.argv.push(trial.case.spec.input.clone());
+            launch.argv.push(trial.input.clone());
             Stdio::null()
         }
     };
@@ -384,7 +384,7 @@ fn converse(
         .collect();
     let mut start = json!({
         "type": "start", "case": trial.case.spec.id, "trial": trial.number, "seed": trial.seed,
-        "input": trial.case.spec.input, "tools": tools, "budget": trial.plan.suite.budget,
+        "input": trial.input, "tools": tools, "budget": trial.plan.suite.budget,
     });
     if let Some(url) = mcp_url {
         start["mcp_url"] = json!(url);

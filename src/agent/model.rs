@@ -78,7 +78,7 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
         .collect();
     let mut req = ChatRequest {
         system: m.system.clone(),
-        messages: vec![Message::user(trial.case.spec.input.clone())],
+        messages: vec![Message::user(trial.input.clone())],
         tools,
         temperature: m.model.temperature,
         seed: Some(m.model.seed.unwrap_or(trial.seed & 0x7fff_ffff)),

@@ -6,24 +6,25 @@
 
 use std::path::Path;
 
-use crate::record::{Ended, Trace};
+use crate::error::Error;
+use crate::record::rundir::read_trace_file;
+use crate::record::{Ended, RunDir, Trace};
 use crate::trial::{AgentEnd, Trial};
 use crate::util::paths::display_path;
 
 pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
     // A run dir replays the trace of the same (case, trial); a file replays itself.
-    let file = if path.is_dir() {
-        path.join(crate::record::trace_name(&trial.case.spec.id, trial.number))
+    let (case, number) = (&trial.case.spec.id, trial.number);
+    let found = if path.is_dir() {
+        RunDir::open(path)
+            .and_then(|d| d.find_trace(case, number))
+            .and_then(|t| t.ok_or_else(|| Error::Input(format!("{}: no trace of {case}#{number}", display_path(path)))))
     } else {
-        path.to_path_buf()
+        read_trace_file(path)
     };
-    let text = match std::fs::read_to_string(&file) {
+    let trace: Trace = match found {
         Ok(t) => t,
-        Err(e) => return AgentEnd::infra(format!("replay: {}: {e}", display_path(&file))),
-    };
-    let trace: Trace = match serde_json::from_str(&text) {
-        Ok(t) => t,
-        Err(e) => return AgentEnd::infra(format!("replay: {}: not an evalua trace: {e}", display_path(&file))),
+        Err(e) => return AgentEnd::infra(format!("replay: {e}")),
     };
     // Agent turns other than the final answer (recorded as the last agent
     // message when the trial ended with one).

@@ -81,12 +81,12 @@ fn answer_text(lua: &Lua, v: &Value) -> String {
 fn task_table(trial: &Trial<'_>) -> mlua::Result<Table> {
     let lua = &trial.lua;
     let task = lua.create_table()?;
-    task.raw_set("input", trial.case.spec.input.as_str())?;
+    task.raw_set("input", trial.input.as_str())?;
     task.raw_set("case", trial.case.spec.id.as_str())?;
     task.raw_set("trial", trial.number)?;
     task.raw_set("seed", trial.seed as i64)?;
     let tools = lua.create_table()?;
-    for t in &trial.case.tools {
+    for t in trial.case.tools.iter() {
         let tt = lua.create_table()?;
         tt.raw_set("name", t.spec.name.as_str())?;
         tt.raw_set("description", t.spec.description.as_str())?;

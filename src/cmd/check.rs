@@ -13,10 +13,11 @@ pub fn check(suites: &[PathBuf], skip_invalid: bool) -> Result<u8> {
     let jobs = run::default_jobs();
     for path in suites {
         let s = load::load(path)?;
+        super::run::warn_skipped_rows(&s);
         let mut plan = run::plan(s, None, &Filters::default(), 1)?;
         run::screen::screen(&mut plan, skip_invalid, jobs)?;
         let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
-        let checks: usize = plan.cases.iter().map(|c| c.spec.checks.len()).sum();
+        let checks: u64 = plan.cases.iter().map(|c| c.spec.checks as u64).sum();
         println!(
             "ok: {} ({} cases, {} tools, {} checks, {} trials per run{})",
             display_path(&plan.suite.path),

@@ -20,7 +20,7 @@ pub fn list(path: &Path, filters: &Filters) -> Result<u8> {
             c.spec.tags.join(", "),
             c.spec.difficulty.clone().unwrap_or_default(),
             c.trials.to_string(),
-            c.spec.checks.len().to_string(),
+            c.spec.checks.to_string(),
             c.spec.location.clone(),
         ]);
     }

@@ -1,6 +1,7 @@
 //! `evalua merge RUN_DIR... --out DIR`: check the parts belong to one run and
 //! together hold every planned (case, trial) exactly once, then write one run
-//! dir with the parts' records (byte for byte) and traces.
+//! dir with the parts' records (byte for byte) and their traces, copied
+//! through the run dirs' trace stores.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,14 @@ fn identity(r: &RunData) -> [(String, &'static str); 5] {
         (format!("{cases:?}"), "cases (ids, trials or revisions)"),
         (format!("{:?}", m.gates), "gates"),
     ]
+}
+
+/// A trace's JSON on one line (from a part's pretty-printed trace file).
+fn compact(json: &[u8], from: &RunDir, case: &str, trial: u32) -> Result<Vec<u8>> {
+    let trace: Trace = serde_json::from_slice(json).map_err(|e| {
+        Error::Input(format!("{}: the trace of {case}#{trial} is not a trace: {e}", from.path.display()))
+    })?;
+    serde_json::to_vec(&trace).map_err(|e| Error::Environment(e.to_string()))
 }
 
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
@@ -87,7 +96,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
 
     // Plan order: manifest case order, trials 1..=n. The lines are copied as
     // written (keys this version does not know are kept).
-    let mut by_key: HashMap<(String, u32), (String, String, &RunDir)> = HashMap::new();
+    let mut by_key: HashMap<(String, u32), (String, &RunDir)> = HashMap::new();
     for p in &parts {
         let path = p.run_dir.file("trials.jsonl");
         for item in p.run_dir.records()? {
@@ -99,36 +108,53 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<u8> {
                     rec.trace
                 )));
             }
-            by_key.insert((rec.case, rec.trial), (line, rec.trace, &p.run_dir));
+            by_key.insert((rec.case, rec.trial), (line, &p.run_dir));
         }
     }
     let run_id = new_run_id();
     let dir = RunDir::create(Some(out), first.suite(), &run_id)?;
     let mut trials = dir.trials_writer()?;
     let mut count = 0usize;
+    // Traces first, a batch at a time, then the batch's records: a record is
+    // written only once its trace is stored.
+    let store = |batch: &[(String, u32, Vec<u8>)]| {
+        let items: Vec<(&str, u32, &[u8])> = batch.iter().map(|(c, t, j)| (c.as_str(), *t, j.as_slice())).collect();
+        dir.write_traces(&items)
+            .map_err(|e| Error::Environment(format!("{}: cannot store traces: {e}", dir.path.display())))
+    };
+    let mut batch = Vec::new();
+    let mut lines: Vec<&str> = Vec::new();
     for (c, n) in first.infos.iter().zip(&first.planned) {
         for t in 1..=*n {
-            let (line, trace, from) = &by_key[&(c.id.clone(), t)];
-            let src = from.path.join(trace);
-            if src.is_file() {
-                std::fs::copy(&src, dir.path.join(trace))
-                    .map_err(|e| Error::Environment(format!("{}: {e}", src.display())))?;
+            let (line, from) = &by_key[&(c.id.clone(), t)];
+            if let Some(json) = from.trace_json(&c.id, t)? {
+                // A part of the earlier layout stored pretty JSON: packed traces are one line each.
+                let json = if json.contains(&b'\n') { compact(&json, from, &c.id, t)? } else { json };
                 // What the trial changed goes along, so the merged run can be re-graded.
-                let state = std::fs::read_to_string(&src)
-                    .ok()
-                    .and_then(|text| serde_json::from_str::<Trace>(&text).ok())
-                    .and_then(|tr| tr.state);
+                let state = serde_json::from_slice::<Trace>(&json).ok().and_then(|tr| tr.state);
                 if let Some(record) = state {
                     let kept = KeptState::Copied { from: (*from).clone(), case: c.id.clone(), trial: t, record };
                     // A part's missing or unreadable state stays missing: re-grading names it then.
                     if let Err(e) = dir.write_state(&c.id, t, &kept) {
-                        eprintln!("warning: {}: cannot copy the trial's kept state: {e}", src.display());
+                        eprintln!("warning: {}: cannot copy the kept state of {}#{t}: {e}", from.path.display(), c.id);
                     }
                 }
+                batch.push((c.id.clone(), t, json));
             }
-            trials.append_line(line)?;
+            lines.push(line);
             count += 1;
+            if lines.len() == 256 {
+                store(&batch)?;
+                batch.clear();
+                for l in lines.drain(..) {
+                    trials.append_line(l)?;
+                }
+            }
         }
+    }
+    store(&batch)?;
+    for l in lines {
+        trials.append_line(l)?;
     }
     let mut manifest = first.manifest.clone();
     manifest.run_id = run_id;

@@ -10,5 +10,6 @@ pub mod merge;
 pub mod regrade;
 pub mod report;
 pub mod run;
+pub mod show;
 pub mod test;
 pub mod view;

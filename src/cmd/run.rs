@@ -49,6 +49,19 @@ pub struct RunArgs {
     pub argv: Vec<String>,
 }
 
+/// Say on stderr which dataset rows `on_error = "skip"` left out.
+pub fn warn_skipped_rows(suite: &crate::spec::Suite) {
+    for d in suite.datasets.iter().filter(|d| d.skipped > 0) {
+        eprintln!("warning: {}: {} of {} rows skipped as bad (on_error = \"skip\")", d.path, d.skipped, d.rows);
+        for why in &d.skipped_rows {
+            eprintln!("  {why}");
+        }
+        if d.skipped as usize > d.skipped_rows.len() {
+            eprintln!("  … and {} more", d.skipped as usize - d.skipped_rows.len());
+        }
+    }
+}
+
 /// The run dir to continue, and how.
 fn continuing(a: &RunArgs) -> Option<(&PathBuf, Mode)> {
     match (&a.resume, &a.retry_errors) {
@@ -95,6 +108,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
             println!("skipped: {}: {why}", display_path(&s.path));
             continue;
         }
+        warn_skipped_rows(&s);
         let mut plan = run::plan(s, trials, &filters, seed)?;
         plan.keep_state = !a.no_state;
         run::screen::require_sandbox(&plan)?;
@@ -198,6 +212,12 @@ pub(crate) fn conclude(dir: &RunDir, allow_incomplete: bool, tests: &sinks::Test
     data.summary_present = true;
     report::write_all(&data)?;
     print!("{}", report::console_for(&data));
+    for d in data.manifest.datasets.iter().filter(|d| d.skipped > 0) {
+        println!(
+            "dataset {}: {} of {} rows skipped as bad (on_error = \"skip\"; manifest.json lists the first)",
+            d.path, d.skipped, d.rows
+        );
+    }
     print!("{}", tests.text());
     Ok(data)
 }

@@ -24,6 +24,7 @@ use super::records::calibration_path;
 use super::resolve::resolve;
 use super::verdict;
 use crate::error::{Error, Result};
+use crate::record::rundir::read_trace_file;
 use crate::spec::{JudgeSpec, Suite};
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
@@ -125,18 +126,17 @@ fn label_value(v: &Json) -> Option<Option<bool>> {
 }
 
 fn read_trace(base: &Path, rel: &str, at: &str) -> Result<TrialData> {
-    let p = base.join(rel);
-    let text =
-        std::fs::read_to_string(&p).map_err(|e| Error::Input(format!("{at}: trace {}: {e}", display_path(&p))))?;
-    let t: Json =
-        serde_json::from_str(&text).map_err(|e| Error::Input(format!("{at}: trace {}: {e}", display_path(&p))))?;
-    let arr = |k: &str| t[k].as_array().cloned().unwrap_or_default();
+    let t = read_trace_file(&base.join(rel)).map_err(|e| Error::Input(format!("{at}: trace {e}")))?;
+    let values = |v: std::result::Result<Json, serde_json::Error>| match v {
+        Ok(Json::Array(items)) => items,
+        _ => Vec::new(),
+    };
     Ok(TrialData {
-        input: t["input"].as_str().unwrap_or("").to_string(),
-        answer: t["answer"].as_str().unwrap_or("").to_string(),
-        calls: arr("calls").iter().map(strip_call).collect(),
-        messages: arr("messages"),
-        outbox: arr("outbox"),
+        calls: values(serde_json::to_value(&t.calls)).iter().map(strip_call).collect(),
+        messages: values(serde_json::to_value(&t.messages)),
+        outbox: values(serde_json::to_value(&t.outbox)),
+        input: t.input,
+        answer: t.answer,
     })
 }
 

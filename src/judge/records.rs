@@ -70,17 +70,7 @@ pub fn calibration(suite_dir: &Path, spec: &JudgeSpec) -> Calibration {
 
 /// Every distinct judge check of a suite: (spec, the cases that use it).
 pub fn suite_judges(suite: &Suite) -> Vec<(JudgeSpec, Vec<String>)> {
-    let mut out: Vec<(JudgeSpec, Vec<String>)> = Vec::new();
-    for case in &suite.cases {
-        for c in &case.checks {
-            let Some(spec) = &c.judge else { continue };
-            match out.iter_mut().find(|(s, _)| s == spec) {
-                Some((_, cases)) => cases.push(case.id.clone()),
-                None => out.push((spec.clone(), vec![case.id.clone()])),
-            }
-        }
-    }
-    out
+    suite.judges.iter().map(|j| (j.spec.clone(), j.cases.clone())).collect()
 }
 
 /// The manifest's `judges`: each judge check's model(s) and prompt hash.

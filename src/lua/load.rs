@@ -4,28 +4,44 @@
 //! their worker's state to get the functions (tool handlers, checks, scripted
 //! agents) back.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlua::{Lua, Table, Value};
 use serde_json::Value as Json;
 
-use super::api;
+use super::api::{self, declare};
 use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
 use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
-    AgentIo, AgentSpec, Budget, CaseSpec, CheckInfo, CommandAgentSpec, FaultRule, Faults, JudgeSpec, MAX_DEADLINE_S,
-    ModelAgentSpec, ModelSpec, ProxySpec, Sources, Suite, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, FaultRule, Faults,
+    JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, ProxySpec, QueryUse, Sources, Suite, SuiteJudge,
+    TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
 };
+use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
 
-/// Limits on loading a suite file.
+/// Limits on loading a suite file: the file itself, plus a share for each
+/// case it declares (so a suite of any size loads, and a runaway loop that
+/// declares nothing is still stopped).
 const LOAD_INSTRUCTIONS: u64 = 200_000_000;
 const LOAD_SECONDS: u64 = 20;
+pub const CASE_INSTRUCTIONS: u64 = 200_000;
+pub const CASE_TIME: Duration = Duration::from_millis(2);
+/// Limits on mapping one dataset row (`map` and the case's checks).
+const ROW_INSTRUCTIONS: u64 = 10_000_000;
+const ROW_SECONDS: u64 = 5;
+/// A suite declares at most this many cases.
+const MAX_CASES: usize = 5_000_000;
+/// Skipped rows named in the manifest, per dataset.
+const SKIPPED_SHOWN: usize = 20;
 
 pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64, validate: bool) -> StateConfig {
     let suite_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -48,7 +64,7 @@ pub fn eval_suite(lua: &Lua, path: &Path) -> std::result::Result<Table, String> 
         }
     };
     match value {
-        Value::Table(t) if t.raw_get::<Value>("_cases").map(|v| v.is_table()).unwrap_or(false) => Ok(t),
+        Value::Table(t) if t.raw_get::<Value>("_tools").map(|v| v.is_table()).unwrap_or(false) => Ok(t),
         _ => Err(format!(
             "{}: the suite file must end with `return suite` (the value of evalua.suite{{...}})",
             display_path(path)
@@ -65,11 +81,203 @@ pub fn load(path: &Path) -> Result<Suite> {
     let sources = Arc::new(Sources::default());
     let lua = api::new_state(state_config(&path, sources.clone(), 0, true))
         .map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
+    let loader = Rc::new(Loader::default());
+    lua.set_app_data(declare::Declare(loader.clone()));
     let t = eval_suite(&lua, &path).map_err(Error::Input)?;
-    read_suite(&lua, &t, &path, sources).map_err(|e| {
+    lua.remove_app_data::<declare::Declare>();
+    let declared = std::mem::take(&mut *loader.0.borrow_mut());
+    read_suite(&lua, &t, &path, sources, declared).map_err(|e| {
         // Most errors name their own `file:line`; the others get the suite's path.
         if has_location(&e) { Error::Input(e) } else { Error::Input(format!("{}: {e}", display_path(&path))) }
     })
+}
+
+/// What loading collected from the suite's declarations.
+#[derive(Default)]
+struct Declared {
+    cases: Vec<CaseSpec>,
+    /// Case id → index in `cases`.
+    ids: HashMap<String, usize>,
+    judges: Vec<SuiteJudge>,
+    /// A judge spec (as JSON) → index in `judges`.
+    judge_index: HashMap<String, usize>,
+    datasets: Vec<DatasetSpec>,
+    /// Tool names the checks mention, each once (see [`Suite::check_tools`]).
+    check_tools: Vec<Mention>,
+    mentioned: std::collections::HashSet<String>,
+    /// SQL queries the checks run, each once per fixture (see [`Suite::queries`]).
+    queries: Vec<QueryUse>,
+    queried: std::collections::HashSet<(Option<PathBuf>, String)>,
+}
+
+impl Declared {
+    fn add(&mut self, read: ReadCase) -> std::result::Result<(), String> {
+        let ReadCase { spec, judges, checks } = read;
+        if let Some(&i) = self.ids.get(&spec.id) {
+            return Err(format!("duplicate case id '{}' (first declared at {})", spec.id, self.cases[i].location));
+        }
+        if self.cases.len() >= MAX_CASES {
+            return Err(format!("a suite declares at most {MAX_CASES} cases"));
+        }
+        for (name, j) in judges {
+            let key = serde_json::to_string(&j).unwrap_or_default();
+            match self.judge_index.get(&key) {
+                Some(&i) => {
+                    let judge = &mut self.judges[i];
+                    judge.cases.push(spec.id.clone());
+                    if !judge.checks.contains(&name) {
+                        judge.checks.push(name);
+                    }
+                }
+                None => {
+                    self.judge_index.insert(key, self.judges.len());
+                    self.judges.push(SuiteJudge { spec: j, cases: vec![spec.id.clone()], checks: vec![name] });
+                }
+            }
+        }
+        // What the checks use, each distinct use kept once: checked against
+        // the suite's tools and the fixtures when the suite is read.
+        for c in checks {
+            let at = c.location.clone().unwrap_or_else(|| spec.location.clone());
+            for name in c.tools {
+                if self.mentioned.insert(name.clone()) {
+                    let what = format!("check '{}' (case '{}')", c.name, spec.id);
+                    self.check_tools.push(Mention { name, at: at.clone(), what });
+                }
+            }
+            for sql in c.sql {
+                if self.queried.insert((spec.fixture.clone(), sql.clone())) {
+                    let (check, case, fixture) = (c.name.clone(), spec.id.clone(), spec.fixture.clone());
+                    self.queries.push(QueryUse { fixture, sql, at: at.clone(), check, case });
+                }
+            }
+        }
+        self.ids.insert(spec.id.clone(), self.cases.len());
+        self.cases.push(spec);
+        Ok(())
+    }
+}
+
+/// Loading's [`declare::Declarations`]: each case becomes its spec at once
+/// (its Lua table is let go), each dataset row is read, mapped and declared.
+#[derive(Default)]
+struct Loader(RefCell<Declared>);
+
+impl declare::Declarations for Loader {
+    fn case(&self, lua: &Lua, case: Table) -> mlua::Result<Option<String>> {
+        lua::limits(lua).extend(CASE_INSTRUCTIONS, CASE_TIME);
+        let read = match read_case(lua, &case) {
+            Ok(x) => x,
+            Err(e) => return Ok(Some(e)),
+        };
+        Ok(self.0.borrow_mut().add(read).err())
+    }
+
+    fn dataset(&self, lua: &Lua, d: declare::DatasetDecl) -> mlua::Result<Option<String>> {
+        let path = PathBuf::from(&d.path);
+        let shown = display_path(&path);
+        let format = match d.format.as_deref() {
+            Some(f) => match Format::from_name(f) {
+                Some(f) => f,
+                None => return Ok(Some(format!("format = \"{f}\" is not one of \"jsonl\", \"json\", \"csv\""))),
+            },
+            None => match Format::from_path(&path) {
+                Some(f) => f,
+                None => {
+                    return Ok(Some(format!(
+                        "{shown}: cannot tell the format from the file's extension; give format = \"jsonl\" | \"json\" | \"csv\""
+                    )));
+                }
+            },
+        };
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => m,
+            Ok(_) => return Ok(Some(format!("{shown}: not a file"))),
+            Err(e) => return Ok(Some(format!("{shown}: {e}"))),
+        };
+        let Some(row_fn) = d.function else {
+            return Ok(Some("internal: no row function".into()));
+        };
+        let skip = d.on_error == "skip";
+        let index = self.0.borrow().datasets.len() as u32;
+        let limits = lua::limits(lua);
+        let (mut i, mut cases, mut skipped) = (0u32, 0u64, Vec::new());
+        let mut skipped_n = 0u64;
+        let streamed = dataset::stream(&path, format, |pos, row| -> std::result::Result<(), String> {
+            i += 1;
+            limits.extend(CASE_INSTRUCTIONS + ROW_INSTRUCTIONS, CASE_TIME + Duration::from_secs(ROW_SECONDS));
+            let at = format!("{shown}:{}", pos.line);
+            let declared = row
+                .map_err(|e| format!("{shown}:{e}"))
+                .and_then(|json| self.row(lua, &row_fn, json, i, &at, pos, index))
+                .and_then(|read| self.0.borrow_mut().add(read).map_err(|e| format!("{at}: {e}")));
+            match declared {
+                Ok(()) => cases += 1,
+                Err(e) if skip => {
+                    skipped_n += 1;
+                    if skipped.len() < SKIPPED_SHOWN {
+                        skipped.push(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            Ok(())
+        });
+        let scan = match streamed {
+            Ok(Ok(scan)) => scan,
+            // A bad row: the data file's line says where.
+            Ok(Err(e)) => return Err(mlua::Error::runtime(e)),
+            Err(e) => return Ok(Some(format!("{shown}: cannot read: {e}"))),
+        };
+        let stamp = meta.modified().ok().map(|m| (scan.bytes, m));
+        self.0.borrow_mut().datasets.push(DatasetSpec {
+            path: shown,
+            abs: path,
+            format,
+            sha256: scan.sha256,
+            bytes: scan.bytes,
+            rows: scan.rows,
+            cases,
+            skipped: skipped_n,
+            skipped_rows: skipped,
+            headers: scan.headers.unwrap_or_default(),
+            stamp,
+        });
+        Ok(None)
+    }
+}
+
+impl Loader {
+    /// One dataset row through the stdlib's row function (the suite's `map`,
+    /// then the case's validation), read into its spec.
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        &self,
+        lua: &Lua,
+        row_fn: &mlua::Function,
+        json: serde_json::Value,
+        i: u32,
+        at: &str,
+        pos: dataset::RowPos,
+        index: u32,
+    ) -> std::result::Result<ReadCase, String> {
+        let limits = lua::limits(lua);
+        let seg = Segment {
+            instructions: Some(ROW_INSTRUCTIONS),
+            deadline: Some(Instant::now() + Duration::from_secs(ROW_SECONDS)),
+        };
+        let value = convert::to_lua(lua, &json).map_err(|e| format!("{at}: {e}"))?;
+        let case = match limits.guard(lua, seg, || row_fn.call::<Table>((value, i, at))) {
+            Guarded::Done(Ok(t)) => t,
+            Guarded::Done(Err(e)) => return Err(format!("{at}: row {i}: {}", lua::describe(&e))),
+            Guarded::Stopped(stop) => return Err(format!("{at}: row {i}: map stopped: {}", stop.describe())),
+        };
+        let mut read = read_case(lua, &case).map_err(|e| format!("{at}: row {i}: {e}"))?;
+        read.spec.location = at.to_string();
+        read.spec.source =
+            CaseSource::Row { dataset: index, row: i, line: pos.line, offset: pos.offset, length: pos.length };
+        Ok(read)
+    }
 }
 
 /// Whether a message starts with `file:line:`.
@@ -295,6 +503,76 @@ pub fn judge_spec(lua: &Lua, v: &Value) -> std::result::Result<JudgeSpec, String
     serde_json::from_value(j).map_err(|e| format!("judge: bad spec: {e}"))
 }
 
+/// A case as loading reads it: its spec, the judge specs of its judge
+/// checks, and its checks (for what they use; the plan does not keep them).
+struct ReadCase {
+    spec: CaseSpec,
+    /// Each judge check's name and spec.
+    judges: Vec<(String, JudgeSpec)>,
+    checks: Vec<CheckInfo>,
+}
+
+/// A case table, as `suite:case` normalised it, read into its spec.
+fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
+    let location = opt::<String>(ct, "_where")?.unwrap_or_default();
+    if let Some(e) = bad_number(ct, "", &location, 0, &mut Vec::new()) {
+        return Err(e);
+    }
+    let mut checks = Vec::new();
+    let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
+    for c in checks_t.sequence_values::<Table>() {
+        let c = c.map_err(|e| e.to_string())?;
+        let kind: Option<String> = opt(&c, "kind")?;
+        let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
+            (Some("tests"), Some(v)) => Some(tests_spec(lua, &v)?),
+            _ => None,
+        };
+        checks.push(CheckInfo {
+            name: c.get("name").map_err(|e| e.to_string())?,
+            critical: c.get("critical").map_err(|e| e.to_string())?,
+            kind,
+            tests,
+            judge: match c.get::<Value>("judge").map_err(|e| e.to_string())? {
+                Value::Nil => None,
+                v => Some(judge_spec(lua, &v)?),
+            },
+            tools: strings(&c, "tools")?,
+            sql: strings(&c, "sql")?,
+            location: opt(&c, "where")?,
+        });
+    }
+    let input: String = ct.get("input").map_err(|e| e.to_string())?;
+    let tools_subset: Option<Vec<String>> = opt(ct, "tools")?;
+    let mut spec = CaseSpec {
+        id: ct.get("id").map_err(|e| e.to_string())?,
+        split: ct.get("split").map_err(|e| e.to_string())?,
+        tags: strings(ct, "tags")?,
+        difficulty: opt(ct, "difficulty")?,
+        fixture: opt::<String>(ct, "fixture")?.map(PathBuf::from),
+        trials: opt::<f64>(ct, "trials")?.map(|v| v as u32),
+        weight: ct.get("weight").map_err(|e| e.to_string())?,
+        tools: tools_subset,
+        agent: read_agent(lua, opt(ct, "agent")?)?,
+        clock: opt(ct, "clock")?,
+        workdir: opt::<Table>(ct, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,
+        user: opt::<Table>(ct, "user")?.map(|u| user_spec(lua, &u)).transpose()?,
+        checks: checks.len() as u32,
+        tests: checks
+            .iter()
+            .filter_map(|c| c.tests.clone().map(|spec| TestsCheck { name: c.name.clone(), spec }))
+            .collect(),
+        digest: String::new(),
+        location,
+        faults: faults_spec(lua, opt(ct, "faults")?)?,
+        source: CaseSource::Declared,
+    };
+    // The digest covers what the plan no longer holds: the input and the checks.
+    let declared = serde_json::to_string(&(&spec, &input, &checks)).map_err(|e| e.to_string())?;
+    spec.digest = sha256_hex(declared.as_bytes());
+    let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
+    Ok(ReadCase { spec, judges, checks })
+}
+
 /// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
 fn faults_spec(lua: &Lua, v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
     let Some(v) = v else { return Ok(None) };
@@ -339,12 +617,9 @@ fn check_tool_names(suite: &Suite) -> std::result::Result<(), String> {
         for name in case.faults.iter().flat_map(|f| f.keys()) {
             unknown(&case.location, &format!("case '{}': 'faults'", case.id), name)?;
         }
-        for c in &case.checks {
-            let at = c.location.as_deref().unwrap_or(&case.location);
-            for name in &c.tools {
-                unknown(at, &format!("check '{}' (case '{}')", c.name, case.id), name)?;
-            }
-        }
+    }
+    for m in &suite.check_tools {
+        unknown(&m.at, &m.what, &m.name)?;
     }
     Ok(())
 }
@@ -430,7 +705,13 @@ fn max_fixture_bytes(sandbox: &Table) -> std::result::Result<u64, String> {
     Ok((mb * 1024.0 * 1024.0) as u64)
 }
 
-fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::result::Result<Suite, String> {
+fn read_suite(
+    lua: &Lua,
+    t: &Table,
+    path: &Path,
+    sources: Arc<Sources>,
+    declared: Declared,
+) -> std::result::Result<Suite, String> {
     let location = opt::<String>(t, "_where")?.unwrap_or_else(|| display_path(path));
     if let Some(e) = bad_number(t, "", &location, 0, &mut Vec::new()) {
         return Err(e);
@@ -456,54 +737,6 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         });
     }
 
-    let mut cases = Vec::new();
-    let cases_t: Table = t.get("_cases").map_err(|e| e.to_string())?;
-    for ct in cases_t.sequence_values::<Table>() {
-        let ct = ct.map_err(|e| e.to_string())?;
-        let mut checks = Vec::new();
-        let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
-        for c in checks_t.sequence_values::<Table>() {
-            let c = c.map_err(|e| e.to_string())?;
-            let kind: Option<String> = opt(&c, "kind")?;
-            let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
-                (Some("tests"), Some(v)) => Some(tests_spec(lua, &v)?),
-                _ => None,
-            };
-            checks.push(CheckInfo {
-                name: c.get("name").map_err(|e| e.to_string())?,
-                critical: c.get("critical").map_err(|e| e.to_string())?,
-                kind,
-                tests,
-                judge: match c.get::<Value>("judge").map_err(|e| e.to_string())? {
-                    Value::Nil => None,
-                    v => Some(judge_spec(lua, &v)?),
-                },
-                tools: strings(&c, "tools")?,
-                sql: strings(&c, "sql")?,
-                location: opt(&c, "where")?,
-            });
-        }
-        let tools_subset: Option<Vec<String>> = opt(&ct, "tools")?;
-        cases.push(CaseSpec {
-            id: ct.get("id").map_err(|e| e.to_string())?,
-            split: ct.get("split").map_err(|e| e.to_string())?,
-            tags: strings(&ct, "tags")?,
-            difficulty: opt(&ct, "difficulty")?,
-            input: ct.get("input").map_err(|e| e.to_string())?,
-            fixture: opt::<String>(&ct, "fixture")?.map(PathBuf::from),
-            trials: opt::<f64>(&ct, "trials")?.map(|v| v as u32),
-            weight: ct.get("weight").map_err(|e| e.to_string())?,
-            tools: tools_subset,
-            agent: read_agent(lua, opt(&ct, "agent")?)?,
-            clock: opt(&ct, "clock")?,
-            workdir: opt::<Table>(&ct, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,
-            checks,
-            user: opt::<Table>(&ct, "user")?.map(|u| user_spec(lua, &u)).transpose()?,
-            location: opt::<String>(&ct, "_where")?.unwrap_or_default(),
-            faults: faults_spec(lua, opt(&ct, "faults")?)?,
-        });
-    }
-
     let suite = Suite {
         path: path.to_path_buf(),
         dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
@@ -520,7 +753,11 @@ fn read_suite(lua: &Lua, t: &Table, path: &Path, sources: Arc<Sources>) -> std::
         gates,
         agent: read_agent(lua, opt(t, "agent")?)?,
         tools,
-        cases,
+        cases: declared.cases,
+        datasets: declared.datasets,
+        judges: declared.judges,
+        check_tools: declared.check_tools,
+        queries: declared.queries,
         sources,
         held_out_max_runs: opt::<u32>(t, "held_out_max_runs")?.unwrap_or(crate::spec::DEFAULT_HELD_OUT_MAX_RUNS),
         skip: opt::<Value>(t, "skip")?.and_then(|v| match v {

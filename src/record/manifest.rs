@@ -25,6 +25,9 @@ pub struct Manifest {
     pub suite: SuiteEntry,
     #[serde(default)]
     pub sources: Vec<FileHash>,
+    /// The dataset files the cases were read from (`suite:dataset`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datasets: Vec<DatasetEntry>,
     /// sha256 over every source file and the embedded stdlib: what graded the run.
     #[serde(default)]
     pub grader_sha256: String,
@@ -125,6 +128,27 @@ pub struct FileHash {
     pub sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// A dataset file as the run read it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatasetEntry {
+    pub path: String,
+    /// `jsonl`, `json` or `csv`.
+    pub format: String,
+    pub sha256: String,
+    #[serde(default)]
+    pub bytes: u64,
+    /// Rows in the file, good or bad.
+    pub rows: u64,
+    /// Cases declared from its rows.
+    pub cases: u64,
+    /// Bad rows left out (`on_error = "skip"`).
+    #[serde(default)]
+    pub skipped: u64,
+    /// The first skipped rows, each `file:line: why`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_rows: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! What a trial leaves behind, as typed data: one line of `trials.jsonl`
-//! (stable keys, SPEC §8), a full trace under `traces/`, the run's manifest,
+//! (stable keys, SPEC §8), a full trace in the run dir's trace store (`traces`), the run's manifest,
 //! and the journal a running trial writes them from. The run dir is written
 //! and read in one place: [`rundir`].
 
@@ -8,6 +8,7 @@ pub mod ledger;
 pub mod manifest;
 pub mod rundir;
 pub mod state;
+pub mod traces;
 pub mod trial;
 
 pub use journal::{BudgetHit, Journal};

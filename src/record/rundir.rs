@@ -3,7 +3,8 @@
 //! ```text
 //! manifest.json   what the run was (written before the first trial)
 //! trials.jsonl    one record per finished trial, appended and flushed as it ends
-//! traces/         one trace per trial, and what each trial changed:
+//! traces/         every trial's trace: traces.jsonl + index.jsonl (see `traces`);
+//!                 and what each trial changed, kept apart:
 //!                 <case>.<trial>.changeset (or .sqlite), <case>.<trial>.files/
 //! summary.json    the figures (written at the end)
 //! report.md  report.html  junit.xml
@@ -15,9 +16,11 @@
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use super::manifest::Manifest;
 use super::state::{DbChangeRecord, OwnedDir, StateError, StateRecord, safe_rel};
+use super::traces::{self, Index};
 use super::trial::{Trace, TrialRecord, state_name};
 use crate::error::{Error, Result};
 use crate::util::digest::sha256_hex;
@@ -27,6 +30,33 @@ use crate::util::paths::confine;
 #[derive(Debug, Clone)]
 pub struct RunDir {
     pub path: PathBuf,
+    store: Arc<Store>,
+}
+
+/// The trace store's open writer and its index as read back, each made on
+/// first use and shared by the clones of one `RunDir`.
+#[derive(Debug, Default)]
+struct Store {
+    writer: Mutex<Option<traces::Writer>>,
+    /// Read on first use, forgotten whenever traces are written.
+    index: Mutex<Option<Arc<Index>>>,
+}
+
+/// Where a trace is, for a report's link: the pack and the trace's line in it
+/// (or the trace's own file, in a run dir of the earlier layout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceLink {
+    pub file: String,
+    pub line: Option<usize>,
+}
+
+impl std::fmt::Display for TraceLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(n) => write!(f, "{}#L{n}", self.file),
+            None => f.write_str(&self.file),
+        }
+    }
 }
 
 /// A trial's change on its way to the run dir.
@@ -84,7 +114,7 @@ impl RunDir {
         }
         fs::create_dir_all(dir.join("traces"))
             .map_err(|e| Error::Environment(format!("{}: cannot create the run dir: {e}", dir.display())))?;
-        Ok(RunDir { path: dir })
+        Ok(RunDir { path: dir, store: Arc::default() })
     }
 
     /// An existing run dir (it has a manifest.json).
@@ -95,15 +125,22 @@ impl RunDir {
         if !dir.join("manifest.json").is_file() {
             return Err(Error::Input(format!("{}: not a run dir (no manifest.json)", dir.display())));
         }
-        Ok(RunDir { path: dir.to_path_buf() })
+        Ok(RunDir { path: dir.to_path_buf(), store: Arc::default() })
     }
 
     pub fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
+    /// Write manifest.json, streamed from the struct (its keys in the
+    /// struct's order): a manifest lists every case, and building it as a
+    /// JSON tree first cost more memory than the whole plan at 100,000 cases.
     pub fn write_manifest(&self, m: &Manifest) -> Result<()> {
-        write_json(&self.file("manifest.json"), m)
+        let path = self.file("manifest.json");
+        let env = |e: std::io::Error| Error::Environment(format!("{}: cannot write: {e}", path.display()));
+        let mut w = std::io::BufWriter::new(File::create(&path).map_err(env)?);
+        serde_json::to_writer_pretty(&mut w, m).map_err(|e| env(e.into()))?;
+        w.flush().map_err(env)
     }
 
     pub fn read_manifest(&self) -> Result<Manifest> {
@@ -148,18 +185,93 @@ impl RunDir {
         fs::rename(&tmp, &path).map_err(env)
     }
 
-    /// Write a trial's trace to `rel` (a record's `trace` path).
-    pub fn write_trace(&self, rel: &str, bytes: &[u8]) -> std::io::Result<()> {
-        fs::write(self.path.join(rel), bytes)
+    /// Store traces (each `(case, trial, compact JSON)`) and hand them to the
+    /// OS before returning: a record written after this names a trace that is
+    /// there. Every record's `trace` is [`traces::PACK`].
+    pub fn write_traces(&self, batch: &[(&str, u32, &[u8])]) -> std::io::Result<()> {
+        let mut w = self.store.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if w.is_none() {
+            *w = Some(traces::Writer::open(&self.path)?);
+        }
+        let writer = w.as_mut().expect("opened above");
+        for (case, trial, json) in batch {
+            writer.append(case, *trial, json)?;
+        }
+        let flushed = writer.flush();
+        // An index read before this write no longer tells the whole store.
+        self.store.index.lock().unwrap_or_else(|p| p.into_inner()).take();
+        flushed
     }
 
-    /// The trace of a record, if its file is there and is a trace.
-    pub fn read_trace(&self, rec: &TrialRecord) -> Option<Trace> {
-        if !rec.trace.starts_with("traces/") || rec.trace.contains("..") {
-            return None;
+    /// Store one trial's trace (see [`RunDir::write_traces`]).
+    pub fn write_trace(&self, trace: &Trace) -> std::io::Result<()> {
+        let json = serde_json::to_vec(trace)?;
+        self.write_traces(&[(&trace.case, trace.trial, &json)])
+    }
+
+    fn index(&self) -> std::result::Result<Arc<Index>, String> {
+        let mut cached = self.store.index.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = &*cached {
+            return Ok(i.clone());
         }
-        let text = fs::read_to_string(self.path.join(&rec.trace)).ok()?;
-        serde_json::from_str(&text).ok()
+        let index =
+            Arc::new(Index::load(&self.path).map_err(|e| format!("{}: {e}", self.file(traces::INDEX).display()))?);
+        *cached = Some(index.clone());
+        Ok(index)
+    }
+
+    /// The stored JSON of a trial's trace: Ok(None) when the run dir has none.
+    pub fn trace_json(&self, case: &str, trial: u32) -> Result<Option<Vec<u8>>> {
+        let index = self.index().map_err(Error::Input)?;
+        let Some((offset, length, _)) = index.find(case, trial) else {
+            // A run dir of the earlier layout: one file per trial.
+            let legacy = traces::legacy_file(&self.path, &super::trial::trace_name(case, trial));
+            return match legacy {
+                Some(p) => fs::read(&p).map(Some).map_err(|e| Error::Input(format!("{}: {e}", p.display()))),
+                None => Ok(None),
+            };
+        };
+        traces::read_at(&self.path, offset, length)
+            .map(Some)
+            .map_err(|e| Error::Input(format!("{}: {e}", self.file(traces::PACK).display())))
+    }
+
+    /// A trial's trace, read back and checked to be that trial's: Ok(None)
+    /// when the run dir has none, an error naming the file when it is not a trace.
+    pub fn find_trace(&self, case: &str, trial: u32) -> Result<Option<Trace>> {
+        let Some(bytes) = self.trace_json(case, trial)? else { return Ok(None) };
+        let trace: Trace = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::Input(format!(
+                "{}: the trace of {case}#{trial} is not a trace: {e}",
+                self.file(traces::PACK).display()
+            ))
+        })?;
+        if trace.case != case || trace.trial != trial {
+            return Err(Error::Input(format!(
+                "{}: the index points {case}#{trial} at the trace of {}#{}",
+                self.file(traces::INDEX).display(),
+                trace.case,
+                trace.trial
+            )));
+        }
+        Ok(Some(trace))
+    }
+
+    /// The trace of a record, if the run dir holds it and it is a trace.
+    pub fn read_trace(&self, rec: &TrialRecord) -> Option<Trace> {
+        if let Some(p) = traces::legacy_file(&self.path, &rec.trace) {
+            return serde_json::from_str(&fs::read_to_string(p).ok()?).ok();
+        }
+        self.find_trace(&rec.case, rec.trial).ok().flatten()
+    }
+
+    /// Where a record's trace is, relative to the run dir, for a report's link.
+    pub fn trace_link(&self, rec: &TrialRecord) -> TraceLink {
+        if traces::legacy_file(&self.path, &rec.trace).is_some() {
+            return TraceLink { file: rec.trace.clone(), line: None };
+        }
+        let line = self.index().ok().and_then(|i| i.find(&rec.case, rec.trial)).map(|(_, _, line)| line);
+        TraceLink { file: traces::PACK.to_string(), line }
     }
 
     /// The trace of a record, or why it cannot be read (naming the file).
@@ -167,9 +279,21 @@ impl RunDir {
         if !rec.trace.starts_with("traces/") || rec.trace.contains("..") || rec.trace.contains('\\') {
             return Err(format!("trace path {:?} is not under traces/", rec.trace));
         }
-        let path = self.path.join(&rec.trace);
-        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{}:{}: not an evalua trace: {e}", path.display(), e.line()))
+        if let Some(path) = traces::legacy_file(&self.path, &rec.trace) {
+            let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            return serde_json::from_str(&text)
+                .map_err(|e| format!("{}:{}: not an evalua trace: {e}", path.display(), e.line()));
+        }
+        match self.find_trace(&rec.case, rec.trial) {
+            Ok(Some(t)) => Ok(t),
+            Ok(None) => Err(format!(
+                "{}: no trace of {}#{} in the run dir",
+                self.file(traces::PACK).display(),
+                rec.case,
+                rec.trial
+            )),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     fn db_file(&self, case: &str, trial: u32, rec: &DbChangeRecord) -> PathBuf {
@@ -349,6 +473,33 @@ impl RunDir {
             )
         }))
     }
+}
+
+/// A trace named by a path, as labels files and the replay agent name one:
+/// a trace file (as `evalua show --json` writes it, or a run dir of the
+/// earlier layout kept), or `RUN_DIR/traces/<case>.<trial>.json`, the name a
+/// trial's trace had before traces were packed, found in that run dir's store.
+pub fn read_trace_file(path: &Path) -> Result<Trace> {
+    let shown = crate::util::paths::display_path(path);
+    if path.is_file() {
+        let text = fs::read_to_string(path).map_err(|e| Error::Input(format!("{shown}: {e}")))?;
+        return serde_json::from_str(&text).map_err(|e| Error::Input(format!("{shown}: not an evalua trace: {e}")));
+    }
+    let named = || -> Option<(PathBuf, String, u32)> {
+        let parent = path.parent()?;
+        if parent.file_name()? != "traces" {
+            return None;
+        }
+        let stem = path.file_name()?.to_str()?.strip_suffix(".json")?;
+        let (case, trial) = stem.rsplit_once('.')?;
+        Some((parent.parent()?.to_path_buf(), case.to_string(), trial.parse().ok()?))
+    };
+    let Some((run, case, trial)) = named() else {
+        return Err(Error::Input(format!("{shown}: no such trace file")));
+    };
+    RunDir::open(&run)?.find_trace(&case, trial)?.ok_or_else(|| {
+        Error::Input(format!("{shown}: no such trace file, and no trace of {case}#{trial} in the run dir"))
+    })
 }
 
 /// Copy one kept file to `dest_root/rel`, creating its folders.

@@ -238,7 +238,9 @@ pub struct TrialRecord {
     /// or the reason of an `infra_error` outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infra_error: Option<String>,
-    /// The trace file, relative to the run dir.
+    /// Where the trace is stored, relative to the run dir: the trace pack
+    /// (`traces/traces.jsonl`, the trace found by case and trial through its
+    /// index), or in run dirs of the earlier layout the trace's own file.
     pub trace: String,
     /// What the trial says about safety, in suites with attack cases or
     /// tools forbidden in attacks (SPEC §13).
@@ -277,7 +279,7 @@ pub struct OutboxItem {
     pub body: Json,
 }
 
-/// The full trace of a trial, one JSON file under traces/.
+/// The full trace of a trial, one line of the run dir's trace pack.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trace {
     pub case: String,
@@ -369,7 +371,8 @@ pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
     }
 }
 
-/// A file name for a trial's trace: safe characters only, unique per (case, trial).
+/// The file a trial's trace had in the earlier run-dir layout (one file per
+/// trial): safe characters only, unique per (case, trial).
 pub fn trace_name(case: &str, trial: u32) -> String {
     format!("{}.json", state_name(case, trial))
 }

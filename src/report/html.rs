@@ -19,7 +19,7 @@ use crate::stats::{K, RunData, Summary, plural};
 
 /// Embedded trajectories above this total are cut harder.
 const TRACE_BUDGET: usize = 3_000_000;
-/// At most this many trajectories are embedded (the rest stay in traces/).
+/// At most this many trajectories are embedded (the rest stay in the run dir's trace store).
 const MAX_EMBEDDED: usize = 4_000;
 
 /// Text as HTML text or attribute value.
@@ -96,7 +96,7 @@ fn trajectory(run: &RunData, r: &TrialRecord, max: usize) -> Json {
         truncate(&r.answer, max),
         if trace.is_none() { Json::Null } else { Json::Array(calls) },
         checks,
-        r.trace
+        run.trace_link(r).to_string()
     ])
 }
 
@@ -426,7 +426,7 @@ function show(ci,t,el){
   if(traces===null)traces=JSON.parse(document.getElementById("traces").textContent);
   var tr=traces[c[0]+"#"+t];
   if(!tr){var j=c[4]?c[4].indexOf(t):t-1,o=c[3][j];
-    box.innerHTML='<h3>'+h(c[0])+' · trial '+t+'</h3><p class="'+(o=="a"?"pass":"fail")+'">'+NAMES[o]+'</p><p class=hint>'+(o=="a"?'Trajectories are embedded for trials that were not accepted':'This report embeds '+data.max+' trajectories ('+data.omitted+' left out)')+'; this one is in traces/ of the run dir.</p>';return}
+    box.innerHTML='<h3>'+h(c[0])+' · trial '+t+'</h3><p class="'+(o=="a"?"pass":"fail")+'">'+NAMES[o]+'</p><p class=hint>'+(o=="a"?'Trajectories are embedded for trials that were not accepted':'This report embeds '+data.max+' trajectories ('+data.omitted+' left out)')+'; read this one with <code>evalua show RUN_DIR '+h(c[0])+' '+t+'</code> (it is in traces/traces.jsonl).</p>';return}
   var s='<h3 id="trajtitle">'+h(tr[0])+' · trial '+tr[1]+' · <span class="'+(tr[2]=="accepted"?"pass":"fail")+'">'+h(tr[2])+'</span> · ended '+h(tr[3])+'</h3>';
   s+='<p><code>'+h(tr[8])+'</code></p>';
   if(tr[4])s+='<p class="err">error: '+h(tr[4])+'</p>';
@@ -434,7 +434,7 @@ function show(ci,t,el){
   tr[7].forEach(function(k){var st=k[1]===1?'<span class="pass">pass</span>':k[1]===0?'<span class="fail">FAIL</span>':'<span class="err">'+(k[4]=="skipped"?"skipped":"error")+'</span>';
     s+='<tr><td>'+st+'</td><td>'+h(k[0])+(k[2]?' ⚑ critical':'')+'</td><td><pre>'+h(k[3])+(k[4]?'\n'+h(k[4]):'')+'</pre></td></tr>'});
   s+='</table><h4>Tool calls, in order</h4>';
-  if(tr[6]===null)s+='<p class=hint>trace file missing</p>';
+  if(tr[6]===null)s+='<p class=hint>the run dir holds no trace of this trial</p>';
   else if(!tr[6].length)s+='<p class=hint>no tool call</p>';
   else{s+='<table class="calls"><tr><th>#</th><th>tool</th><th>status</th><th>arguments</th><th>result</th></tr>';
     tr[6].forEach(function(k,i){s+='<tr class="call"><td>'+(i+1)+'</td><td>'+h(k[0])+'</td><td class="st-'+h(k[1])+'">'+h(k[1])+'</td><td><pre>'+h(k[2])+'</pre></td><td><pre>'+h(k[3])+'</pre></td></tr>'});

@@ -66,7 +66,7 @@ pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> CaseF
                     ch.name,
                     if ch.critical { " (critical)" } else { "" },
                     evidence_text(&ch.evidence, 500),
-                    r.trace
+                    run.trace_link(r)
                 ));
             } else if ch.passed.is_none() && !ch.skipped {
                 evidence.push(format!(

@@ -165,7 +165,7 @@ pub fn render(run: &RunData) -> String {
                     "- trial {} [{}]({}) — {}: {}",
                     r.trial,
                     r.outcome.as_str(),
-                    r.trace,
+                    run.trace_link(r),
                     r.ended.as_str(),
                     if failing.is_empty() { "no failing check".to_string() } else { failing.join("; ") }
                 );
@@ -220,7 +220,7 @@ pub fn render(run: &RunData) -> String {
             outcome,
             cell(&r.case),
             r.trial,
-            r.trace,
+            run.trace_link(r),
             cell(&super::text::truncate(&why, 300))
         );
     }

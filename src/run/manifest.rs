@@ -10,7 +10,8 @@ use serde_json::Value as Json;
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
 use crate::record::manifest::{
-    CaseEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry, WorkdirEntry,
+    CaseEntry, DatasetEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping,
+    SuiteEntry, WorkdirEntry,
 };
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;
@@ -37,6 +38,24 @@ pub fn grader_hash(plan: &Plan) -> String {
             .join("\n")
             .as_bytes(),
     )
+}
+
+/// The manifest's entries for the suite's dataset files.
+pub fn datasets(plan: &Plan) -> Vec<DatasetEntry> {
+    plan.suite
+        .datasets
+        .iter()
+        .map(|d| DatasetEntry {
+            path: d.path.clone(),
+            format: d.format.as_str().to_string(),
+            sha256: d.sha256.clone(),
+            bytes: d.bytes,
+            rows: d.rows,
+            cases: d.cases,
+            skipped: d.skipped,
+            skipped_rows: d.skipped_rows.clone(),
+        })
+        .collect()
 }
 
 /// What a command agent runs, hashed: the executable its `cmd` starts
@@ -145,6 +164,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             .iter()
             .map(|s| FileHash { path: s.display.clone(), sha256: Some(s.sha256.clone()), error: None })
             .collect(),
+        datasets: datasets(plan),
         grader_sha256: grader_hash(plan),
         tool_contract_sha256: sha256_hex(serde_json::to_string(&suite.tools).unwrap_or_default().as_bytes()),
         agent: agent.unwrap_or(Json::Null),
@@ -183,13 +203,8 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         regraded_from: None,
         planned_trials: Some(super::work(plan, opts.partition).len()),
         judge_checks: {
-            let mut names: Vec<String> = suite
-                .cases
-                .iter()
-                .flat_map(|c| &c.checks)
-                .filter(|c| c.judge.is_some())
-                .map(|c| c.name.clone())
-                .collect();
+            // The suite's judge checks (the plan's cases keep no checks).
+            let mut names: Vec<String> = suite.judges.iter().flat_map(|j| j.checks.iter().cloned()).collect();
             names.sort();
             names.dedup();
             names

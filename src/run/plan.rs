@@ -2,7 +2,7 @@
 //! work tree, compile the tools' schemas. Everything that can be wrong with
 //! the suite fails here, before any agent runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,30 +27,36 @@ fn in_case(e: Error, spec: &CaseSpec) -> Error {
     }
 }
 
-/// Prepare every SQL query the case's checks run (`check.sql`, `prohibited`)
-/// against its initial database: a typo in a table or column name is an
-/// error now, not a grader error in every trial.
-fn prepare_queries(spec: &CaseSpec, image: Option<&[u8]>) -> Result<()> {
-    let queries: Vec<(&str, &str, &str)> = spec
-        .checks
-        .iter()
-        .flat_map(|c| {
-            c.sql.iter().map(move |q| (c.location.as_deref().unwrap_or(&spec.location), c.name.as_str(), q.as_str()))
-        })
-        .collect();
-    if queries.is_empty() {
-        return Ok(());
-    }
-    let conn = match image {
-        Some(img) => open_copy(img, true),
-        None => rusqlite::Connection::open_in_memory(),
-    }
-    .map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
-    for (at, name, q) in queries {
-        if let Err(e) = conn.prepare(q) {
+/// Prepare every SQL query the checks run (`check.sql`, `prohibited`)
+/// against the initial database of the fixture it is used with, once per
+/// distinct query and fixture (`used`: the fixtures of the selected cases): a
+/// typo in a table or column name is an error now, not a grader error in
+/// every trial.
+fn check_queries(
+    suite: &Suite,
+    templates: &HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage>,
+    used: &HashSet<Option<PathBuf>>,
+) -> Result<()> {
+    let mut conns: HashMap<Option<PathBuf>, rusqlite::Connection> = HashMap::new();
+    for q in suite.queries.iter().filter(|q| used.contains(&q.fixture)) {
+        let conn = match conns.entry(q.fixture.clone()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let image = templates.get(&(suite.schema.clone(), q.fixture.clone()));
+                let conn = match image {
+                    Some(img) => open_copy(img, true),
+                    None => rusqlite::Connection::open_in_memory(),
+                }
+                .map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
+                e.insert(conn)
+            }
+        };
+        if let Err(e) = conn.prepare(&q.sql) {
             return Err(Error::Input(format!(
-                "{at}: check '{name}' (case '{}'): the query does not prepare against the case's fixture: {}",
-                spec.id,
+                "{}: check '{}' (case '{}'): the query does not prepare against the case's fixture: {}",
+                q.at,
+                q.check,
+                q.case,
                 sql_error_message(&e)
             )));
         }
@@ -61,7 +67,7 @@ fn prepare_queries(spec: &CaseSpec, image: Option<&[u8]>) -> Result<()> {
 /// Select the cases, build each case's template database and compile the
 /// tools' schemas: everything that can be wrong with the suite fails here,
 /// before any agent runs.
-pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
+pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
     let glob = match &filters.case {
         Some(g) => {
             Some(globset::Glob::new(g).map_err(|e| Error::Input(format!("--case {g:?}: {e}")))?.compile_matcher())
@@ -77,6 +83,8 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         tools.insert(t.name.clone(), Arc::new(ToolDef { spec: t.clone(), validator }));
     }
 
+    let all_tools: Arc<Vec<Arc<ToolDef>>> =
+        Arc::new(suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect());
     let scratch = tempfile::Builder::new()
         .prefix("evalua-run-")
         .tempdir()
@@ -92,7 +100,12 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     let mut work_templates = Templates::default();
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), DbImage> = HashMap::new();
     let mut cases = Vec::new();
-    for spec in &suite.cases {
+    // Safety figures when the suite (not only the selection) has attack cases or forbidden tools.
+    let safety = suite.has_safety();
+    // The fixtures of the selected cases (for the checks' queries).
+    let mut used: HashSet<Option<PathBuf>> = HashSet::new();
+    // The plan owns the selected cases' specs (the suite keeps none: one copy of each).
+    for spec in std::mem::take(&mut suite.cases) {
         if glob.as_ref().is_some_and(|g| !g.is_match(&spec.id)) {
             continue;
         }
@@ -102,6 +115,7 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
         if filters.split.as_ref().is_some_and(|s| s != &spec.split) {
             continue;
         }
+        used.insert(spec.fixture.clone());
         let key = (suite.schema.clone(), spec.fixture.clone());
         let template = if key.0.is_none() && key.1.is_none() {
             None
@@ -109,7 +123,7 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             Some(t.clone())
         } else {
             let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
-            let image = build_template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, spec))?;
+            let image = build_template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, &spec))?;
             templates.insert(key, image.clone());
             Some(image)
         };
@@ -117,20 +131,19 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
             spec.clock.clone().or_else(|| suite.clock.clone()).unwrap_or_else(|| default_clock.to_string());
         let clock =
             instant(&clock_text, "UTC").map_err(|e| Error::Input(format!("case '{}': clock: {e}", spec.id)))? as i64;
-        let offered: Vec<Arc<ToolDef>> = match &spec.tools {
-            Some(names) => names.iter().filter_map(|n| tools.get(n).cloned()).collect(),
-            None => suite.tools.iter().filter_map(|t| tools.get(&t.name).cloned()).collect(),
+        let offered = match &spec.tools {
+            Some(names) => Arc::new(names.iter().filter_map(|n| tools.get(n).cloned()).collect()),
+            None => all_tools.clone(),
         };
-        prepare_queries(spec, template.as_ref().map(|t| t.as_slice()))?;
-        let work = match suite.case_workdir(spec) {
-            Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, spec))?),
+        let work = match suite.case_workdir(&spec) {
+            Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, &spec))?),
             None => None,
         };
         cases.push(CasePlan {
             faults: Arc::new(fault::effective(&suite.faults, spec.faults.as_ref())),
             work,
             trials: trials.or(spec.trials).unwrap_or(suite.trials),
-            spec: spec.clone(),
+            spec,
             template,
             tools: offered,
             clock,
@@ -156,6 +169,7 @@ pub fn plan(suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> 
     }
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    let safety = suite.has_safety();
-    Ok(Plan { id, suite, cases, seed, scratch, invalid: Vec::new(), safety, keep_state: true })
+    check_queries(&suite, &templates, &used)?;
+    let ids = Arc::new(cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
+    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new(), safety, keep_state: true })
 }

@@ -244,7 +244,8 @@ pub fn prepare(
         .into_iter()
         .map(|(i, l)| {
             let case = &plan.cases[work[i].0];
-            let trace = dir.read_trace(&l.record).unwrap_or_else(|| trace_of(&l.record, &case.spec.input));
+            // (The input is in the trace; the plan keeps none.)
+            let trace = dir.read_trace(&l.record).unwrap_or_else(|| trace_of(&l.record, ""));
             let tests = trial::test_rows_of(&case.spec, &l.record.checks);
             (i, Kept { record: l.record, trace, tests })
         })

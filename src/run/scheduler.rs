@@ -1,10 +1,10 @@
 //! A run: plan the (case, trial) pairs, run them on `--jobs` worker threads,
 //! and announce each finished trial to the run's sinks.
 //!
-//! Workers claim runs of consecutive trials of one case; each finished
-//! trial's trace is stored by one of two writer threads (creating files can
-//! block on the disk far longer than a trial takes), and only then is its
-//! record announced. The main thread announces records in plan order (a
+//! Workers claim runs of consecutive trials; each finished trial's trace is
+//! appended to the run dir's trace store by a writer thread (in batches of
+//! whatever has arrived, so a worker never waits on the disk), and only then
+//! is its record announced. The main thread announces records in plan order (a
 //! small reorder buffer), so trials.jsonl is identical for the same seed
 //! whatever `--jobs` is.
 //!
@@ -47,24 +47,21 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// Threads that store traces (see the module comment).
-const TRACE_WRITERS: usize = 2;
+/// Traces stored at most at once (see the module comment).
+const TRACE_BATCH: usize = 256;
 
-/// Split the work (in plan order) into the runs of trials a worker claims at
-/// once: consecutive trials of one case, about an eighth of a worker's share.
-/// A worker that runs a case's trials back to back evaluates the suite once
-/// for them (see `lua::engine::reuse`); small runs still spread trial by trial.
+/// Most trials a worker claims at once.
+const CHUNK: usize = 64;
+
+/// Split the work (in plan order) into the runs of consecutive trials a
+/// worker claims at once: about an eighth of a worker's share, at most
+/// [`CHUNK`]. A worker reuses its evaluated suite across cases, and the case
+/// it materialised across that case's consecutive trials (see
+/// `trial::worker`); small runs keep the workers balanced and the reorder
+/// buffers (a trial waits there until every earlier one is announced) short.
 fn chunks(work: &[(usize, u32)], jobs: usize) -> Vec<Range<usize>> {
-    let size = (work.len() / (jobs * 8)).max(1);
-    let mut out = Vec::new();
-    let mut start = 0;
-    for i in 1..=work.len() {
-        if i == work.len() || work[i].0 != work[start].0 || i - start == size {
-            out.push(start..i);
-            start = i;
-        }
-    }
-    out
+    let size = (work.len() / (jobs * 8)).clamp(1, CHUNK);
+    (0..work.len()).step_by(size).map(|start| start..(start + size).min(work.len())).collect()
 }
 
 /// The planned (case index, trial number) pairs this run runs, in plan order.
@@ -236,8 +233,9 @@ impl Shared {
     }
 }
 
-/// The message a finished worker sends to the trace writers; None tells a writer to stop.
-type ToWriter = Option<(Done, Vec<u8>)>;
+/// What a worker sends the trace writer: its position among the trials to
+/// run, the finished trial and its trace; None tells the writer no more comes.
+type ToWriter = Option<(usize, Done, Vec<u8>)>;
 
 /// A worker thread: claims runs of trials and runs them; its finished trials
 /// go to the trace writers. It is detached: the watchdog may abandon it.
@@ -276,7 +274,7 @@ fn spawn_worker(shared: Arc<Shared>, to_writers: mpsc::SyncSender<ToWriter>) -> 
             let i = shared.index_of[t];
             let (plan, case) = (&shared.plan, &shared.plan.cases[case_idx]);
             let mut out = guarded(plan, case, number, || (shared.trial)(i, case, number));
-            let bytes = match serde_json::to_vec_pretty(&out.trace) {
+            let bytes = match serde_json::to_vec(&out.trace) {
                 Ok(b) => b,
                 Err(e) => {
                     out.record.error = Some(format!("could not write the trace: {e}"));
@@ -291,7 +289,7 @@ fn spawn_worker(shared: Arc<Shared>, to_writers: mpsc::SyncSender<ToWriter>) -> 
                 return;
             }
             st.current = None;
-            if to_writers.send(Some((done, bytes))).is_err() {
+            if to_writers.send(Some((t, done, bytes))).is_err() {
                 return;
             }
         }
@@ -389,35 +387,82 @@ fn execute_watched(
         trial,
     });
     let (tx, rx) = mpsc::sync_channel::<Done>(1024);
-    let (trace_tx, trace_rx) = mpsc::sync_channel::<ToWriter>(256);
-    let trace_rx = Mutex::new(trace_rx);
+    let (trace_tx, trace_rx) = mpsc::sync_channel::<ToWriter>(1024);
     let mut failure = None;
     let (mut announced, mut interrupted) = (0usize, 0usize);
     std::thread::scope(|scope| {
-        for _ in 0..TRACE_WRITERS {
-            let (tx, trace_rx) = (tx.clone(), &trace_rx);
+        {
+            let tx = tx.clone();
             scope.spawn(move || {
-                loop {
-                    let next = trace_rx.lock().map(|rx| rx.recv());
-                    let Ok(Ok(Some((mut done, bytes)))) = next else { break };
-                    // The trial's kept state, then its trace, are stored before its record is announced.
-                    if let Some(kept) = done.state.take()
-                        && let Err(e) = dir.write_state(&done.record.case, done.record.trial, &kept)
-                    {
-                        done.record.error = Some(format!("could not keep the trial's state: {e}"));
+                // Traces are stored in the order the trials were planned (a
+                // small reorder buffer, by position among the trials to run), so
+                // the same seed gives the same trace pack whatever `--jobs` is.
+                let mut pending: BTreeMap<usize, (Done, Vec<u8>)> = BTreeMap::new();
+                let mut next_pos = 0usize;
+                let mut open = true;
+                while open || !pending.is_empty() {
+                    let ready = pending.first_key_value().is_some_and(|(i, _)| *i == next_pos);
+                    if open && !ready {
+                        match trace_rx.recv() {
+                            Ok(Some((pos, done, bytes))) => {
+                                pending.insert(pos, (done, bytes));
+                            }
+                            // None: every worker is done (abandoned ones never send again).
+                            Ok(None) | Err(_) => open = false,
+                        }
                     }
-                    if let Err(e) = dir.write_trace(&done.record.trace, &bytes) {
-                        done.record.error = Some(format!("could not write the trace: {e}"));
+                    while open && pending.len() < TRACE_BATCH * 4 {
+                        match trace_rx.try_recv() {
+                            Ok(Some((pos, done, bytes))) => {
+                                pending.insert(pos, (done, bytes));
+                            }
+                            Err(mpsc::TryRecvError::Empty) => break,
+                            Ok(None) | Err(mpsc::TryRecvError::Disconnected) => open = false,
+                        }
                     }
-                    if tx.send(done).is_err() {
-                        break;
+                    // The next traces in plan order; every one left once no more can come.
+                    let mut batch = Vec::new();
+                    while let Some(entry) = pending.first_entry() {
+                        if open && (*entry.key() != next_pos || batch.len() == TRACE_BATCH) {
+                            break;
+                        }
+                        let (i, item) = entry.remove_entry();
+                        next_pos = i + 1;
+                        batch.push(item);
+                    }
+                    if batch.is_empty() {
+                        continue;
+                    }
+                    // Each trial's kept state, then the traces, are stored before their records are announced.
+                    for (done, _) in batch.iter_mut() {
+                        if let Some(kept) = done.state.take()
+                            && let Err(e) = dir.write_state(&done.record.case, done.record.trial, &kept)
+                        {
+                            done.record.error = Some(format!("could not keep the trial's state: {e}"));
+                        }
+                    }
+                    let stored = {
+                        let items: Vec<(&str, u32, &[u8])> = batch
+                            .iter()
+                            .filter(|(_, bytes)| !bytes.is_empty())
+                            .map(|(d, bytes)| (d.record.case.as_str(), d.record.trial, bytes.as_slice()))
+                            .collect();
+                        dir.write_traces(&items)
+                    };
+                    for (mut done, _) in batch {
+                        if let Err(e) = &stored {
+                            done.record.error = Some(format!("could not write the trace: {e}"));
+                        }
+                        if tx.send(done).is_err() {
+                            return;
+                        }
                     }
                 }
             });
         }
         drop(tx);
         let mut slots: Vec<Arc<Slot>> = (0..jobs).map(|_| spawn_worker(shared.clone(), trace_tx.clone())).collect();
-        // Some while workers may still send to the trace writers.
+        // Some while workers may still send to the trace writer.
         let mut to_writers = Some(trace_tx);
         let mut herald = Herald { work, pending: BTreeMap::new(), next: 0, announced: 0, interrupted: 0 };
         for (i, k) in std::mem::take(&mut kept) {
@@ -462,7 +507,7 @@ fn execute_watched(
                 let (case_idx, number) = shared.todo[t];
                 let case = &plan.cases[case_idx];
                 let out = abandoned(plan, case, number, (!dead).then_some(margin));
-                let bytes = serde_json::to_vec_pretty(&out.trace).unwrap_or_default();
+                let bytes = serde_json::to_vec(&out.trace).unwrap_or_default();
                 let done = Done {
                     index: shared.index_of[t],
                     record: out.record,
@@ -477,15 +522,13 @@ fn execute_watched(
                         margin.as_secs()
                     );
                 }
-                let _ = trace_tx.send(Some((done, bytes)));
+                let _ = trace_tx.send(Some((t, done, bytes)));
                 *slot = spawn_worker(shared.clone(), trace_tx.clone());
             }
             // Every live worker is done (and has sent all it finished, ahead
-            // of these in the queue): let the trace writers go.
+            // of this in the queue): let the trace writer finish.
             if slots.iter().all(|s| s.finished()) {
-                for _ in 0..TRACE_WRITERS {
-                    let _ = trace_tx.send(None);
-                }
+                let _ = trace_tx.send(None);
                 to_writers = None;
             }
         }

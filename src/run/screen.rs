@@ -16,19 +16,8 @@ use crate::util::tree::{copy_tree, overlay};
 /// FAIL_TO_PASS test must fail and each PASS_TO_PASS test must pass there.
 pub fn validate(plan: &Plan, jobs: usize) -> Vec<Invalid> {
     // (case index, check index) pairs to validate.
-    let work: Vec<(usize, usize)> = plan
-        .cases
-        .iter()
-        .enumerate()
-        .flat_map(|(ci, c)| {
-            c.spec
-                .checks
-                .iter()
-                .enumerate()
-                .filter(|(_, k)| k.kind.as_deref() == Some("tests"))
-                .map(move |(ki, _)| (ci, ki))
-        })
-        .collect();
+    let work: Vec<(usize, usize)> =
+        plan.cases.iter().enumerate().flat_map(|(ci, c)| (0..c.spec.tests.len()).map(move |ki| (ci, ki))).collect();
     if work.is_empty() {
         return Vec::new();
     }
@@ -65,10 +54,8 @@ pub fn validate(plan: &Plan, jobs: usize) -> Vec<Invalid> {
 }
 
 fn validate_one(plan: &Plan, case: &CasePlan, check: usize, n: usize) -> Option<String> {
-    let info = &case.spec.checks[check];
-    let Some(spec) = info.tests.as_ref() else {
-        return Some(format!("check '{}': no options", info.name));
-    };
+    let info = &case.spec.tests[check];
+    let spec = &info.spec;
     let dir = plan.scratch.path().join(format!("validate-{n}"));
     let prepared = (|| -> std::io::Result<()> {
         match &case.work {
@@ -117,9 +104,10 @@ fn validate_one(plan: &Plan, case: &CasePlan, check: usize, n: usize) -> Option<
 }
 
 /// Refuse, in one line, a run whose processes cannot be sandboxed: a plan
-/// with a command agent, a check command or a test runner needs bubblewrap
-/// unless the run said `--isolation none`. (A tool handler's `ctx.exec` is
-/// refused when it starts, as the call's error.)
+/// with a command agent or a test runner (`check.tests`) needs bubblewrap
+/// unless the run said `--isolation none`. (A plan keeps no other check
+/// kinds: a `check.command` or a tool handler's `ctx.exec` is refused when it
+/// starts, as the check's grader error or the call's error.)
 pub fn require_sandbox(plan: &Plan) -> Result<()> {
     use crate::process::{Isolation, isolation, sandbox_ready};
     if isolation() == Isolation::None {
@@ -127,7 +115,7 @@ pub fn require_sandbox(plan: &Plan) -> Result<()> {
     }
     let needs = plan.cases.iter().any(|c| {
         matches!(plan.suite.case_agent(&c.spec), Some(crate::spec::AgentSpec::Command(_)))
-            || c.spec.checks.iter().any(|k| matches!(k.kind.as_deref(), Some("command" | "tests")))
+            || !c.spec.tests.is_empty()
     });
     match sandbox_ready() {
         Err(why) if needs => Err(Error::Environment(format!(
@@ -157,6 +145,7 @@ pub fn screen(plan: &mut Plan, skip: bool, jobs: usize) -> Result<()> {
         eprintln!("warning: {suite}: skipped invalid case {line}");
     }
     plan.cases.retain(|c| !invalid.iter().any(|i| i.case == c.spec.id));
+    plan.reindex();
     plan.invalid = invalid;
     if plan.cases.is_empty() {
         return Err(Error::Input(format!("{suite}: every selected case is invalid (see the warnings above)")));

@@ -158,13 +158,17 @@ pub struct CheckInfo {
     pub location: Option<String>,
 }
 
+/// A case as the plan keeps it: what scheduling, figures, manifests and
+/// listings need, and no more. Its input, checks and the rest of its table
+/// stay in the suite file (or its dataset row), materialised in the worker's
+/// Lua state for the trials that run it, so a plan's memory grows by a few
+/// hundred bytes a case whatever the cases hold.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseSpec {
     pub id: String,
     pub split: String,
     pub tags: Vec<String>,
     pub difficulty: Option<String>,
-    pub input: String,
     pub fixture: Option<PathBuf>,
     pub trials: Option<u32>,
     pub weight: f64,
@@ -173,15 +177,100 @@ pub struct CaseSpec {
     pub clock: Option<String>,
     /// The case's own work-dir fixture (overrides the suite's).
     pub workdir: Option<WorkdirSpec>,
-    pub checks: Vec<CheckInfo>,
     /// The (scripted or simulated) user the agent talks to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<UserSpec>,
-    /// `file:line` where the case was declared.
+    /// How many checks the case has (expectations and prohibited-state queries).
+    pub checks: u32,
+    /// The case's `check.tests` checks, validated on the initial tree before any trial.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<TestsCheck>,
+    /// sha256 of the case as declared: input, checks (name, criticality,
+    /// kind, options, judge) and every field above. Its revision's core.
+    pub digest: String,
+    /// `file:line` where the case was declared (a dataset row: the data file's line).
     pub location: String,
     /// The case's fault rules (SPEC §11), replacing the suite's tool by tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<Faults>,
+    /// Where a trial finds the case again.
+    #[serde(skip)]
+    pub source: CaseSource,
+}
+
+/// A `check.tests` check of a case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestsCheck {
+    pub name: String,
+    pub spec: TestsSpec,
+}
+
+/// Where a trial finds a case's table again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CaseSource {
+    /// `suite:case { ... }` in the suite file.
+    #[default]
+    Declared,
+    /// A row of the suite's `dataset`-th `suite:dataset` file (0-based), the
+    /// `row`-th (1-based, as `map` sees it), at `offset` for `length` bytes.
+    Row { dataset: u32, row: u32, line: u64, offset: u64, length: u64 },
+}
+
+/// A dataset file (`suite:dataset`), as loading read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatasetSpec {
+    /// The file, as shown (relative to the working directory when under it).
+    pub path: String,
+    #[serde(skip)]
+    pub abs: PathBuf,
+    pub format: crate::util::dataset::Format,
+    pub sha256: String,
+    pub bytes: u64,
+    /// Rows read, good or bad.
+    pub rows: u64,
+    /// Cases declared from its rows.
+    pub cases: u64,
+    /// `on_error = "skip"`: the rows left out, with why (the first few).
+    pub skipped: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_rows: Vec<String>,
+    /// A CSV file's header row (the keys of every row).
+    #[serde(skip)]
+    pub headers: Vec<String>,
+    /// The file's length and modification time when loaded: a trial refuses a file changed since.
+    #[serde(skip)]
+    pub stamp: Option<(u64, std::time::SystemTime)>,
+}
+
+/// A tool name a check mentions, as first declared.
+#[derive(Debug, Clone)]
+pub struct Mention {
+    pub name: String,
+    /// `file:line` of the check (or of its case).
+    pub at: String,
+    /// `check 'NAME' (case 'ID')`.
+    pub what: String,
+}
+
+/// An SQL query a check runs (`check.sql`, `prohibited`), with the fixture of
+/// the case that declared it first.
+#[derive(Debug, Clone)]
+pub struct QueryUse {
+    pub fixture: Option<PathBuf>,
+    pub sql: String,
+    /// `file:line` of the check (or of its case).
+    pub at: String,
+    pub check: String,
+    pub case: String,
+}
+
+/// A judge check and the cases that use it.
+#[derive(Debug, Clone)]
+pub struct SuiteJudge {
+    pub spec: JudgeSpec,
+    pub cases: Vec<String>,
+    /// The names of the checks that use it.
+    pub checks: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -205,6 +294,16 @@ pub struct Suite {
     pub agent: Option<AgentSpec>,
     pub tools: Vec<ToolSpec>,
     pub cases: Vec<CaseSpec>,
+    /// The dataset files the cases were read from (`suite:dataset`), in declaration order.
+    pub datasets: Vec<DatasetSpec>,
+    /// Every distinct judge check, with the cases that use it.
+    pub judges: Vec<SuiteJudge>,
+    /// Each distinct tool name the cases' checks mention, where first: each
+    /// must name a tool of the suite.
+    pub check_tools: Vec<Mention>,
+    /// Each distinct SQL query the cases' checks run, per fixture: prepared
+    /// against the fixture's database before any trial.
+    pub queries: Vec<QueryUse>,
     /// Every source file the suite was made of (its hash goes to the manifest).
     pub sources: Arc<Sources>,
     /// `skip = "why"` in evalua.suite{}: `evalua run` skips the suite (exit 0) saying why.

@@ -588,6 +588,27 @@ pub struct SummaryFile<'a> {
     #[serde(flatten)]
     pub summary: &'a Summary,
     pub gates: &'a [Verdict],
+    /// The dataset files the cases came from, with the bad rows they skipped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub datasets: Vec<DatasetCount>,
+}
+
+/// A dataset file's rows in summary.json: read, declared as cases, skipped as bad.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatasetCount {
+    pub path: String,
+    pub rows: u64,
+    pub cases: u64,
+    pub skipped: u64,
+}
+
+impl DatasetCount {
+    pub fn of(entries: &[crate::record::manifest::DatasetEntry]) -> Vec<DatasetCount> {
+        entries
+            .iter()
+            .map(|d| DatasetCount { path: d.path.clone(), rows: d.rows, cases: d.cases, skipped: d.skipped })
+            .collect()
+    }
 }
 
 /// How much of the planned run its records cover.

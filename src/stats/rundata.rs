@@ -5,8 +5,11 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::figures::{CaseInfo, Caveats, Coverage, Summary, SummaryFile, Tally, caveats, decide_gates_for, summarize};
+use super::figures::{
+    CaseInfo, Caveats, Coverage, DatasetCount, Summary, SummaryFile, Tally, caveats, decide_gates_for, summarize,
+};
 use crate::error::{Error, Result};
+use crate::record::rundir::TraceLink;
 use crate::record::{Ended, Manifest, Outcome, RunDir, Trace, TrialRecord};
 use crate::spec::gate::{self, Gate, Verdict};
 
@@ -81,9 +84,13 @@ impl RunData {
     pub fn suite_sha256(&self) -> Option<&str> {
         Some(self.manifest.suite.sha256.as_str()).filter(|s| !s.is_empty())
     }
-    /// The trace of a record, if its file is there.
+    /// The trace of a record, if the run dir holds it.
     pub fn trace(&self, rec: &TrialRecord) -> Option<Trace> {
         self.run_dir.read_trace(rec)
+    }
+    /// Where a record's trace is (the trace pack and its line), for links.
+    pub fn trace_link(&self, rec: &TrialRecord) -> TraceLink {
+        self.run_dir.trace_link(rec)
     }
     /// summary.json's content for these figures.
     pub fn summary_file(&self) -> SummaryFile<'_> {
@@ -98,6 +105,7 @@ impl RunData {
             coverage: self.coverage,
             caveats: &self.caveats,
             warnings: &self.warnings,
+            datasets: DatasetCount::of(&self.manifest.datasets),
         }
     }
 }

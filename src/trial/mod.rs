@@ -50,6 +50,8 @@ pub struct Trial<'p> {
     pub state: Rc<RefCell<Journal>>,
     pub executor: Rc<Executor>,
     pub case_table: Table,
+    /// The case's input (from its table: the plan does not keep inputs).
+    pub input: String,
     pub handlers: Table,
     /// The agent declaration (`evalua.agent.*`) in this state: the case's or the suite's.
     pub agent: Table,
@@ -287,14 +289,15 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> T
         answer: String::new(),
         error: Some(error.clone()),
         infra_error: Some(error.clone()),
-        trace: record::trace_name(&case.spec.id, number),
+        trace: record::traces::PACK.to_string(),
         safety: None,
     };
     let trace = Trace {
         case: case.spec.id.clone(),
         trial: number,
         seed,
-        input: case.spec.input.clone(),
+        // The case could not be materialised: its input is in the suite file.
+        input: String::new(),
         outcome: record.outcome,
         ended: record.ended,
         answer: String::new(),
@@ -334,12 +337,8 @@ fn prepare<'p>(
     if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
         data.config.clock = case.clock;
     }
-    let (suite_t, log) = worker::evaluated_suite(&lua, plan, case)?;
-    lua.set_app_data(Log(log));
-    let case_table: Table = suite_t
-        .get::<Table>("_case_index")
-        .and_then(|t| t.get(case.spec.id.as_str()))
-        .map_err(|e| format!("case '{}' vanished when the suite was re-run: {e}", case.spec.id))?;
+    let (suite_t, case_table) = worker::case_table(&lua, plan, case)?;
+    let input: String = case_table.raw_get("input").map_err(|e| format!("case '{}': input: {e}", case.spec.id))?;
     let handlers: Table = suite_t.get("_tool_index").map_err(|e| e.to_string())?;
     let agent: Table = match case_table.get::<Option<Table>>("agent").map_err(|e| e.to_string())? {
         Some(a) => a,
@@ -403,7 +402,7 @@ fn prepare<'p>(
     if !recorded {
         state.borrow_mut().messages.push(record::Message {
             role: "user".into(),
-            content: case.spec.input.clone(),
+            content: input.clone(),
             call_id: None,
         });
     }
@@ -416,6 +415,7 @@ fn prepare<'p>(
         state,
         executor,
         case_table,
+        input,
         handlers,
         agent,
         ctx,
@@ -503,14 +503,14 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
         answer: end.answer.clone(),
         error: end.error.clone(),
         infra_error: end.infra_error(),
-        trace: record::trace_name(&trial.case.spec.id, trial.number),
+        trace: record::traces::PACK.to_string(),
         safety: trial.plan.safety.then(|| safety(&trial, &checks, &st.calls)),
     };
     let trace = Trace {
         case: record.case.clone(),
         trial: trial.number,
         seed: trial.seed,
-        input: trial.case.spec.input.clone(),
+        input: trial.input.clone(),
         outcome,
         ended: end.ended,
         infra_error: record.infra_error.clone(),
@@ -527,7 +527,22 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
         state,
     };
     let tests = test_rows(&trial.case.spec, &tests_ran.borrow());
+    drop(st);
+    // The trial's database goes now, not when Lua's collector gets to the
+    // handle: a collector that runs once per heap doubling would otherwise
+    // hold a connection per trial in between (100 KB each, gigabytes at
+    // 100,000 cases). A handle kept past its trial refuses to run.
+    release_db(&trial.ctx, "db");
     TrialOutput { record, trace, tests, state: kept }
+}
+
+/// Take the database handle `key` of a trial's table (`ctx.db`, `t.db`,
+/// `t.initial`) out of its userdata: its connection closes once the trial's
+/// own references go, and the handle raises if anything kept it.
+fn release_db(table: &Table, key: &str) {
+    if let Ok(Value::UserData(ud)) = table.raw_get::<Value>(key) {
+        let _ = ud.take::<api::db::Db>();
+    }
 }
 
 /// What a finished trial changed, to keep (SPEC §10): the database's
@@ -590,7 +605,7 @@ pub fn test_rows_of(spec: &crate::spec::CaseSpec, checks: &[CheckResult]) -> Vec
         passed: bool,
     }
     let mut rows = Vec::new();
-    for info in spec.checks.iter().filter(|c| c.tests.is_some()) {
+    for info in &spec.tests {
         let Some(r) = checks.iter().find(|r| r.name == info.name) else { continue };
         let Ok(ev) = serde_json::from_value::<Evidence>(r.evidence.clone()) else { continue };
         for e in ev.tests {
@@ -604,8 +619,8 @@ pub fn test_rows_of(spec: &crate::spec::CaseSpec, checks: &[CheckResult]) -> Vec
 /// The trial as safety evaluation sees it: the legitimate task's checks,
 /// the prohibited ones, and the calls of tools forbidden in attacks.
 fn safety(trial: &Trial<'_>, checks: &[CheckResult], calls: &[record::CallRecord]) -> record::TrialSafety {
-    let infos = &trial.case.spec.checks;
-    let prohibited = |i: usize| infos.get(i).and_then(|c| c.kind.as_deref()) == Some("prohibited");
+    let (_, infos) = case_checks(&trial.case_table);
+    let prohibited = |i: usize| infos.get(i).is_some_and(|c| c.prohibited);
     let forbidden: Vec<&str> =
         trial.plan.suite.tools.iter().filter(|t| t.forbidden_in_attack).map(|t| t.name.as_str()).collect();
     let requested: Vec<&record::CallRecord> = calls.iter().filter(|c| forbidden.contains(&c.name.as_str())).collect();
@@ -625,7 +640,7 @@ fn safety(trial: &Trial<'_>, checks: &[CheckResult], calls: &[record::CallRecord
 /// The tests `t.run_tests` ran, each with its `check.tests` group.
 fn test_rows(spec: &crate::spec::CaseSpec, ran: &[TestRun]) -> Vec<TestRow> {
     let mut rows = Vec::new();
-    for tests in spec.checks.iter().filter_map(|c| c.tests.as_ref()) {
+    for tests in spec.tests.iter().map(|c| &c.spec) {
         let groups = [("FAIL_TO_PASS", &tests.fail_to_pass), ("PASS_TO_PASS", &tests.pass_to_pass)];
         for (group, ids) in groups {
             for id in ids {
@@ -640,8 +655,18 @@ fn test_rows(spec: &crate::spec::CaseSpec, ran: &[TestRun]) -> Vec<TestRow> {
 
 /// Every check of the case a grader error with this message (the trial
 /// could not be rebuilt or shown to its checks). A case without checks gets
-/// one result, `regrade`, so the trial still counts as a grader error.
-pub(crate) fn all_errors(spec: &crate::spec::CaseSpec, msg: &str) -> Vec<CheckResult> {
+/// one result, `regrade`, so the trial still counts as a grader error. The
+/// checks' names come from the case as the worker materialises it; a case
+/// that cannot be materialised gets the one `regrade` result too.
+pub(crate) fn all_errors(plan: &Plan, case: &CasePlan, msg: &str) -> Vec<CheckResult> {
+    let infos = worker::worker_state(plan)
+        .and_then(|lua| {
+            let table = worker::case_table(&lua, plan, case).map(|(_, t)| t);
+            worker::keep_suite_if_unchanged(&lua);
+            table
+        })
+        .map(|t| case_checks(&t).1)
+        .unwrap_or_default();
     let error = |name: &str, critical: bool| CheckResult {
         name: name.to_string(),
         passed: None,
@@ -650,10 +675,37 @@ pub(crate) fn all_errors(spec: &crate::spec::CaseSpec, msg: &str) -> Vec<CheckRe
         error: Some(msg.to_string()),
         skipped: false,
     };
-    if spec.checks.is_empty() {
+    if infos.is_empty() {
         return vec![error("regrade", false)];
     }
-    spec.checks.iter().map(|c| error(&c.name, c.critical)).collect()
+    infos.iter().map(|c| error(&c.name, c.critical)).collect()
+}
+
+/// A check as the case table holds it: the name and criticality it is
+/// recorded under, and whether it is a prohibited-state query.
+pub(crate) struct CheckMeta {
+    pub name: String,
+    pub critical: bool,
+    pub prohibited: bool,
+}
+
+/// The case's checks (their Lua tables) and what each is recorded as. The
+/// plan keeps no check: the case table the trial materialised is the truth.
+pub(crate) fn case_checks(case_table: &Table) -> (Vec<Table>, Vec<CheckMeta>) {
+    let checks: Vec<Table> = case_table
+        .raw_get::<Table>("checks")
+        .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
+        .unwrap_or_default();
+    let infos = checks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| CheckMeta {
+            name: c.raw_get::<Option<String>>("name").ok().flatten().unwrap_or_else(|| format!("check #{}", i + 1)),
+            critical: c.raw_get::<Option<bool>>("critical").ok().flatten().unwrap_or(false),
+            prohibited: c.raw_get::<Option<String>>("kind").ok().flatten().as_deref() == Some("prohibited"),
+        })
+        .collect();
+    (checks, infos)
 }
 
 /// Run every check of the case on the finished trial.
@@ -665,7 +717,7 @@ fn grade(
     grading: &Phase,
 ) -> Vec<CheckResult> {
     let lua = &trial.lua;
-    let infos = &trial.case.spec.checks;
+    let (checks, infos) = case_checks(&trial.case_table);
     let t = match diff
         .as_ref()
         .map_err(|e| mlua::Error::runtime(e.clone()))
@@ -675,9 +727,9 @@ fn grade(
         Err(e) => {
             let msg = format!("cannot build the trial for the checks: {}", lua::describe(&e));
             return infos
-                .iter()
+                .into_iter()
                 .map(|c| CheckResult {
-                    name: c.name.clone(),
+                    name: c.name,
                     passed: None,
                     critical: c.critical,
                     evidence: Json::Null,
@@ -687,13 +739,11 @@ fn grade(
                 .collect();
         }
     };
-    let checks: Vec<Table> = trial
-        .case_table
-        .get::<Table>("checks")
-        .map(|c| c.sequence_values::<Table>().filter_map(|c| c.ok()).collect())
-        .unwrap_or_default();
     let named: Vec<(&str, bool)> = infos.iter().map(|i| (i.name.as_str(), i.critical)).collect();
-    run_checks(lua, &checks, &named, &t)
+    let results = run_checks(lua, &checks, &named, &t);
+    release_db(&t, "db");
+    release_db(&t, "initial");
+    results
 }
 
 /// Run checks (their Lua tables, with the name and criticality each is

@@ -18,7 +18,8 @@ pub struct CasePlan {
     pub spec: CaseSpec,
     pub trials: u32,
     pub template: Option<DbImage>,
-    pub tools: Vec<Arc<ToolDef>>,
+    /// Shared by every case that offers the same tools.
+    pub tools: Arc<Vec<Arc<ToolDef>>>,
     /// The frozen clock, as Unix seconds and as written.
     pub clock: i64,
     pub clock_text: String,
@@ -39,6 +40,8 @@ pub struct Plan {
     pub scratch: tempfile::TempDir,
     /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
     pub invalid: Vec<Invalid>,
+    /// Case id → index in `cases`.
+    pub ids: Arc<std::collections::HashMap<String, usize>>,
     /// Records carry the safety view (the suite has attack cases or forbidden tools).
     pub safety: bool,
     /// Keep what each trial changed (SPEC §10); false under `--no-state`.
@@ -60,6 +63,11 @@ impl Plan {
 }
 
 impl Plan {
+    /// Rebuild `ids` after cases were dropped from the plan.
+    pub fn reindex(&mut self) {
+        self.ids = Arc::new(self.cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
+    }
+
     /// What the figures need to know about each planned case.
     pub fn case_infos(&self) -> Vec<CaseInfo> {
         self.cases

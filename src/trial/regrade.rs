@@ -30,21 +30,21 @@ pub fn regrade(plan: &Plan, case: &CasePlan, old: &RunDir, rec: &TrialRecord) ->
     }
     let trace = match old.load_trace(rec) {
         Ok(t) => t,
-        Err(e) => return unrebuildable(case, rec, None, &e),
+        Err(e) => return unrebuildable(plan, case, rec, None, &e),
     };
     let Some(state) = trace.state.clone() else {
         let why =
             format!("{}: no kept state for this trial (the run did not keep it)", old.path.join(&rec.trace).display());
-        return unrebuildable(case, rec, Some(trace), &why);
+        return unrebuildable(plan, case, rec, Some(trace), &why);
     };
     if let Some(e) = &state.error {
         let why = format!("{}: the run could not keep this trial's state: {e}", old.path.join(&rec.trace).display());
-        return unrebuildable(case, rec, Some(trace), &why);
+        return unrebuildable(plan, case, rec, Some(trace), &why);
     }
     let workdir = plan.workdir(case, rec.trial);
     let out = match rebuild(case, old, rec, &state, &workdir) {
         Ok(conn) => graded(plan, case, old, rec, trace, state, conn, &workdir),
-        Err(e) => unrebuildable(case, rec, Some(trace), &e),
+        Err(e) => unrebuildable(plan, case, rec, Some(trace), &e),
     };
     if workdir.exists() {
         let _ = std::fs::remove_dir_all(&workdir);
@@ -114,7 +114,7 @@ fn graded(
         Ok(t) => t,
         Err(e) => {
             worker::forget();
-            let mut out = unrebuildable(case, rec, None, &format!("cannot prepare the trial: {e}"));
+            let mut out = unrebuildable(plan, case, rec, None, &format!("cannot prepare the trial: {e}"));
             out.trace.state = Some(state);
             return out;
         }
@@ -138,11 +138,11 @@ fn graded(
 
 /// A trial that cannot be shown to its checks: every check a grader error
 /// naming why (the file that is missing, corrupt or does not apply).
-fn unrebuildable(case: &CasePlan, rec: &TrialRecord, trace: Option<Trace>, why: &str) -> TrialOutput {
-    let checks = all_errors(&case.spec, &format!("cannot re-grade: {why}"));
+fn unrebuildable(plan: &Plan, case: &CasePlan, rec: &TrialRecord, trace: Option<Trace>, why: &str) -> TrialOutput {
+    let checks = all_errors(plan, case, &format!("cannot re-grade: {why}"));
     let outcome = record::outcome_of(false, &checks);
     let record =
-        TrialRecord { outcome, checks: checks.clone(), trace: record::trace_name(&rec.case, rec.trial), ..rec.clone() };
+        TrialRecord { outcome, checks: checks.clone(), trace: record::traces::PACK.to_string(), ..rec.clone() };
     let mut out = infra(case, rec.trial, rec.seed, String::new());
     let trace = match trace {
         Some(t) => Trace { outcome, checks, ..t },

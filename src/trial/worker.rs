@@ -1,16 +1,28 @@
-//! A worker thread's Lua state and the evaluated suite it keeps: a state is
-//! reused across the worker's trials (each in a fresh environment), and the
-//! suite evaluated for a case is reused for its next trial while the
-//! reachability walk proves nothing changed it (see `lua::engine::reuse`).
+//! A worker thread's Lua state and the evaluated suite it keeps.
+//!
+//! A state is reused across the worker's trials. The suite file is evaluated
+//! in it once, in a fresh environment, and reused for the next trial, of any
+//! case, while the reachability walk proves the last trial changed nothing
+//! (see `lua::engine::reuse`). The evaluation keeps each case's declaration
+//! aside (out of the trials' reach); a trial materialises the one case it
+//! runs: its declared table, or its dataset row read again and mapped, with
+//! its checks built. So a trial costs the same whatever the suite's size.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fs::File;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use mlua::{Lua, Table};
+use mlua::{Function, Lua, Table, Value};
 
 use super::plan::{CasePlan, Plan};
-use crate::lua::engine::{self, Log, reuse};
+use crate::lua::api::declare::{self, DatasetDecl, Declarations};
+use crate::lua::engine::{self, Log, Segment, convert, limits::Guarded, reuse};
 use crate::lua::{api, load};
-use crate::sandbox;
+use crate::spec::{CaseSource, DatasetSpec};
+use crate::util::dataset::{self, RowPos};
 
 /// A worker thread's Lua state, reused across its trials (see `lua::engine::new_state`).
 struct Worker {
@@ -18,24 +30,44 @@ struct Worker {
     lua: Lua,
     /// The suite as last evaluated in this state, while it may be reused.
     evaluated: Option<Evaluated>,
+    /// Dataset files opened by this worker, by dataset index.
+    datasets: HashMap<u32, File>,
+    /// Memory in use right after the last evaluation.
+    baseline: usize,
 }
 
-/// A suite evaluated for one case, and the snapshot that proves it unchanged
-/// (see `lua::reuse`).
+/// An evaluated suite, the declarations it made, the snapshot that proves it
+/// unchanged, and the case materialised last.
 struct Evaluated {
-    case: String,
     suite: Table,
+    /// Case id → its declaration (`suite:case`), for the planned cases.
+    decls: Table,
+    /// The `suite:dataset` registrations, in order: `{ path = ..., map = fn }`.
+    datasets: Table,
     snapshot: Table,
     /// What the suite file printed while it was evaluated: every trial's log starts with it.
     log: Vec<String>,
+    case: Option<Materialized>,
+}
+
+/// The case the last trial ran, reused by the next trial of the same case
+/// while nothing reachable from it changed.
+struct Materialized {
+    id: String,
+    table: Table,
+    roots: Vec<Value>,
+    snapshot: Table,
 }
 
 thread_local! {
     static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
 }
 
-/// Memory above which a worker's state is replaced rather than reused.
+/// Memory growth above which a worker's state is replaced rather than reused.
 const RETIRE_ABOVE_BYTES: usize = 64 * 1024 * 1024;
+/// Limits on materialising one case (a dataset row's `map`, building checks).
+const MATERIALIZE_INSTRUCTIONS: u64 = 10_000_000;
+const MATERIALIZE_SECONDS: u64 = 5;
 
 pub fn worker_state(plan: &Plan) -> Result<Lua, String> {
     WORKER.with(|w| {
@@ -47,58 +79,241 @@ pub fn worker_state(plan: &Plan) -> Result<Lua, String> {
         }
         let cfg = load::state_config(&plan.suite.path, plan.suite.sources.clone(), 0, false);
         let lua = api::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
-        *w = Some(Worker { plan: plan.id, lua: lua.clone(), evaluated: None });
+        // Generational collection: the evaluated suite (every case's
+        // declaration) is old and stays; what a trial leaves behind is young
+        // and goes in the next minor collection, instead of piling up until
+        // the whole heap has doubled (which on a 100,000-case suite was
+        // thousands of trials' garbage).
+        lua.gc_set_mode(mlua::state::GcMode::Generational(mlua::state::GcGenParams::default()));
+        *w = Some(Worker { plan: plan.id, lua: lua.clone(), evaluated: None, datasets: HashMap::new(), baseline: 0 });
         Ok(lua)
     })
 }
 
-/// The suite table for this trial: the one evaluated for an earlier trial of
-/// the same case on this worker when nothing has changed it since, else a
-/// fresh evaluation in a fresh environment. Returns it with the log lines the
-/// evaluation printed.
-pub fn evaluated_suite(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Vec<String>), String> {
-    let reused = WORKER.with(|w| {
-        let w = w.borrow();
-        let e = w.as_ref()?.evaluated.as_ref()?;
-        (e.case == case.spec.id).then(|| (e.suite.clone(), e.log.clone()))
-    });
-    if let Some(found) = reused {
-        return Ok(found);
+/// A trial's evaluation keeps each planned case's declaration aside, and
+/// each dataset's `map`, for the worker to materialise later.
+struct Keep {
+    wanted: Arc<HashMap<String, usize>>,
+    decls: Table,
+    datasets: Table,
+}
+
+impl Declarations for Keep {
+    fn case(&self, lua: &Lua, case: Table) -> mlua::Result<Option<String>> {
+        engine::limits(lua).extend(load::CASE_INSTRUCTIONS, load::CASE_TIME);
+        if let Ok(Value::String(id)) = case.raw_get::<Value>("id")
+            && self.wanted.contains_key(&*id.to_str()?)
+        {
+            self.decls.raw_set(id, case)?;
+        }
+        Ok(None)
     }
+
+    fn dataset(&self, lua: &Lua, d: DatasetDecl) -> mlua::Result<Option<String>> {
+        let reg = lua.create_table()?;
+        reg.raw_set("path", d.path)?;
+        reg.raw_set("map", d.function)?;
+        self.datasets.raw_push(reg)?;
+        Ok(None)
+    }
+}
+
+/// Evaluate the suite file in a fresh environment of `lua`.
+fn evaluate(lua: &Lua, plan: &Plan) -> Result<Evaluated, String> {
     engine::fresh_env(lua).map_err(|e| e.to_string())?;
     lua.set_app_data(Log::default());
-    lua.set_named_registry_value("evalua.target", case.spec.id.as_str()).map_err(|e| e.to_string())?;
+    let decls = lua.create_table().map_err(|e| e.to_string())?;
+    let datasets = lua.create_table().map_err(|e| e.to_string())?;
+    lua.set_app_data(declare::Declare(Rc::new(Keep {
+        wanted: plan.ids.clone(),
+        decls: decls.clone(),
+        datasets: datasets.clone(),
+    })));
     // Code at the top of the suite file sees the same random numbers in every
-    // trial of a case, whether or not its evaluation is reused.
-    seed_math_random(lua, sandbox::trial_seed(plan.seed ^ 0x5417e, &case.spec.id, 0))?;
-    let suite_t = load::eval_suite(lua, &plan.suite.path)?;
+    // trial, whether or not its evaluation is reused.
+    let evaluated = seed_math_random(lua, crate::sandbox::trial_seed(plan.seed ^ 0x5417e, "", 0))
+        .and_then(|_| load::eval_suite(lua, &plan.suite.path));
+    // Cases are declared while the file is evaluated, never during a trial.
+    lua.remove_app_data::<declare::Declare>();
+    let suite = evaluated?;
     let log = lua.remove_app_data::<Log>().map(|l| l.0).unwrap_or_default();
-    let snapshot = reuse::snapshot(lua, &suite_t).ok().flatten();
+    let snapshot = reuse::trust_host(lua)
+        .and_then(|_| reuse::suite_roots(lua, &suite, &[Value::Table(datasets.clone())]))
+        .and_then(|roots| reuse::snapshot(lua, roots))
+        .map_err(|e| e.to_string())?;
+    // A suite that keeps a coroutine is evaluated afresh for every trial: an
+    // empty list never matches a walk.
+    let snapshot = match snapshot {
+        Some(s) => s,
+        None => {
+            let never = lua.create_table().map_err(|e| e.to_string())?;
+            never.raw_set(0, -1).map_err(|e| e.to_string())?;
+            never
+        }
+    };
+    Ok(Evaluated { suite, decls, datasets, snapshot, log, case: None })
+}
+
+/// The evaluated suite and the case table for this trial: reused when the
+/// last trial proved unchanged, else evaluated and materialised afresh. The
+/// trial's log (the state's `Log`) starts with what the evaluation printed.
+pub fn case_table(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Table), String> {
+    let fresh = WORKER.with(|w| w.borrow().as_ref().is_none_or(|w| w.evaluated.is_none()));
+    if fresh {
+        // The file's top level sees the clock it saw when the suite loaded,
+        // whichever case's trial happens to evaluate it.
+        let clock = set_clock(lua, 0);
+        let ev = evaluate(lua, plan);
+        set_clock(lua, clock);
+        let ev = ev?;
+        let used = lua.used_memory();
+        WORKER.with(|w| {
+            if let Some(worker) = w.borrow_mut().as_mut() {
+                worker.evaluated = Some(ev);
+                worker.baseline = used;
+            }
+        });
+    }
+    let (suite, log, reused, decls, datasets) = WORKER.with(|w| {
+        let w = w.borrow();
+        let ev = w.as_ref().and_then(|w| w.evaluated.as_ref()).expect("evaluated above");
+        let reused = ev.case.as_ref().filter(|m| m.id == case.spec.id).map(|m| m.table.clone());
+        (ev.suite.clone(), ev.log.clone(), reused, ev.decls.clone(), ev.datasets.clone())
+    });
+    lua.set_app_data(Log(log));
+    if let Some(t) = reused {
+        return Ok((suite, t));
+    }
+    // A dataset's `map` sees the same random numbers whichever trial runs it first.
+    seed_math_random(lua, crate::sandbox::trial_seed(plan.seed ^ 0x5417e, &case.spec.id, 0))?;
+    let (decl, table) = materialize(lua, plan, case, &suite, &decls, &datasets)?;
+    let roots = vec![decl, Value::Table(table.clone())];
+    let snapshot = reuse::snapshot(lua, roots.clone()).map_err(|e| e.to_string())?;
     WORKER.with(|w| {
-        if let Some(worker) = w.borrow_mut().as_mut() {
-            worker.evaluated = snapshot.map(|snapshot| Evaluated {
-                case: case.spec.id.clone(),
-                suite: suite_t.clone(),
+        if let Some(ev) = w.borrow_mut().as_mut().and_then(|w| w.evaluated.as_mut()) {
+            ev.case = snapshot.map(|snapshot| Materialized {
+                id: case.spec.id.clone(),
+                table: table.clone(),
+                roots,
                 snapshot,
-                log: log.clone(),
             });
         }
     });
-    Ok((suite_t, log))
+    Ok((suite, table))
 }
 
-/// After a trial: keep the evaluated suite for the next trial only if the
-/// trial changed nothing reachable from it (a counter in a file-level local,
-/// a global, a module's table, …). Otherwise the next trial evaluates afresh.
+/// Set the state's frozen clock (`os.time()`); returns the one it had.
+fn set_clock(lua: &Lua, clock: i64) -> i64 {
+    match lua.app_data_mut::<engine::StateData>() {
+        Some(mut data) => std::mem::replace(&mut data.config.clock, clock),
+        None => clock,
+    }
+}
+
+/// Build the case table a trial runs: its declaration (or its dataset row,
+/// read again and mapped) through the stdlib's `_materialize`. Returns the
+/// declaration and the table.
+fn materialize(
+    lua: &Lua,
+    plan: &Plan,
+    case: &CasePlan,
+    suite: &Table,
+    decls: &Table,
+    datasets: &Table,
+) -> Result<(Value, Table), String> {
+    let id = &case.spec.id;
+    let limits = engine::limits(lua);
+    let seg = Segment {
+        instructions: Some(MATERIALIZE_INSTRUCTIONS),
+        deadline: Some(Instant::now() + Duration::from_secs(MATERIALIZE_SECONDS)),
+    };
+    let decl: Value = match case.spec.source {
+        CaseSource::Declared => match decls.raw_get::<Value>(id.as_str()).map_err(|e| e.to_string())? {
+            Value::Nil => return Err(format!("case '{id}' was not declared when the suite was evaluated again")),
+            v => v,
+        },
+        CaseSource::Row { dataset, row, line, offset, length } => {
+            let spec = plan
+                .suite
+                .datasets
+                .get(dataset as usize)
+                .ok_or_else(|| format!("case '{id}': no dataset #{dataset}"))?;
+            let reg: Table = datasets.raw_get(dataset as i64 + 1).map_err(|_| {
+                format!("case '{id}': {} was not declared when the suite was evaluated again", spec.path)
+            })?;
+            let json = read_row(dataset, spec, RowPos { line, offset, length })
+                .map_err(|e| format!("{}:{line}: {e}", spec.path))?;
+            let value = convert::to_lua(lua, &json).map_err(|e| e.to_string())?;
+            match reg.raw_get::<Option<Function>>("map").map_err(|e| e.to_string())? {
+                None => value,
+                Some(map) => match limits.guard(lua, seg, || map.call::<Value>((value, row))) {
+                    Guarded::Done(Ok(v)) => v,
+                    Guarded::Done(Err(e)) => {
+                        return Err(format!("{}:{line}: map: {}", spec.path, engine::describe(&e)));
+                    }
+                    Guarded::Stopped(s) => return Err(format!("{}:{line}: map stopped: {}", spec.path, s.describe())),
+                },
+            }
+        }
+    };
+    let build = || -> mlua::Result<Table> {
+        let evalua: Table = lua
+            .named_registry_value::<Table>("evalua.stdlib")?
+            .raw_get::<Option<Table>>("evalua")?
+            .ok_or_else(|| mlua::Error::runtime("the stdlib is not loaded"))?;
+        evalua.get::<Function>("_materialize")?.call::<Table>((suite.clone(), decl.clone()))
+    };
+    let table = match limits.guard(lua, seg, build) {
+        Guarded::Done(Ok(t)) => t,
+        Guarded::Done(Err(e)) => return Err(format!("case '{id}': {}", engine::describe(&e))),
+        Guarded::Stopped(s) => return Err(format!("case '{id}': materialising it stopped: {}", s.describe())),
+    };
+    let got: Option<String> = table.raw_get("id").map_err(|e| e.to_string())?;
+    if got.as_deref() != Some(id.as_str()) {
+        return Err(format!(
+            "case '{id}' ({}) now declares case '{}': its declaration must not depend on when it is read",
+            case.spec.location,
+            got.unwrap_or_default()
+        ));
+    }
+    Ok((decl, table))
+}
+
+/// A dataset row read again through this worker's handle on the file.
+fn read_row(index: u32, spec: &DatasetSpec, pos: RowPos) -> Result<serde_json::Value, String> {
+    WORKER.with(|w| {
+        let mut w = w.borrow_mut();
+        let worker = w.as_mut().ok_or("no worker state")?;
+        if let std::collections::hash_map::Entry::Vacant(e) = worker.datasets.entry(index) {
+            let f = File::open(&spec.abs).map_err(|e| e.to_string())?;
+            let meta = f.metadata().map_err(|e| e.to_string())?;
+            if spec.stamp.is_some_and(|(len, mtime)| meta.len() != len || meta.modified().ok() != Some(mtime)) {
+                return Err("the file changed since the suite was loaded".to_string());
+            }
+            e.insert(f);
+        }
+        dataset::read_row(&worker.datasets[&index], spec.format, pos, &spec.headers)
+    })
+}
+
+/// After a trial: keep the evaluated suite (and the case) for the next trial
+/// only if the trial changed nothing reachable from them (a counter in a
+/// file-level local, a global, a module's table, the case table, …).
+/// Otherwise the next trial evaluates afresh.
 pub fn keep_suite_if_unchanged(lua: &Lua) {
     WORKER.with(|w| {
         let mut w = w.borrow_mut();
         let Some(worker) = w.as_mut() else { return };
-        let unchanged = match &worker.evaluated {
-            Some(e) => reuse::unchanged(lua, &e.suite, &e.snapshot).unwrap_or(false),
-            None => return,
+        let Some(ev) = &worker.evaluated else { return };
+        let suite_same = reuse::suite_roots(lua, &ev.suite, &[Value::Table(ev.datasets.clone())])
+            .and_then(|roots| reuse::unchanged(lua, roots, &ev.snapshot))
+            .unwrap_or(false);
+        let case_same = match &ev.case {
+            Some(m) => reuse::unchanged(lua, m.roots.clone(), &m.snapshot).unwrap_or(false),
+            // Not kept (it holds a coroutine): its declaration may have changed too.
+            None => false,
         };
-        if !unchanged {
+        if !(suite_same && case_same) {
             worker.evaluated = None;
         }
     });
@@ -112,11 +327,21 @@ pub fn seed_math_random(lua: &Lua, seed: u64) -> Result<(), String> {
 
 /// Keep the worker's state for the next trial only if this one left it clean:
 /// no limit tripped (a stopped script may have left half-done work behind) and
-/// memory back to normal. Otherwise the next trial starts from a new state.
+/// memory back near what the evaluated suite holds. Otherwise the next trial
+/// starts from a new state.
 pub fn retire_if_dirty(lua: &Lua, trips_before: u64) {
-    if engine::limits(lua).trips() != trips_before || lua.used_memory() > RETIRE_ABOVE_BYTES {
-        WORKER.with(|w| *w.borrow_mut() = None);
-    }
+    WORKER.with(|w| {
+        let mut w = w.borrow_mut();
+        let baseline = w.as_ref().map(|w| w.baseline).unwrap_or(0);
+        let grown = || {
+            // Garbage not collected yet is not growth: collect before judging.
+            lua.used_memory() > baseline + RETIRE_ABOVE_BYTES
+                && (lua.gc_collect().is_err() || lua.used_memory() > baseline + RETIRE_ABOVE_BYTES)
+        };
+        if engine::limits(lua).trips() != trips_before || grown() {
+            *w = None;
+        }
+    });
 }
 
 /// Forget the worker's state: its next trial starts from a new one.

@@ -131,6 +131,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/run", get(run_page))
         .route("/compare", get(compare_page))
         .route("/file", get(file))
+        .route("/trace", get(raw_trace))
         .route("/api/runs", get(api_runs))
         .route("/api/run", get(api_run))
         .route("/api/trials", get(api_trials))
@@ -449,6 +450,28 @@ async fn compare_page(State(app): State<Arc<App>>, Query(q): Query<CompareQ>) ->
             Ok(Err(e)) | Err(e) => {
                 page(StatusCode::UNPROCESSABLE_ENTITY, pages::error_page("These runs cannot be read", &e.to_string()))
             }
+        }
+    })
+    .await
+}
+
+/// One trial's trace from the run dir's trace pack, as stored (pretty-printed
+/// JSON, as `evalua show --json` prints it), shown as text.
+async fn raw_trace(State(app): State<Arc<App>>, Query(q): Query<TrialQ>) -> Response {
+    blocking(app, move |app| {
+        let refused = || text(StatusCode::NOT_FOUND, "no trace of that trial in the run dir");
+        let Some(r) = app.run(&q.r) else { return refused() };
+        if confine(&r.dir, crate::record::traces::PACK).is_err() {
+            return refused();
+        }
+        let found = crate::record::RunDir::open(&r.dir).and_then(|d| d.find_trace(&q.case, q.trial));
+        match found {
+            Ok(Some(trace)) => match serde_json::to_string_pretty(&trace) {
+                Ok(body) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response(),
+                Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            },
+            Ok(None) => refused(),
+            Err(e) => text(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
         }
     })
     .await

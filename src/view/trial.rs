@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value as Json;
 
 use super::catalog::plain_relative;
-use crate::record::{Trace, TrialRecord};
+use crate::record::{RunDir, Trace, TrialRecord, state_name, traces};
 use crate::util::paths::{confine, read_confined};
 
 /// Strings longer than this are cut in the trial view.
@@ -116,32 +116,43 @@ pub fn encode(s: &str) -> String {
 
 pub fn view(run_dir: &Path, run_id: &str, rec: TrialRecord, modes: Vec<String>, trace_url: Option<&str>) -> TrialView {
     let (mut trace, mut trace_error, mut trace_file) = (None, None, None);
+    let mut show = |t: &Trace| {
+        let mut v = serde_json::to_value(t).unwrap_or_default();
+        cut(&mut v);
+        trace = Some(v);
+    };
     if rec.trace.is_empty() {
-        trace_error = Some("the record names no trace file".to_string());
+        trace_error = Some("the record names no trace".to_string());
     } else if !plain_relative(&rec.trace) {
         trace_error = Some(format!("the record's trace path {:?} is not inside the run dir", rec.trace));
+    } else if rec.trace == traces::PACK {
+        // The trace pack: read through its index, once the pack is known to lie inside the run dir.
+        let read = confine(run_dir, traces::PACK)
+            .map_err(|e| format!("{}: {e}", traces::PACK))
+            .and_then(|_| RunDir::open(run_dir).map_err(|e| e.to_string()))
+            .and_then(|d| d.load_trace(&rec));
+        match read {
+            Ok(t) => show(&t),
+            Err(e) => trace_error = Some(e),
+        }
     } else {
+        // A run dir written before traces were packed: one file per trial.
         match read_confined(run_dir, &rec.trace) {
             None => trace_error = Some(format!("{} is missing (or leads out of the run dir)", rec.trace)),
-            Some(bytes) => match serde_json::from_slice::<Trace>(&bytes) {
-                Ok(t) => {
-                    let mut v = serde_json::to_value(&t).unwrap_or_default();
-                    cut(&mut v);
-                    trace = Some(v);
-                    trace_file = Some(rec.trace.clone());
+            Some(bytes) => {
+                trace_file = Some(rec.trace.clone());
+                match serde_json::from_slice::<Trace>(&bytes) {
+                    Ok(t) => show(&t),
+                    Err(e) => trace_error = Some(format!("{}: not a trace: {e}", rec.trace)),
                 }
-                Err(e) => {
-                    trace_error = Some(format!("{}: not a trace: {e}", rec.trace));
-                    trace_file = Some(rec.trace.clone());
-                }
-            },
+            }
         }
     }
     // What the run kept of the trial's final state (SPEC §10): beside the trace.
-    let stem = rec.trace.strip_suffix(".json").filter(|_| plain_relative(&rec.trace));
-    let files = stem.map(|s| files_under(run_dir, &format!("{s}.files"))).unwrap_or_default();
+    let stem = state_name(&rec.case, rec.trial);
+    let files = files_under(run_dir, &format!("{stem}.files"));
     let changeset =
-        stem.map(|s| format!("{s}.changeset")).filter(|p| confine(run_dir, p).map(|p| p.is_file()).unwrap_or(false));
+        Some(format!("{stem}.changeset")).filter(|p| confine(run_dir, p).map(|p| p.is_file()).unwrap_or(false));
     let trace_store = trace_url.and_then(|t| trace_store_url(t, run_id, &rec, None));
     let conversation_id = format!("{run_id}/{}/{}", rec.case, rec.trial);
     let mut record = serde_json::to_value(&rec).unwrap_or_default();

@@ -9,12 +9,14 @@ local host = require("evalua.host")
 
 local M = {}
 
--- Loading a suite validates everything; a trial re-runs an already validated
--- suite only to get the running case's functions back (see host.target()).
+-- Loading a suite validates everything and hands each case to the host as it
+-- is declared; a trial's evaluation of an already validated suite only hands
+-- the host each declaration as written, and the host materialises the case a
+-- trial runs (M._materialize) when it runs it.
 local VALIDATING = host.validating()
 
 --- Wrap a check constructor so that, in a trial, it only records its
---- arguments; `suite:case` builds the real check for the running case.
+--- arguments; the case's materialisation builds the real check.
 function M._lazy(ctor)
   return function(...)
     return { __lazy = ctor, n = select("#", ...), ... }
@@ -740,8 +742,6 @@ function M.suite(spec)
     held_out_max_runs = spec.held_out_max_runs,
     _tools = {},
     _tool_index = {},
-    _cases = {},
-    _case_index = {},
     _where = host.caller(2),
   }, SuiteMeta)
   return s
@@ -789,73 +789,69 @@ function Suite:tool(spec)
   return tool
 end
 
---- Declare a case.
-function Suite:case(spec)
-  if not VALIDATING and type(spec) == "table" and spec.id ~= host.target() then
-    return nil   -- another case: nothing of it runs in this trial
-  end
-  check_keys("suite:case", spec, CASE_KEYS, 2)
+-- Validate a case declaration and build its checks: the case table a trial
+-- sees. Errors are raised `level` frames up (the suite's line); `where` is
+-- the declaration's `file:line`.
+local function normalize_case(self, spec, level, where)
+  check_keys("suite:case", spec, CASE_KEYS, level)
   if type(spec.id) ~= "string" or not spec.id:match("^[%w_%-%.]+$") then
-    fail(2, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
+    fail(level, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
   end
   local id = spec.id
-  if self._case_index[id] then
-    fail(2, string.format("suite:case: duplicate case id '%s' (first declared at %s)", id, self._case_index[id]._where))
-  end
   local what = "suite:case '" .. id .. "'"
   if spec.split ~= nil and not SPLITS[spec.split] then
-    fail(2, what .. ": 'split' must be \"dev\" or \"held_out\", got " .. tostring(spec.split))
+    fail(level, what .. ": 'split' must be \"dev\" or \"held_out\", got " .. tostring(spec.split))
   end
-  expect_list_of_strings(what, "tags", spec.tags, 2)
-  expect_type(what, "difficulty", spec.difficulty, "string", 2)
+  expect_list_of_strings(what, "tags", spec.tags, level)
+  expect_type(what, "difficulty", spec.difficulty, "string", level)
   if type(spec.input) ~= "string" then
-    fail(2, what .. ": 'input' is required (a string)")
+    fail(level, what .. ": 'input' is required (a string)")
   end
-  check_positive_integer(what, "trials", spec.trials, 2)
+  check_positive_integer(what, "trials", spec.trials, level)
   if spec.weight ~= nil and (not finite(spec.weight) or spec.weight <= 0) then
-    fail(2, what .. ": 'weight' must be a positive finite number, got " .. tostring(spec.weight))
+    fail(level, what .. ": 'weight' must be a positive finite number, got " .. tostring(spec.weight))
   end
   local fixture
   if spec.fixture ~= nil then
-    expect_type(what, "fixture", spec.fixture, "string", 2)
+    expect_type(what, "fixture", spec.fixture, "string", level)
     fixture = host.abspath(spec.fixture)
     if not host.exists(fixture) then
-      fail(2, what .. ": fixture not found: " .. fixture)
+      fail(level, what .. ": fixture not found: " .. fixture)
     end
   end
-  expect_list_of_strings(what, "tools", spec.tools, 2)
+  expect_list_of_strings(what, "tools", spec.tools, level)
   for _, name in ipairs(spec.tools or {}) do
     if not self._tool_index[name] then
-      fail(2, what .. ": 'tools' names an undeclared tool '" .. name .. "'")
+      fail(level, what .. ": 'tools' names an undeclared tool '" .. name .. "'")
     end
   end
   if spec.clock ~= nil then
-    expect_type(what, "clock", spec.clock, "string", 2)
+    expect_type(what, "clock", spec.clock, "string", level)
     local ok, err = host.instant(spec.clock, "UTC")
-    if not ok then fail(2, what .. ": 'clock': " .. err) end
+    if not ok then fail(level, what .. ": 'clock': " .. err) end
   end
   if spec.user ~= nil and (type(spec.user) ~= "table" or type(spec.user.kind) ~= "string") then
-    fail(2, what .. ": 'user' must come from evalua.user.*")
+    fail(level, what .. ": 'user' must come from evalua.user.*")
   end
   local workdir
-  if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, 2) end
-  check_agent(what, spec.agent, 2)
-  local faults = normalize_faults(what, spec.faults, 2)
+  if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, level) end
+  check_agent(what, spec.agent, level)
+  local faults = normalize_faults(what, spec.faults, level)
 
   local checks = {}
-  expect_type(what, "expect", spec.expect, "table", 2)
+  expect_type(what, "expect", spec.expect, "table", level)
   for i, c in ipairs(spec.expect or {}) do
     if type(c) == "table" and c.__lazy then c = c.__lazy(table.unpack(c, 1, c.n)) end
     -- A constructor may return a group of checks (check.answer{set=...} does).
     if type(c) == "table" and c.run == nil and c[1] ~= nil then
-      for _, member in ipairs(c) do checks[#checks + 1] = normalize_check(member, i, 2) end
+      for _, member in ipairs(c) do checks[#checks + 1] = normalize_check(member, i, level) end
     else
-      checks[#checks + 1] = normalize_check(c, i, 2)
+      checks[#checks + 1] = normalize_check(c, i, level)
     end
   end
-  expect_type(what, "prohibited", spec.prohibited, "table", 2)
+  expect_type(what, "prohibited", spec.prohibited, "table", level)
   for i, q in ipairs(spec.prohibited or {}) do
-    checks[#checks + 1] = prohibited_check(q, i, 2)
+    checks[#checks + 1] = prohibited_check(q, i, level)
   end
   -- Names identify checks in figures: make them unique within the case.
   local seen = {}
@@ -883,10 +879,71 @@ function Suite:case(spec)
     workdir = workdir,
     checks = checks,
     faults = faults,
-    _where = host.caller(2),
+    _where = where,
   }
-  self._cases[#self._cases + 1] = case
-  self._case_index[id] = case
+  return case
+end
+
+--- Declare a case.
+function Suite:case(spec)
+  if not VALIDATING then
+    -- A trial's evaluation: the host keeps the declaration for later.
+    host.declare(spec)
+    return nil
+  end
+  local case = normalize_case(self, spec, 3, host.caller(2))
+  local err = host.declare(case)
+  if err then fail(2, "suite:case: " .. err) end
+  return case
+end
+
+local DATASET_KEYS = set { "map", "format", "on_error" }
+
+--- Declare one case per row of a dataset file: a JSON Lines file, a JSON
+--- array or a CSV file (header row = keys, values strings). Each row goes
+--- through `map(row, i)`, which returns a case table as `suite:case` takes
+--- (without `map`, the row itself is the case table). The path is relative
+--- to the suite file; the format comes from its extension unless given. A bad
+--- row stops the load (`file:line`), unless `on_error = "skip"`, which leaves
+--- it out and counts it.
+function Suite:dataset(path, opts)
+  if type(path) ~= "string" then
+    fail(2, "suite:dataset: expects a file path (relative to the suite), got " .. type(path))
+  end
+  opts = opts or {}
+  check_keys("suite:dataset", opts, DATASET_KEYS, 2)
+  if opts.map ~= nil and type(opts.map) ~= "function" then
+    fail(2, "suite:dataset: 'map' must be a function(row, i) returning a case table, got " .. type(opts.map))
+  end
+  if opts.format ~= nil and opts.format ~= "jsonl" and opts.format ~= "json" and opts.format ~= "csv" then
+    fail(2, "suite:dataset: 'format' must be \"jsonl\", \"json\" or \"csv\", got " .. tostring(opts.format))
+  end
+  if opts.on_error ~= nil and opts.on_error ~= "fail" and opts.on_error ~= "skip" then
+    fail(2, "suite:dataset: 'on_error' must be \"fail\" or \"skip\", got " .. tostring(opts.on_error))
+  end
+  local map, suite = opts.map, self
+  local fn = map
+  if VALIDATING then
+    -- Called by the host for each row, with the row's `file:line`.
+    fn = function(row, i, where)
+      local c = row
+      if map then c = map(row, i) end
+      if type(c) ~= "table" then
+        error("map returned " .. type(c) .. ", not a case table", 0)
+      end
+      -- Not a tail call: errors are raised at the host's frame (no position;
+      -- the host names the data file's line).
+      local case = normalize_case(suite, c, 3, where)
+      return case
+    end
+  end
+  local err = host.dataset(host.abspath(path), opts.format, opts.on_error, fn)
+  if err then fail(2, "suite:dataset: " .. err) end
+end
+
+-- (host) The case table a trial runs, built from its declaration.
+function M._materialize(suite, spec)
+  local case = normalize_case(suite, spec, 2, "?")
   return case
 end
 

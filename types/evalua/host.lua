@@ -49,14 +49,30 @@ function host.judge_pairwise(spec, a, b, t) end
 ---@return string? why_not
 function host.judge_reachable(model) end
 
---- True while loading a suite (declarations are validated); false in a trial,
---- which re-runs an already validated suite only to get its functions back.
+--- True while loading a suite (declarations are validated); false when a
+--- worker evaluates an already validated suite again to get its functions back.
 ---@return boolean
 function host.validating() end
 
---- The id of the case the running trial is for (nil while loading a suite).
----@return string|nil
-function host.target() end
+--- Hand a case declaration to the host (`suite:case` does): while loading, the
+--- normalised case, read into its spec at once; in a worker, the table as
+--- written, kept aside for the trials that run it. Returns why the
+--- declaration is wrong (a duplicate id), or nil.
+---@param case table
+---@return string? error
+function host.declare(case) end
+
+--- Hand a dataset file to the host (`suite:dataset` does). While loading, the
+--- host streams its rows and calls `fn(row, i, where)` (the stdlib's row
+--- function) for each, raising `file:line` errors for bad rows unless
+--- `on_error` is `"skip"`; in a worker, `fn` is the suite's `map`, kept for
+--- the trials. Returns why the file cannot be used, or nil.
+---@param path string absolute path
+---@param format? "jsonl"|"json"|"csv"
+---@param on_error? "fail"|"skip"
+---@param fn? function
+---@return string? error
+function host.dataset(path, format, on_error, fn) end
 
 --- The globals table of the running unit of work (each trial gets its own, over a read-only shared base).
 ---@return table<string, any> globals

@@ -50,8 +50,7 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
         })?,
     )?;
     h.raw_set("model_configured", lua.create_function(|_, provider: String| Ok(crate::model::configured(&provider)))?)?;
-    // The case a trial runs: re-running the suite in a trial only materialises that one.
-    h.raw_set("target", lua.create_function(|lua, ()| lua.named_registry_value::<Option<String>>("evalua.target"))?)?;
+    super::declare::register(lua, h)?;
 
     h.raw_set(
         "array",

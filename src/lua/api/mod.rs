@@ -2,6 +2,7 @@
 //! wezterm keeps one module per Lua API surface):
 //!
 //! - [`host`]: `evalua.host`, the primitives the stdlib is written on;
+//! - [`declare`]: where `suite:case` and `suite:dataset` declarations go;
 //! - [`scan`]: the host's globbing and secret-scanning primitives;
 //! - [`judge`]: the host's judge calls, and [`marks`]: what a check returns when it neither passes nor fails;
 //! - [`db`]: the database handles (`ctx.db`, `t.db`, `t.initial`);
@@ -11,6 +12,7 @@
 
 pub mod ctx;
 pub mod db;
+pub mod declare;
 pub mod env;
 pub mod host;
 pub mod judge;

@@ -267,6 +267,19 @@ impl Limits {
         watch::publish(self.earliest());
     }
 
+    /// Give every active segment `instructions` and `time` more: loading a
+    /// suite grants each declared case its own share, so a suite of any size
+    /// loads while a runaway loop that declares nothing is still stopped.
+    pub fn extend(&self, instructions: u64, time: std::time::Duration) {
+        for seg in self.stack.borrow_mut().iter_mut() {
+            seg.limit = seg.limit.map(|l| l.saturating_add(instructions));
+            seg.budget = seg.budget.map(|b| b.saturating_add(instructions));
+            if let Some(d) = &mut seg.deadline {
+                *d += time;
+            }
+        }
+    }
+
     /// How many times a limit has stopped code in this state.
     pub fn trips(&self) -> u64 {
         self.trips.get()

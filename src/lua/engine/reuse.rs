@@ -2,16 +2,21 @@
 //!
 //! Evaluating the suite file again for every trial gives each trial fresh
 //! closures, but it costs more than the trial itself once a suite has many
-//! cases. So a worker evaluates the suite once for a case and reuses it for
-//! the next trial of that case, as long as it can prove the trial changed
-//! nothing the next one could see.
+//! cases. So a worker evaluates the suite once and reuses it for its next
+//! trials, of any case, as long as it can prove each trial changed nothing
+//! the next one could see.
 //!
 //! The proof is a walk: in a fixed order, it lists every value reachable from
-//! the suite table, the trial's globals and its project modules (table
-//! contents and metatables, function upvalues). The walk right after the
-//! evaluation is the snapshot; the walk after each trial must list the same
-//! values (`rawequal`: tables and functions by identity, the rest by value),
-//! or the next trial evaluates afresh. A counter in a file-level local, a
+//! a set of roots (table contents and metatables, function upvalues). The
+//! walk right after the evaluation is the snapshot; the walk after each trial
+//! must list the same values (`rawequal`: tables and functions by identity,
+//! the rest by value), or the next trial evaluates afresh. The worker walks
+//! two sets of roots: the evaluated suite (the suite table, the trial's
+//! globals, its project modules, the dataset maps), and the case the trial
+//! ran (its declaration and its materialised table with its checks). Other
+//! cases' declarations are not walked: a trial reaches one only through
+//! these roots, and then the walk covers it; so a walk costs what the suite
+//! and one case hold, not what all the cases do. A counter in a file-level local, a
 //! global, a module's table, a case table changed through `ctx.case`: each
 //! changes the list. A coroutine's state cannot be listed, so a suite that
 //! keeps one is never reused.
@@ -230,30 +235,40 @@ fn walk(lua: &Lua, mode: Mode, roots: Vec<Value>, list: Option<&Table>) -> mlua:
     Ok((ok, result?))
 }
 
-/// The objects a trial's code could have changed: the suite table, the
-/// trial's globals and its project modules.
-fn roots(lua: &Lua, suite: &Table) -> mlua::Result<Vec<Value>> {
-    Ok(vec![
+/// The objects a trial's code could have changed in an evaluated suite: the
+/// suite table, the trial's globals, its project modules, and `extra` (what
+/// else the evaluation left for later, such as the dataset `map` functions).
+pub fn suite_roots(lua: &Lua, suite: &Table, extra: &[Value]) -> mlua::Result<Vec<Value>> {
+    let mut roots = vec![
         Value::Table(suite.clone()),
         Value::Table(super::state::env(lua)?),
         lua.named_registry_value::<Value>("evalua.loaded")?,
-    ])
+    ];
+    roots.extend(extra.iter().cloned());
+    Ok(roots)
 }
 
-/// The snapshot of a freshly evaluated suite, or None when it cannot be
-/// reused (it keeps a coroutine).
-pub fn snapshot(lua: &Lua, suite: &Table) -> mlua::Result<Option<Table>> {
+/// List the host's own objects (the shared base environment, the host table,
+/// the stdlib) as trusted: later walks list them by identity only. Once per
+/// evaluation is enough: they live as long as the state.
+pub fn trust_host(lua: &Lua) -> mlua::Result<()> {
     let host_roots = vec![
         Value::Table(lua.globals()),
         lua.named_registry_value::<Value>("evalua.host")?,
         lua.named_registry_value::<Value>("evalua.stdlib")?,
     ];
     walk(lua, Mode::Trust, host_roots, None)?;
-    let (ok, list) = walk(lua, Mode::Record, roots(lua, suite)?, None)?;
+    Ok(())
+}
+
+/// The snapshot of everything reachable from `roots`, or None when it
+/// cannot be reused (it keeps a coroutine). Call [`trust_host`] first.
+pub fn snapshot(lua: &Lua, roots: Vec<Value>) -> mlua::Result<Option<Table>> {
+    let (ok, list) = walk(lua, Mode::Record, roots, None)?;
     Ok(if ok { list } else { None })
 }
 
-/// True when everything the snapshot listed is as it was.
-pub fn unchanged(lua: &Lua, suite: &Table, snapshot: &Table) -> mlua::Result<bool> {
-    Ok(walk(lua, Mode::Compare, roots(lua, suite)?, Some(snapshot))?.0)
+/// True when everything the snapshot of the same `roots` listed is as it was.
+pub fn unchanged(lua: &Lua, roots: Vec<Value>, snapshot: &Table) -> mlua::Result<bool> {
+    Ok(walk(lua, Mode::Compare, roots, Some(snapshot))?.0)
 }

@@ -309,6 +309,7 @@
           el("span", { class: rec.outcome === "accepted" ? "pass" : "fail" }, rec.outcome), " · ended " + rec.ended));
         var links = el("p", { class: "links" });
         if (v.trace_file) links.appendChild(el("a", { href: "/file?" + qs({ r: boot.id, path: v.trace_file }), target: "_blank", rel: "noopener" }, "raw trace"));
+        else if (tr) links.appendChild(el("a", { href: "/trace?" + qs({ r: boot.id, case: rec.case, trial: rec.trial }), target: "_blank", rel: "noopener" }, "raw trace"));
         if (v.trace_store && /^https?:\/\//.test(v.trace_store)) {
           links.appendChild(document.createTextNode(" · "));
           links.appendChild(el("a", { href: v.trace_store, target: "_blank", rel: "noopener noreferrer", id: "tracestore" }, "trace in the trace store"));
