@@ -10,8 +10,8 @@ use serde_json::Value as Json;
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
 use crate::record::manifest::{
-    CaseEntry, DatasetEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping,
-    SuiteEntry, WorkdirEntry,
+    CaseEntry, DatasetEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry,
+    WorkdirEntry,
 };
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;
