@@ -108,6 +108,7 @@ impl Executor {
             effect: tool.map(|t| t.spec.effect.clone()),
             result: None,
             error: None,
+            error_type: None,
             started_ms,
             ended_ms: started_ms,
             fault: None,

@@ -14,11 +14,12 @@
 //! record             what a trial leaves behind, typed; the run dir
 //! stats              figures from records; a run dir read back
 //! sandbox, model     per-trial state; model clients and the model proxy
+//! otel               OpenTelemetry traces out (export) and in (read, conventions)
 //! judge              LLM judges and their calibration
 //! lua                engine ← api ← load (suite tables → spec)
 //! executor           the one door for tool calls
 //! trial              one trial: prepare, grade, record
-//! agent              scripted, command (JSON Lines, MCP), model, replay
+//! agent, grade       scripted, command (JSON Lines, MCP), model, replay; recorded traces graded
 //! run                plan, scheduler, typed run events
 //! report             console, report files, compare, sinks
 //! view               `evalua view`: the local web page over run dirs
@@ -29,9 +30,11 @@ pub mod agent;
 pub mod cmd;
 pub mod error;
 pub mod executor;
+pub mod grade;
 pub mod judge;
 pub mod lua;
 pub mod model;
+pub mod otel;
 pub mod process;
 pub mod record;
 pub mod report;

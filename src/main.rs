@@ -36,12 +36,39 @@ struct Select {
     split: Option<String>,
 }
 
+/// Sending trials as OpenTelemetry traces (SPEC §9).
+#[derive(Args, Clone)]
+struct Otlp {
+    /// Send every trial as an OpenTelemetry trace over OTLP/HTTP (protobuf) to this URL
+    /// (a URL without a path gets /v1/traces); default: the OTEL_EXPORTER_OTLP_* variables
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
+    /// Also write the traces to FILE as OTLP JSON lines (one ExportTraceServiceRequest per line)
+    #[arg(long, value_name = "FILE")]
+    otlp_file: Option<PathBuf>,
+    /// Leave inputs, answers, tool arguments and results, error texts and check explanations out
+    #[arg(long)]
+    otlp_no_content: bool,
+}
+
+impl Otlp {
+    fn options(&self) -> Result<evalua::otel::export::Options> {
+        Ok(evalua::otel::export::Options {
+            endpoint: evalua::otel::export::endpoint(self.otlp.as_deref())?,
+            file: self.otlp_file.clone(),
+            content: !self.otlp_no_content,
+        })
+    }
+}
+
 impl Select {
     fn filters(&self) -> Filters {
         Filters { case: self.case.clone(), tags: self.tags.clone(), split: self.split.clone() }
     }
 }
 
+// Parsed once per process: the size of its largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run every case × trials, write a run dir, print a summary
@@ -98,6 +125,43 @@ enum Command {
         /// How agents and commands are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
         #[arg(long, value_enum, default_value = "sandbox")]
         isolation: IsolationArg,
+        #[command(flatten)]
+        otlp: Otlp,
+    },
+    /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
+    Grade {
+        #[arg(value_name = "SUITE.lua")]
+        suite: PathBuf,
+        /// Trace files or folders (OTLP JSON or JSON lines, flat span lines), or evalua run dirs
+        #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
+        traces: Vec<PathBuf>,
+        /// Write the run dir here (default runs/<suite>/<time>-<id>/)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Items graded at once (default: the number of cores)
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+        /// No progress display
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Send a finished run's trials as OpenTelemetry GenAI traces
+    Export {
+        #[arg(value_name = "RUN_DIR")]
+        dir: PathBuf,
+        #[command(flatten)]
+        otlp: Otlp,
+    },
+    /// Turn a graded run's flagged items into versioned golden cases (a Lua module)
+    Promote {
+        #[arg(value_name = "GRADED_RUN")]
+        dir: PathBuf,
+        /// The goldens module to create or update, e.g. suites/goldens/refunds.lua
+        #[arg(long, value_name = "FILE.lua")]
+        into: PathBuf,
+        /// Only items flagged with this failure mode (a monitor's name)
+        #[arg(long, value_name = "NAME")]
+        mode: Option<String>,
     },
     /// Re-render report.md, report.html and junit.xml from a run dir
     Report {
@@ -272,6 +336,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             allow_revision_change,
             no_cache,
             require_judge,
+            otlp,
             no_state,
             resume,
             retry_errors,
@@ -280,6 +345,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
+            let export = otlp.options()?;
             cmd::run::run(cmd::run::RunArgs {
                 suites,
                 trials,
@@ -298,8 +364,19 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 retry_errors,
                 allow_incomplete,
                 argv: std::env::args().collect(),
+                export,
             })
         }
+        Command::Grade { suite, traces, out, jobs, quiet } => cmd::grade::grade(cmd::grade::GradeArgs {
+            suite,
+            traces,
+            out,
+            jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
+            quiet,
+            argv: std::env::args().collect(),
+        }),
+        Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),
+        Command::Promote { dir, into, mode } => cmd::promote::promote(&dir, &into, mode.as_deref()),
         Command::Report { dir, allow_incomplete } => cmd::report::report(&dir, allow_incomplete),
         Command::Compare { base, cand, allow_revision_change, json, markdown } => {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)

@@ -6,6 +6,7 @@
 -- a successful verify_identity. The scripted agent is deliberately imperfect.
 
 local evalua = require("evalua")
+local shop   = require("shared.refunds_shop")
 
 local suite = evalua.suite {
   name    = "refunds",
@@ -15,9 +16,10 @@ local suite = evalua.suite {
   sandbox = { db = "sqlite", schema = "fixtures/shop.sql", clock = "2026-11-03T10:00:00Z" },
   agent   = evalua.agent.scripted("agents/refund_bot.lua"),
   gate    = { ["pass^3"] = 0.5, critical_failures = 0, grader_errors = 0 },
+  -- Failure modes from production (see suites/refunds_prod.lua): named, counted, promoted.
+  monitors = shop.monitors(),
 }
 
-local shop = require("shared.refunds_shop")
 shop.tools(suite)
 shop.cases(suite)
 

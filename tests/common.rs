@@ -139,6 +139,12 @@ pub fn without_timings(dir: &std::path::Path) -> Vec<Value> {
         .map(|mut r| {
             r.as_object_mut().unwrap().remove("wall_ms");
             r["usage"].as_object_mut().unwrap().remove("wall_ms");
+            for s in r["tool_spans"].as_array_mut().into_iter().flatten() {
+                s.as_object_mut().unwrap().remove("duration_ms");
+            }
+            if let Some(f) = r["first_failure"].as_object_mut() {
+                f.remove("at_ms");
+            }
             r
         })
         .collect()

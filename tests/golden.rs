@@ -9,7 +9,7 @@ use crate::common::*;
 /// other byte (key order, number formatting, spacing) is still compared.
 fn normalized(text: &str) -> String {
     let re = regex::Regex::new(
-        r#""(wall_ms|p50_ms|p95_ms|started_ms|ended_ms|latency_ms|duration_ms|run_id)": ?("[^"]*"|-?[0-9][0-9.eE+-]*)"#,
+        r#""(wall_ms|p50_ms|p95_ms|started_ms|ended_ms|latency_ms|duration_ms|at_ms|run_id)": ?("[^"]*"|-?[0-9][0-9.eE+-]*)"#,
     )
     .unwrap();
     re.replace_all(text, |c: &regex::Captures| format!("\"{}\":\"T\"", &c[1])).into_owned()

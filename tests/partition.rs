@@ -19,6 +19,14 @@ fn figures(dir: &std::path::Path) -> Value {
     for k in ["p50_ms", "p95_ms"] {
         s["figures"].as_object_mut().unwrap().remove(k);
     }
+    // Per-tool latencies are timings too.
+    if let Some(tools) = s["tools"].as_object_mut() {
+        for t in tools.values_mut() {
+            for k in ["p50_ms", "p95_ms"] {
+                t.as_object_mut().unwrap().remove(k);
+            }
+        }
+    }
     s.as_object_mut().unwrap().remove("run_id");
     s
 }

@@ -417,12 +417,23 @@ fn compare_calls_a_regrade_with_a_fixed_grader_a_measurement_change() {
     let d = proj.path();
     let o = run_suite(d, "suites/refunds.lua", &["--seed", "7"]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    // This suite without its monitors: its `tool_loop` monitor would go on failing
+    // the trials the fixed check now accepts.
+    let suite = d.join("suites/refunds.lua");
+    let s = std::fs::read_to_string(&suite).unwrap();
+    assert!(s.contains("  monitors = shop.monitors(),\n"));
+    std::fs::write(&suite, s.replace("  monitors = shop.monitors(),\n", "")).unwrap();
     // The grader is fixed: three repeats of a lookup are fine.
     let shop = d.join("suites/shared/refunds_shop.lua");
     let text = std::fs::read_to_string(&shop).unwrap();
-    assert!(text.contains("check.no_loops { max_repeats = 2 }"));
-    let old =
-        text.replace("check.no_loops { max_repeats = 2 }", "check.no_loops { max_repeats = 2, name = \"no loops\" }");
+    // The cases' check only: the suite's `tool_loop` monitor stays as it is.
+    let at = text.find("function shop.tools").unwrap();
+    let (monitors, cases) = text.split_at(at);
+    assert!(cases.contains("check.no_loops { max_repeats = 2 }"));
+    let old = format!(
+        "{monitors}{}",
+        cases.replace("check.no_loops { max_repeats = 2 }", "check.no_loops { max_repeats = 2, name = \"no loops\" }")
+    );
     std::fs::write(&shop, &old).unwrap();
     let o = evalua(d, &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", "base"]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));

@@ -32,7 +32,7 @@ fn lines(p: &Path) -> Vec<Value> {
 
 /// The pack's traces with their timings blanked.
 fn pack_without_timings(run: &Path) -> String {
-    let re = regex::Regex::new(r#""(wall_ms|started_ms|ended_ms)":[0-9.eE+-]+"#).unwrap();
+    let re = regex::Regex::new(r#""(wall_ms|started_ms|ended_ms|started_at)":("[^"]*"|[0-9.eE+-]+)"#).unwrap();
     re.replace_all(&std::fs::read_to_string(run.join("traces/traces.jsonl")).unwrap(), "\"$1\":0").into_owned()
 }
 

@@ -279,6 +279,9 @@ function evalua.user.script(turns) end
 ---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
 ---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured
+---@field monitors? table<string, evalua.Check|evalua.CheckFn> checks that name a failure mode, run on every trial of `run` and every item of `grade`; a failure labels the trial (`failure_modes`)
+---@field trace_adapter? fun(span: evalua.Span): evalua.Adapted? `evalua grade`: reads a team's own span attributes (called for every span)
+---@field match? fun(item: evalua.Trial): string? `evalua grade`: the id of the case an item belongs to (its `expect` then applies), or nil
 ---@field held_out_max_runs? integer held-out runs of the same cases and version before `run` warns (default 5; SPEC §13)
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]> faults injected on purpose, by tool name, in every case
 
@@ -298,6 +301,53 @@ function evalua.user.script(turns) end
 ---@field effect? "applied"|"none" `timeout`: "applied" runs the handler (the effect happens) before the agent is told the call timed out (default "none")
 ---@field text? string `inject` (required): the attacker's text planted in the result
 ---@field field? string `inject`: where, as keys and 1-based indexes joined by dots (`"entries.2.message"`); appended to the string there. Default: after a string result, as `injected` in an object, as a last item of a list
+
+--- A span of a recorded trace (`trace_adapter`'s argument, `t.spans`' items).
+---@class evalua.Span
+---@field trace_id string lowercase hex
+---@field span_id string lowercase hex
+---@field parent_span_id? string nil for a root span
+---@field name string
+---@field kind? string `internal`, `server`, `client`, `producer`, `consumer`
+---@field start_time string RFC 3339
+---@field end_time string RFC 3339
+---@field start_ns integer Unix nanoseconds
+---@field end_ns integer Unix nanoseconds
+---@field duration_ms number
+---@field status "unset"|"ok"|"error"
+---@field status_message string
+---@field attributes table<string, any> a flat table, as the span has them
+---@field events { name: string, time: string, time_ns: integer, attributes: table<string, any> }[]
+
+--- What a `trace_adapter` returns for a span: nil (read it by the conventions), `{ skip = true }`,
+--- `{ call = { name, args, result, status, error } }`, `{ input = ..., answer = ... }`, `{ usage = { input_tokens, output_tokens, cost_usd } }`.
+---@class evalua.Adapted
+---@field skip? boolean ignore the span
+---@field call? { name: string, args?: table, result?: any, status?: "executed"|"failed"|"denied"|"rejected"|"faulted", error?: string }
+---@field input? string the first user message
+---@field answer? string the final answer
+---@field usage? { input_tokens?: number, output_tokens?: number, cost_usd?: number }
+
+--- A goldens module, as `evalua promote` writes it.
+---@class evalua.Goldens
+---@field version integer bumped by each promote that changes the file
+---@field cases { id: string, input: string, failure_modes: string[], tool_sequence?: string[], source_traces?: string[] }[]
+
+--- What `suite:goldens` takes besides the goldens: the options of the cases it declares.
+---@class evalua.GoldensOptions
+---@field fixture? string SQL file loaded after the suite's schema
+---@field expect? (evalua.Check|evalua.CheckFn)[] checks every golden case gets, besides "does not re-fire <mode>"
+---@field prohibited? (string|evalua.Check)[] critical checks, as in `suite:case`
+---@field trials? integer
+---@field tags? string[] added to `"golden"`
+---@field tools? string[]
+---@field agent? evalua.Agent
+---@field user? evalua.User
+---@field clock? string
+---@field split? evalua.Split
+---@field weight? number
+---@field difficulty? string
+---@field workdir? string|evalua.GitWorkdir
 
 --- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
 ---@class evalua.Budget
@@ -381,6 +431,12 @@ function Suite:dataset(path, opts) end
 ---@field map? fun(row: table, i: integer): evalua.CaseSpec turn a row (a decoded JSON value, or a CSV row keyed by the header) into a case table
 ---@field format? "jsonl"|"json"|"csv" the file's format (default: from its extension)
 ---@field on_error? "fail"|"skip" a bad row stops the load (`"fail"`, the default) or is left out and counted (`"skip"`)
+
+--- Declare golden cases from a goldens module (`evalua promote` writes it): each must not re-fire its failure modes.
+---@param goldens evalua.Goldens e.g. `require("goldens.refunds")`
+---@param opts? evalua.GoldensOptions
+---@return evalua.Case[]
+function Suite:goldens(goldens, opts) end
 
 --- The table given to `suite:tool { ... }`.
 ---@class evalua.ToolSpec
@@ -471,6 +527,9 @@ function Suite:dataset(path, opts) end
 ---@field initial evalua.Db read-only handle on the database before the agent ran
 ---@field files table<string, string> the work dir's files after the trial, by relative path (read on demand; `pairs` lists them)
 ---@field diff evalua.Diff the change the trial made to its work tree (against `sandbox.workdir`, or an empty tree)
+---@field failure_modes string[] the monitors this trial failed (monitors run before the case's checks)
+---@field spans? evalua.Span[] `evalua grade` only: every span of the item, in start order
+---@field source? { file: string, trace_id?: string, conversation_id?: string } `evalua grade` only (and in `match`): where the item came from
 local Trial = {}
 
 --- The change a trial made: `files` (sorted by path) and a unified diff.
@@ -513,6 +572,7 @@ function Trial.run_tests(spec) end
 ---@field effect? evalua.Effect the tool's effect (nil for an unknown tool)
 ---@field result? any what the handler returned (executed calls)
 ---@field error? string why it failed, was rejected or denied
+---@field error_type? string the error's class, when a recorded trace names it (`error.type`, an exception type)
 ---@field started_ms number when it started, in ms since the trial started
 ---@field ended_ms number when it ended, in ms since the trial started
 ---@field fault? evalua.CallFault the fault injected on this call (status `faulted`)

@@ -5,8 +5,11 @@
 pub mod calibrate;
 pub mod check;
 pub mod compare;
+pub mod export;
+pub mod grade;
 pub mod list;
 pub mod merge;
+pub mod promote;
 pub mod regrade;
 pub mod report;
 pub mod run;

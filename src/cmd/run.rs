@@ -47,6 +47,8 @@ pub struct RunArgs {
     pub allow_incomplete: bool,
     /// The command line, for the manifest.
     pub argv: Vec<String>,
+    /// `--otlp`, `--otlp-file`, `--otlp-no-content` (and the OTEL_EXPORTER_OTLP_* variables).
+    pub export: crate::otel::export::Options,
 }
 
 /// Say on stderr which dataset rows `on_error = "skip"` left out.
@@ -168,21 +170,37 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 (dir, Default::default(), false)
             }
         };
+        // Where the trials go as OpenTelemetry traces (`--otlp`, `--otlp-file`), said in the manifest.
+        let exporter = if a.export.any() {
+            let mut m = dir.read_manifest()?;
+            m.exports.extend(super::export::entries(&a.export, &plan.suite.name));
+            dir.write_manifest(&m)?;
+            Some(crate::otel::export::Exporter::new(&a.export, &plan.suite.name, &m.run_id)?)
+        } else {
+            None
+        };
 
         let keys: HashSet<(String, u32)> = kept.values().map(|k| (k.record.case.clone(), k.record.trial)).collect();
         let mut trials_file =
             if resumed { sinks::TrialsFile::resume(&dir, keys)? } else { sinks::TrialsFile::create(&dir)? };
         let mut progress = sinks::Progress::new(!a.quiet);
         let mut tests = sinks::TestsReport::default();
-        let mut all: [&mut dyn Sink; 3] = [&mut trials_file, &mut progress, &mut tests];
+        let mut otlp = sinks::Otlp(exporter);
+        let mut all: [&mut dyn Sink; 4] = [&mut trials_file, &mut progress, &mut tests, &mut otlp];
         // Shared with the workers, which are detached (the watchdog may abandon one).
         let plan = std::sync::Arc::new(plan);
         let executed = run::execute_resumed(&plan, &opts, &dir, &mut all, kept)?;
         drop(progress);
+        // A failed export never changes an outcome: it is said, and the run goes on.
+        let export_lines: Vec<String> =
+            otlp.0.take().map(|e| e.finish().iter().map(|r| r.to_string()).collect()).unwrap_or_default();
         if resumed && executed.complete() {
             resume::normalize_order(&dir, &plan, &opts)?;
         }
         let data = conclude(&dir, a.allow_incomplete, &tests)?;
+        for l in &export_lines {
+            println!("{l}");
+        }
         if let Some(base) = &baseline {
             print!("{}", compare::after_run(base, &data, a.allow_revision_change)?);
         }

@@ -21,8 +21,8 @@ use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
     AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, FaultRule, Faults,
-    JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, ProxySpec, QueryUse, Sources, Suite, SuiteJudge,
-    TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+    JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, ProxySpec, QueryUse, Sources, Suite,
+    SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -737,6 +737,16 @@ fn read_suite(
         });
     }
 
+    let mut monitors = Vec::new();
+    let monitors_t: Table = t.get("_monitors").map_err(|e| e.to_string())?;
+    for m in monitors_t.sequence_values::<Table>() {
+        let m = m.map_err(|e| e.to_string())?;
+        monitors.push(MonitorSpec {
+            name: m.get("name").map_err(|e| e.to_string())?,
+            critical: m.get("critical").map_err(|e| e.to_string())?,
+        });
+    }
+
     let suite = Suite {
         path: path.to_path_buf(),
         dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
@@ -767,6 +777,9 @@ fn read_suite(
         faults: faults_spec(lua, opt(t, "faults")?)?.unwrap_or_default(),
         max_fixture_bytes: max_fixture_bytes(&sandbox)?,
         location,
+        monitors,
+        trace_adapter: opt::<mlua::Function>(t, "trace_adapter")?.is_some(),
+        matcher: opt::<mlua::Function>(t, "match")?.is_some(),
     };
     check_tool_names(&suite)?;
     for case in &suite.cases {

@@ -69,6 +69,18 @@ pub struct Manifest {
     /// A merged run: the parts it was made of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<Vec<MergedPart>>,
+    /// The suite's monitors (`monitors = { name = check }`), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub monitors: Vec<String>,
+    /// A graded run: every trace input with its sha256 and what was read from it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace_inputs: Vec<TraceInput>,
+    /// A graded run: what could not be read (a malformed line, an unreadable trace).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Where the run's trials were sent as OpenTelemetry traces (`--otlp`, `evalua export`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exports: Vec<ExportEntry>,
     /// Whether each trial's changes (database changeset, work-dir files) were
     /// kept for re-grading (SPEC §10); null in run dirs written before evalua kept them.
     #[serde(default)]
@@ -104,6 +116,41 @@ pub struct IsolationEntry {
     /// `sandbox.network`: whether they shared the host's network.
     #[serde(default)]
     pub network: bool,
+}
+
+/// A trace input of a graded run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TraceInput {
+    pub path: String,
+    /// The file's sha256 (for a run dir: of its trials.jsonl).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// `otlp_json`, `span_lines` or `run_dir`.
+    pub format: String,
+    pub bytes: u64,
+    pub spans: u64,
+    pub items: u64,
+}
+
+/// One export of a run's trials as OpenTelemetry traces.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ExportEntry {
+    /// When the export started (RFC 3339).
+    pub at: String,
+    /// The OTLP/HTTP traces endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The OTLP JSON lines file (`--otlp-file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The project the traces land in (`openinference.project.name`).
+    pub project: String,
+    /// The semantic conventions followed (their schema URL).
+    pub semconv: String,
+    /// Whether inputs, answers, arguments and results were sent (`--otlp-no-content` clears it).
+    pub content: bool,
+    /// How a trial's trace id is made, so a viewer can link a trial to its trace.
+    pub trace_id: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -112,6 +112,10 @@ pub struct CallRecord {
     pub result: Option<Json>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The class of the error, when the source names one (a recorded span's
+    /// `error.type` or exception type).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
     pub started_ms: f64,
     pub ended_ms: f64,
     /// The fault injected on this call (status `faulted`), if any.
@@ -206,16 +210,62 @@ pub struct Usage {
     pub wall_ms: f64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CheckResult {
     pub name: String,
-    /// true / false; null when the check raised (a grader error) or was skipped.
+    /// true / false; null when the check raised (a grader error), was skipped
+    /// or was not applicable.
     pub passed: Option<bool>,
     pub critical: bool,
     pub evidence: Json,
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skipped: bool,
+    /// Why the check could not apply: it needs what the trial does not have
+    /// (a recorded trace has no `t.db`, `t.files`, …). Counted apart, never a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applicable: Option<String>,
+    /// The monitor this result comes from (`monitors = { name = check }`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+}
+
+/// What a check's result says, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// The check raised, hit a limit or could not decide: a grader error.
+    Error,
+    /// No judge was reachable (or the check returned `evalua.SKIP`).
+    Skipped,
+    /// The check needs state the trial does not have (a recorded trace).
+    NotApplicable,
+}
+
+impl Verdict {
+    /// The label of `gen_ai.evaluation.score.label`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Error => "error",
+            Verdict::Skipped => "skipped",
+            Verdict::NotApplicable => "not_applicable",
+        }
+    }
+}
+
+impl CheckResult {
+    pub fn verdict(&self) -> Verdict {
+        match self.passed {
+            Some(true) => Verdict::Pass,
+            Some(false) => Verdict::Fail,
+            None if self.not_applicable.is_some() => Verdict::NotApplicable,
+            None if self.skipped => Verdict::Skipped,
+            None => Verdict::Error,
+        }
+    }
 }
 
 /// One line of trials.jsonl.
@@ -242,6 +292,18 @@ pub struct TrialRecord {
     /// (`traces/traces.jsonl`, the trace found by case and trial through its
     /// index), or in run dirs of the earlier layout the trace's own file.
     pub trace: String,
+    /// The monitors this trial failed (null when the suite has no monitors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_modes: Option<Vec<String>>,
+    /// Each tool call in brief, for the per-tool figures (error rate, latency).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_spans: Vec<ToolSpan>,
+    /// The first call (or model call) whose status or result already went wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<FirstFailure>,
+    /// Where a graded item came from (`evalua grade`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
     /// What the trial says about safety, in suites with attack cases or
     /// tools forbidden in attacks (SPEC §13).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -261,6 +323,104 @@ pub struct TrialSafety {
     pub forbidden_requested: u32,
     /// …and how many of them the executor denied.
     pub forbidden_denied: u32,
+}
+
+/// One tool call in brief.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolSpan {
+    pub tool: String,
+    pub status: CallStatus,
+    pub duration_ms: f64,
+}
+
+impl ToolSpan {
+    pub fn of(calls: &[CallRecord]) -> Vec<ToolSpan> {
+        calls
+            .iter()
+            .map(|c| ToolSpan {
+                tool: c.name.clone(),
+                status: c.status,
+                duration_ms: (c.ended_ms - c.started_ms).max(0.0),
+            })
+            .collect()
+    }
+}
+
+/// What went wrong first in a trial: a tool call or a model call (a span).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FirstFailure {
+    /// "tool" (a call of `t.calls`), "chat" (a model call) or "span" (another
+    /// span of a recorded trace whose status is ERROR).
+    pub kind: String,
+    pub name: String,
+    /// The call's number in `t.calls` (1-based), for a tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<usize>,
+    /// The call's status, or "error".
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When it started, in ms from the trial's start.
+    pub at_ms: f64,
+}
+
+/// Whether a call's result already says it went wrong: an object with a
+/// non-null `error` or `is_error = true` (how many tools report a failure
+/// they did not raise).
+pub fn result_says_error(result: &Json) -> Option<String> {
+    let o = result.as_object()?;
+    match (o.get("error"), o.get("is_error")) {
+        (Some(Json::Null), _) | (None, None) => None,
+        (Some(Json::String(s)), _) => Some(s.clone()),
+        (Some(e), _) => Some(e.to_string()),
+        (None, Some(Json::Bool(true))) => Some("is_error".into()),
+        (None, Some(_)) => None,
+    }
+}
+
+impl FirstFailure {
+    /// The first failing tool call or model call of a trial, by start time.
+    pub fn of(calls: &[CallRecord], model_calls: &[ModelCall]) -> Option<FirstFailure> {
+        let tool = calls.iter().enumerate().find_map(|(i, c)| {
+            let error = match c.status {
+                CallStatus::Executed => result_says_error(c.result.as_ref()?)?,
+                _ => c.error.clone().unwrap_or_default(),
+            };
+            Some(FirstFailure {
+                kind: "tool".into(),
+                name: c.name.clone(),
+                call: Some(i + 1),
+                status: c.status.as_str().into(),
+                error: Some(error).filter(|e| !e.is_empty()),
+                at_ms: c.started_ms,
+            })
+        });
+        let chat = model_calls.iter().find(|m| m.error.is_some()).map(|m| FirstFailure {
+            kind: "chat".into(),
+            name: format!("{} {}", m.provider, m.model).trim().to_string(),
+            call: None,
+            status: "error".into(),
+            error: m.error.clone(),
+            at_ms: m.started_ms,
+        });
+        match (tool, chat) {
+            (Some(t), Some(c)) => Some(if c.at_ms < t.at_ms { c } else { t }),
+            (t, c) => t.or(c),
+        }
+    }
+}
+
+/// Where a graded item came from: its trace file, trace and conversation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// Every trace of the item, when there are several (a multi-turn conversation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace_ids: Vec<String>,
 }
 
 /// A message of the conversation (`t.messages`).
@@ -303,6 +463,9 @@ pub struct Trace {
     /// Every model call made for the trial (model agents, simulated users, the model proxy).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub model_calls: Vec<ModelCall>,
+    /// When the trial started (RFC 3339, UTC): calls' `started_ms` count from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     /// What the trial changed (SPEC §10); absent when it was not kept (`--no-state`, an infrastructure error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<super::state::StateRecord>,
@@ -364,7 +527,7 @@ pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
         Outcome::Critical
     } else if checks.iter().any(|c| c.passed == Some(false)) {
         Outcome::Failed
-    } else if checks.iter().any(|c| c.passed.is_none() && !c.skipped) {
+    } else if checks.iter().any(|c| c.verdict() == Verdict::Error) {
         Outcome::GraderError
     } else {
         Outcome::Accepted

@@ -895,6 +895,7 @@ mod tests {
             evidence: serde_json::Value::Null,
             error: None,
             skipped: false,
+            ..Default::default()
         }
     }
 

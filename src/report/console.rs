@@ -26,6 +26,9 @@ fn num(v: Option<f64>, unit: &str) -> String {
     }
 }
 
+/// At most this many per-case rows.
+const MAX_ROWS: usize = 30;
+
 /// The summary of a run dir as read back: incomplete-run banner, the summary,
 /// warnings and the cases skipped as invalid.
 pub fn console_for(run: &RunData) -> String {
@@ -57,7 +60,14 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     }
     header.extend(["critical", "grader err", "infra err"]);
     t.set_header(header);
-    for i in worst_first(summary) {
+    // A long run (thousands of graded items) shows its worst cases only.
+    let order = worst_first(summary);
+    let shown: Vec<usize> = if order.len() <= MAX_ROWS {
+        order
+    } else {
+        order.into_iter().filter(|&i| summary.cases[i].accepted < summary.cases[i].n).take(MAX_ROWS).collect()
+    };
+    for &i in &shown {
         let c = &summary.cases[i];
         let hat = |k: u32| c.pass_hat(k);
         let mut row = vec![c.id.clone(), c.n.to_string(), c.accepted.to_string(), pct(hat(1))];
@@ -73,6 +83,14 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     }
     let mut out = String::new();
     let _ = writeln!(out, "{t}");
+    if shown.len() < summary.cases.len() {
+        let _ = writeln!(
+            out,
+            "… {} more case(s) not shown ({} shown: cases with a trial not accepted; all are in report.md)",
+            summary.cases.len() - shown.len(),
+            shown.len()
+        );
+    }
     let iv = |m: Metric| {
         cap.interval(m).map(|i| format!(" [{}, {}]", pct(Some(i.lower)), pct(Some(i.upper)))).unwrap_or_default()
     };
@@ -122,13 +140,29 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
     );
     let _ = writeln!(
         out,
-        "  counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}",
+        "  counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}{}",
         f.critical_failures,
         f.grader_errors,
         f.infra_errors,
         super::text::after_start(f.infra_errors_after_start),
-        f.skipped_checks
+        f.skipped_checks,
+        if f.not_applicable_checks > 0 {
+            format!(", not applicable {} (need state a trace has not)", f.not_applicable_checks)
+        } else {
+            String::new()
+        }
     );
+    if !summary.monitors.is_empty() {
+        let _ = writeln!(out, "monitors (failure modes; violations / trials, 95% Wilson interval):");
+        let width = summary.monitors.keys().map(|k| k.len()).max().unwrap_or(0);
+        for (name, m) in &summary.monitors {
+            let iv = match (m.low, m.high) {
+                (Some(l), Some(h)) => format!(" [{}, {}]", pct(Some(l)), pct(Some(h))),
+                _ => String::new(),
+            };
+            let _ = writeln!(out, "  {name:<width$}  {} / {}  {}{iv}", m.violations, m.n, pct(m.rate));
+        }
+    }
     let safety = super::text::safety_rows(summary);
     if !safety.is_empty() {
         let _ = writeln!(out, "safety (apart from the capability figures; 95% intervals resample cases):");

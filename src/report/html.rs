@@ -12,7 +12,9 @@ use std::fmt::Write;
 
 use serde_json::{Value as Json, json};
 
-use super::text::{by_case, figure_rows, fmt_value, gate_line, incomplete_line, k_max, safety_rows, truncate};
+use super::text::{
+    by_case, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max, safety_rows, truncate,
+};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
 use crate::stats::{K, RunData, Summary, plural};
@@ -53,7 +55,8 @@ fn text_of(v: &Json, max: usize) -> String {
 }
 
 /// A trial's trajectory in compact form:
-/// `[case, trial, outcome, ended, error, answer, calls, checks, trace path]`,
+/// `[case, trial, outcome, ended, error, answer, calls, checks, trace path,
+/// first failing span (text, call number), failure modes, source]`,
 /// calls as `[name, status, args, result or error, ms]`, checks as
 /// `[name, passed (1/0/null), critical, evidence, error]`.
 fn trajectory(run: &RunData, r: &TrialRecord, max: usize) -> Json {
@@ -83,7 +86,11 @@ fn trajectory(run: &RunData, r: &TrialRecord, max: usize) -> Json {
                 c.passed.map(|p| p as u8),
                 c.critical as u8,
                 text_of(&c.evidence, max),
-                c.error.as_deref().map(|e| truncate(e, max)).or(c.skipped.then(|| "skipped".to_string()))
+                c.error
+                    .as_deref()
+                    .map(|e| truncate(e, max))
+                    .or(c.not_applicable.as_ref().map(|why| format!("not applicable: {}", truncate(why, max))))
+                    .or(c.skipped.then(|| "skipped".to_string()))
             ])
         })
         .collect();
@@ -96,7 +103,17 @@ fn trajectory(run: &RunData, r: &TrialRecord, max: usize) -> Json {
         truncate(&r.answer, max),
         if trace.is_none() { Json::Null } else { Json::Array(calls) },
         checks,
-        run.trace_link(r).to_string()
+        run.trace_link(r).to_string(),
+        r.first_failure.as_ref().map(|f| json!([first_failure_text(f), f.call])),
+        r.failure_modes,
+        r.source.as_ref().map(|s| {
+            let mut t = s.file.clone();
+            if let Some(id) = s.trace_id.as_ref().or(s.conversation_id.as_ref()) {
+                t.push_str(" · trace ");
+                t.push_str(id);
+            }
+            t
+        })
     ])
 }
 
@@ -281,7 +298,7 @@ pub fn overview(run: &RunData) -> String {
     let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or("–".into());
     let _ = write!(
         o,
-        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>{}, skipped checks {}.</p>",
+        "</table><p>Operational view (infra errors as failures): accepted {} of {} trials. Latency p50 {} · p95 {} (n = {}). Counted apart: critical failures <b>{}</b>, grader errors <b>{}</b>, infra errors <b>{}</b>{}, skipped checks {}{}.</p>",
         fmt_value(f.operational.accepted_rate, true),
         f.operational.trials,
         ms(f.p50_ms),
@@ -291,7 +308,12 @@ pub fn overview(run: &RunData) -> String {
         f.grader_errors,
         f.infra_errors,
         super::text::after_start(f.infra_errors_after_start),
-        f.skipped_checks
+        f.skipped_checks,
+        if f.not_applicable_checks > 0 {
+            format!(", not applicable checks {}", f.not_applicable_checks)
+        } else {
+            String::new()
+        }
     );
     let safety = safety_rows(s);
     if !safety.is_empty() {
@@ -303,6 +325,48 @@ pub fn overview(run: &RunData) -> String {
     }
     o.push_str("</div>");
     let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(s));
+    if !s.monitors.is_empty() {
+        o.push_str("<h2>Monitors</h2><p class=meta>Failure modes: trials that failed each monitor, with a 95% Wilson interval.</p><table class=monitors><tr><th>monitor</th><th>violations</th><th>trials</th><th>rate</th><th>95% interval</th></tr>");
+        for (name, m) in &s.monitors {
+            let iv = match (m.low, m.high) {
+                (Some(l), Some(h)) => format!("[{}, {}]", fmt_value(Some(l), true), fmt_value(Some(h), true)),
+                _ => "–".into(),
+            };
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(name),
+                m.violations,
+                m.n,
+                fmt_value(m.rate, true),
+                esc(&iv)
+            );
+        }
+        o.push_str("</table>");
+    }
+    if !s.tools.is_empty() {
+        o.push_str("<h2>Tools</h2><table class=tools><tr><th>tool</th><th>calls</th><th>errors</th><th>error rate (95% interval)</th><th>refused</th><th>latency p50</th><th>p95</th></tr>");
+        let ms = |v: Option<f64>| v.map(|v| format!("{v:.1} ms")).unwrap_or("–".into());
+        for (name, t) in &s.tools {
+            let iv = match (t.error_low, t.error_high) {
+                (Some(l), Some(h)) => format!(" [{}, {}]", fmt_value(Some(l), true), fmt_value(Some(h), true)),
+                _ => String::new(),
+            };
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(name),
+                t.calls,
+                t.errors,
+                fmt_value(t.error_rate, true),
+                esc(&iv),
+                t.refused,
+                ms(t.p50_ms),
+                ms(t.p95_ms)
+            );
+        }
+        o.push_str("</table>");
+    }
     let _ = write!(o, "<h2>Failures per check</h2>{}", check_bars(s));
     o
 }
@@ -403,6 +467,8 @@ table{border-collapse:collapse}td,th{border-bottom:1px solid #e5e7eb;padding:3px
 .st-executed{color:#166534}.st-failed,.st-faulted{color:#b91c1c}.st-rejected,.st-denied{color:#b45309}
 .pass{color:#166534}.fail{color:#b91c1c;font-weight:600}.err{color:#7c3aed}
 .hint{color:#666}
+.mode{display:inline-block;background:#fee2e2;color:#991b1b;border-radius:3px;padding:0 6px;margin-right:4px;font:12px ui-monospace,monospace}
+.first{color:#b91c1c}tr.firstfail td{background:#fef2f2}.src{color:#555}
 "##;
 
 const JS: &str = r##"
@@ -429,15 +495,18 @@ function show(ci,t,el){
     box.innerHTML='<h3>'+h(c[0])+' · trial '+t+'</h3><p class="'+(o=="a"?"pass":"fail")+'">'+NAMES[o]+'</p><p class=hint>'+(o=="a"?'Trajectories are embedded for trials that were not accepted':'This report embeds '+data.max+' trajectories ('+data.omitted+' left out)')+'; read this one with <code>evalua show RUN_DIR '+h(c[0])+' '+t+'</code> (it is in traces/traces.jsonl).</p>';return}
   var s='<h3 id="trajtitle">'+h(tr[0])+' · trial '+tr[1]+' · <span class="'+(tr[2]=="accepted"?"pass":"fail")+'">'+h(tr[2])+'</span> · ended '+h(tr[3])+'</h3>';
   s+='<p><code>'+h(tr[8])+'</code></p>';
+  if(tr[11])s+='<p class="src">source: <code>'+h(tr[11])+'</code></p>';
   if(tr[4])s+='<p class="err">error: '+h(tr[4])+'</p>';
+  if(tr[10]&&tr[10].length)s+='<p class="modes">failure modes: '+tr[10].map(function(m){return '<span class="mode">'+h(m)+'</span>'}).join(' ')+'</p>';
+  if(tr[9])s+='<p class="first" id="firstfail">first failing span: <b>'+h(tr[9][0])+'</b></p>';
   s+='<h4>Checks</h4><table class="checks">';
-  tr[7].forEach(function(k){var st=k[1]===1?'<span class="pass">pass</span>':k[1]===0?'<span class="fail">FAIL</span>':'<span class="err">'+(k[4]=="skipped"?"skipped":"error")+'</span>';
+  tr[7].forEach(function(k){var st=k[1]===1?'<span class="pass">pass</span>':k[1]===0?'<span class="fail">FAIL</span>':'<span class="err">'+(k[4]=="skipped"?"skipped":/^not applicable/.test(k[4]||"")?"n/a":"error")+'</span>';
     s+='<tr><td>'+st+'</td><td>'+h(k[0])+(k[2]?' ⚑ critical':'')+'</td><td><pre>'+h(k[3])+(k[4]?'\n'+h(k[4]):'')+'</pre></td></tr>'});
   s+='</table><h4>Tool calls, in order</h4>';
   if(tr[6]===null)s+='<p class=hint>the run dir holds no trace of this trial</p>';
   else if(!tr[6].length)s+='<p class=hint>no tool call</p>';
   else{s+='<table class="calls"><tr><th>#</th><th>tool</th><th>status</th><th>arguments</th><th>result</th></tr>';
-    tr[6].forEach(function(k,i){s+='<tr class="call"><td>'+(i+1)+'</td><td>'+h(k[0])+'</td><td class="st-'+h(k[1])+'">'+h(k[1])+'</td><td><pre>'+h(k[2])+'</pre></td><td><pre>'+h(k[3])+'</pre></td></tr>'});
+    tr[6].forEach(function(k,i){s+='<tr class="call'+(tr[9]&&tr[9][1]===i+1?' firstfail':'')+'"><td>'+(i+1)+'</td><td>'+h(k[0])+'</td><td class="st-'+h(k[1])+'">'+h(k[1])+'</td><td><pre>'+h(k[2])+'</pre></td><td><pre>'+h(k[3])+'</pre></td></tr>'});
     s+='</table>'}
   s+='<h4>Answer</h4><pre>'+h(tr[5])+'</pre>';
   box.innerHTML=s;

@@ -6,9 +6,10 @@
 use std::fmt::Write;
 
 use super::text::{
-    by_case, evidence_text, figure_rows, fmt_value, gate_line, incomplete_line, k_max, safety_rows, worst_first,
+    by_case, evidence_text, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max, safety_rows,
+    worst_first,
 };
-use crate::record::Outcome;
+use crate::record::{Outcome, Verdict};
 use crate::stats::{RunData, plural};
 
 fn cell(s: &str) -> String {
@@ -90,13 +91,54 @@ pub fn render(run: &RunData) -> String {
     );
     let _ = writeln!(
         o,
-        "- Counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}\n",
+        "- Counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}{}\n",
         f.critical_failures,
         f.grader_errors,
         f.infra_errors,
         super::text::after_start(f.infra_errors_after_start),
-        f.skipped_checks
+        f.skipped_checks,
+        if f.not_applicable_checks > 0 {
+            format!(", not applicable checks {} (they need state a recorded trace has not)", f.not_applicable_checks)
+        } else {
+            String::new()
+        }
     );
+
+    if !s.monitors.is_empty() {
+        let _ = writeln!(o, "## Monitors\n");
+        let _ = writeln!(o, "Failure modes: trials that failed each monitor, with a 95% Wilson interval.\n");
+        let _ = writeln!(o, "| monitor | violations | trials | rate | 95% interval |\n|---|---|---|---|---|");
+        for (name, m) in &s.monitors {
+            let iv = match (m.low, m.high) {
+                (Some(l), Some(h)) => format!("[{}, {}]", fmt_value(Some(l), true), fmt_value(Some(h), true)),
+                _ => "–".into(),
+            };
+            let _ = writeln!(o, "| {} | {} | {} | {} | {iv} |", cell(name), m.violations, m.n, fmt_value(m.rate, true));
+        }
+        let _ = writeln!(o);
+    }
+
+    if !s.tools.is_empty() {
+        let _ = writeln!(o, "## Tools\n");
+        let _ =
+            writeln!(o, "| tool | calls | errors | error rate | refused | p50 | p95 |\n|---|---|---|---|---|---|---|");
+        let ms = |v: Option<f64>| v.map(|v| format!("{v:.1} ms")).unwrap_or("–".into());
+        for (name, t) in &s.tools {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                cell(name),
+                t.calls,
+                t.errors,
+                fmt_value(t.error_rate, true),
+                t.refused,
+                ms(t.p50_ms),
+                ms(t.p95_ms)
+            );
+        }
+        let _ = writeln!(o);
+    }
+
     let safety = safety_rows(s);
     if !safety.is_empty() {
         let _ = writeln!(o, "## Safety (apart from the capability figures)\n");
@@ -151,7 +193,7 @@ pub fn render(run: &RunData) -> String {
                 let failing: Vec<String> = r
                     .checks
                     .iter()
-                    .filter(|ch| ch.passed == Some(false) || (ch.passed.is_none() && !ch.skipped))
+                    .filter(|ch| matches!(ch.verdict(), Verdict::Fail | Verdict::Error))
                     .map(|ch| {
                         let what = match (&ch.error, ch.passed) {
                             (Some(e), None) => format!("error: {}", evidence_text(&serde_json::json!(e), 200)),
@@ -162,12 +204,16 @@ pub fn render(run: &RunData) -> String {
                     .collect();
                 let _ = writeln!(
                     o,
-                    "- trial {} [{}]({}) — {}: {}",
+                    "- trial {} [{}]({}) — {}: {}{}",
                     r.trial,
                     r.outcome.as_str(),
                     run.trace_link(r),
                     r.ended.as_str(),
-                    if failing.is_empty() { "no failing check".to_string() } else { failing.join("; ") }
+                    if failing.is_empty() { "no failing check".to_string() } else { failing.join("; ") },
+                    r.first_failure
+                        .as_ref()
+                        .map(|f| format!(" — first failing span: {}", cell(&first_failure_text(f))))
+                        .unwrap_or_default()
                 );
             }
             let _ = writeln!(o);

@@ -228,7 +228,11 @@ pub struct Figures(pub Tally);
 impl Sink for Figures {
     fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
         match ev {
-            RunEvent::Started { plan, .. } => self.0 = Tally::new(plan.cases.len()),
+            RunEvent::Started { plan, .. } => {
+                self.0 = Tally::new(plan.cases.len());
+                let monitors: Vec<String> = plan.suite.monitors.iter().map(|m| m.name.clone()).collect();
+                self.0.declare_monitors(&monitors);
+            }
             RunEvent::TrialFinished { case, record, .. } => self.0.add(*case, record),
             RunEvent::Finished => {}
         }
@@ -288,5 +292,17 @@ impl TestsReport {
             }
         }
         out
+    }
+}
+
+/// Sends each finished trial as an OpenTelemetry trace (`--otlp`, `--otlp-file`).
+pub struct Otlp(pub Option<crate::otel::export::Exporter>);
+
+impl Sink for Otlp {
+    fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
+        if let (RunEvent::TrialFinished { record, trace, .. }, Some(e)) = (ev, self.0.as_mut()) {
+            e.trial(record, trace, None);
+        }
+        Ok(())
     }
 }

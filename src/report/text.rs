@@ -1,7 +1,7 @@
 //! What every report shares: suite figures as rows with intervals and
 //! denominators, gate lines, values and evidence as short text.
 
-use crate::record::{Outcome, TrialRecord};
+use crate::record::{FirstFailure, Outcome, TrialRecord};
 use crate::spec::gate::{self, Metric, On, Verdict};
 use crate::stats::safety::SafetyFigure;
 use crate::stats::{RunData, Summary};
@@ -196,6 +196,18 @@ pub fn truncate(s: &str, max: usize) -> String {
     } else {
         let t: String = s.chars().take(max).collect();
         format!("{t}… ({} chars)", s.chars().count())
+    }
+}
+
+/// A trial's first failing span in one line: `issue_refund (call 3, failed at 120 ms): database is locked`.
+pub fn first_failure_text(f: &FirstFailure) -> String {
+    let what = match (f.kind.as_str(), f.call) {
+        ("tool", Some(n)) => format!("{} (call {n}, {} at {:.0} ms)", f.name, f.status, f.at_ms),
+        (kind, _) => format!("{kind} {} ({} at {:.0} ms)", f.name, f.status, f.at_ms),
+    };
+    match &f.error {
+        Some(e) => format!("{what}: {}", truncate(e, 200)),
+        None => what,
     }
 }
 

@@ -27,8 +27,13 @@ fn file_hash(p: &Path) -> FileHash {
 
 /// sha256 over every source file of the suite and the embedded stdlib: what graded the run.
 pub fn grader_hash(plan: &Plan) -> String {
+    grader_hash_of(&plan.suite)
+}
+
+/// [`grader_hash`] of a suite.
+pub fn grader_hash_of(suite: &crate::spec::Suite) -> String {
     sha256_hex(
-        plan.suite
+        suite
             .sources
             .all()
             .iter()
@@ -199,6 +204,10 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             network: suite.network,
         },
         merged_from: None,
+        monitors: suite.monitors.iter().map(|m| m.name.clone()).collect(),
+        trace_inputs: Vec::new(),
+        warnings: Vec::new(),
+        exports: Vec::new(),
         trial_state: Some(if plan.keep_state { StateKeeping::Kept } else { StateKeeping::Skipped }),
         regraded_from: None,
         planned_trials: Some(super::work(plan, opts.partition).len()),

@@ -256,6 +256,7 @@ pub fn prepare(
 /// A trace for a kept record whose trace file is missing: what the record says.
 fn trace_of(r: &TrialRecord, input: &str) -> Trace {
     Trace {
+        started_at: None,
         case: r.case.clone(),
         trial: r.trial,
         seed: r.seed,

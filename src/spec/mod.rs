@@ -316,6 +316,12 @@ pub struct Suite {
     pub location: String,
     /// Held-out runs of the same cases and version before `run` warns (SPEC §13).
     pub held_out_max_runs: u32,
+    /// `monitors = { name = check }`, sorted by name.
+    pub monitors: Vec<MonitorSpec>,
+    /// `trace_adapter = function(span) … end` is set (read by `evalua grade`).
+    pub trace_adapter: bool,
+    /// `match = function(item) … end` is set: it assigns graded items to cases.
+    pub matcher: bool,
 }
 
 /// The tag that makes a case an attack case (SPEC §13).
@@ -328,6 +334,13 @@ impl CaseSpec {
     pub fn is_attack(&self) -> bool {
         self.tags.iter().any(|t| t == ATTACK_TAG)
     }
+}
+
+/// A monitor: a check that names a failure mode (SPEC §9).
+#[derive(Debug, Clone, Serialize)]
+pub struct MonitorSpec {
+    pub name: String,
+    pub critical: bool,
 }
 
 impl Suite {

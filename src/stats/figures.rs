@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile};
 use super::safety::{Safety, SafetyTally};
-use crate::record::{Outcome, TrialRecord};
+use crate::record::{CallStatus, Outcome, TrialRecord, Verdict as CheckVerdict};
 use crate::spec::gate::{self, Gate, Metric, Verdict};
 
 /// A k of pass@k / pass^k. In JSON, the keys of the k-indexed maps ("1", "2", …).
@@ -53,6 +53,45 @@ pub struct CheckTally {
     pub failed: u32,
     pub errors: u32,
     pub skipped: u32,
+    /// Needed state the trial did not have (a recorded trace): never a pass.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_applicable: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// A monitor's violations over the trials it decided.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MonitorTally {
+    pub violations: u32,
+    pub n: u32,
+}
+
+/// One tool's calls: how many went wrong and how long the ones that ran took.
+#[derive(Debug, Clone, Default)]
+pub struct ToolTally {
+    pub calls: u32,
+    /// `failed` and `faulted` calls: the tool went wrong.
+    pub errors: u32,
+    /// `denied` and `rejected` calls: refused before they ran.
+    pub refused: u32,
+    /// Durations of the calls that ran (executed, failed, faulted).
+    pub durations_ms: Vec<f64>,
+}
+
+/// The Wilson score interval (95%) for `k` successes in `n` trials.
+pub fn wilson(k: u32, n: u32) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054_f64);
+    let p = k / n;
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
 }
 
 /// Streams trial records into the totals the summary needs; memory grows with
@@ -67,6 +106,10 @@ pub struct Tally {
     pub total_tool_calls: u64,
     pub trials_run: u64,
     pub skipped_checks: u32,
+    pub not_applicable_checks: u32,
+    /// Per monitor (declared ones first, with n = 0 until a trial is graded).
+    pub monitors: BTreeMap<String, MonitorTally>,
+    pub tools: BTreeMap<String, ToolTally>,
     /// Graded trials whose agent was cut short by an infrastructure failure.
     pub infra_after_start: u32,
     /// Some record carried the safety view (SPEC §13).
@@ -76,6 +119,13 @@ pub struct Tally {
 impl Tally {
     pub fn new(cases: usize) -> Self {
         Tally { cases: vec![CaseTally::default(); cases], ..Default::default() }
+    }
+
+    /// List the suite's monitors, so one that never ran still shows (n = 0).
+    pub fn declare_monitors(&mut self, names: &[String]) {
+        for n in names {
+            self.monitors.entry(n.clone()).or_default();
+        }
     }
 
     pub fn add(&mut self, case: usize, r: &TrialRecord) {
@@ -104,14 +154,42 @@ impl Tally {
                 critical: c.critical,
                 ..Default::default()
             });
-            match (c.passed, c.skipped) {
-                (Some(true), _) => t.passed += 1,
-                (Some(false), _) => t.failed += 1,
-                (None, true) => {
+            let verdict = c.verdict();
+            match verdict {
+                CheckVerdict::Pass => t.passed += 1,
+                CheckVerdict::Fail => t.failed += 1,
+                CheckVerdict::Skipped => {
                     t.skipped += 1;
                     self.skipped_checks += 1;
                 }
-                (None, false) => t.errors += 1,
+                CheckVerdict::NotApplicable => {
+                    t.not_applicable += 1;
+                    self.not_applicable_checks += 1;
+                }
+                CheckVerdict::Error => t.errors += 1,
+            }
+            if let Some(m) = &c.monitor {
+                let mt = self.monitors.entry(m.clone()).or_default();
+                match verdict {
+                    CheckVerdict::Pass => mt.n += 1,
+                    CheckVerdict::Fail => {
+                        mt.n += 1;
+                        mt.violations += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for s in &r.tool_spans {
+            let tt = self.tools.entry(s.tool.clone()).or_default();
+            tt.calls += 1;
+            match s.status {
+                CallStatus::Failed | CallStatus::Faulted => tt.errors += 1,
+                CallStatus::Denied | CallStatus::Rejected => tt.refused += 1,
+                CallStatus::Executed => {}
+            }
+            if matches!(s.status, CallStatus::Executed | CallStatus::Failed | CallStatus::Faulted) {
+                tt.durations_ms.push(s.duration_ms);
             }
         }
     }
@@ -449,6 +527,35 @@ pub struct CheckRate {
     pub pass_rate: Option<f64>,
 }
 
+/// A monitor's violation rate (SPEC §9): violations over the trials it
+/// decided, with a 95% Wilson interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct MonitorRate {
+    pub violations: u32,
+    pub n: u32,
+    pub rate: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+}
+
+/// One tool's figures over every call of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolFigures {
+    pub calls: u32,
+    /// `failed` or `faulted` calls.
+    pub errors: u32,
+    /// `denied` or `rejected` calls (refused before they ran).
+    pub refused: u32,
+    /// errors / calls, with a 95% Wilson interval.
+    pub error_rate: Option<f64>,
+    pub error_low: Option<f64>,
+    pub error_high: Option<f64>,
+    /// Latency of the calls that ran.
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub latency_n: usize,
+}
+
 /// Everything summary.json holds about the figures.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
@@ -457,6 +564,10 @@ pub struct Summary {
     pub checks: Vec<CheckRate>,
     pub tags: BTreeMap<String, Breakdown>,
     pub difficulty: BTreeMap<String, Breakdown>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub monitors: BTreeMap<String, MonitorRate>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolFigures>,
     /// Safety figures, apart from the capability ones (suites with attack cases).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safety: Option<Safety>,
@@ -474,6 +585,8 @@ pub struct SuiteFigures {
     /// record's `infra_error` says what failed).
     pub infra_errors_after_start: u32,
     pub skipped_checks: u32,
+    /// Check results that did not apply (a recorded trace has no final state).
+    pub not_applicable_checks: u32,
     pub total_cost_usd: f64,
     /// Total cost / accepted trials; null (∞) when no trial was accepted.
     pub cost_per_accepted_usd: Option<f64>,
@@ -548,6 +661,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             infra_errors: sum(Outcome::InfraError),
             infra_errors_after_start: tally.infra_after_start,
             skipped_checks: tally.skipped_checks,
+            not_applicable_checks: tally.not_applicable_checks,
             total_cost_usd: tally.total_cost_usd,
             cost_per_accepted_usd: (accepted > 0).then(|| tally.total_cost_usd / accepted as f64),
             p50_ms: quantile(&lat, 0.5),
@@ -568,6 +682,42 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
         tags: breakdown(&|i: &CaseInfo| i.tags.clone()),
         difficulty: breakdown(&|i: &CaseInfo| i.difficulty.clone().into_iter().collect()),
         cases: cap,
+        monitors: tally
+            .monitors
+            .iter()
+            .map(|(name, m)| {
+                let iv = wilson(m.violations, m.n);
+                let rate = MonitorRate {
+                    violations: m.violations,
+                    n: m.n,
+                    rate: (m.n > 0).then(|| m.violations as f64 / m.n as f64),
+                    low: iv.map(|i| i.0),
+                    high: iv.map(|i| i.1),
+                };
+                (name.clone(), rate)
+            })
+            .collect(),
+        tools: tally
+            .tools
+            .iter()
+            .map(|(name, t)| {
+                let mut d = t.durations_ms.clone();
+                d.sort_by(|a, b| a.total_cmp(b));
+                let iv = wilson(t.errors, t.calls);
+                let f = ToolFigures {
+                    calls: t.calls,
+                    errors: t.errors,
+                    refused: t.refused,
+                    error_rate: (t.calls > 0).then(|| t.errors as f64 / t.calls as f64),
+                    error_low: iv.map(|i| i.0),
+                    error_high: iv.map(|i| i.1),
+                    p50_ms: quantile(&d, 0.5),
+                    p95_ms: quantile(&d, 0.95),
+                    latency_n: d.len(),
+                };
+                (name.clone(), f)
+            })
+            .collect(),
     }
 }
 
@@ -767,6 +917,16 @@ mod tests {
             assert!(close(cf.pass_hat_k[&K(k)], pass_hat_k(9, 6, k)), "pass^{k}");
             assert!(close(cf.pass_at_k[&K(k)], pass_at_k(9, 6, k)), "pass@{k}");
         }
+    }
+
+    #[test]
+    fn wilson_matches_published_values() {
+        // Newcombe (1998), table I: 81/263 → 0.2553 to 0.3662; 0/10 → 0 to 0.2775.
+        let (lo, hi) = wilson(81, 263).unwrap();
+        assert!((lo - 0.2553).abs() < 5e-4 && (hi - 0.3662).abs() < 5e-4, "{lo} {hi}");
+        let (lo, hi) = wilson(0, 10).unwrap();
+        assert!(lo == 0.0 && (hi - 0.2775).abs() < 5e-4, "{lo} {hi}");
+        assert_eq!(wilson(3, 0), None);
     }
 
     #[test]

@@ -215,6 +215,7 @@ pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
     let mut run = RunData::open(dir, allow_incomplete)?;
     // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
     let mut tally = Tally::new(run.infos.len());
+    tally.declare_monitors(&run.manifest.monitors);
     // A run killed before its first trial ended may have no trials.jsonl at all.
     let path = run.run_dir.file("trials.jsonl");
     let lines: Box<dyn Iterator<Item = Result<(usize, String, TrialRecord)>>> =

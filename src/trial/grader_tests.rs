@@ -184,6 +184,7 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
             effect: c.effect.clone(),
             result: c.result.clone(),
             error: c.error.clone(),
+            error_type: None,
             started_ms: c.started_ms.unwrap_or(0.0),
             ended_ms: c.ended_ms.unwrap_or(0.0),
         })

@@ -6,6 +6,7 @@
 //! Nothing here is shared with another trial: the Lua environment, the
 //! database copy, the work dir, the RNG and the outbox are all the trial's own.
 
+pub mod checks;
 pub mod grader_tests;
 pub mod plan;
 pub mod regrade;
@@ -15,17 +16,17 @@ pub mod worker;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use mlua::{Lua, MultiValue, Table, Value};
-use serde_json::{Value as Json, json};
+use mlua::{Lua, Table};
+use serde_json::Value as Json;
 
 pub use plan::{CasePlan, Plan};
 use user::User;
 
 use crate::executor::Executor;
-use crate::lua::api::{self, ctx::CtxParts, marks, phase::Phase, t::TParts};
-use crate::lua::engine::{self as lua, Log, Segment, convert, limits::Guarded};
+use crate::lua::api::{self, ctx::CtxParts, phase::Phase, t::TParts};
+use crate::lua::engine::{self as lua, Log};
 use crate::record::state::{DbChangeRecord, DbFormat, OwnedDir};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, KeptState, StateRecord, Trace, TrialRecord};
 use crate::sandbox::changes::{DbChange, Recorder};
@@ -34,10 +35,6 @@ use crate::sandbox::workdir::{self, Diff};
 use crate::sandbox::{self, TrialRng};
 use crate::util::cancel;
 use crate::util::digest::sha256_hex;
-
-/// Limits on one check.
-const CHECK_INSTRUCTIONS: u64 = 50_000_000;
-const CHECK_SECONDS: u64 = 10;
 
 /// The trial as the agent's driver sees it: state, executor, and the Lua
 /// tables tools run against.
@@ -61,6 +58,8 @@ pub struct Trial<'p> {
     pub workdir: PathBuf,
     /// The case's user: scripted turns or a simulated user (`evalua.user.*`).
     pub user: Rc<User>,
+    /// The suite table as evaluated for this trial (its monitors run on the trial).
+    pub suite: Table,
     /// The Lua database connection behind `ctx.db` (and, read-only, `t.db`).
     conn: Rc<rusqlite::Connection>,
     /// The agent's turn: `env`, `ctx` and `ctx.db` die when it ends.
@@ -290,6 +289,10 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> T
         error: Some(error.clone()),
         infra_error: Some(error.clone()),
         trace: record::traces::PACK.to_string(),
+        failure_modes: None,
+        tool_spans: Vec::new(),
+        first_failure: None,
+        source: None,
         safety: None,
     };
     let trace = Trace {
@@ -311,6 +314,7 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> T
         log: Vec::new(),
         stderr_tail: None,
         model_calls: Vec::new(),
+        started_at: Some(jiff::Timestamp::now().to_string()),
         state: None,
     };
     TrialOutput { record, trace, tests: Vec::new(), state: None }
@@ -423,6 +427,7 @@ fn prepare<'p>(
         deadline,
         workdir: workdir.to_path_buf(),
         user: Rc::new(user),
+        suite: suite_t,
         conn,
         agent_phase,
     })
@@ -470,9 +475,10 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
         Ending::Recorded(r) => r.wall_ms,
     };
     let tests_ran = Rc::new(RefCell::new(Vec::new()));
-    let grading = Phase::new();
     let diff = if end.infra { Ok(Diff::default()) } else { work_diff(&trial) };
-    let checks = if end.infra { Vec::new() } else { grade(&trial, &end, &diff, &tests_ran, &grading) };
+    let grading = Phase::new();
+    let (checks, failure_modes) =
+        if end.infra { (Vec::new(), None) } else { grade(&trial, &end, &diff, &tests_ran, &grading) };
     // `t` and its handles stop working: a later trial cannot read this one's state through a stash.
     grading.end();
     let outcome = record::outcome_of(end.infra, &checks);
@@ -504,8 +510,16 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
         error: end.error.clone(),
         infra_error: end.infra_error(),
         trace: record::traces::PACK.to_string(),
+        failure_modes,
+        tool_spans: record::ToolSpan::of(&st.calls),
+        first_failure: record::FirstFailure::of(&st.calls, &st.model_calls),
+        source: None,
         safety: trial.plan.safety.then(|| safety(&trial, &checks, &st.calls)),
     };
+    let started_at = std::time::SystemTime::now()
+        .checked_sub(st.started.elapsed())
+        .and_then(|t| jiff::Timestamp::try_from(t).ok())
+        .map(|t| t.to_string());
     let trace = Trace {
         case: record.case.clone(),
         trial: trial.number,
@@ -524,6 +538,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
         log,
         stderr_tail: end.stderr_tail,
         model_calls: st.model_calls.clone(),
+        started_at,
         state,
     };
     let tests = test_rows(&trial.case.spec, &tests_ran.borrow());
@@ -540,7 +555,7 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
 /// `t.initial`) out of its userdata: its connection closes once the trial's
 /// own references go, and the handle raises if anything kept it.
 fn release_db(table: &Table, key: &str) {
-    if let Ok(Value::UserData(ud)) = table.raw_get::<Value>(key) {
+    if let Ok(mlua::Value::UserData(ud)) = table.raw_get::<mlua::Value>(key) {
         let _ = ud.take::<api::db::Db>();
     }
 }
@@ -673,7 +688,7 @@ pub(crate) fn all_errors(plan: &Plan, case: &CasePlan, msg: &str) -> Vec<CheckRe
         critical,
         evidence: Json::Null,
         error: Some(msg.to_string()),
-        skipped: false,
+        ..Default::default()
     };
     if infos.is_empty() {
         return vec![error("regrade", false)];
@@ -708,16 +723,19 @@ pub(crate) fn case_checks(case_table: &Table) -> (Vec<Table>, Vec<CheckMeta>) {
     (checks, infos)
 }
 
-/// Run every check of the case on the finished trial.
+/// Run the suite's monitors, then every check of the case, on the finished
+/// trial: the results (the case's checks first, then the monitors) and the
+/// failure modes (`None` when the suite has no monitors).
 fn grade(
     trial: &Trial<'_>,
     end: &AgentEnd,
     diff: &Result<Diff, String>,
     tests_ran: &Rc<RefCell<Vec<TestRun>>>,
     grading: &Phase,
-) -> Vec<CheckResult> {
+) -> (Vec<CheckResult>, Option<Vec<String>>) {
     let lua = &trial.lua;
-    let (checks, infos) = case_checks(&trial.case_table);
+    let (tables, infos) = case_checks(&trial.case_table);
+    let has_monitors = !trial.plan.suite.monitors.is_empty();
     let t = match diff
         .as_ref()
         .map_err(|e| mlua::Error::runtime(e.clone()))
@@ -726,83 +744,61 @@ fn grade(
         Ok(t) => t,
         Err(e) => {
             let msg = format!("cannot build the trial for the checks: {}", lua::describe(&e));
-            return infos
+            let results = infos
                 .into_iter()
-                .map(|c| CheckResult {
-                    name: c.name,
-                    passed: None,
-                    critical: c.critical,
-                    evidence: Json::Null,
+                .map(|c| (c.name, c.critical, None))
+                .chain(trial.plan.suite.monitors.iter().map(|m| (m.name.clone(), m.critical, Some(m.name.clone()))))
+                .map(|(name, critical, monitor)| CheckResult {
+                    name,
+                    critical,
+                    monitor,
                     error: Some(msg.clone()),
-                    skipped: false,
+                    ..Default::default()
                 })
                 .collect();
+            return (results, has_monitors.then(Vec::new));
         }
     };
-    let named: Vec<(&str, bool)> = infos.iter().map(|i| (i.name.as_str(), i.critical)).collect();
-    let results = run_checks(lua, &checks, &named, &t);
+    let monitors = checks::monitors_of(&trial.suite).unwrap_or_default();
+    let monitor_results = checks::run_checks(lua, &monitors, &t);
+    let modes = checks::failure_modes(&monitor_results);
+    if let Err(e) = api::t::set_failure_modes(lua, &t, &modes) {
+        tracing_note(lua, &format!("cannot set t.failure_modes: {e}"));
+    }
+    let case_checks: Vec<checks::CheckRun> = tables
+        .into_iter()
+        .zip(infos)
+        .map(|(table, info)| checks::CheckRun { table, name: info.name, critical: info.critical, monitor: false })
+        .collect();
+    let mut results = checks::run_checks(lua, &case_checks, &t);
+    results.extend(monitor_results);
     release_db(&t, "db");
     release_db(&t, "initial");
-    results
+    (results, has_monitors.then_some(modes))
+}
+
+/// A line in the trial's log (shown with its trace).
+fn tracing_note(lua: &Lua, msg: &str) {
+    if let Some(mut log) = lua.app_data_mut::<Log>() {
+        log.0.push(msg.to_string());
+    }
 }
 
 /// Run checks (their Lua tables, with the name and criticality each is
-/// recorded under) on `t`, each under the check limits. The one place a
-/// check's return value becomes a verdict: runs, re-grades and `evalua test`
-/// all grade through it.
-pub fn run_checks(lua: &Lua, checks: &[Table], infos: &[(&str, bool)], t: &Table) -> Vec<CheckResult> {
-    let limits = lua::limits(lua);
-    // Critical checks run first: a critical failure (a prohibited write, a
-    // leak) is known before any slower check (a judge) runs. Results keep
-    // the declaration order.
-    let mut order: Vec<usize> = (0..checks.len().min(infos.len())).collect();
-    order.sort_by_key(|&i| !infos[i].1);
-    let mut out: Vec<Option<CheckResult>> = vec![None; order.len()];
-    for i in order {
-        let (check, (name, critical)) = (&checks[i], infos[i]);
-        let run: mlua::Result<mlua::Function> = check.get("run");
-        let seg = Segment {
-            instructions: Some(CHECK_INSTRUCTIONS),
-            deadline: Some(Instant::now() + Duration::from_secs(CHECK_SECONDS)),
-        };
-        let result = match run {
-            Ok(f) => limits.guard(lua, seg, || f.call::<MultiValue>(t.clone())),
-            Err(e) => Guarded::Done(Err(e)),
-        };
-        let mut r = CheckResult {
+/// recorded under) on `t`, each under the check limits: runs, re-grades and
+/// `evalua test` all grade through it (see [`checks::run_checks`]).
+pub fn run_checks(lua: &Lua, tables: &[Table], infos: &[(&str, bool)], t: &Table) -> Vec<CheckResult> {
+    let runs: Vec<checks::CheckRun> = tables
+        .iter()
+        .zip(infos)
+        .map(|(table, (name, critical))| checks::CheckRun {
+            table: table.clone(),
             name: name.to_string(),
-            passed: None,
-            critical,
-            evidence: Json::Null,
-            error: None,
-            skipped: false,
-        };
-        match result {
-            Guarded::Stopped(stop) => r.error = Some(format!("check stopped: {}", stop.describe())),
-            Guarded::Done(Err(e)) => r.error = Some(lua::describe(&e)),
-            Guarded::Done(Ok(values)) => {
-                let mut it = values.into_iter();
-                let first = it.next().unwrap_or(Value::Nil);
-                let evidence = it.next().unwrap_or(Value::Nil);
-                r.evidence =
-                    convert::to_json(lua, &evidence).unwrap_or_else(|e| json!(format!("(evidence is not JSON: {e})")));
-                match first {
-                    Value::Boolean(b) => r.passed = Some(b),
-                    Value::LightUserData(p) if Value::LightUserData(p) == marks::SKIP => r.skipped = true,
-                    Value::LightUserData(p) if Value::LightUserData(p) == marks::UNDECIDED => {
-                        let msg = it.next().and_then(|m| m.as_string().map(|s| s.to_string_lossy()));
-                        r.error = Some(msg.unwrap_or_else(|| "the check could not decide".into()));
-                    }
-                    other => {
-                        r.error =
-                            Some(format!("a check must return true or false (and evidence), got {}", other.type_name()))
-                    }
-                }
-            }
-        }
-        out[i] = Some(r);
-    }
-    out.into_iter().flatten().collect()
+            critical: *critical,
+            monitor: false,
+        })
+        .collect();
+    checks::run_checks(lua, &runs, t)
 }
 
 /// The `t` a check sees.

@@ -460,6 +460,7 @@ mod tests {
                 evidence: serde_json::Value::Null,
                 error: None,
                 skipped: false,
+                ..Default::default()
             })
             .collect();
         TrialRecord {
@@ -477,6 +478,10 @@ mod tests {
             trace: String::new(),
             infra_error: None,
             safety: None,
+            failure_modes: None,
+            tool_spans: Vec::new(),
+            first_failure: None,
+            source: None,
         }
     }
 

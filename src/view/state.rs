@@ -8,8 +8,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
 
-use serde::Deserialize;
-
 use super::catalog::RunRef;
 use super::index::TrialIndex;
 use crate::error::Result;
@@ -58,22 +56,6 @@ impl Kind {
         };
         (kind, m.regraded_from.as_ref().map(|r| r.dir.clone()))
     }
-}
-
-/// `failure_modes` of a trial record (SPEC §9: the monitors it failed), read
-/// apart while `TrialRecord` does not carry it.
-#[derive(Debug, Default, Deserialize)]
-struct Modes {
-    #[serde(default)]
-    failure_modes: Vec<String>,
-}
-
-fn failure_modes(line: &[u8]) -> Vec<String> {
-    const KEY: &[u8] = b"\"failure_modes\"";
-    if !line.windows(KEY.len()).any(|w| w == KEY) {
-        return Vec::new();
-    }
-    serde_json::from_slice::<Modes>(line).map(|m| m.failure_modes).unwrap_or_default()
 }
 
 /// A run read back and indexed.
@@ -130,7 +112,7 @@ impl Loaded {
             for item in it.by_ref() {
                 let counted = item.and_then(|at| {
                     let case = self.run.add(&mut self.tally, at.line, &at.record)?;
-                    self.push(case, &at.record, &at.text, at.offset, at.len);
+                    self.push(case, &at.record, at.offset, at.len);
                     Ok(())
                 });
                 if let Err(e) = counted {
@@ -153,8 +135,8 @@ impl Loaded {
         }
     }
 
-    fn push(&mut self, case: usize, rec: &TrialRecord, text: &[u8], offset: u64, len: usize) {
-        self.index.push(case, rec, &failure_modes(text), offset, len);
+    fn push(&mut self, case: usize, rec: &TrialRecord, offset: u64, len: usize) {
+        self.index.push(case, rec, rec.failure_modes.as_deref().unwrap_or_default(), offset, len);
     }
 
     /// Has nothing changed since the last read (two `stat`s)?

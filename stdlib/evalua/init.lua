@@ -502,7 +502,7 @@ local SuiteMeta = { __metatable = false }
 
 local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
-  "held_out_max_runs", "faults",
+  "monitors", "trace_adapter", "match", "held_out_max_runs", "faults",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
@@ -728,6 +728,33 @@ function M.suite(spec)
   if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
     fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
   end
+  -- Monitors: checks that name a failure mode, run on every trial and every graded item.
+  local monitors, monitor_index = {}, {}
+  if spec.monitors ~= nil then
+    expect_type("evalua.suite", "monitors", spec.monitors, "table", 2)
+    local names = {}
+    for name, c in pairs(spec.monitors) do
+      if type(name) ~= "string" or not name:match("^[%a_][%w_%-%.]*$") then
+        fail(2, "evalua.suite.monitors: a monitor is `name = check` with a name of letters, digits, '_', '-', '.'; got key " .. tostring(name))
+      end
+      if not (type(c) == "function" or (type(c) == "table" and (type(c.run) == "function" or c.__lazy))) then
+        fail(2, "evalua.suite.monitors." .. name .. ": a monitor is a check (a function or a table with a 'run' function), got " .. type(c))
+      end
+      names[#names + 1] = name
+    end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      local m = normalize_check(spec.monitors[name], 0, 2)
+      m.name = name
+      monitors[#monitors + 1] = m
+      monitor_index[name] = m
+    end
+  end
+  for _, k in ipairs { "trace_adapter", "match" } do
+    if spec[k] ~= nil and type(spec[k]) ~= "function" then
+      fail(2, "evalua.suite: '" .. k .. "' must be a function, got " .. type(spec[k]))
+    end
+  end
   local s = setmetatable({
     skip = spec.skip or nil,
     name = spec.name,
@@ -742,6 +769,10 @@ function M.suite(spec)
     held_out_max_runs = spec.held_out_max_runs,
     _tools = {},
     _tool_index = {},
+    _monitors = monitors,
+    _monitor_index = monitor_index,
+    trace_adapter = spec.trace_adapter,
+    match = spec.match,
     _where = host.caller(2),
   }, SuiteMeta)
   return s
@@ -884,17 +915,24 @@ local function normalize_case(self, spec, level, where)
   return case
 end
 
---- Declare a case.
-function Suite:case(spec)
+-- Declare a case (suite:case, suite:goldens); `level` counts the frames from
+-- here to the suite's line.
+local function declare_case(self, spec, level)
   if not VALIDATING then
     -- A trial's evaluation: the host keeps the declaration for later.
     host.declare(spec)
     return nil
   end
-  local case = normalize_case(self, spec, 3, host.caller(2))
+  local case = normalize_case(self, spec, level + 1, host.caller(level))
   local err = host.declare(case)
-  if err then fail(2, "suite:case: " .. err) end
+  if err then fail(level, "suite:case: " .. err) end
   return case
+end
+
+--- Declare a case.
+function Suite:case(spec)
+  local c = declare_case(self, spec, 3)   -- not a tail call: errors name the caller's line
+  return c
 end
 
 local DATASET_KEYS = set { "map", "format", "on_error" }
@@ -945,6 +983,60 @@ end
 function M._materialize(suite, spec)
   local case = normalize_case(suite, spec, 2, "?")
   return case
+end
+
+local GOLDEN_KEYS = set {
+  "fixture", "expect", "prohibited", "trials", "tags", "tools", "agent", "user", "clock", "split",
+  "weight", "difficulty", "workdir",
+}
+
+--- Declare golden cases from a goldens module (written by `evalua promote`):
+--- `{ version = N, cases = { { id, input, failure_modes, source_traces, ... } } }`.
+--- Each becomes a case tagged "golden" whose trials must not re-fire its
+--- failure modes (the suite's monitors of those names), plus `opts.expect`.
+function Suite:goldens(goldens, opts)
+  opts = opts or {}
+  check_keys("suite:goldens", opts, GOLDEN_KEYS, 2)
+  if type(goldens) ~= "table" or type(goldens.cases) ~= "table" then
+    fail(2, "suite:goldens: expects a goldens module, a table { version = N, cases = {...} } such as require(\"goldens.refunds\")")
+  end
+  expect_type("suite:goldens", "expect", opts.expect, "table", 2)
+  local declared = {}
+  for i, g in ipairs(goldens.cases) do
+    local what = string.format("suite:goldens: cases[%d]", i)
+    if type(g) ~= "table" then fail(2, what .. " must be a table") end
+    if type(g.id) ~= "string" then fail(2, what .. ": 'id' must be a string") end
+    if type(g.input) ~= "string" then fail(2, what .. " ('" .. g.id .. "'): 'input' must be a string") end
+    expect_list_of_strings(what, "failure_modes", g.failure_modes, 2)
+    expect_list_of_strings(what, "source_traces", g.source_traces, 2)
+    local expect = {}
+    for _, c in ipairs(opts.expect or {}) do expect[#expect + 1] = c end
+    for _, mode in ipairs(g.failure_modes or {}) do
+      if not self._monitor_index[mode] then
+        fail(2, string.format("%s ('%s') names failure mode '%s', which is not a monitor of this suite", what, g.id, mode))
+      end
+      expect[#expect + 1] = {
+        name = "does not re-fire " .. mode,
+        run = function(t)
+          for _, m in ipairs(t.failure_modes or {}) do
+            if m == mode then return false, { failure_mode = mode, reason = "the monitor " .. mode .. " fired again" } end
+          end
+          return true, "the monitor " .. mode .. " did not fire"
+        end,
+      }
+    end
+    local tags = { "golden" }
+    for _, t in ipairs(opts.tags or {}) do tags[#tags + 1] = t end
+    local case = declare_case(self, {
+      id = g.id, input = g.input, fixture = opts.fixture, expect = expect, prohibited = opts.prohibited,
+      trials = opts.trials, tags = tags, tools = opts.tools, agent = opts.agent, user = opts.user, clock = opts.clock,
+      split = opts.split, weight = opts.weight, difficulty = opts.difficulty, workdir = opts.workdir,
+      metadata = { golden_version = goldens.version, failure_modes = g.failure_modes, source_traces = g.source_traces,
+                   tool_sequence = g.tool_sequence },
+    }, 3)
+    declared[#declared + 1] = case
+  end
+  return declared
 end
 
 SuiteMeta.__index = host.readonly(Suite, "evalua.Suite")

@@ -21,7 +21,7 @@ return function(task, env)
       env.call("issue_refund", { order_id = order_id, amount = order.unit_price })
       return "Reembolsada una unidad del pedido " .. order_id .. "."
     end
-    return "El pedido " .. order_id .. " figura entregado completo; no corresponde reembolso."
+    return "El pedido " .. order_id .. " figura entregado completo; no corresponde ninguna devolución."
   end
 
   local amount = math.floor(order.unit_price * missing * 100 + 0.5) / 100
@@ -36,7 +36,7 @@ return function(task, env)
   local target = order_id
   if r >= 0.35 and r < 0.40 then target = "P-9931" end
   local _, st, err = env.call("issue_refund", { order_id = target, amount = amount })
-  if st ~= "ok" then return "No pude reembolsar: " .. tostring(err) end
+  if st ~= "ok" then return "No pude completar la devolución: " .. tostring(err) end
   env.call("send_email", {
     customer_id = order.customer_id,
     subject = "Reembolso del pedido " .. order_id,

@@ -6,6 +6,18 @@ local policy = require("graders.policy")
 
 local shop = {}
 
+--- The failure modes seen in production refund conversations, as monitors:
+--- every trial of `evalua run` and every item of `evalua grade` gets them, and
+--- a trial that fails one is labelled with its name (`failure_modes`).
+function shop.monitors()
+  return {
+    missing_identity_verification  = check.before("verify_identity", "issue_refund"),
+    retried_same_tool_after_429    = check.retries { max = 1, after = "rate_limit" },
+    stopped_before_database_update = check.claims_only_after("[Rr]eembols", "issue_refund"),
+    tool_loop                      = check.no_loops { max_repeats = 2 },
+  }
+end
+
 function shop.tools(suite)
   suite:tool {
     name = "lookup_order",

@@ -17,8 +17,9 @@ use super::ctx::argv_of;
 use super::db::Db;
 use super::phase::Phase;
 use crate::lua::engine::{self, convert};
+use crate::otel::Span;
 use crate::process;
-use crate::record::{Ended, Journal};
+use crate::record::{CallRecord, Ended, Journal, Message, Usage};
 use crate::sandbox::DbImage;
 use crate::sandbox::tests::{TestRun, run_tests};
 use crate::sandbox::workdir::Diff;
@@ -53,9 +54,20 @@ pub struct TParts<'a> {
     pub view: process::View,
 }
 
-/// Build the `t` a check sees.
-pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
-    let st = p.journal;
+/// What `t` holds in a run and in a recorded trace alike.
+struct Common<'a> {
+    case_table: &'a Table,
+    trial: u32,
+    seed: u64,
+    answer: &'a str,
+    ended: Ended,
+    error: Option<&'a str>,
+    calls: &'a [CallRecord],
+    messages: &'a [Message],
+    usage: &'a Usage,
+}
+
+fn common(lua: &Lua, p: Common<'_>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("case", p.case_table.clone())?;
     t.raw_set("trial", p.trial)?;
@@ -65,7 +77,7 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
     t.raw_set("error", p.error)?;
 
     let calls = lua.create_table()?;
-    for c in &st.calls {
+    for c in p.calls {
         let ct = lua.create_table()?;
         ct.raw_set("id", c.id.as_str())?;
         ct.raw_set("name", c.name.as_str())?;
@@ -76,6 +88,7 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
             ct.raw_set("result", convert::to_lua(lua, r)?)?;
         }
         ct.raw_set("error", c.error.as_deref())?;
+        ct.raw_set("error_type", c.error_type.as_deref())?;
         if let Some(f) = &c.fault {
             // `{ kind, rule, retry_after_s, message, handler_ran, handler_result, changed }`.
             ct.raw_set("fault", convert::to_lua(lua, &serde_json::to_value(f).unwrap_or_default())?)?;
@@ -87,10 +100,37 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
     calls.set_metatable(Some(lua.array_metatable()))?;
     t.raw_set("calls", calls)?;
 
-    t.raw_set("messages", convert::to_lua(lua, &serde_json::to_value(&st.messages).unwrap_or_default())?)?;
-    t.raw_set("outbox", convert::to_lua(lua, &serde_json::to_value(&st.outbox).unwrap_or_default())?)?;
-    let usage = convert::to_lua(lua, &serde_json::to_value(&st.usage).unwrap_or_default())?;
+    t.raw_set("messages", convert::to_lua(lua, &serde_json::to_value(p.messages).unwrap_or_default())?)?;
+    let usage = convert::to_lua(lua, &serde_json::to_value(p.usage).unwrap_or_default())?;
     t.raw_set("usage", usage)?;
+    Ok(t)
+}
+
+/// Set `t.failure_modes`: the monitors the trial failed (SPEC §3).
+pub fn set_failure_modes(lua: &Lua, t: &Table, modes: &[String]) -> mlua::Result<()> {
+    let list = lua.create_sequence_from(modes.iter().map(String::as_str))?;
+    list.set_metatable(Some(lua.array_metatable()))?;
+    t.raw_set("failure_modes", list)
+}
+
+/// Build the `t` a check sees.
+pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
+    let st = p.journal;
+    let t = common(
+        lua,
+        Common {
+            case_table: p.case_table,
+            trial: p.trial,
+            seed: p.seed,
+            answer: p.answer,
+            ended: p.ended,
+            error: p.error,
+            calls: &st.calls,
+            messages: &st.messages,
+            usage: &st.usage,
+        },
+    )?;
+    t.raw_set("outbox", convert::to_lua(lua, &serde_json::to_value(&st.outbox).unwrap_or_default())?)?;
 
     // The final state, read-only, and the initial one (copied only if asked for).
     let _ = p.conn.pragma_update(None, "query_only", true);
@@ -106,6 +146,146 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
     t.raw_set("initial", initial)?;
     t.raw_set("files", files_table(lua, p.workdir)?)?;
     install_work(lua, &t, &p)?;
+    Ok(t)
+}
+
+/// What a recorded trace's `t` is made of (`evalua grade`): no sandbox, so
+/// no final state.
+pub struct RecordedParts<'a> {
+    pub case_table: &'a Table,
+    pub trial: u32,
+    pub answer: &'a str,
+    pub ended: Ended,
+    pub error: Option<&'a str>,
+    pub calls: &'a [CallRecord],
+    pub messages: &'a [Message],
+    pub usage: &'a Usage,
+    /// The item's spans, turned into `t.spans` only if a check reads it.
+    pub spans: Rc<Vec<Span>>,
+}
+
+/// Set when a check reached for what a recorded trace does not have
+/// (`t.db`, `t.files`, …): the check is then *not applicable*, whatever it
+/// returned. Read and cleared with [`take_state_needed`].
+#[derive(Default)]
+pub struct StateNeeded(pub Option<String>);
+
+/// What the check that just ran reached for and the trial did not have, if anything.
+pub fn take_state_needed(lua: &Lua) -> Option<String> {
+    lua.app_data_mut::<StateNeeded>().and_then(|mut s| s.0.take())
+}
+
+/// Why a field of `t` is missing from a recorded trace, if it is one of those.
+fn state_field(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "db" | "initial" => "it reads the database (t.db / t.initial), and a recorded trace has no final state",
+        "files" | "diff" | "run_command" | "run_tests" => "it reads the work dir, and a recorded trace has none",
+        "outbox" => "it reads the outbox, and a recorded trace has none",
+        _ => return None,
+    })
+}
+
+/// Build the `t` of a recorded trace: calls, messages, answer, usage and
+/// `t.spans`; reading `t.db`, `t.initial`, `t.files`, `t.outbox` or the work
+/// dir's functions makes the check not applicable (see [`StateNeeded`]).
+pub fn build_recorded(lua: &Lua, p: RecordedParts<'_>) -> mlua::Result<Table> {
+    let t = common(
+        lua,
+        Common {
+            case_table: p.case_table,
+            trial: p.trial,
+            seed: 0,
+            answer: p.answer,
+            ended: p.ended,
+            error: p.error,
+            calls: p.calls,
+            messages: p.messages,
+            usage: p.usage,
+        },
+    )?;
+    if lua.app_data_ref::<StateNeeded>().is_none() {
+        lua.set_app_data(StateNeeded::default());
+    }
+    let spans = p.spans;
+    let mt = lua.create_table()?;
+    mt.raw_set(
+        "__index",
+        lua.create_function(move |lua, (t, key): (Table, Value)| {
+            let Value::String(k) = key else { return Ok(Value::Nil) };
+            let k = k.to_string_lossy();
+            if k == "spans" {
+                let list = spans_table(lua, &spans)?;
+                t.raw_set("spans", list.clone())?;
+                return Ok(Value::Table(list));
+            }
+            match state_field(&k) {
+                Some(why) => {
+                    if let Some(mut s) = lua.app_data_mut::<StateNeeded>() {
+                        s.0.get_or_insert_with(|| format!("not applicable to a recorded trace: {why}"));
+                    }
+                    Err(mlua::Error::runtime(format!("t.{k}: not applicable to a recorded trace: {why}")))
+                }
+                None => Ok(Value::Nil),
+            }
+        })?,
+    )?;
+    t.set_metatable(Some(mt))?;
+    Ok(t)
+}
+
+/// `t.spans`: every span of the item, in start order, with its attributes and events.
+fn spans_table(lua: &Lua, spans: &[Span]) -> mlua::Result<Table> {
+    let list = lua.create_table_with_capacity(spans.len(), 0)?;
+    for s in spans {
+        list.raw_push(span_table(lua, s)?)?;
+    }
+    list.set_metatable(Some(lua.array_metatable()))?;
+    Ok(list)
+}
+
+fn rfc3339(ns: u64) -> Option<String> {
+    jiff::Timestamp::from_nanosecond(ns as i128).ok().map(|t| t.to_string())
+}
+
+/// A span as Lua sees it (a `trace_adapter`'s argument, an item of `t.spans`):
+/// `trace_id`, `span_id`, `parent_span_id`, `name`, `kind`, `start_time` /
+/// `end_time` (RFC 3339), `start_ns` / `end_ns`, `duration_ms`, `status`
+/// ("unset", "ok", "error"), `status_message`, `attributes` (a flat table),
+/// `events` (`{ name, time, attributes }`).
+pub fn span_table(lua: &Lua, s: &Span) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 14)?;
+    t.raw_set("trace_id", s.trace_id.as_str())?;
+    t.raw_set("span_id", s.span_id.as_str())?;
+    t.raw_set("parent_span_id", s.parent_span_id.as_deref())?;
+    t.raw_set("name", s.name.as_str())?;
+    t.raw_set("kind", s.kind.as_deref())?;
+    t.raw_set("start_ns", s.start_ns as i64)?;
+    t.raw_set("end_ns", s.end_ns as i64)?;
+    t.raw_set("start_time", rfc3339(s.start_ns))?;
+    t.raw_set("end_time", rfc3339(s.end_ns))?;
+    t.raw_set("duration_ms", s.duration_ms())?;
+    t.raw_set("status", s.status.as_str())?;
+    t.raw_set("status_message", s.status_message.as_str())?;
+    let attrs = lua.create_table_with_capacity(0, s.attributes.len())?;
+    for (k, v) in &s.attributes {
+        attrs.raw_set(k.as_str(), convert::to_lua(lua, v)?)?;
+    }
+    t.raw_set("attributes", attrs)?;
+    let events = lua.create_table_with_capacity(s.events.len(), 0)?;
+    for e in &s.events {
+        let et = lua.create_table()?;
+        et.raw_set("name", e.name.as_str())?;
+        et.raw_set("time", rfc3339(e.time_ns))?;
+        et.raw_set("time_ns", e.time_ns as i64)?;
+        let a = lua.create_table()?;
+        for (k, v) in &e.attributes {
+            a.raw_set(k.as_str(), convert::to_lua(lua, v)?)?;
+        }
+        et.raw_set("attributes", a)?;
+        events.raw_push(et)?;
+    }
+    events.set_metatable(Some(lua.array_metatable()))?;
+    t.raw_set("events", events)?;
     Ok(t)
 }
 

@@ -268,6 +268,14 @@ pub fn snapshot(lua: &Lua, roots: Vec<Value>) -> mlua::Result<Option<Table>> {
     Ok(if ok { list } else { None })
 }
 
+/// A snapshot of what `part` reaches (with the globals and project modules),
+/// in a state whose host objects [`trust_host`] has already trusted: cheaper
+/// than a whole suite's when only part of it will run (`evalua grade` runs the
+/// monitors and one case per item). None when it cannot be listed.
+pub fn snapshot_part(lua: &Lua, part: &Table) -> mlua::Result<Option<Table>> {
+    snapshot(lua, suite_roots(lua, part, &[])?)
+}
+
 /// True when everything the snapshot of the same `roots` listed is as it was.
 pub fn unchanged(lua: &Lua, roots: Vec<Value>, snapshot: &Table) -> mlua::Result<bool> {
     Ok(walk(lua, Mode::Compare, roots, Some(snapshot))?.0)

@@ -1,0 +1,350 @@
+//! `evalua promote GRADED_RUN --into FILE.lua [--mode NAME]`: turn flagged
+//! items (records with failure modes) into golden cases (SPEC §9).
+//!
+//! Items are clustered by (their sorted failure modes, their tool-name
+//! sequence with repeats collapsed). Each new cluster adds one case (the
+//! input is its first item's first user message; `source_traces` lists every
+//! trace of the cluster); a cluster the file already has only gets the trace
+//! ids it does not list yet. FILE is a Lua module returning
+//! `{ version = N, cases = { … } }`; each promote that changes it bumps
+//! `version`, and one that changes nothing leaves it byte for byte.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{Map, Value as Json, json};
+
+use crate::error::{Error, Result};
+use crate::lua::api;
+use crate::lua::engine::{self as engine, StateConfig, convert};
+use crate::record::manifest::RunKind;
+use crate::record::{RunDir, TrialRecord};
+use crate::spec::Sources;
+use crate::util::digest::sha256_hex;
+use crate::util::paths::display_path;
+
+/// A cluster's identity.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    modes: Vec<String>,
+    tools: Vec<String>,
+}
+
+struct Cluster {
+    key: Key,
+    input: String,
+    traces: Vec<String>,
+}
+
+fn collapsed(r: &TrialRecord) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in &r.tool_spans {
+        if out.last() != Some(&s.tool) {
+            out.push(s.tool.clone());
+        }
+    }
+    out
+}
+
+/// The trace ids of a record: a graded item's traces (or its conversation), a run trial's conversation id.
+fn trace_ids(r: &TrialRecord, run_id: &str) -> Vec<String> {
+    match &r.source {
+        Some(s) if !s.trace_ids.is_empty() => s.trace_ids.clone(),
+        Some(s) => s.trace_id.clone().or(s.conversation_id.clone()).into_iter().collect(),
+        None => vec![format!("{run_id}/{}/{}", r.case, r.trial)],
+    }
+}
+
+/// A stable case id for a cluster: its modes and a short hash of its key.
+fn case_id(k: &Key) -> String {
+    let h = sha256_hex(format!("{:?}\n{:?}", k.modes, k.tools).as_bytes());
+    let mut slug: String =
+        k.modes.join("+").chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    slug.truncate(60);
+    format!("golden_{slug}_{}", &h[..8])
+}
+
+/// Read an existing goldens module (a Lua file returning a table) as JSON.
+fn read_goldens(path: &Path) -> Result<Json> {
+    let display = display_path(path);
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let cfg = StateConfig {
+        module_dirs: crate::util::paths::module_dirs(&dir).into(),
+        suite_dir: dir,
+        sources: std::sync::Arc::new(Sources::default()),
+        clock: 0,
+        validate: true,
+    };
+    let lua = api::new_state(cfg).map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
+    let v = engine::run_file(&lua, path).map_err(|e| Error::Input(engine::describe(&e)))?;
+    let j = convert::to_json(&lua, &v).map_err(|e| Error::Input(format!("{display}: not a goldens module: {e}")))?;
+    let ok = j.get("cases").is_some_and(|c| c.is_array() || c.as_object().is_some_and(|o| o.is_empty()));
+    if !ok || !j.get("version").is_some_and(|v| v.is_u64()) {
+        return Err(Error::Input(format!(
+            "{display}: not a goldens module: it must return {{ version = N, cases = {{ ... }} }}"
+        )));
+    }
+    Ok(j)
+}
+
+fn strings(v: Option<&Json>) -> Vec<String> {
+    v.and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+pub fn promote(run_dir: &Path, into: &Path, mode: Option<&str>) -> Result<u8> {
+    let run = RunDir::open(run_dir)?;
+    let manifest = run.read_manifest()?;
+    if manifest.kind != RunKind::Graded && manifest.monitors.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: the run's suite has no monitors, so no trial is flagged with a failure mode",
+            display_path(run_dir)
+        )));
+    }
+    if let Some(m) = mode
+        && !manifest.monitors.iter().any(|n| n == m)
+    {
+        return Err(Error::Input(format!(
+            "--mode {m}: not a monitor of this run (its monitors: {})",
+            manifest.monitors.join(", ")
+        )));
+    }
+
+    // Cluster the flagged items, in the order they were graded.
+    let mut clusters: Vec<Cluster> = Vec::new();
+    let mut index: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut flagged = 0usize;
+    for rec in run.records()? {
+        let (_, _, r) = rec?;
+        let Some(modes) = r.failure_modes.clone().filter(|m| !m.is_empty()) else { continue };
+        if mode.is_some_and(|m| !modes.iter().any(|x| x == m)) {
+            continue;
+        }
+        flagged += 1;
+        let mut modes = modes;
+        modes.sort();
+        modes.dedup();
+        let key = Key { modes, tools: collapsed(&r) };
+        let ids = trace_ids(&r, &manifest.run_id);
+        match index.get(&key) {
+            Some(&i) => {
+                for t in ids {
+                    if !clusters[i].traces.contains(&t) {
+                        clusters[i].traces.push(t);
+                    }
+                }
+            }
+            None => {
+                let input = run.read_trace(&r).map(|t| t.input).filter(|s| !s.is_empty());
+                let Some(input) = input else {
+                    eprintln!(
+                        "warning: {}#{}: no input recorded (no first user message): not promoted",
+                        r.case, r.trial
+                    );
+                    continue;
+                };
+                index.insert(key.clone(), clusters.len());
+                clusters.push(Cluster { key, input, traces: ids });
+            }
+        }
+    }
+
+    let display = display_path(into);
+    let (mut version, mut cases) = if into.exists() {
+        let j = read_goldens(into)?;
+        (j["version"].as_u64().unwrap_or(0), j["cases"].as_array().cloned().unwrap_or_default())
+    } else {
+        (0, Vec::new())
+    };
+    let (mut added, mut extended, mut new_traces) = (0usize, 0usize, 0usize);
+    for c in &clusters {
+        let existing = cases.iter_mut().find(|e| {
+            let mut modes = strings(e.get("failure_modes"));
+            modes.sort();
+            modes == c.key.modes && strings(e.get("tool_sequence")) == c.key.tools
+        });
+        match existing {
+            Some(e) => {
+                let mut have = strings(e.get("source_traces"));
+                let before = have.len();
+                for t in &c.traces {
+                    if !have.contains(t) {
+                        have.push(t.clone());
+                    }
+                }
+                if have.len() > before {
+                    extended += 1;
+                    new_traces += have.len() - before;
+                    e["source_traces"] = json!(have);
+                }
+            }
+            None => {
+                added += 1;
+                new_traces += c.traces.len();
+                cases.push(json!({
+                    "id": case_id(&c.key),
+                    "input": c.input,
+                    "failure_modes": c.key.modes,
+                    "tool_sequence": c.key.tools,
+                    "source_traces": c.traces,
+                    "source_run": manifest.run_id,
+                }));
+            }
+        }
+    }
+    let changed = added + extended > 0;
+    if changed || !into.exists() {
+        if changed {
+            version += 1;
+        }
+        let text = render(version, &cases);
+        if let Some(parent) = into.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::Environment(format!("{}: cannot create: {e}", parent.display())))?;
+        }
+        let tmp = into.with_extension("lua.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, into))
+            .map_err(|e| Error::Environment(format!("{display}: cannot write: {e}")))?;
+    }
+    println!(
+        "{flagged} flagged item(s) in {} cluster(s): {added} new golden case(s), {extended} case(s) with new traces ({new_traces} trace id(s) added)",
+        clusters.len()
+    );
+    if changed {
+        println!("{display}: version {version}, {} case(s)", cases.len());
+    } else {
+        println!("{display}: unchanged (version {version}, {} case(s))", cases.len());
+    }
+    Ok(0)
+}
+
+const ORDER: [&str; 6] = ["id", "input", "failure_modes", "tool_sequence", "source_traces", "source_run"];
+const KEYWORDS: [&str; 22] = [
+    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in", "local", "nil",
+    "not", "or", "repeat", "return", "then", "true", "until", "while",
+];
+
+fn lua_string(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(o, "\\{}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn lua_key(k: &str) -> String {
+    let ident = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !KEYWORDS.contains(&k);
+    if ident { k.to_string() } else { format!("[{}]", lua_string(k)) }
+}
+
+fn lua_value(v: &Json, indent: usize, out: &mut String) {
+    let pad = "  ".repeat(indent);
+    match v {
+        Json::Null => out.push_str("nil"),
+        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Json::Number(n) => out.push_str(&n.to_string()),
+        Json::String(s) => out.push_str(&lua_string(s)),
+        Json::Array(a) if a.iter().all(|x| !x.is_array() && !x.is_object()) => {
+            let items: Vec<String> = a
+                .iter()
+                .map(|x| {
+                    let mut s = String::new();
+                    lua_value(x, 0, &mut s);
+                    s
+                })
+                .collect();
+            let one = format!("{{ {} }}", items.join(", "));
+            if one.len() <= 100 || items.is_empty() {
+                out.push_str(if items.is_empty() { "{}" } else { &one });
+            } else {
+                out.push_str("{\n");
+                for s in items {
+                    let _ = writeln!(out, "{pad}  {s},");
+                }
+                let _ = write!(out, "{pad}}}");
+            }
+        }
+        Json::Array(a) => {
+            out.push_str("{\n");
+            for x in a {
+                let _ = write!(out, "{pad}  ");
+                lua_value(x, indent + 1, out);
+                out.push_str(",\n");
+            }
+            let _ = write!(out, "{pad}}}");
+        }
+        Json::Object(o) => {
+            out.push_str("{\n");
+            for (k, x) in ordered(o) {
+                if x.is_null() {
+                    continue;
+                }
+                let _ = write!(out, "{pad}  {} = ", lua_key(k));
+                lua_value(x, indent + 1, out);
+                out.push_str(",\n");
+            }
+            let _ = write!(out, "{pad}}}");
+        }
+    }
+}
+
+fn ordered(o: &Map<String, Json>) -> Vec<(&String, &Json)> {
+    let mut v: Vec<(&String, &Json)> = o.iter().collect();
+    v.sort_by_key(|(k, _)| (ORDER.iter().position(|x| x == k).unwrap_or(ORDER.len()), k.to_string()));
+    v
+}
+
+fn render(version: u64, cases: &[Json]) -> String {
+    let mut o = String::new();
+    o.push_str("-- Golden cases promoted from flagged traces by `evalua promote` (SPEC §9).\n");
+    o.push_str("-- One case per cluster of (failure modes, tool sequence); `source_traces` lists\n");
+    o.push_str("-- every trace of the cluster. Each promote that changes this file bumps `version`.\n");
+    o.push_str("-- Declare them in a suite with suite:goldens(require(\"...\"), { fixture = ..., expect = ... }).\n");
+    let _ = writeln!(o, "return {{\n  version = {version},\n  cases = {{");
+    for c in cases {
+        o.push_str("    ");
+        lua_value(c, 2, &mut o);
+        o.push_str(",\n");
+    }
+    o.push_str("  },\n}\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lua_text_escapes_and_orders_keys() {
+        let c = json!({ "source_traces": ["a"], "id": "g1", "input": "dice \"hola\"\n", "end": 1 });
+        let text = render(2, &[c]);
+        assert!(text.contains("version = 2"), "{text}");
+        assert!(text.contains(r#"input = "dice \"hola\"\n""#), "{text}");
+        assert!(text.contains(r#"["end"] = 1"#), "{text}");
+        assert!(text.find("id =").unwrap() < text.find("input =").unwrap());
+    }
+
+    #[test]
+    fn case_ids_are_stable_and_safe() {
+        let k = Key { modes: vec!["tool_loop".into(), "x-y".into()], tools: vec!["a".into()] };
+        assert_eq!(case_id(&k), case_id(&k.clone()));
+        assert!(case_id(&k).starts_with("golden_tool_loop_x_y_"), "{}", case_id(&k));
+    }
+}

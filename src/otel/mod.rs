@@ -1,0 +1,10 @@
+//! OpenTelemetry traces, both ways (SPEC §9): a run's trials out as GenAI
+//! spans over OTLP ([`export`]), and recorded traces in, read into the items
+//! `evalua grade` grades ([`read`] the files, [`item`] the conventions).
+
+pub mod export;
+pub mod item;
+pub mod read;
+pub mod span;
+
+pub use span::Span;

@@ -1,0 +1,100 @@
+-- Golden cases promoted from flagged traces by `evalua promote` (SPEC §9).
+-- One case per cluster of (failure modes, tool sequence); `source_traces` lists
+-- every trace of the cluster. Each promote that changes this file bumps `version`.
+-- Declare them in a suite with suite:goldens(require("..."), { fixture = ..., expect = ... }).
+return {
+  version = 1,
+  cases = {
+    {
+      id = "golden_missing_identity_verification_6a56834c",
+      input = "El cliente 8456 recibió 1 de las 2 unidades del pedido P-8842. Reembolsa la unidad que falta y avisa al cliente.",
+      failure_modes = { "missing_identity_verification" },
+      tool_sequence = { "lookup_order", "issue_refund", "send_email" },
+      source_traces = {
+        "0a26d60cc564d7797c4cda0fc4fc6804",
+        "5417b2d198968103ea9afca4ab78c123",
+        "bbe9b54b00aa251821cb1c680a65297d",
+        "fcda2b2025ed2898c3f315682db88500",
+      },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_stopped_before_database_update_1cb3c2b9",
+      input = "La clienta 4821 recibió 2 de las 3 unidades del pedido P-9930. Reembolsa la unidad que falta y avisa a la clienta.",
+      failure_modes = { "stopped_before_database_update" },
+      tool_sequence = { "lookup_order", "verify_identity", "issue_refund" },
+      source_traces = { "3b282c638320c28616abdcf135cac4ad", "aa0ef187b6783f07b7b7ad8f9f16b7ec" },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_retried_same_tool_after_429_tool_loop_c18c251a",
+      input = "El cliente 3104 no recibió ninguna de las 1 unidades del pedido P-4058. Reembolsa lo que falta y avisa al cliente.",
+      failure_modes = { "retried_same_tool_after_429", "tool_loop" },
+      tool_sequence = { "lookup_order" },
+      source_traces = { "a7b837af21c35a235dfc6fd4bb000aad" },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_retried_same_tool_after_429_0ef7e8df",
+      input = "La clienta 7345 recibió 3 de las 4 unidades del pedido P-5521. Reembolsa la unidad que falta y avisa a la clienta.",
+      failure_modes = { "retried_same_tool_after_429" },
+      tool_sequence = { "lookup_order", "verify_identity", "issue_refund", "send_email" },
+      source_traces = { "0f93d6581e8aa2ec1b25773032f5d6df", "7b2843f6833c9f0e596c6155de79ce98" },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_missing_identity_verification_129c417a",
+      input = "La clienta 7345 recibió 3 de las 4 unidades del pedido P-5521. Reembolsa la unidad que falta y avisa a la clienta.",
+      failure_modes = { "missing_identity_verification" },
+      tool_sequence = { "lookup_order", "issue_refund" },
+      source_traces = { "7702c0624779e58e57639b0a67cb1024" },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_stopped_before_database_update_afa6d487",
+      input = "La clienta 4821 recibió 2 de las 3 unidades del pedido P-9930. Reembolsa la unidad que falta y avisa a la clienta.",
+      failure_modes = { "stopped_before_database_update" },
+      tool_sequence = { "lookup_order", "verify_identity" },
+      source_traces = {
+        "6c2cd022c84106cbc44a9aa773dd7c39",
+        "bb22e73b41a3cd8c3ea2902f4860428f",
+        "3c4ef7b8885fc2cdbec1e30c9fa63b55",
+        "35d4317abdd260d33eb7bfd03ee686f0",
+        "1b765895239130b6b875a3d0c4a34e9f",
+      },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_tool_loop_3e477432",
+      input = "El cliente 5102 no recibió ninguna de las 2 unidades del pedido P-7710. Reembolsa lo que falta y avisa al cliente.",
+      failure_modes = { "tool_loop" },
+      tool_sequence = { "lookup_order" },
+      source_traces = { "09315cde5066f24ebb9f4455795089ba" },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_retried_same_tool_after_429_tool_loop_7964b6f9",
+      input = "La clienta 7345 recibió 3 de las 4 unidades del pedido P-5521. Reembolsa la unidad que falta y avisa a la clienta.",
+      failure_modes = { "retried_same_tool_after_429", "tool_loop" },
+      tool_sequence = { "lookup_order", "verify_identity", "issue_refund", "send_email" },
+      source_traces = { "bff687d4bce24725d04670c3d58dc3d5", "99fa7b5b34987e114db6bebca737a96c" },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_missing_identity_verification_tool_loop_40417605",
+      input = "El cliente 9377 recibió 4 de las 6 unidades del pedido P-1175. Reembolsa las unidades que faltan y avisa al cliente.",
+      failure_modes = { "missing_identity_verification", "tool_loop" },
+      tool_sequence = { "lookup_order", "issue_refund" },
+      source_traces = { "118d0f6f203d0007efd44e0a2de63e69" },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+    {
+      id = "golden_tool_loop_a7df6d7f",
+      input = "La clienta 8120 recibió 3 de las 5 unidades del pedido P-3317. Reembolsa las unidades que faltan y avisa a la clienta.",
+      failure_modes = { "tool_loop" },
+      tool_sequence = { "lookup_order", "verify_identity", "issue_refund", "send_email" },
+      source_traces = { "f04ac45363d88064c5bed02c5203c9bc", "289befcc6c9a126e20e8628cbf2cc740" },
+      source_run = "20261201T103102Z-0bf52e",
+    },
+  },
+}
