@@ -123,6 +123,9 @@ enum Command {
         /// Do not keep each trial's changes (database changeset, changed files); the run cannot be re-graded
         #[arg(long)]
         no_state: bool,
+        /// How agents and commands are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
+        #[arg(long, value_enum, default_value = "sandbox")]
+        isolation: IsolationArg,
         #[command(flatten)]
         otlp: Otlp,
     },
@@ -219,6 +222,9 @@ enum Command {
         /// Call judge models even when a cached verdict exists (and store none)
         #[arg(long)]
         no_cache: bool,
+        /// How check commands and test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
+        #[arg(long, value_enum, default_value = "sandbox")]
+        isolation: IsolationArg,
     },
     /// Combine the partitioned runs of one suite into one run dir
     Merge {
@@ -250,11 +256,17 @@ enum Command {
         /// Report cases whose tests do not hold on their initial tree as warnings, not errors
         #[arg(long)]
         skip_invalid: bool,
+        /// How test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
+        #[arg(long, value_enum, default_value = "sandbox")]
+        isolation: IsolationArg,
     },
     /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
     Test {
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
+        /// How check commands and test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
+        #[arg(long, value_enum, default_value = "sandbox")]
+        isolation: IsolationArg,
     },
     /// Browse every run dir under DIR (default runs/) in a local web page on 127.0.0.1
     View {
@@ -277,6 +289,23 @@ enum Command {
         #[command(flatten)]
         select: Select,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum IsolationArg {
+    Sandbox,
+    None,
+}
+
+/// Set how processes are isolated; opting out is said loudly.
+fn isolate(i: IsolationArg) {
+    if i == IsolationArg::None {
+        evalua::process::set_isolation(evalua::process::Isolation::None);
+        eprintln!(
+            "warning: --isolation none: agents, their tools' commands, check commands and test runners run unconfined, \
+             as your user, with your files, processes and network (recorded in the manifest)"
+        );
+    }
 }
 
 fn main() -> ExitCode {
@@ -314,7 +343,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
             resume,
             retry_errors,
             allow_incomplete,
+            isolation,
         } => {
+            isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
             let export = otlp.options()?;
             cmd::run::run(cmd::run::RunArgs {
@@ -354,7 +385,8 @@ fn dispatch(cli: Cli) -> Result<u8> {
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
         Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
-        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache } => {
+        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache, isolation } => {
+            isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
             cmd::regrade::regrade(cmd::regrade::RegradeArgs {
                 dir,
@@ -370,8 +402,14 @@ fn dispatch(cli: Cli) -> Result<u8> {
             evalua::judge::cache::set_disabled(no_cache);
             cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
         }
-        Command::Check { suites, skip_invalid } => cmd::check::check(&suites, skip_invalid),
-        Command::Test { paths } => cmd::test::test(&paths),
+        Command::Check { suites, skip_invalid, isolation } => {
+            isolate(isolation);
+            cmd::check::check(&suites, skip_invalid)
+        }
+        Command::Test { paths, isolation } => {
+            isolate(isolation);
+            cmd::test::test(&paths)
+        }
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
         Command::View { dirs, port, open, trace_url } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));

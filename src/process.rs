@@ -11,7 +11,13 @@
 //! - for one-shot commands, within a timeout and an output cap ([`run`]);
 //! - registered for a second stop signal while it lives, and, for one-shot
 //!   commands and [`Group::exit_status`], stopped at a stop request
-//!   (`util::cancel`).
+//!   (`util::cancel`);
+//! - inside the process sandbox ([`sandbox`]): its own PID namespace and
+//!   mount view, unless the run opted out with `--isolation none`.
+
+mod sandbox;
+
+pub use sandbox::{Bwrap, Isolation, View, isolation, ready as sandbox_ready, set_isolation};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -36,6 +42,8 @@ pub struct Launch {
     pub pass_env: Vec<String>,
     /// Variables set for the process (they win over passed-through ones).
     pub set_env: Vec<(String, String)>,
+    /// What it may see in the sandbox besides the system folders and `cwd`.
+    pub view: View,
 }
 
 /// Why a process could not start.
@@ -45,11 +53,26 @@ pub enum StartError {
     Empty,
     #[error("cannot start `{program}`: {reason}")]
     Spawn { program: String, reason: String },
+    /// The sandbox cannot start here (bubblewrap missing or refused).
+    #[error("cannot start `{program}`: the process sandbox cannot start: {reason} (or run with --isolation none)")]
+    Sandbox { program: String, reason: String },
 }
 
 impl Launch {
     pub fn new(argv: &[String], cwd: &Path) -> Self {
-        Launch { argv: argv.to_vec(), cwd: cwd.to_path_buf(), pass_env: Vec::new(), set_env: Vec::new() }
+        Launch {
+            argv: argv.to_vec(),
+            cwd: cwd.to_path_buf(),
+            pass_env: Vec::new(),
+            set_env: Vec::new(),
+            view: View::default(),
+        }
+    }
+
+    /// What the process may see in the sandbox (the suite's `sandbox.expose`, …).
+    pub fn view(mut self, view: &View) -> Self {
+        self.view = view.clone();
+        self
     }
 
     pub fn pass(mut self, names: &[String]) -> Self {
@@ -62,20 +85,54 @@ impl Launch {
         self
     }
 
-    /// The command, in its own process group, with the scrubbed environment;
-    /// stdio is the caller's to set.
-    fn command(&self) -> Result<Command, StartError> {
-        use std::os::unix::process::CommandExt;
-        let program = self.argv.first().filter(|p| !p.is_empty()).ok_or(StartError::Empty)?;
-        let mut c = Command::new(program);
-        c.args(&self.argv[1..]).current_dir(&self.cwd).env_clear().process_group(0);
+    /// The scrubbed environment: PATH, HOME, LANG, the passed names, the set variables.
+    fn env(&self) -> Vec<(String, std::ffi::OsString)> {
+        let mut env: Vec<(String, std::ffi::OsString)> = Vec::new();
+        let mut put = |k: &str, v: std::ffi::OsString| match env.iter_mut().find(|(n, _)| n == k) {
+            Some(slot) => slot.1 = v,
+            None => env.push((k.to_string(), v)),
+        };
         for name in BASE_ENV.iter().copied().chain(self.pass_env.iter().map(String::as_str)) {
             if let Some(v) = std::env::var_os(name) {
-                c.env(name, v);
+                put(name, v);
             }
         }
         for (k, v) in &self.set_env {
-            c.env(k, v);
+            put(k, v.into());
+        }
+        env
+    }
+
+    /// The command, in its own process group, with the scrubbed environment,
+    /// inside the sandbox unless the run has `--isolation none`; stdio is the
+    /// caller's to set.
+    fn command(&self) -> Result<Command, StartError> {
+        use std::os::unix::process::CommandExt;
+        let program = self.argv.first().filter(|p| !p.is_empty()).ok_or(StartError::Empty)?;
+        let env = self.env();
+        let mut c = match isolation() {
+            Isolation::None => {
+                let mut c = Command::new(program);
+                c.args(&self.argv[1..]);
+                c
+            }
+            Isolation::Sandbox => {
+                let fail = |reason: String| StartError::Sandbox { program: program.clone(), reason };
+                let bwrap = sandbox::ready().map_err(fail)?;
+                let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+                if let Some(reason) = bwrap.refuse(&self.argv, &self.cwd, path_var, &self.view) {
+                    return Err(StartError::Spawn { program: program.clone(), reason });
+                }
+                let mut c = Command::new(&bwrap.path);
+                c.args(bwrap.args(&self.argv, &self.cwd, &env, &self.view));
+                c
+            }
+        };
+        // bwrap itself gets no environment: its /proc/1/environ, visible in
+        // the sandbox, must not show the harness's.
+        c.current_dir(&self.cwd).env_clear().process_group(0);
+        if isolation() == Isolation::None {
+            c.envs(env.iter().map(|(k, v)| (k, v)));
         }
         Ok(c)
     }
@@ -254,6 +311,8 @@ pub struct Spec<'a> {
     pub max_output: usize,
     /// Bytes kept of the end of each stream.
     pub tail: usize,
+    /// What it may see in the sandbox besides the system folders and `cwd`.
+    pub view: &'a View,
 }
 
 /// How a one-shot command ended.
@@ -300,7 +359,7 @@ impl Outcome {
 /// PYTHONDONTWRITEBYTECODE (bytecode files would show up in a work dir's diff).
 /// Err only when the command cannot start.
 pub fn run(spec: &Spec<'_>) -> Result<Outcome, StartError> {
-    let launch = Launch::new(spec.argv, spec.cwd).set("PYTHONDONTWRITEBYTECODE", "1");
+    let launch = Launch::new(spec.argv, spec.cwd).view(spec.view).set("PYTHONDONTWRITEBYTECODE", "1");
     run_launch(&launch, spec.timeout, spec.max_output, spec.tail)
 }
 
@@ -372,11 +431,20 @@ pub fn run_launch(launch: &Launch, timeout: Duration, max_output: usize, tail: u
 mod tests {
     use super::*;
 
+    /// Sandboxed where bubblewrap runs, else unconfined (the same for every test here).
+    fn isolation() {
+        if sandbox::ready().is_err() {
+            set_isolation(Isolation::None);
+        }
+    }
+
     fn sh(script: &str, timeout_ms: u64, max_output: usize) -> Outcome {
+        isolation();
         let argv = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
-        let dir = std::env::temp_dir();
-        run(&Spec { argv: &argv, cwd: &dir, timeout: Duration::from_millis(timeout_ms), max_output, tail: 100 })
-            .unwrap()
+        let dir = tempfile::tempdir().unwrap();
+        let view = View::default();
+        let timeout = Duration::from_millis(timeout_ms);
+        run(&Spec { argv: &argv, cwd: dir.path(), timeout, max_output, tail: 100, view: &view }).unwrap()
     }
 
     #[test]
@@ -393,10 +461,11 @@ mod tests {
         assert!(
             run(&Spec {
                 argv: &["/no/such/cmd".to_string()],
-                cwd: Path::new("/"),
+                cwd: &std::env::temp_dir(),
                 timeout: Duration::from_secs(1),
                 max_output: 10,
-                tail: 10
+                tail: 10,
+                view: &View::default(),
             })
             .is_err()
         );
@@ -407,18 +476,21 @@ mod tests {
         // SAFETY (test): set before any process is spawned by this test; other
         // tests do not read this variable.
         unsafe { std::env::set_var("EVALUA_TEST_SECRET", "s3cret") };
+        isolation();
+        let dir = tempfile::tempdir().unwrap();
         let argv = vec!["env".to_string()];
         let spec = Spec {
             argv: &argv,
-            cwd: Path::new("/"),
+            cwd: dir.path(),
             timeout: Duration::from_secs(5),
             max_output: 1 << 20,
             tail: 1 << 16,
+            view: &View::default(),
         };
         let out = run(&spec).unwrap();
         assert!(!out.stdout.contains("s3cret"), "{}", out.stdout);
         assert!(out.stdout.contains("PYTHONDONTWRITEBYTECODE=1"));
-        let l = Launch::new(&["sh".into(), "-c".into(), "echo $EVALUA_TEST_SECRET $X".into()], Path::new("/"))
+        let l = Launch::new(&["sh".into(), "-c".into(), "echo $EVALUA_TEST_SECRET $X".into()], dir.path())
             .pass(&["EVALUA_TEST_SECRET".into()])
             .set("X", "y");
         let mut g = l.spawn(Stdio::null(), Stdio::piped(), Stdio::null()).unwrap();

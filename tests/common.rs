@@ -5,8 +5,13 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The binary under test: this build's, or `EVALUA_TEST_BIN` (to run the
+/// suite against another build, e.g. to see a new test fail on an old one).
 pub fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_evalua"))
+    match std::env::var_os("EVALUA_TEST_BIN") {
+        Some(b) => Command::new(b),
+        None => Command::new(env!("CARGO_BIN_EXE_evalua")),
+    }
 }
 
 pub fn repo() -> PathBuf {

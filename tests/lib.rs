@@ -16,6 +16,7 @@ mod figures;
 mod golden;
 mod grader_tests;
 mod injection;
+mod isolation;
 mod judge;
 mod lua_defs;
 mod mcp;

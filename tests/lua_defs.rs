@@ -150,15 +150,19 @@ fn state() -> mlua::Lua {
 }
 
 /// Walks a table as Lua sees it (`pairs`, so the read-only views' contents
-/// count), one level into nested tables: `prefix.name<TAB>type` lines.
+/// count; a shared table is a userdata proxy), one level into nested tables:
+/// `prefix.name<TAB>type` lines.
 const WALK: &str = r#"
 local t, prefix = ...
 local out = {}
 local function walk(prefix, t, depth)
   for k, v in pairs(t) do
     if type(k) == "string" and k:sub(1, 1) ~= "_" then
-      out[#out + 1] = prefix .. "." .. k .. "\t" .. type(v)
-      if type(v) == "table" and depth == 0 then walk(prefix .. "." .. k, v, 1) end
+      local kind = type(v)
+      -- A read-only proxy iterates; a plain userdata (evalua.null) does not.
+      if kind == "userdata" and pcall(function() for _ in pairs(v) do break end end) then kind = "table" end
+      out[#out + 1] = prefix .. "." .. k .. "\t" .. kind
+      if kind == "table" and depth == 0 then walk(prefix .. "." .. k, v, 1) end
     end
   end
 end
@@ -166,7 +170,7 @@ walk(prefix, t, 0)
 return out
 "#;
 
-fn defs_of(lua: &mlua::Lua, t: mlua::Table, prefix: &str) -> Vec<Def> {
+fn defs_of(lua: &mlua::Lua, t: mlua::Value, prefix: &str) -> Vec<Def> {
     let lines: Vec<String> = lua.load(WALK).call((t, prefix.to_string())).expect("walk");
     let mut out: Vec<Def> = lines
         .iter()
@@ -182,17 +186,21 @@ fn defs_of(lua: &mlua::Lua, t: mlua::Table, prefix: &str) -> Vec<Def> {
 
 /// The public names a stdlib module really has, as a state returns it.
 fn runtime_defs(lua: &mlua::Lua, m: &Module) -> Vec<Def> {
-    let table: mlua::Table = lua.load(format!("return require({:?})", m.module)).eval().expect("require");
-    let mut defs = defs_of(lua, table.clone(), m.prefix);
+    let table: mlua::Value = lua.load(format!("return require({:?})", m.module)).eval().expect("require");
+    let mut defs = defs_of(lua, table, m.prefix);
     if m.module == "evalua" {
         // Suite methods: the __index of a suite's (hidden) metatable.
         let suite: mlua::Table = lua.load(r#"return require("evalua").suite { name = "x" }"#).eval().expect("a suite");
-        let index: mlua::Table = suite.metatable().expect("a metatable").raw_get("__index").expect("__index");
-        for pair in index.pairs::<String, mlua::Value>() {
-            let (k, v) = pair.unwrap();
-            if !k.starts_with('_') && v.is_function() {
-                defs.push(Def { prefix: "Suite".into(), sep: ':', name: k, is_fn: true });
-            }
+        let index: mlua::Value = suite.metatable().expect("a metatable").raw_get("__index").expect("__index");
+        let methods: Vec<String> = lua
+            .load(
+                "local o = {} for k, v in pairs(...) do \
+                 if type(k) == 'string' and k:sub(1, 1) ~= '_' and type(v) == 'function' then o[#o + 1] = k end end return o",
+            )
+            .call(index)
+            .expect("the suite's methods");
+        for k in methods {
+            defs.push(Def { prefix: "Suite".into(), sep: ':', name: k, is_fn: true });
         }
         defs.sort();
     }

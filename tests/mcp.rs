@@ -311,7 +311,14 @@ fn call_ids_are_unique_in_a_trial_and_the_session_delete_is_answered_with_200() 
         "evalua.agent.command {{ cmd = {{ 'python3', {:?} }}, tools = 'mcp', env = {{ 'AGENTS_DIR' }} }}",
         dir.path().join("mixed.py").to_str().unwrap()
     );
-    std::fs::write(dir.path().join("mcp.lua"), suite("", &[("mixed", "", spec)])).unwrap();
+    // The agent imports from AGENTS_DIR, which its sandbox must show it.
+    let s = suite("", &[("mixed", "", spec)]).replacen(
+        "evalua.suite { name = \"mcp\",",
+        &format!("evalua.suite {{ name = \"mcp\", sandbox = {{ expose = {{ {:?} }} }},", agents.display().to_string()),
+        1,
+    );
+    assert!(s.contains("expose"), "{s}");
+    std::fs::write(dir.path().join("mcp.lua"), s).unwrap();
     let out = bin()
         .current_dir(dir.path())
         .env("AGENTS_DIR", &agents)

@@ -157,7 +157,9 @@ fn no_agent_process_model_call_or_tool_handler_runs_in_a_regrade() {
     let dir =
         project(&[("s.lua", MARKED), ("agent.py", MARKING_AGENT), ("schema.sql", "CREATE TABLE marks (n INTEGER);\n")]);
     let d = dir.path();
-    let o = run_suite(d, "s.lua", &[]);
+    // Unconfined: the agent marks each start in agent.log beside the suite,
+    // which a sandboxed agent could not write.
+    let o = run_suite(d, "s.lua", &["--isolation", "none"]);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     let log = d.join("agent.log");
     assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 2, "the agent ran once per trial");

@@ -264,7 +264,8 @@ return suite
 fn retry_errors_runs_only_the_infra_errors_again() {
     let src = r#"local evalua = require("evalua")
 local ok = evalua.agent.command { cmd = { "sh", "-c", "read l; echo '{\"type\":\"final\",\"content\":\"ok\"}'" } }
-local suite = evalua.suite { name = "flaky_infra", trials = 2, agent = ok }
+-- The setup looks at a file beside the suite: the sandbox must show the suite's folder.
+local suite = evalua.suite { name = "flaky_infra", trials = 2, agent = ok, sandbox = { expose = { "." } } }
 suite:case { id = "good", input = "x" }
 suite:case { id = "broken", input = "x",
   agent = evalua.agent.command { cmd = { "sh", "-c", "read l; echo '{\"type\":\"final\",\"content\":\"ok\"}'" },

@@ -140,5 +140,5 @@ fn env_table(trial: &Trial<'_>) -> mlua::Result<Table> {
         max_turns: trial.plan.suite.budget.max_turns,
         deadline: trial.deadline,
     };
-    env::build(&trial.lua, Rc::new(side), trial.rng.clone())
+    env::build(&trial.lua, Rc::new(side), trial.rng.clone(), trial.agent_phase.clone())
 }

@@ -86,6 +86,8 @@ fn manifest(suite: &Suite, run_id: &str, argv: &[String], jobs: usize) -> Manife
         invalid_cases: Vec::new(),
         infra_error_policy: "a graded trace is never an infra_error: an item that cannot be read is not graded and is listed in warnings".into(),
         machine: Machine::this(),
+        // Grading recorded traces starts no process.
+        isolation: Default::default(),
         merged_from: None,
         trial_state: None,
         regraded_from: None,

@@ -133,6 +133,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         warn_skipped_rows(&s);
         let mut plan = run::plan(s, trials, &filters, seed)?;
         plan.keep_state &= !a.no_state;
+        run::screen::require_sandbox(&plan)?;
         run::screen::screen(&mut plan, a.skip_invalid, a.jobs)?;
         plans.push(plan);
     }
@@ -213,6 +214,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
         let mut tests = sinks::TestsReport::default();
         let mut otlp = sinks::Otlp(exporter);
         let mut all: [&mut dyn Sink; 4] = [&mut trials_file, &mut progress, &mut tests, &mut otlp];
+        // Shared with the workers, which are detached (the watchdog may abandon one).
+        let plan = std::sync::Arc::new(plan);
         let executed = run::execute_resumed(&plan, &opts, &dir, &mut all, kept)?;
         drop(progress);
         // A failed export never changes an outcome: it is said, and the run goes on.

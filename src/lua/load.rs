@@ -764,6 +764,8 @@ fn read_suite(
         schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
         clock: opt(&sandbox, "clock")?,
         workdir: opt::<Table>(&sandbox, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,
+        expose: opt::<Vec<String>>(&sandbox, "expose")?.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
+        network: opt::<bool>(&sandbox, "network")?.unwrap_or(true),
         gates,
         agent: read_agent(lua, opt(t, "agent")?)?,
         tools,
@@ -787,6 +789,17 @@ fn read_suite(
     };
     check_tool_names(&suite)?;
     for case in &suite.cases {
+        if !suite.network
+            && let Some(AgentSpec::Command(c)) = suite.case_agent(case)
+            && (c.tools == ToolsVia::Mcp || c.model_proxy.is_some())
+        {
+            return Err(format!(
+                "case '{}' ({}): sandbox.network = false, but its agent reaches its {} over the network; keep the network or use tools = \"protocol\" without model_proxy",
+                case.id,
+                case.location,
+                if c.tools == ToolsVia::Mcp { "MCP server" } else { "model proxy" }
+            ));
+        }
         if suite.case_agent(case).is_none() {
             return Err(format!(
                 "case '{}' ({}) has no agent: set `agent` in evalua.suite{{}} or in the case",

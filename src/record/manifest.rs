@@ -67,6 +67,9 @@ pub struct Manifest {
     pub infra_error_policy: String,
     #[serde(default)]
     pub machine: Machine,
+    /// How the run's processes were isolated (`--isolation`).
+    #[serde(default)]
+    pub isolation: IsolationEntry,
     /// A merged run: the parts it was made of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<Vec<MergedPart>>,
@@ -101,6 +104,22 @@ pub struct Manifest {
     pub resumes: Vec<Resume>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
+}
+
+/// The process sandbox a run used.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct IsolationEntry {
+    /// `sandbox` (bubblewrap) or `none` (`--isolation none`: processes ran unconfined).
+    pub mode: String,
+    /// The sandbox tool and its version (`bubblewrap 0.8.0`), when it was probed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// `sandbox.expose`: what the suite's processes could read besides the system folders.
+    #[serde(default)]
+    pub expose: Vec<String>,
+    /// `sandbox.network`: whether they shared the host's network.
+    #[serde(default)]
+    pub network: bool,
 }
 
 /// A trace input of a graded run.

@@ -10,7 +10,8 @@ use serde_json::Value as Json;
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
 use crate::record::manifest::{
-    CaseEntry, DatasetEntry, FileHash, GateEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry, WorkdirEntry,
+    CaseEntry, DatasetEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry,
+    WorkdirEntry,
 };
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;
@@ -192,6 +193,18 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         infra_error_policy:
             "capability figures leave infra_error trials out of n; figures.operational counts them as failures".into(),
         machine: Machine::this(),
+        isolation: IsolationEntry {
+            mode: match crate::process::isolation() {
+                crate::process::Isolation::Sandbox => "sandbox".into(),
+                crate::process::Isolation::None => "none".into(),
+            },
+            tool: match crate::process::isolation() {
+                crate::process::Isolation::Sandbox => crate::process::sandbox_ready().ok().map(|b| b.version.clone()),
+                crate::process::Isolation::None => None,
+            },
+            expose: suite.expose.iter().map(|p| p.display().to_string()).collect(),
+            network: suite.network,
+        },
         merged_from: None,
         monitors: suite.monitors.iter().map(|m| m.name.clone()).collect(),
         trace_inputs: Vec::new(),

@@ -85,6 +85,14 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
         .prefix("evalua-run-")
         .tempdir()
         .map_err(|e| Error::Environment(format!("cannot create a temp dir for the trials' work dirs: {e}")))?;
+    if let Some(p) = suite.expose.iter().find(|p| scratch.path().starts_with(p)) {
+        return Err(Error::Input(format!(
+            "{}: sandbox.expose: {} holds every trial's work dir ({}); expose a narrower path",
+            crate::util::paths::display_path(&suite.path),
+            p.display(),
+            scratch.path().display()
+        )));
+    }
     let mut work_templates = Templates::default();
     let db = Backend::connect(&suite.db)?;
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>> = HashMap::new();

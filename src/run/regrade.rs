@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::events::Sink;
 use super::scheduler::{RunOptions, execute_work};
@@ -18,11 +19,11 @@ use crate::util::paths::display_path;
 
 /// A re-grade, planned.
 pub struct Regrade {
-    pub plan: Plan,
+    pub plan: Arc<Plan>,
     pub old: RunDir,
     pub old_manifest: Manifest,
     /// The old run's records of the planned cases, in file (plan) order.
-    pub records: Vec<TrialRecord>,
+    pub records: Arc<Vec<TrialRecord>>,
     /// (case index in the plan, trial number) of each record.
     pub work: Vec<(usize, u32)>,
     /// Said on stderr before the re-grade (cases left out, fixtures allowed to change).
@@ -172,7 +173,7 @@ pub fn prepare(dir: &Path, suite: Option<&Path>, allow_fixture_change: bool, arg
             records.push(rec);
         }
     }
-    Ok(Regrade { plan, old, old_manifest, records, work, warnings, fixture_changes })
+    Ok(Regrade { plan: Arc::new(plan), old, old_manifest, records: Arc::new(records), work, warnings, fixture_changes })
 }
 
 /// The new run's manifest: the current suite, checks, judges and grader
@@ -216,9 +217,16 @@ impl Regrade {
     /// Re-grade every recorded trial on `jobs` workers, storing traces and
     /// kept states in `dir` and telling `sinks` in the old run's order.
     pub fn execute(&self, jobs: usize, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
-        execute_work(&self.plan, &self.work, jobs, dir, sinks, Default::default(), &|i, case, _| {
-            trial::regrade::regrade(&self.plan, case, &self.old, &self.records[i])
-        })
+        let (plan, old, records) = (self.plan.clone(), self.old.clone(), self.records.clone());
+        execute_work(
+            &self.plan,
+            &self.work,
+            jobs,
+            dir,
+            sinks,
+            Default::default(),
+            Arc::new(move |i, case, _| trial::regrade::regrade(&plan, case, &old, &records[i])),
+        )
         .map(|_| ())
     }
 }

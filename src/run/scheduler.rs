@@ -13,10 +13,16 @@
 //! announced (in plan order, past the gaps the trials never started leave).
 //! A resumed run ([`execute_resumed`]) announces the trials it kept from the
 //! interrupted run in their places and runs only the others.
+//!
+//! Workers are detached threads watched by the main thread: a worker whose
+//! running code stays past its published deadline (`util::watch`) by
+//! [`WATCHDOG_MARGIN`] is abandoned and replaced (see [`execute_work`]).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use super::events::{RunEvent, Sink};
 use super::partition::Partition;
@@ -24,7 +30,7 @@ use crate::error::Result;
 use crate::record::manifest::Filters;
 use crate::record::{KeptState, RunDir, Trace, TrialRecord};
 use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
-use crate::util::cancel;
+use crate::util::{cancel, watch};
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -55,7 +61,7 @@ const CHUNK: usize = 64;
 /// it materialised across that case's consecutive trials (see
 /// `trial::worker`); small runs keep the workers balanced and the reorder
 /// buffers (a trial waits there until every earlier one is announced) short.
-fn chunks(work: &[(usize, u32)], jobs: usize) -> Vec<std::ops::Range<usize>> {
+fn chunks(work: &[(usize, u32)], jobs: usize) -> Vec<Range<usize>> {
     let size = (work.len() / (jobs * 8)).clamp(1, CHUNK);
     (0..work.len()).step_by(size).map(|start| start..(start + size).min(work.len())).collect()
 }
@@ -136,8 +142,9 @@ struct Done {
 
 /// What produces one planned trial's output: given the work item's index,
 /// its case and its trial number. A run drives the agent; a re-grade reads a
-/// recorded trial back.
-pub type TrialFn<'a> = dyn Fn(usize, &CasePlan, u32) -> TrialOutput + Sync + 'a;
+/// recorded trial back. It owns what it uses: the worker that calls it may be
+/// abandoned by the watchdog and outlive the run.
+pub type TrialFn = dyn Fn(usize, &CasePlan, u32) -> TrialOutput + Send + Sync;
 
 /// Announces finished trials to the sinks in plan order (a reorder buffer).
 struct Herald<'w> {
@@ -173,23 +180,156 @@ impl Herald<'_> {
     }
 }
 
+/// How far past its deadline a worker may run before the watchdog abandons it.
+pub const WATCHDOG_MARGIN: Duration = Duration::from_secs(5);
+
+/// One worker as the watchdog sees it.
+struct Slot {
+    /// The deadline the worker's running code promised to keep (`util::watch`).
+    beat: Arc<watch::Beat>,
+    state: Mutex<SlotState>,
+    thread: std::sync::OnceLock<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    /// The index (into the trials to run) it runs now.
+    current: Option<usize>,
+    /// The rest of the run of trials it claimed.
+    rest: Range<usize>,
+    /// Set by the watchdog: the worker must never report anything again.
+    abandoned: bool,
+}
+
+impl Slot {
+    fn finished(&self) -> bool {
+        self.thread.get().is_some_and(|h| h.is_finished())
+    }
+}
+
+/// What the workers share; owned, so an abandoned worker holds nothing of the run's stack.
+struct Shared {
+    plan: Arc<Plan>,
+    /// The trials to run (case index, trial number) and each one's index in the work.
+    todo: Vec<(usize, u32)>,
+    index_of: Vec<usize>,
+    chunks: Vec<Range<usize>>,
+    next: AtomicUsize,
+    /// Trials handed back by abandoned workers, claimed before new chunks.
+    requeued: Mutex<Vec<Range<usize>>>,
+    /// Take no further trial (a sink failed).
+    stop: AtomicBool,
+    trial: Arc<TrialFn>,
+}
+
+impl Shared {
+    fn claim(&self) -> Option<Range<usize>> {
+        // A stop request: take no further trial.
+        if self.stop.load(Ordering::SeqCst) || cancel::requested() {
+            return None;
+        }
+        if let Some(r) = self.requeued.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Some(r);
+        }
+        self.chunks.get(self.next.fetch_add(1, Ordering::Relaxed)).cloned()
+    }
+}
+
+/// What a worker sends the trace writer: its position among the trials to
+/// run, the finished trial and its trace; None tells the writer no more comes.
+type ToWriter = Option<(usize, Done, Vec<u8>)>;
+
+/// A worker thread: claims runs of trials and runs them; its finished trials
+/// go to the trace writers. It is detached: the watchdog may abandon it.
+fn spawn_worker(shared: Arc<Shared>, to_writers: mpsc::SyncSender<ToWriter>) -> Arc<Slot> {
+    let slot = Arc::new(Slot {
+        beat: Arc::new(watch::Beat::default()),
+        state: Mutex::new(SlotState::default()),
+        thread: std::sync::OnceLock::new(),
+    });
+    let me = slot.clone();
+    let handle = std::thread::spawn(move || {
+        watch::install(me.beat.clone());
+        loop {
+            let t = {
+                let mut st = me.state.lock().unwrap_or_else(|p| p.into_inner());
+                if st.abandoned {
+                    return;
+                }
+                match st.rest.next() {
+                    // Stopped (a signal, a failing sink): the claimed rest is never started.
+                    Some(_) if cancel::requested() || shared.stop.load(Ordering::SeqCst) => return,
+                    Some(t) => {
+                        st.current = Some(t);
+                        t
+                    }
+                    None => match shared.claim() {
+                        Some(r) => {
+                            st.rest = r;
+                            continue;
+                        }
+                        None => return,
+                    },
+                }
+            };
+            let (case_idx, number) = shared.todo[t];
+            let i = shared.index_of[t];
+            let (plan, case) = (&shared.plan, &shared.plan.cases[case_idx]);
+            let mut out = guarded(plan, case, number, || (shared.trial)(i, case, number));
+            let bytes = match serde_json::to_vec(&out.trace) {
+                Ok(b) => b,
+                Err(e) => {
+                    out.record.error = Some(format!("could not write the trace: {e}"));
+                    Vec::new()
+                }
+            };
+            let done = Done { index: i, record: out.record, trace: out.trace, tests: out.tests, state: out.state };
+            // Under the slot's lock: the watchdog cannot abandon this worker
+            // between the check and the send.
+            let mut st = me.state.lock().unwrap_or_else(|p| p.into_inner());
+            if st.abandoned {
+                return;
+            }
+            st.current = None;
+            if to_writers.send(Some((t, done, bytes))).is_err() {
+                return;
+            }
+        }
+    });
+    let _ = slot.thread.set(handle);
+    slot
+}
+
+/// The record of a trial whose worker the watchdog abandoned (or that died).
+fn abandoned(plan: &Plan, case: &CasePlan, number: u32, over: Option<Duration>) -> TrialOutput {
+    let why = match over {
+        Some(over) => format!(
+            "the trial overran its time limit by more than {} s in code no limit could stop; its worker was abandoned",
+            over.as_secs()
+        ),
+        None => "the worker running the trial stopped unexpectedly".to_string(),
+    };
+    trial::internal_error(plan, case, number, why)
+}
+
 /// Run every planned trial (of this partition), storing traces in `dir`,
 /// and tell `sinks` as trials finish.
-pub fn execute(plan: &Plan, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<Executed> {
+pub fn execute(plan: &Arc<Plan>, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<Executed> {
     execute_resumed(plan, opts, dir, sinks, BTreeMap::new())
 }
 
 /// As [`execute`], with the trials an earlier run finished: `kept` by their
 /// index in [`work`]. They are announced in their places; the others run.
 pub fn execute_resumed(
-    plan: &Plan,
+    plan: &Arc<Plan>,
     opts: &RunOptions,
     dir: &RunDir,
     sinks: &mut [&mut dyn Sink],
     kept: BTreeMap<usize, Kept>,
 ) -> Result<Executed> {
     let work = work(plan, opts.partition);
-    execute_work(plan, &work, opts.jobs, dir, sinks, kept, &|_, case, number| run_trial(plan, case, number))
+    let p = plan.clone();
+    execute_work(plan, &work, opts.jobs, dir, sinks, kept, Arc::new(move |_, case, number| run_trial(&p, case, number)))
 }
 
 /// Produce the output of every work item (case index, trial number) with
@@ -197,13 +337,36 @@ pub fn execute_resumed(
 /// `dir`, and tell `sinks` in work order; `kept` trials (by work index) are
 /// announced in their places without running.
 pub fn execute_work(
-    plan: &Plan,
+    plan: &Arc<Plan>,
+    work: &[(usize, u32)],
+    jobs: usize,
+    dir: &RunDir,
+    sinks: &mut [&mut dyn Sink],
+    kept: BTreeMap<usize, Kept>,
+    trial: Arc<TrialFn>,
+) -> Result<Executed> {
+    execute_watched(plan, work, jobs, dir, sinks, kept, trial, WATCHDOG_MARGIN)
+}
+
+/// [`execute_work`] with a given watchdog margin.
+///
+/// The watchdog: a worker whose running code stays past its published
+/// deadline (see `util::watch`) by more than `margin` is abandoned. Its trial
+/// is recorded as an infrastructure error, the rest of its claimed trials go
+/// back to the queue, and a new worker takes its place; the abandoned thread
+/// keeps running whatever it is stuck in, but it can never report a trial nor
+/// claim another one, and it holds nothing the run's stack owns. A worker
+/// that dies mid-trial is handled the same way.
+#[allow(clippy::too_many_arguments)]
+fn execute_watched(
+    plan: &Arc<Plan>,
     work: &[(usize, u32)],
     jobs: usize,
     dir: &RunDir,
     sinks: &mut [&mut dyn Sink],
     mut kept: BTreeMap<usize, Kept>,
-    trial: &TrialFn<'_>,
+    trial: Arc<TrialFn>,
+    margin: Duration,
 ) -> Result<Executed> {
     let per_case = per_case(plan, work);
     for s in sinks.iter_mut() {
@@ -215,9 +378,18 @@ pub fn execute_work(
     let index_of: Vec<usize> = (0..work.len()).filter(|i| !kept.contains_key(i)).collect();
     let jobs = jobs.max(1).min(todo.len().max(1));
     let chunks = chunks(&todo, jobs);
-    let next = AtomicUsize::new(0);
+    let shared = Arc::new(Shared {
+        plan: plan.clone(),
+        todo,
+        index_of,
+        chunks,
+        next: AtomicUsize::new(0),
+        requeued: Mutex::new(Vec::new()),
+        stop: AtomicBool::new(false),
+        trial,
+    });
     let (tx, rx) = mpsc::sync_channel::<Done>(1024);
-    let (trace_tx, trace_rx) = mpsc::sync_channel::<(usize, Done, Vec<u8>)>(1024);
+    let (trace_tx, trace_rx) = mpsc::sync_channel::<ToWriter>(1024);
     let mut failure = None;
     let (mut announced, mut interrupted) = (0usize, 0usize);
     std::thread::scope(|scope| {
@@ -234,19 +406,20 @@ pub fn execute_work(
                     let ready = pending.first_key_value().is_some_and(|(i, _)| *i == next_pos);
                     if open && !ready {
                         match trace_rx.recv() {
-                            Ok((pos, done, bytes)) => {
+                            Ok(Some((pos, done, bytes))) => {
                                 pending.insert(pos, (done, bytes));
                             }
-                            Err(_) => open = false,
+                            // None: every worker is done (abandoned ones never send again).
+                            Ok(None) | Err(_) => open = false,
                         }
                     }
                     while open && pending.len() < TRACE_BATCH * 4 {
                         match trace_rx.try_recv() {
-                            Ok((pos, done, bytes)) => {
+                            Ok(Some((pos, done, bytes))) => {
                                 pending.insert(pos, (done, bytes));
                             }
                             Err(mpsc::TryRecvError::Empty) => break,
-                            Err(mpsc::TryRecvError::Disconnected) => open = false,
+                            Ok(None) | Err(mpsc::TryRecvError::Disconnected) => open = false,
                         }
                     }
                     // The next traces in plan order; every one left once no more can come.
@@ -290,58 +463,75 @@ pub fn execute_work(
             });
         }
         drop(tx);
-        for _ in 0..jobs {
-            let tx = trace_tx.clone();
-            let (todo, index_of, next, chunks) = (&todo, &index_of, &next, &chunks);
-            scope.spawn(move || {
-                let mut mine = 0..0;
-                loop {
-                    // A stop request: take no further trial.
-                    if cancel::requested() {
-                        break;
-                    }
-                    let i = match mine.next() {
-                        Some(i) => i,
-                        None => match chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            Some(c) => {
-                                mine = c.clone();
-                                continue;
-                            }
-                            None => break,
-                        },
-                    };
-                    let pos = i;
-                    let (case_idx, number) = todo[i];
-                    let i = index_of[i];
-                    let case = &plan.cases[case_idx];
-                    let mut out = guarded(plan, case, number, || trial(i, case, number));
-                    let bytes = match serde_json::to_vec(&out.trace) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            out.record.error = Some(format!("could not write the trace: {e}"));
-                            Vec::new()
-                        }
-                    };
-                    let done =
-                        Done { index: i, record: out.record, trace: out.trace, tests: out.tests, state: out.state };
-                    if tx.send((pos, done, bytes)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(trace_tx);
+        let mut slots: Vec<Arc<Slot>> = (0..jobs).map(|_| spawn_worker(shared.clone(), trace_tx.clone())).collect();
+        // Some while workers may still send to the trace writer.
+        let mut to_writers = Some(trace_tx);
         let mut herald = Herald { work, pending: BTreeMap::new(), next: 0, announced: 0, interrupted: 0 };
         for (i, k) in std::mem::take(&mut kept) {
             herald.pending.insert(i, Done { index: i, record: k.record, trace: k.trace, tests: k.tests, state: None });
         }
         herald.flush(sinks, &mut failure);
-        for done in rx {
-            herald.pending.insert(done.index, done);
-            herald.flush(sinks, &mut failure);
-            if failure.is_some() {
-                // Stop taking trials; the workers finish the ones they hold.
-                next.store(usize::MAX / 2, Ordering::Relaxed);
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(done) => {
+                    herald.pending.insert(done.index, done);
+                    herald.flush(sinks, &mut failure);
+                    if failure.is_some() {
+                        // Stop taking trials; the workers finish the ones they hold.
+                        shared.stop.store(true, Ordering::SeqCst);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // Every trace writer stopped: everything sent was received.
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            let Some(trace_tx) = &to_writers else { continue };
+            // The watchdog. try_lock: a worker holding its lock is reporting, not stuck.
+            let now = Instant::now();
+            for slot in slots.iter_mut() {
+                let dead = slot.finished();
+                let overdue = slot.beat.deadline().is_some_and(|d| now >= d + margin);
+                if !dead && !overdue {
+                    continue;
+                }
+                let mut st = match slot.state.try_lock() {
+                    Ok(st) => st,
+                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) => continue,
+                };
+                let Some(t) = st.current.filter(|_| !st.abandoned) else { continue };
+                st.abandoned = true;
+                let rest = std::mem::take(&mut st.rest);
+                drop(st);
+                if !rest.is_empty() {
+                    shared.requeued.lock().unwrap_or_else(|p| p.into_inner()).push(rest);
+                }
+                let (case_idx, number) = shared.todo[t];
+                let case = &plan.cases[case_idx];
+                let out = abandoned(plan, case, number, (!dead).then_some(margin));
+                let bytes = serde_json::to_vec(&out.trace).unwrap_or_default();
+                let done = Done {
+                    index: shared.index_of[t],
+                    record: out.record,
+                    trace: out.trace,
+                    tests: out.tests,
+                    state: None,
+                };
+                if !dead {
+                    eprintln!(
+                        "warning: trial {}#{number} overran its time limit by more than {} s; its worker was abandoned and replaced",
+                        case.spec.id,
+                        margin.as_secs()
+                    );
+                }
+                let _ = trace_tx.send(Some((t, done, bytes)));
+                *slot = spawn_worker(shared.clone(), trace_tx.clone());
+            }
+            // Every live worker is done (and has sent all it finished, ahead
+            // of this in the queue): let the trace writer finish.
+            if slots.iter().all(|s| s.finished()) {
+                let _ = trace_tx.send(None);
+                to_writers = None;
             }
         }
         // Stopped early: trials that never started leave gaps; announce the
@@ -358,4 +548,70 @@ pub fn execute_work(
         s.event(&RunEvent::Finished)?;
     }
     Ok(Executed { planned: work.len(), announced, interrupted, stopped: cancel::requested() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Outcome;
+
+    /// Runs trial 2 into "C code" no limit can stop: a deadline already past, and a long sleep.
+    fn stuck_on_two(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
+        if number == 2 {
+            watch::publish(Some(Instant::now()));
+            std::thread::sleep(Duration::from_secs(20));
+        }
+        run_trial(plan, case, number)
+    }
+
+    struct Collect(Vec<(u32, Outcome, Option<String>)>);
+    impl Sink for Collect {
+        fn event(&mut self, e: &RunEvent<'_>) -> Result<()> {
+            if let RunEvent::TrialFinished { record, .. } = e {
+                self.0.push((record.trial, record.outcome, record.error.clone()));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_watchdog_abandons_a_stuck_worker_and_the_run_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = dir.path().join("s.lua");
+        std::fs::write(
+            &suite,
+            "local evalua = require('evalua')\nlocal s = evalua.suite { name = 's', trials = 6 }\n\
+             s:case { id = 'c', input = 'x', agent = evalua.agent.scripted(function() return 'ok' end), expect = { function(t) return true end } }\nreturn s\n",
+        )
+        .unwrap();
+        let plan =
+            Arc::new(crate::run::plan(crate::lua::load::load(&suite).unwrap(), None, &Default::default(), 1).unwrap());
+        let run_dir = RunDir::create(Some(&dir.path().join("out")), "s", "r").unwrap();
+        let mut sink = Collect(Vec::new());
+        let started = Instant::now();
+        let p = plan.clone();
+        let work = work(&plan, None);
+        let trial: Arc<TrialFn> = Arc::new(move |_, case, number| stuck_on_two(&p, case, number));
+        execute_watched(
+            &plan,
+            &work,
+            2,
+            &run_dir,
+            &mut [&mut sink],
+            BTreeMap::new(),
+            trial,
+            Duration::from_millis(500),
+        )
+        .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(15), "the run did not wait for the stuck worker");
+        assert_eq!(sink.0.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6], "every trial, in plan order");
+        for (n, outcome, error) in &sink.0 {
+            if *n == 2 {
+                assert_eq!(*outcome, Outcome::InfraError);
+                assert!(error.as_deref().unwrap_or("").contains("abandoned"), "{error:?}");
+            } else {
+                assert_eq!(*outcome, Outcome::Accepted, "trial {n}: {error:?}");
+            }
+        }
+    }
 }

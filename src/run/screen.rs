@@ -72,7 +72,8 @@ fn validate_one(plan: &Plan, case: &CasePlan, check: usize, n: usize) -> Option<
         return Some(format!("cannot prepare the initial tree: {e}"));
     }
     let timeout = Duration::from_secs_f64(spec.timeout_s.max(0.001));
-    let run = |ids: &[String]| run_tests(&dir, &spec.runner, ids, timeout);
+    let view = crate::trial::view_of(plan);
+    let run = |ids: &[String]| run_tests(&dir, &spec.runner, ids, timeout, &view);
     let verdict = (|| {
         for t in run(&spec.fail_to_pass)? {
             if t.passed {
@@ -99,6 +100,28 @@ fn validate_one(plan: &Plan, case: &CasePlan, check: usize, n: usize) -> Option<
     match verdict {
         Ok(v) => v,
         Err(e) => Some(format!("check '{}': {e}", info.name)),
+    }
+}
+
+/// Refuse, in one line, a run whose processes cannot be sandboxed: a plan
+/// with a command agent or a test runner (`check.tests`) needs bubblewrap
+/// unless the run said `--isolation none`. (A plan keeps no other check
+/// kinds: a `check.command` or a tool handler's `ctx.exec` is refused when it
+/// starts, as the check's grader error or the call's error.)
+pub fn require_sandbox(plan: &Plan) -> Result<()> {
+    use crate::process::{Isolation, isolation, sandbox_ready};
+    if isolation() == Isolation::None {
+        return Ok(());
+    }
+    let needs = plan.cases.iter().any(|c| {
+        matches!(plan.suite.case_agent(&c.spec), Some(crate::spec::AgentSpec::Command(_))) || !c.spec.tests.is_empty()
+    });
+    match sandbox_ready() {
+        Err(why) if needs => Err(Error::Environment(format!(
+            "{}: the process sandbox cannot start: {why}; install bubblewrap, or run unconfined with --isolation none",
+            display_path(&plan.suite.path)
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -13,7 +13,7 @@ pub mod workdir;
 
 use sha2::{Digest, Sha256};
 
-pub use sqlite::{DbImage, open_copy};
+pub use sqlite::{DbImage, open_copy, open_empty};
 
 /// The trial's seed: a 53-bit number (exact in JSON, Lua and JavaScript)
 /// derived from the run seed, the case id and the trial number.

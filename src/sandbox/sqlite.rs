@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, MAIN_DB, params_from_iter};
 
@@ -17,25 +18,80 @@ use crate::util::paths::display_path;
 /// The serialised image of a case's initial database.
 pub type DbImage = Arc<Vec<u8>>;
 
-/// Open a private in-memory copy of `image`.
+/// How many SQLite VM steps run between two looks at the deadline.
+const PROGRESS_EVERY: i32 = 1000;
+/// How long the schema and fixture files of one case may take to run.
+const FIXTURE_SECONDS: u64 = 60;
+
+/// What no SQL evalua runs may do: reach a file (`ATTACH`, hence `VACUUM
+/// INTO`, which attaches its target), `DETACH`, load an extension, or turn
+/// `query_only` off again.
+fn authorize(ctx: AuthContext<'_>) -> Authorization {
+    match ctx.action {
+        AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
+        AuthAction::Function { function_name } if function_name.eq_ignore_ascii_case("load_extension") => {
+            Authorization::Deny
+        }
+        AuthAction::Pragma { pragma_name, pragma_value: Some(v) } if pragma_name.eq_ignore_ascii_case("query_only") => {
+            let v = v.trim_matches(|c| c == '\'' || c == '"').to_ascii_lowercase();
+            if matches!(v.as_str(), "0" | "false" | "off" | "no") { Authorization::Deny } else { Authorization::Allow }
+        }
+        _ => Authorization::Allow,
+    }
+}
+
+/// Guard a connection: the authorizer above everywhere, and a progress
+/// handler that interrupts a query once the running code's deadline (a
+/// check's, a handler's, the trial's; see `util::watch`) has passed.
+pub fn guard(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.authorizer(Some(authorize))?;
+    conn.progress_handler(PROGRESS_EVERY, Some(crate::util::watch::overdue))
+}
+
+/// A fresh, empty, guarded in-memory database.
+pub fn open_empty() -> rusqlite::Result<Connection> {
+    let mut conn = Connection::open_in_memory()?;
+    guard(&mut conn)?;
+    Ok(conn)
+}
+
+/// Open a private, guarded in-memory copy of `image`.
 pub fn open_copy(image: &[u8], read_only: bool) -> rusqlite::Result<Connection> {
     let mut conn = Connection::open_in_memory()?;
     conn.deserialize_read_exact(MAIN_DB, image, image.len(), read_only)?;
     if read_only {
         conn.pragma_update(None, "query_only", true)?;
     }
+    guard(&mut conn)?;
     Ok(conn)
+}
+
+/// Why the authorizer refused a statement, for messages.
+pub const DENIED: &str = "evalua's databases refuse ATTACH, DETACH, VACUUM INTO, load_extension() and turning query_only off (a final state is read-only)";
+
+/// Whether `e` is a statement the authorizer refused.
+pub fn denied(e: &rusqlite::Error) -> bool {
+    // A statement refused while it is prepared fails with SQLITE_ERROR and
+    // SQLite's "not authorized"; one refused while it runs, with SQLITE_AUTH.
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::AuthorizationForStatementDenied)
+        || sql_error_message(e) == "not authorized"
+}
+
+/// Whether `e` is a query stopped by the progress handler.
+pub fn interrupted(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted)
 }
 
 /// Run the SQL files in order into a fresh database and return its image.
 /// Each file is streamed one complete statement at a time (memory follows
 /// the longest statement, not the file), and a file larger than `max_bytes`
 /// is refused before it is read. A failing statement is reported as
-/// `file:line: message`.
+/// `file:line: message`; all files together may run for `FIXTURE_SECONDS`.
 pub fn build_template(files: &[&Path], max_bytes: u64) -> Result<DbImage> {
-    let mut conn = Connection::open_in_memory().map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
+    let mut conn = open_empty().map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(FIXTURE_SECONDS);
     for file in files {
-        run_sql_file(&conn, file, max_bytes)?;
+        crate::util::watch::with_deadline(deadline, || run_sql_file(&conn, file, max_bytes))?;
     }
     let data = conn.serialize(MAIN_DB).map_err(|e| Error::Environment(format!("sqlite: {e}")))?;
     Ok(Arc::new(data.to_vec()))
@@ -100,8 +156,7 @@ fn run_sql_file(conn: &Connection, file: &Path, max_bytes: u64) -> Result<()> {
         if chunk.contains(&b';') {
             let text = text_of(&stmt, start_line)?;
             if complete(&text) {
-                conn.execute_batch(&text)
-                    .map_err(|e| Error::Input(format!("{shown}:{start_line}: {}", sql_error_message(&e))))?;
+                conn.execute_batch(&text).map_err(|e| statement_error(&shown, start_line, &e))?;
                 stmt.clear();
             }
         }
@@ -112,10 +167,20 @@ fn run_sql_file(conn: &Connection, file: &Path, max_bytes: u64) -> Result<()> {
     if !stmt.iter().all(u8::is_ascii_whitespace) {
         // The last statement may lack its semicolon; SQLite accepts that.
         let text = text_of(&stmt, start_line)?;
-        conn.execute_batch(&text)
-            .map_err(|e| Error::Input(format!("{shown}:{start_line}: {}", sql_error_message(&e))))?;
+        conn.execute_batch(&text).map_err(|e| statement_error(&shown, start_line, &e))?;
     }
     Ok(())
+}
+
+/// A failing fixture statement as `file:line: message`; one stopped by the
+/// progress handler says the time limit.
+fn statement_error(shown: &str, line: usize, e: &rusqlite::Error) -> Error {
+    if interrupted(e) {
+        return Error::Input(format!(
+            "{shown}:{line}: the schema and fixture files took more than {FIXTURE_SECONDS} s to run"
+        ));
+    }
+    Error::Input(format!("{shown}:{line}: {}", sql_error_message(e)))
 }
 
 /// SQLite's own message, on one line (rusqlite appends the statement).
@@ -146,7 +211,7 @@ impl SqliteDb {
 
     /// An empty database.
     pub fn empty(read_only: bool) -> rusqlite::Result<SqliteDb> {
-        let conn = Connection::open_in_memory()?;
+        let conn = open_empty()?;
         if read_only {
             conn.pragma_update(None, "query_only", true)?;
         }
@@ -163,6 +228,12 @@ impl SqliteDb {
 }
 
 fn sql_err(e: rusqlite::Error) -> DbError {
+    if interrupted(&e) {
+        return DbError::Sql("time limit exceeded: the query was interrupted".into());
+    }
+    if denied(&e) {
+        return DbError::Sql(format!("not allowed: {DENIED}"));
+    }
     DbError::Sql(e.to_string())
 }
 

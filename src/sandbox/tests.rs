@@ -31,12 +31,13 @@ pub fn run_tests(
     runner: &[String],
     ids: &[String],
     timeout: Duration,
+    view: &process::View,
 ) -> Result<Vec<TestRun>, process::StartError> {
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let mut argv = runner.to_vec();
         argv.push(id.clone());
-        let spec = process::Spec { argv: &argv, cwd: dir, timeout, max_output: TEST_MAX_OUTPUT, tail: TEST_TAIL };
+        let spec = process::Spec { argv: &argv, cwd: dir, timeout, max_output: TEST_MAX_OUTPUT, tail: TEST_TAIL, view };
         let o = process::run(&spec)?;
         let mut output = o.stdout.clone();
         output.push_str(&o.stderr);

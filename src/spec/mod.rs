@@ -300,6 +300,10 @@ pub struct Suite {
     pub clock: Option<String>,
     /// `sandbox.workdir`: the trials' initial work tree.
     pub workdir: Option<WorkdirSpec>,
+    /// `sandbox.expose`: absolute paths every process of the suite may read in its sandbox.
+    pub expose: Vec<PathBuf>,
+    /// `sandbox.network` (default true): processes share the host's network.
+    pub network: bool,
     pub gates: Vec<Gate>,
     pub agent: Option<AgentSpec>,
     pub tools: Vec<ToolSpec>,

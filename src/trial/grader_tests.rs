@@ -138,7 +138,7 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
             }
             (Some(DbTemplate::Sqlite(image)), conn)
         }
-        None => (None, rusqlite::Connection::open_in_memory().map_err(|e| e.to_string())?),
+        None => (None, crate::sandbox::open_empty().map_err(|e| e.to_string())?),
     };
 
     // The work dir: `workdir` and `initial_files` make the initial tree, `files` change it.
@@ -217,6 +217,8 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
         }
     };
     let tests_ran = Rc::new(RefCell::new(Vec::new()));
+    // `t` dies with the example (a check that stashes it cannot use it later).
+    let grading = crate::lua::api::phase::Phase::new();
     let t = t_api::build(
         lua,
         TParts {
@@ -232,10 +234,15 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
             workdir: &after,
             diff: &diff,
             tests_ran,
+            phase: grading.clone(),
+            // Test runners see the system folders and the example's tree, nothing else.
+            view: crate::process::View::default(),
         },
     )
     .map_err(|e| format!("cannot build the trial: {e}"))?;
     let tables: Vec<Table> = g.checks.iter().map(|(t, _, _)| t.clone()).collect();
     let infos: Vec<(&str, bool)> = g.checks.iter().map(|(_, n, c)| (n.as_str(), *c)).collect();
-    Ok(run_checks(lua, &tables, &infos, &t))
+    let results = run_checks(lua, &tables, &infos, &t);
+    grading.end();
+    Ok(results)
 }

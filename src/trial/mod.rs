@@ -25,7 +25,7 @@ pub use plan::{CasePlan, Plan};
 use user::User;
 
 use crate::executor::Executor;
-use crate::lua::api::{self, ctx::CtxParts, t::TParts};
+use crate::lua::api::{self, ctx::CtxParts, phase::Phase, t::TParts};
 use crate::lua::engine::{self as lua, Log};
 use crate::record::state::{DbChangeRecord, DbFormat, OwnedDir};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, KeptState, StateRecord, Trace, TrialRecord};
@@ -65,6 +65,20 @@ pub struct Trial<'p> {
     pub conn: Rc<dyn Database>,
     /// The initial state behind `t.initial`, opened if a check asks.
     initial: Rc<LazyDb>,
+    /// The agent's turn: `env`, `ctx` and `ctx.db` die when it ends.
+    pub agent_phase: Phase,
+}
+
+/// What the suite's processes see in the sandbox besides their work dir:
+/// `sandbox.expose`; never the suite's folder nor the run's scratch folder
+/// through a file their command line names.
+pub fn view_of(plan: &Plan) -> crate::process::View {
+    crate::process::View {
+        read_only: plan.suite.expose.clone(),
+        writable: Vec::new(),
+        no_network: !plan.suite.network,
+        protect: vec![plan.suite.dir.clone(), plan.scratch.path().to_path_buf()],
+    }
 }
 
 /// Closes a trial's databases when the trial ends, however it ends (a
@@ -238,6 +252,8 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<
                 None => Err("only a SQLite database's changes can be kept".to_string()),
             });
             let mut end = drive(&trial);
+            // Whatever the agent or a handler stashed of `env`, `ctx` or `ctx.db` stops working here.
+            trial.agent_phase.end();
             let failed = trial.state.borrow_mut().infra.take();
             if let Some(e) = failed {
                 // A model the harness needed (a simulated user) failed: not the
@@ -389,6 +405,7 @@ fn prepare<'p>(
     let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
     // The agent's time starts once its tree is ready.
     let deadline = plan.suite.budget.deadline_from(Instant::now());
+    let agent_phase = Phase::new();
     let ctx = api::ctx::build(
         &lua,
         CtxParts {
@@ -402,6 +419,8 @@ fn prepare<'p>(
             clock: case.clock,
             clock_text: &case.clock_text,
             deadline,
+            phase: agent_phase.clone(),
+            view: view_of(plan),
         },
     )
     .map_err(|e| e.to_string())?;
@@ -443,6 +462,7 @@ fn prepare<'p>(
         suite: suite_t,
         conn,
         initial: Rc::new(LazyDb::new(case.template.clone())),
+        agent_phase,
     })
 }
 
@@ -489,7 +509,11 @@ fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
     };
     let tests_ran = Rc::new(RefCell::new(Vec::new()));
     let diff = if end.infra { Ok(Diff::default()) } else { work_diff(&trial) };
-    let (checks, failure_modes) = if end.infra { (Vec::new(), None) } else { grade(&trial, &end, &diff, &tests_ran) };
+    let grading = Phase::new();
+    let (checks, failure_modes) =
+        if end.infra { (Vec::new(), None) } else { grade(&trial, &end, &diff, &tests_ran, &grading) };
+    // `t` and its handles stop working: a later trial cannot read this one's state through a stash.
+    grading.end();
     let outcome = record::outcome_of(end.infra, &checks);
     let mut log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
     let (state, kept) = match ending {
@@ -740,6 +764,7 @@ fn grade(
     end: &AgentEnd,
     diff: &Result<Diff, String>,
     tests_ran: &Rc<RefCell<Vec<TestRun>>>,
+    grading: &Phase,
 ) -> (Vec<CheckResult>, Option<Vec<String>>) {
     let lua = &trial.lua;
     let (tables, infos) = case_checks(&trial.case_table);
@@ -747,7 +772,7 @@ fn grade(
     let t = match diff
         .as_ref()
         .map_err(|e| mlua::Error::runtime(e.clone()))
-        .and_then(|d| build_t(trial, end, d, tests_ran))
+        .and_then(|d| build_t(trial, end, d, tests_ran, grading))
     {
         Ok(t) => t,
         Err(e) => {
@@ -815,6 +840,7 @@ fn build_t(
     end: &AgentEnd,
     diff: &Diff,
     tests_ran: &Rc<RefCell<Vec<TestRun>>>,
+    grading: &Phase,
 ) -> mlua::Result<Table> {
     let st = trial.state.borrow();
     api::t::build(
@@ -832,6 +858,8 @@ fn build_t(
             workdir: &trial.workdir,
             diff,
             tests_ran: tests_ran.clone(),
+            phase: grading.clone(),
+            view: view_of(trial.plan),
         },
     )
 }

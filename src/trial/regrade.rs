@@ -67,7 +67,7 @@ fn rebuild(
             sandbox::open_copy(image, false).map_err(|e| format!("cannot copy the fixture database: {e}"))
         }
         Some(None) => Err("a PostgreSQL database cannot be rebuilt from kept changes".to_string()),
-        None => rusqlite::Connection::open_in_memory().map_err(|e| e.to_string()),
+        None => sandbox::open_empty().map_err(|e| e.to_string()),
     };
     let conn = match &state.db {
         None => template()?,

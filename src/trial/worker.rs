@@ -257,11 +257,14 @@ fn materialize(
         }
     };
     let build = || -> mlua::Result<Table> {
-        let evalua: Table = lua
-            .named_registry_value::<Table>("evalua.stdlib")?
-            .raw_get::<Option<Table>>("evalua")?
-            .ok_or_else(|| mlua::Error::runtime("the stdlib is not loaded"))?;
-        evalua.get::<Function>("_materialize")?.call::<Table>((suite.clone(), decl.clone()))
+        // The loaded module is a read-only proxy (a userdata; see `lua::engine::state`).
+        let materialize: Function =
+            match lua.named_registry_value::<Table>("evalua.stdlib")?.raw_get::<Value>("evalua")? {
+                Value::Table(t) => t.get("_materialize")?,
+                Value::UserData(u) => mlua::ObjectLike::get(&u, "_materialize")?,
+                _ => return Err(mlua::Error::runtime("the stdlib is not loaded")),
+            };
+        materialize.call::<Table>((suite.clone(), decl.clone()))
     };
     let table = match limits.guard(lua, seg, build) {
         Guarded::Done(Ok(t)) => t,
@@ -320,7 +323,8 @@ pub fn keep_suite_if_unchanged(lua: &Lua) {
 }
 
 pub fn seed_math_random(lua: &Lua, seed: u64) -> Result<(), String> {
-    let math: Table = lua.globals().get("math").map_err(|e| e.to_string())?;
+    // The raw library table: users see a read-only proxy of it.
+    let math: Table = lua.named_registry_value("evalua.math").map_err(|e| e.to_string())?;
     math.get::<mlua::Function>("randomseed").and_then(|f| f.call::<()>(seed as i64)).map_err(|e| e.to_string())
 }
 

@@ -9,3 +9,4 @@ pub mod regex;
 pub mod schema;
 pub mod time;
 pub mod tree;
+pub mod watch;

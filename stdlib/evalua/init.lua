@@ -501,16 +501,17 @@ M.grader_tests = host.located(grader_tests)
 ----------------------------------------------------------------------------
 -- Suite
 
+-- The methods are shared by every trial of a worker: suites reach them
+-- through a hidden metatable whose __index is a read-only proxy.
 local Suite = {}
-Suite.__index = Suite
-Suite.__metatable = false   -- shared by every trial of a worker: not for changing
+local SuiteMeta = { __metatable = false }
 
 local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
   "monitors", "trace_adapter", "match", "held_out_max_runs", "faults",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
-local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb" }
+local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
@@ -718,6 +719,19 @@ function M.suite(spec)
       sb.workdir = normalize_workdir("evalua.suite.sandbox.workdir", sb.workdir, 2)
     end
     expect_number("evalua.suite.sandbox", "max_fixture_mb", sb.max_fixture_mb, 2, 0, 1024 * 1024)
+    -- Paths (files or folders, relative to the suite) every process of the suite may read.
+    expect_list_of_strings("evalua.suite.sandbox", "expose", sb.expose, 2)
+    if sb.expose ~= nil then
+      local abs = {}
+      for i, rel in ipairs(sb.expose) do
+        local p = host.abspath(rel)
+        if not host.exists(p) then fail(2, string.format("evalua.suite.sandbox.expose[%d]: not found: %s", i, p)) end
+        if p == "/" then fail(2, "evalua.suite.sandbox.expose: exposing / would expose everything") end
+        abs[i] = p
+      end
+      sb.expose = abs
+    end
+    expect_type("evalua.suite.sandbox", "network", sb.network, "boolean", 2)
   end
   check_agent("evalua.suite", spec.agent, 2)
   if spec.gate ~= nil then
@@ -775,7 +789,7 @@ function M.suite(spec)
     trace_adapter = spec.trace_adapter,
     match = spec.match,
     _where = host.caller(2),
-  }, Suite)
+  }, SuiteMeta)
   return s
 end
 
@@ -1039,5 +1053,7 @@ function Suite:goldens(goldens, opts)
   end
   return declared
 end
+
+SuiteMeta.__index = host.readonly(Suite, "evalua.Suite")
 
 return M

@@ -41,7 +41,8 @@ local function confined(ctx, p)
   return full
 end
 
-local PATH = { type = "string", description = "A path relative to the work dir" }
+-- A fresh schema table per tool: a suite may change its own copy, never the next one's.
+local function PATH() return { type = "string", description = "A path relative to the work dir" } end
 
 --- `read_file { path }` → `{ path, content, truncated }` (effect "read").
 function tools.read_file(opts)
@@ -50,7 +51,7 @@ function tools.read_file(opts)
   return {
     name = opts.name or "read_file",
     description = opts.description or "Read a text file of the repository (path relative to its root).",
-    params = { type = "object", properties = { path = PATH }, required = { "path" }, additionalProperties = false },
+    params = { type = "object", properties = { path = PATH() }, required = { "path" }, additionalProperties = false },
     effect = "read",
     requires = opts.requires,
     run = function(ctx, args)
@@ -72,7 +73,7 @@ function tools.write_file(opts)
     description = opts.description or "Create or replace a file of the repository with the given content.",
     params = {
       type = "object",
-      properties = { path = PATH, content = { type = "string", description = "The whole new content" } },
+      properties = { path = PATH(), content = { type = "string", description = "The whole new content" } },
       required = { "path", "content" },
       additionalProperties = false,
     },
@@ -92,7 +93,7 @@ function tools.list_dir(opts)
   return {
     name = opts.name or "list_dir",
     description = opts.description or "List a folder of the repository (default: its root).",
-    params = { type = "object", properties = { path = PATH }, additionalProperties = false },
+    params = { type = "object", properties = { path = PATH() }, additionalProperties = false },
     effect = "read",
     requires = opts.requires,
     run = function(ctx, args)

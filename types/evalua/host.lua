@@ -84,6 +84,10 @@ function host.env() end
 ---@return T view
 function host.readonly(t) end
 
+--- True while a limit (instructions, time) has stopped the running code: it is unwinding back to the host.
+---@return boolean
+function host.tripped() end
+
 --- Mark `t` to encode as a JSON array, even when empty; returns `t`.
 ---@generic T: table
 ---@param t T

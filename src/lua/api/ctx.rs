@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 use mlua::{Lua, LuaSerdeExt, Table, Value};
 
 use super::db::Db;
+use super::phase::Phase;
 use crate::lua::engine::{self, convert};
 use crate::process;
 use crate::record::{Journal, OutboxItem};
 use crate::sandbox::TrialRng;
 use crate::sandbox::db::Database;
-use crate::util::paths::confine;
+use crate::util::paths::{confine, list_confined, read_file_confined, write_confined};
 
 /// Defaults of `ctx.exec` (the `run` tool).
 const EXEC_TIMEOUT_S: f64 = 30.0;
@@ -65,12 +66,16 @@ pub struct CtxParts<'a> {
     pub clock_text: &'a str,
     /// The trial's deadline: `ctx.exec` never runs past it.
     pub deadline: Instant,
+    /// The agent's turn: `ctx` and `ctx.db` work only during it.
+    pub phase: Phase,
+    /// What `ctx.exec`'s commands see in the sandbox besides the work dir.
+    pub view: process::View,
 }
 
 /// Build the trial's `ctx` table.
 pub fn build(lua: &Lua, p: CtxParts<'_>) -> mlua::Result<Table> {
     let ctx = lua.create_table()?;
-    ctx.raw_set("db", Db::read_write(p.conn))?;
+    ctx.raw_set("db", Db::read_write(p.conn.clone(), p.phase.clone()))?;
     ctx.raw_set("case", p.case_table.clone())?;
     ctx.raw_set("trial", p.trial)?;
     ctx.raw_set("seed", p.seed as i64)?;
@@ -80,9 +85,11 @@ pub fn build(lua: &Lua, p: CtxParts<'_>) -> mlua::Result<Table> {
     let clock = p.clock;
     ctx.raw_set("time", lua.create_function(move |_, ()| Ok(clock))?)?;
     let st = p.journal.clone();
+    let phase = p.phase.clone();
     ctx.raw_set(
         "send",
         lua.create_function(move |lua, (kind, to, body): (String, Value, Value)| {
+            phase.check("ctx.send")?;
             let to = match to {
                 Value::String(s) => s.to_string_lossy(),
                 Value::Integer(i) => i.to_string(),
@@ -98,29 +105,27 @@ pub fn build(lua: &Lua, p: CtxParts<'_>) -> mlua::Result<Table> {
     )?;
     ctx.raw_set("random", random_fn(lua, p.rng.clone())?)?;
     let root = p.workdir.to_path_buf();
+    let phase = p.phase.clone();
     ctx.raw_set(
         "write_file",
         lua.create_function(move |_, (rel, content): (String, mlua::LuaString)| {
-            let p = confine(&root, &rel).map_err(|e| rt(format!("ctx.write_file: {e}")))?;
-            if let Some(parent) = p.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| rt(format!("ctx.write_file: {e}")))?;
-            }
-            std::fs::write(&p, content.as_bytes()).map_err(|e| rt(format!("ctx.write_file: {rel}: {e}")))
+            phase.check("ctx.write_file")?;
+            write_confined(&root, &rel, &content.as_bytes()).map_err(|e| rt(format!("ctx.write_file: {e}")))
         })?,
     )?;
     let root = p.workdir.to_path_buf();
+    let phase = p.phase.clone();
     ctx.raw_set(
         "read_file",
         lua.create_function(move |lua, rel: String| {
-            let p = confine(&root, &rel).map_err(|e| rt(format!("ctx.read_file: {e}")))?;
-            match std::fs::read(&p) {
-                Ok(b) => Ok(Value::String(lua.create_string(b)?)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Value::Nil),
-                Err(e) => Err(rt(format!("ctx.read_file: {rel}: {e}"))),
+            phase.check("ctx.read_file")?;
+            match read_file_confined(&root, &rel).map_err(|e| rt(format!("ctx.read_file: {e}")))? {
+                Some(b) => Ok(Value::String(lua.create_string(b)?)),
+                None => Ok(Value::Nil),
             }
         })?,
     )?;
-    install_work(lua, &ctx, p.workdir, p.journal, p.deadline)?;
+    install_work(lua, &ctx, &p)?;
     Ok(ctx)
 }
 
@@ -138,25 +143,24 @@ pub fn random_fn(lua: &Lua, rng: Rc<RefCell<TrialRng>>) -> mlua::Result<mlua::Fu
 }
 
 /// The work-dir side of `ctx`: `deny`, `confine`, `list_dir`, `exec`.
-fn install_work(
-    lua: &Lua,
-    ctx: &Table,
-    workdir: &Path,
-    journal: &Rc<RefCell<Journal>>,
-    deadline: Instant,
-) -> mlua::Result<()> {
-    let st = journal.clone();
+fn install_work(lua: &Lua, ctx: &Table, p: &CtxParts<'_>) -> mlua::Result<()> {
+    let (workdir, deadline) = (p.workdir, p.deadline);
+    let st = p.journal.clone();
+    let phase = p.phase.clone();
     ctx.raw_set(
         "deny",
         lua.create_function(move |_, reason: String| -> mlua::Result<()> {
+            phase.check("ctx.deny")?;
             st.borrow_mut().denied = Some(reason.clone());
             Err(rt(format!("denied: {reason}")))
         })?,
     )?;
     let root = workdir.to_path_buf();
+    let phase = p.phase.clone();
     ctx.raw_set(
         "confine",
         lua.create_function(move |_, rel: String| {
+            phase.check("ctx.confine")?;
             Ok(match confine(&root, &rel) {
                 Ok(p) => (Some(p.display().to_string()), None),
                 Err(e) => (None, Some(e)),
@@ -164,37 +168,19 @@ fn install_work(
         })?,
     )?;
     let root = workdir.to_path_buf();
+    let phase = p.phase.clone();
     ctx.raw_set(
         "list_dir",
         lua.create_function(move |lua, rel: Option<String>| {
+            phase.check("ctx.list_dir")?;
             let rel = rel.unwrap_or_default();
-            let dir = if rel.is_empty() || rel == "." {
-                std::fs::create_dir_all(&root).map_err(|e| rt(format!("ctx.list_dir: {e}")))?;
-                root.clone()
-            } else {
-                confine(&root, &rel).map_err(|e| rt(format!("ctx.list_dir: {e}")))?
-            };
-            let rd = std::fs::read_dir(&dir).map_err(|e| rt(format!("ctx.list_dir: {rel}: {e}")))?;
-            let mut entries: Vec<(String, &str, u64)> = Vec::new();
-            for e in rd.flatten() {
-                let Ok(ft) = e.file_type() else { continue };
-                let kind = if ft.is_symlink() {
-                    "symlink"
-                } else if ft.is_dir() {
-                    "dir"
-                } else {
-                    "file"
-                };
-                let size = if kind == "file" { e.metadata().map(|m| m.len()).unwrap_or(0) } else { 0 };
-                entries.push((e.file_name().to_string_lossy().into_owned(), kind, size));
-            }
-            entries.sort();
+            let entries = list_confined(&root, &rel).map_err(|e| rt(format!("ctx.list_dir: {e}")))?;
             let out = lua.create_table()?;
-            for (name, kind, size) in entries {
+            for e in entries {
                 let t = lua.create_table()?;
-                t.raw_set("name", name)?;
-                t.raw_set("type", kind)?;
-                t.raw_set("size", size)?;
+                t.raw_set("name", e.name)?;
+                t.raw_set("type", e.kind)?;
+                t.raw_set("size", e.size)?;
                 out.raw_push(t)?;
             }
             out.set_metatable(Some(lua.array_metatable()))?;
@@ -202,9 +188,11 @@ fn install_work(
         })?,
     )?;
     let root = workdir.to_path_buf();
+    let (phase, view) = (p.phase.clone(), p.view.clone());
     ctx.raw_set(
         "exec",
         lua.create_function(move |lua, (cmd, opts): (Value, Option<Table>)| {
+            phase.check("ctx.exec")?;
             let argv = argv_of(&cmd, "ctx.exec")?;
             let limits = engine::limits(lua);
             let mut until = deadline;
@@ -219,7 +207,8 @@ fn install_work(
             let max_output = opt_f64(&opts, "max_output")?.map(|v| v as usize).unwrap_or(EXEC_MAX_OUTPUT);
             let tail = opt_f64(&opts, "tail")?.map(|v| v as usize).unwrap_or(EXEC_TAIL);
             std::fs::create_dir_all(&root).map_err(|e| rt(format!("ctx.exec: {e}")))?;
-            let spec = process::Spec { argv: &argv, cwd: &root, timeout: want.min(left), max_output, tail };
+            let spec =
+                process::Spec { argv: &argv, cwd: &root, timeout: want.min(left), max_output, tail, view: &view };
             let out = limits.blocking(|| process::run(&spec)).map_err(|e| rt(format!("ctx.exec: {e}")))?;
             convert::to_lua(lua, &serde_json::to_value(&out).map_err(mlua::Error::external)?)
         })?,

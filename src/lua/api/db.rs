@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use mlua::{Lua, LuaSerdeExt, MultiValue, UserData, UserDataMethods, Value};
 
+use super::phase::Phase;
 use crate::sandbox::db::{Database, DbError, LazyDb, SqlValue as Sql};
 
 /// The database behind a handle: open, or opened on first use (the initial
@@ -24,21 +25,24 @@ pub struct Db {
     conn: Conn,
     read_only: bool,
     label: &'static str,
+    /// The handle works only during this phase of the trial.
+    phase: Phase,
 }
 
 impl Db {
-    pub fn read_write(db: Rc<dyn Database>) -> Self {
-        Db { conn: Conn::Open(db), read_only: false, label: "ctx.db" }
+    pub fn read_write(db: Rc<dyn Database>, phase: Phase) -> Self {
+        Db { conn: Conn::Open(db), read_only: false, label: "ctx.db", phase }
     }
-    pub fn read_only(db: Rc<dyn Database>, label: &'static str) -> Self {
-        Db { conn: Conn::Open(db), read_only: true, label }
+    pub fn read_only(db: Rc<dyn Database>, label: &'static str, phase: Phase) -> Self {
+        Db { conn: Conn::Open(db), read_only: true, label, phase }
     }
-    pub fn lazy_read_only(db: Rc<LazyDb>, label: &'static str) -> Self {
-        Db { conn: Conn::Lazy(db), read_only: true, label }
+    pub fn lazy_read_only(db: Rc<LazyDb>, label: &'static str, phase: Phase) -> Self {
+        Db { conn: Conn::Lazy(db), read_only: true, label, phase }
     }
 
-    /// The database behind the handle (opened now if lazy).
+    /// The database behind the handle (opened now if lazy), while its phase lasts.
     pub fn database(&self) -> mlua::Result<Rc<dyn Database>> {
+        self.phase.check(self.label)?;
         match &self.conn {
             Conn::Open(c) => Ok(c.clone()),
             Conn::Lazy(lazy) => lazy.get().map_err(|e| mlua::Error::runtime(format!("{}: {e}", self.label))),

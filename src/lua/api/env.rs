@@ -10,6 +10,7 @@ use std::rc::Rc;
 use mlua::{Lua, Table, Value};
 
 use super::ctx::random_fn;
+use super::phase::Phase;
 use crate::lua::engine::convert;
 use crate::sandbox::TrialRng;
 
@@ -28,12 +29,15 @@ pub trait AgentSide {
 }
 
 /// Build the `env` table for one trial.
-pub fn build(lua: &Lua, side: Rc<dyn AgentSide>, rng: Rc<RefCell<TrialRng>>) -> mlua::Result<Table> {
+/// `env` works only during the agent's turn (`phase`).
+pub fn build(lua: &Lua, side: Rc<dyn AgentSide>, rng: Rc<RefCell<TrialRng>>, phase: Phase) -> mlua::Result<Table> {
     let env = lua.create_table()?;
     let s = side.clone();
+    let p = phase.clone();
     env.raw_set(
         "call",
         lua.create_function(move |lua, (name, args): (String, Value)| {
+            p.check("env.call")?;
             let args = match &args {
                 Value::Nil => serde_json::json!({}),
                 other => convert::to_json(lua, other)
@@ -46,6 +50,7 @@ pub fn build(lua: &Lua, side: Rc<dyn AgentSide>, rng: Rc<RefCell<TrialRng>>) -> 
     env.raw_set(
         "say",
         lua.create_function(move |_, text: String| {
+            phase.check("env.say")?;
             side.say(text).map_err(|why| mlua::Error::runtime(format!("budget spent: {why}")))
         })?,
     )?;

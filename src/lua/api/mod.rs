@@ -17,6 +17,7 @@ pub mod env;
 pub mod host;
 pub mod judge;
 pub mod marks;
+pub mod phase;
 pub mod scan;
 pub mod t;
 

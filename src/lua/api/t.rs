@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::ctx::argv_of;
 use super::db::Db;
+use super::phase::Phase;
 use crate::lua::engine::{self, convert};
 use crate::otel::Span;
 use crate::process;
@@ -47,6 +48,10 @@ pub struct TParts<'a> {
     pub diff: &'a Diff,
     /// Every test `t.run_tests` ran, for the run's per-test report.
     pub tests_ran: Rc<RefCell<Vec<TestRun>>>,
+    /// The grading: `t.db`, `t.initial` and `t`'s commands work only during it.
+    pub phase: Phase,
+    /// What check commands and test runners see in the sandbox besides their copy of the tree.
+    pub view: process::View,
 }
 
 /// What `t` holds in a run and in a recorded trace alike.
@@ -129,8 +134,8 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
 
     // The final state, read-only, and the initial one (copied only if asked for).
     p.conn.seal();
-    t.raw_set("db", Db::read_only(p.conn.clone(), "t.db"))?;
-    t.raw_set("initial", Db::lazy_read_only(p.initial.clone(), "t.initial"))?;
+    t.raw_set("db", Db::read_only(p.conn.clone(), "t.db", p.phase.clone()))?;
+    t.raw_set("initial", Db::lazy_read_only(p.initial.clone(), "t.initial", p.phase.clone()))?;
     t.raw_set("files", files_table(lua, p.workdir)?)?;
     install_work(lua, &t, &p)?;
     Ok(t)
@@ -336,9 +341,11 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
     let make_copy = Rc::new(make_copy);
 
     let mk = make_copy.clone();
+    let (phase, view) = (p.phase.clone(), p.view.clone());
     t.raw_set(
         "run_command",
         lua.create_function(move |lua, spec: Table| {
+            phase.check("t.run_command")?;
             let argv = argv_of(&spec.get::<Value>("cmd")?, "t.run_command")?;
             let timeout = Duration::from_secs_f64(spec.get::<Option<f64>>("timeout_s")?.unwrap_or(60.0).max(0.001));
             let max_output = spec.get::<Option<f64>>("max_output")?.map(|v| v as usize).unwrap_or(CHECK_MAX_OUTPUT);
@@ -347,7 +354,7 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
                 Ok(c) => c,
                 Err(e) => return Ok((Value::Nil, Some(e))),
             };
-            let pspec = process::Spec { argv: &argv, cwd: &copy.0, timeout, max_output, tail };
+            let pspec = process::Spec { argv: &argv, cwd: &copy.0, timeout, max_output, tail, view: &view };
             let limits = engine::limits(lua);
             match limits.blocking(|| process::run(&pspec)) {
                 Ok(out) => {
@@ -359,9 +366,11 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
     )?;
     let mk = make_copy;
     let ran = p.tests_ran.clone();
+    let (phase, view) = (p.phase.clone(), p.view.clone());
     t.raw_set(
         "run_tests",
         lua.create_function(move |lua, spec: Table| {
+            phase.check("t.run_tests")?;
             let runner: Vec<String> = spec.get("runner")?;
             let tests: Vec<String> = spec.get("tests")?;
             let timeout = Duration::from_secs_f64(spec.get::<Option<f64>>("timeout_s")?.unwrap_or(60.0).max(0.001));
@@ -370,7 +379,7 @@ fn install_work(lua: &Lua, t: &Table, p: &TParts<'_>) -> mlua::Result<()> {
                 Err(e) => return Ok((Value::Nil, Some(e))),
             };
             let limits = engine::limits(lua);
-            match limits.blocking(|| run_tests(&copy.0, &runner, &tests, timeout)) {
+            match limits.blocking(|| run_tests(&copy.0, &runner, &tests, timeout, &view)) {
                 Ok(runs) => {
                     ran.borrow_mut().extend(runs.iter().cloned());
                     let v = serde_json::to_value(&runs).map_err(mlua::Error::external)?;

@@ -11,7 +11,11 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
-use mlua::{HookTriggers, Lua, VmState};
+use std::ffi::{c_char, c_int, c_void};
+
+use mlua::{Lua, ffi};
+
+use crate::util::watch;
 
 /// How many VM instructions run between two hook calls in normal operation.
 const EVERY: u32 = 1000;
@@ -26,6 +30,15 @@ pub enum Stop {
 }
 
 impl Stop {
+    /// The error the hook raises (the count is in [`Stop::describe`]).
+    fn message(&self) -> &'static str {
+        match self {
+            Stop::Instructions(_) => "instruction limit exceeded",
+            Stop::Deadline => "time limit exceeded",
+            Stop::Interrupted => "interrupted: the run was stopped",
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Stop::Instructions(n) => format!("instruction limit exceeded ({n} instructions)"),
@@ -63,25 +76,120 @@ pub enum Guarded<R> {
     Stopped(Stop),
 }
 
+/// The registry key under which a state keeps a pointer to its [`Limits`]
+/// (the hook reads it; the `Rc` in the state's app data keeps it alive).
+static LIMITS_KEY: u8 = 0;
+
+/// The instruction hook, installed with `lua_sethook` directly rather than
+/// through mlua: mlua's hook wrapper, on an error, truncates the stack with
+/// `lua_settop`, and a hook runs in the frame of the Lua function it
+/// interrupted, so that truncation ran the function's `__close` metamethods
+/// inside the hook, where hooks are off: a `__close` that loops could never
+/// be stopped. This hook raises with `lua_error` and touches nothing else;
+/// `__close` metamethods then run as the error unwinds, with hooks on.
+///
+/// # Safety
+/// Called by Lua only, on a state whose registry holds a live `Limits` under
+/// [`LIMITS_KEY`] (set by [`Limits::arm`]).
+unsafe extern "C-unwind" fn hook(l: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
+    // Every Rust value is gone before lua_error jumps out of this frame.
+    let raise = {
+        // SAFETY: the key's lightuserdata points at the state's Limits, which
+        // the state's app data keeps alive as long as the state.
+        let limits = unsafe {
+            ffi::lua_rawgetp(l, ffi::LUA_REGISTRYINDEX, &LIMITS_KEY as *const u8 as *const c_void);
+            let p = ffi::lua_touserdata(l, -1) as *const Limits;
+            ffi::lua_settop(l, -2);
+            p.as_ref()
+        };
+        // SAFETY: reads a field of the running state.
+        let every = unsafe { ffi::lua_gethookcount(l) }.max(1) as u32;
+        match limits.map(|x| x.on_hook(every)) {
+            Some(Hooked::Raise { msg, newly }) => {
+                if newly {
+                    // Fire on every instruction until the host regains control.
+                    // SAFETY: l is the running state; sethook only sets fields.
+                    unsafe { arm_raw(l, 1) };
+                }
+                Some(msg)
+            }
+            Some(Hooked::Continue) if every != EVERY => {
+                // A coroutine still on the tripped rate: back to sampling.
+                // SAFETY: as above.
+                unsafe { arm_raw(l, EVERY) };
+                None
+            }
+            _ => None,
+        }
+    };
+    if let Some(msg) = raise {
+        // SAFETY: a hook may raise; the message is copied by Lua before `msg`
+        // would be freed, and no Rust value with a destructor is live across
+        // the jump (msg is a &'static str).
+        unsafe {
+            ffi::lua_pushlstring(l, msg.as_ptr() as *const c_char, msg.len());
+            ffi::lua_error(l);
+        }
+    }
+}
+
+/// Set the count hook on `l` and on the state's main thread (coroutines
+/// created later inherit it).
+///
+/// # Safety
+/// `l` is a live Lua state with at least one free stack slot.
+unsafe fn arm_raw(l: *mut ffi::lua_State, every: u32) {
+    unsafe {
+        ffi::lua_sethook(l, Some(hook), ffi::LUA_MASKCOUNT, every as c_int);
+        ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_MAINTHREAD);
+        let main = ffi::lua_tothread(l, -1);
+        ffi::lua_settop(l, -2);
+        if !main.is_null() && main != l {
+            ffi::lua_sethook(main, Some(hook), ffi::LUA_MASKCOUNT, every as c_int);
+        }
+    }
+}
+
+/// What the hook must do.
+enum Hooked {
+    Continue,
+    /// Raise `msg`; `newly`: this call tripped the limit.
+    Raise {
+        msg: &'static str,
+        newly: bool,
+    },
+}
+
 impl Limits {
     pub fn install(self: &Rc<Self>, lua: &Lua) -> mlua::Result<()> {
+        let ptr = Rc::as_ptr(self) as *mut c_void;
+        // SAFETY: stores a pointer to this Limits in the registry (the state
+        // keeps the Rc in its app data, so it outlives every hook call) and
+        // sets the hook; exec_raw runs it protected with stack room.
+        unsafe {
+            lua.exec_raw::<()>((), |l| {
+                ffi::lua_pushlightuserdata(l, ptr);
+                ffi::lua_rawsetp(l, ffi::LUA_REGISTRYINDEX, &LIMITS_KEY as *const u8 as *const c_void);
+            })?;
+        }
         self.arm(lua, EVERY)
     }
 
-    fn arm(self: &Rc<Self>, lua: &Lua, every: u32) -> mlua::Result<()> {
-        let me = self.clone();
-        lua.set_global_hook(HookTriggers::new().every_nth_instruction(every), move |lua, _| me.on_hook(lua, every))
+    fn arm(&self, lua: &Lua, every: u32) -> mlua::Result<()> {
+        // SAFETY: exec_raw gives a live state with stack room.
+        unsafe { lua.exec_raw::<()>((), |l| arm_raw(l, every)) }
     }
 
-    fn on_hook(self: &Rc<Self>, lua: &Lua, every: u32) -> mlua::Result<VmState> {
+    /// One hook call, `every` instructions after the last on this thread.
+    fn on_hook(&self, every: u32) -> Hooked {
         if let Some((_, stop)) = self.tripped.get() {
-            return Err(mlua::Error::runtime(stop.describe()));
+            return Hooked::Raise { msg: stop.message(), newly: false };
         }
         let count = self.count.get() + every as u64;
         self.count.set(count);
         let stack = self.stack.borrow();
         if stack.is_empty() {
-            return Ok(VmState::Continue);
+            return Hooked::Continue;
         }
         let now = Instant::now();
         let interrupted = crate::util::cancel::requested();
@@ -100,12 +208,10 @@ impl Limits {
                 drop(stack);
                 self.tripped.set(Some((i, stop)));
                 self.trips.set(self.trips.get() + 1);
-                // Fire on every instruction until the host regains control.
-                self.arm(lua, 1)?;
-                return Err(mlua::Error::runtime(stop.describe()));
+                return Hooked::Raise { msg: stop.message(), newly: true };
             }
         }
-        Ok(VmState::Continue)
+        Hooked::Continue
     }
 
     /// Run `f` under `seg`. If this segment's limit stops it, the result is
@@ -122,8 +228,10 @@ impl Limits {
             });
             stack.len() - 1
         };
+        self.publish();
         let result = f();
         self.stack.borrow_mut().truncate(index);
+        self.publish();
         match self.tripped.get() {
             Some((i, stop)) if i == index => {
                 self.tripped.set(None);
@@ -145,6 +253,18 @@ impl Limits {
                 *d += by;
             }
         }
+        self.publish();
+    }
+
+    /// The earliest deadline on the stack: code running now must be back by then.
+    fn earliest(&self) -> Option<Instant> {
+        self.stack.borrow().iter().filter_map(|s| s.deadline).min()
+    }
+
+    /// Tell code the hook cannot reach (SQLite, the pattern matcher) and the
+    /// run's watchdog when the running code must be back (see `util::watch`).
+    fn publish(&self) {
+        watch::publish(self.earliest());
     }
 
     /// Give every active segment `instructions` and `time` more: loading a
@@ -179,11 +299,14 @@ impl Limits {
     /// [`Limits::outer_deadline`].
     pub fn blocking<R>(&self, f: impl FnOnce() -> R) -> R {
         let started = Instant::now();
+        // The call has its own timeout: no deadline is published meanwhile.
+        watch::publish(None);
         let r = f();
         let spent = started.elapsed();
         if let Some(last) = self.stack.borrow_mut().last_mut() {
             last.deadline = last.deadline.map(|d| d + spent);
         }
+        self.publish();
         r
     }
 
@@ -192,5 +315,54 @@ impl Limits {
         let stack = self.stack.borrow();
         let n = stack.len().saturating_sub(1);
         stack[..n].iter().filter_map(|s| s.deadline).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::lua::engine::{StateConfig, limits as state_limits, new_state};
+
+    fn state() -> Lua {
+        let config = StateConfig {
+            suite_dir: std::env::temp_dir(),
+            module_dirs: vec![std::env::temp_dir()].into(),
+            sources: Default::default(),
+            clock: 0,
+            validate: false,
+        };
+        new_state(config, |_, _| Ok(())).unwrap()
+    }
+
+    /// Run `code` under a 200 ms deadline: it must stop within a few seconds.
+    fn stops(code: &str) {
+        let lua = state();
+        let limits = state_limits(&lua);
+        let started = Instant::now();
+        let seg = Segment { instructions: None, deadline: Some(started + Duration::from_millis(200)) };
+        let f = lua.load(code).into_function().unwrap();
+        let r = limits.guard(&lua, seg, || f.call::<()>(()));
+        assert!(matches!(r, Guarded::Stopped(Stop::Deadline)), "{code}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{code}: took {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn limits_hold_against_pcall_xpcall_and_close() {
+        stops("while true do pcall(function() while true do end end) end");
+        stops("xpcall(error, function() while true do end end)");
+        stops("while true do xpcall(function() while true do end end, function() while true do end end) end");
+        stops("local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end");
+        stops("local x <close> = setmetatable({}, { __close = function() while true do end end }); error('e')");
+        stops(
+            "coroutine.wrap(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end)()",
+        );
+        stops(
+            "while true do pcall(coroutine.wrap(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end)) end",
+        );
+        stops(
+            "for i = 1, 3 do pcall(function() local x <close> = setmetatable({}, { __close = function() while true do end end }); while true do end end) end while true do end",
+        );
     }
 }

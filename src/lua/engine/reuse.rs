@@ -169,6 +169,13 @@ impl Walk<'_> {
                         }
                     }
                     ffi::LUA_TTHREAD if !matches!(self.mode, Mode::Trust) => return false,
+                    // The host's read-only proxies keep their content in their
+                    // (hidden) metatable: trusted with everything they hold.
+                    ffi::LUA_TUSERDATA
+                        if matches!(self.mode, Mode::Trust) && ffi::lua_getmetatable(l, o) != 0 && !self.emit() =>
+                    {
+                        return false;
+                    }
                     _ => {}
                 }
                 ffi::lua_pushlightuserdata(l, &END as *const u8 as *mut c_void);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use mlua::{Lua, LuaOptions, StdLib, Table, Value};
+use mlua::{Lua, LuaOptions, LuaSerdeExt, StdLib, Table, Value};
 
 use super::limits::Limits;
 
@@ -89,10 +89,15 @@ pub fn new_state(config: StateConfig, register_host: RegisterHost) -> mlua::Resu
     }
     let string: Table = globals.get("string")?;
     string.raw_set("dump", Value::Nil)?;
+    // The raw library tables, for the host (users see read-only proxies).
+    lua.set_named_registry_value("evalua.math", globals.get::<Table>("math")?)?;
+    // Arrays made by the host share one metatable: hide it.
+    lua.array_metatable().raw_set("__metatable", false)?;
 
     lua.set_app_data(StateData { config: config.clone(), limits });
     let host_table = lua.create_table()?;
     register_host(&lua, &host_table)?;
+    register_engine(&lua, &host_table)?;
     lua.set_named_registry_value("evalua.host", host_table.clone())?;
     install_require(&lua)?;
     load_chunk(&lua, "=evalua prelude", PRELUDE, None)?.call::<()>(host_table)?;
@@ -101,28 +106,45 @@ pub fn new_state(config: StateConfig, register_host: RegisterHost) -> mlua::Resu
 }
 
 /// Runs once per state, in the shared base environment.
+///
+/// Every shared table users can reach (the library tables, the stdlib
+/// modules, the host table, and the tables inside them) becomes a *proxy*: a
+/// userdata with no storage of its own whose metatable (hidden behind
+/// `__metatable`) reads from a private shadow copy. `rawset` and
+/// `setmetatable` refuse userdata, so nothing can change them, not even
+/// through `rawset`; `pairs` goes through `__pairs` with an iterator that
+/// never hands out the shadow table.
 const PRELUDE: &str = r#"
-local host = ...   -- the raw host table (users only ever see a read-only view)
-local raw_load, raw_setmetatable, raw_collect = load, setmetatable, collectgarbage
+local host = ...   -- the raw host table (users only ever see a proxy)
+local raw_load, raw_setmetatable, raw_collect, raw_xpcall = load, setmetatable, collectgarbage, xpcall
+local raw_next, raw_type, raw_error = next, type, error
+local tripped, new_proxy = host.tripped, host.new_proxy
+-- new_proxy would make a userdata with any metatable (a __gc finaliser
+-- included): it stays with the prelude.
+host.new_proxy = nil
 
--- A read-only view of a shared table (and of the tables inside it).
--- Reads go through a table __index (the VM's fast path) to a shadow copy
--- whose nested tables are views too; writes raise.
 local views = raw_setmetatable({}, { __mode = "k" })
 local function refuse(_, k)
-  error("evalua: shared library tables are read-only (tried to set '" .. tostring(k) .. "')", 2)
+  raw_error("evalua: shared library tables are read-only (tried to set '" .. tostring(k) .. "')", 2)
 end
-local function readonly(t)
+local function readonly(t, name)
   if views[t] then return views[t] end
   local shadow = {}
-  local view = raw_setmetatable({}, {
-    __index = shadow, __newindex = refuse, __metatable = false,
-    __pairs = function() return next, shadow, nil end,
+  local view = new_proxy({
+    __index = shadow, __newindex = refuse, __metatable = false, __name = name or "evalua.readonly",
+    __pairs = function()
+      local k
+      return function()
+        local v
+        k, v = raw_next(shadow, k)
+        return k, v
+      end
+    end,
     __len = function() return #shadow end,
   })
   views[t] = view
   for k, v in pairs(t) do
-    if type(v) == "table" and getmetatable(v) == nil then v = readonly(v) end
+    if raw_type(v) == "table" and getmetatable(v) == nil then v = readonly(v) end
     shadow[k] = v
   end
   return view
@@ -135,17 +157,67 @@ load = function(chunk, name, _mode, env)
 end
 -- A finaliser could run during a later trial: refuse them.
 setmetatable = function(t, mt)
-  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
-    error("evalua: __gc metamethods are not allowed in suites", 2)
+  if raw_type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+    raw_error("evalua: __gc metamethods are not allowed in suites", 2)
   end
   return raw_setmetatable(t, mt)
+end
+-- A message handler runs while an error propagates, where the instruction
+-- hook cannot stop it: once a limit has tripped, the script's own handler is
+-- skipped and the error goes on unchanged.
+xpcall = function(f, handler, ...)
+  if raw_type(handler) ~= "function" then return raw_xpcall(f, handler, ...) end
+  return raw_xpcall(f, function(e)
+    if tripped() then return e end
+    return handler(e)
+  end, ...)
+end
+-- A coroutine whose error came out of the instruction hook is left with
+-- hooks off (Lua restores them only for a pcall inside the coroutine), and
+-- closing it (coroutine.close, or coroutine.wrap after an error) would run
+-- its __close metamethods where no limit can stop them: such a coroutine is
+-- never closed.
+local raw_create, raw_resume, raw_close = coroutine.create, coroutine.resume, coroutine.close
+local raw_pack, raw_unpack = table.pack, table.unpack
+local stopped = raw_setmetatable({}, { __mode = "k" })
+coroutine.resume = function(co, ...)
+  local r = raw_pack(raw_resume(co, ...))
+  if not r[1] and tripped() then stopped[co] = true end
+  return raw_unpack(r, 1, r.n)
+end
+coroutine.close = function(co)
+  if stopped[co] then return false, "the coroutine was stopped by a limit" end
+  return raw_close(co)
+end
+coroutine.wrap = function(f)
+  local co = raw_create(f)
+  return function(...)
+    local r = raw_pack(raw_resume(co, ...))
+    if r[1] then return raw_unpack(r, 2, r.n) end
+    if tripped() then stopped[co] = true else raw_close(co) end
+    raw_error(r[2], 2)
+  end
 end
 -- Reading the collector is fine; steering it would leak into later trials.
 collectgarbage = function(opt, ...)
   opt = opt or "collect"
   if opt == "count" or opt == "collect" or opt == "step" or opt == "isrunning" then return raw_collect(opt, ...) end
-  error("evalua: collectgarbage('" .. tostring(opt) .. "') is not allowed in suites", 2)
+  raw_error("evalua: collectgarbage('" .. tostring(opt) .. "') is not allowed in suites", 2)
 end
+-- table.move in Lua: the C loop could copy 2^63 nils without the hook ever seeing an instruction.
+table.move = function(a1, f, e, t, a2)
+  a2 = a2 == nil and a1 or a2
+  if e >= f then
+    if t > e or t <= f or a1 ~= a2 then
+      for i = 0, e - f do a2[t + i] = a1[f + i] end
+    else
+      for i = e - f, 0, -1 do a2[t + i] = a1[f + i] end
+    end
+  end
+  return a2
+end
+for k, f in pairs(host.bounded_patterns) do string[k] = f end
+host.bounded_patterns = nil
 os = { time = host.os_time, date = host.os_date, clock = host.os_clock,
        difftime = function(a, b) return a - (b or 0) end }
 print = host.print
@@ -166,9 +238,33 @@ error = function(v, level)
 end
 getmetatable("").__metatable = false
 for _, name in ipairs({ "string", "table", "math", "utf8", "coroutine", "os" }) do
-  _G[name] = readonly(_G[name])
+  _G[name] = readonly(_G[name], name)
 end
 "#;
+
+/// The engine's own host primitives: `tripped` (a limit has stopped the
+/// running code) and `new_proxy` (a userdata with the given metatable).
+fn register_engine(lua: &Lua, host: &Table) -> mlua::Result<()> {
+    host.raw_set("tripped", lua.create_function(|lua, ()| Ok(limits(lua).is_tripped()))?)?;
+    host.raw_set(
+        "new_proxy",
+        lua.create_function(|lua, mt: Table| {
+            // SAFETY: the closure pushes a new userdata (no user value, no
+            // storage), sets the metatable given as argument 1 on it and
+            // leaves it alone on the stack; exec_raw runs it protected.
+            unsafe {
+                lua.exec_raw::<mlua::AnyUserData>(mt, |l| {
+                    mlua::ffi::lua_newuserdatauv(l, 0, 0);
+                    mlua::ffi::lua_pushvalue(l, 1);
+                    mlua::ffi::lua_setmetatable(l, -2);
+                    mlua::ffi::lua_replace(l, 1);
+                })
+            }
+        })?,
+    )?;
+    host.raw_set("bounded_patterns", super::patterns::functions(lua)?)?;
+    Ok(())
+}
 
 /// Give the state a pristine environment for the next unit of work (a trial):
 /// a new globals table over the read-only base, and a new module cache for
