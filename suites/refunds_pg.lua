@@ -10,6 +10,7 @@
 --   EVALUA_PG_URL=postgres://postgres@127.0.0.1:5432/postgres evalua run suites/refunds_pg.lua
 
 local evalua = require("evalua")
+local shop = require("shared.refunds_shop")
 
 local suite = evalua.suite {
   name    = "refunds_pg",
@@ -23,9 +24,9 @@ local suite = evalua.suite {
               clock = "2026-11-03T10:00:00Z" },
   agent   = evalua.agent.scripted("agents/refund_bot.lua"),
   gate    = { ["pass^3"] = 0.5, critical_failures = 0, grader_errors = 0 },
+  monitors = shop.monitors(),
 }
 
-local shop = require("shared.refunds_shop")
 shop.tools(suite)
 shop.cases(suite)
 

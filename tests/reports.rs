@@ -170,3 +170,20 @@ fn a_huge_failing_run_embeds_a_bounded_number_of_trajectories() {
         html.contains("\"case_899#4\":[") && html.contains("\"case_399#5\":[") && !html.contains("\"case_400#5\":[")
     );
 }
+
+/// Many trials a case: the console lists pass^k for k up to 10 and the
+/// largest k (the ones with intervals), not one line per k.
+#[test]
+fn the_console_lists_k_up_to_10_and_the_largest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = evalua(&repo(), &["run", "suites/date_filter.lua", "--trials", "12", "-q", "--out", out.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let ks: Vec<String> = stdout(&o)
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("pass^"))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    let want: Vec<String> = (1..=10).chain([12]).map(|k| k.to_string()).collect();
+    assert_eq!(ks, want, "{}", stdout(&o));
+}
