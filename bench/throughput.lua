@@ -2,56 +2,10 @@
 -- 100 cases; in each trial a scripted agent makes 3 tool calls against a
 -- 1,000-row fixture, and 6 checks grade it (5 expectations and 1
 -- prohibited-state query). `--trials N` sets the run's size: 100 × N trials.
+-- The suite itself is bench/shared/inventory.lua, shared with throughput_pg.lua.
 
-local evalua = require("evalua")
-local check = require("evalua.check")
-
-local suite = evalua.suite {
+return require("shared.inventory") {
   name = "throughput",
-  trials = 20,
   sandbox = { db = "sqlite", clock = "2026-11-03T10:00:00Z" },
-  agent = evalua.agent.scripted(function(task, env)
-    local sku = task.input:match("SKU%-%d+")
-    env.call("get_item", { sku = sku })
-    env.call("adjust_stock", { sku = sku, delta = -1 })
-    local again = env.call("get_item", { sku = sku })
-    return string.format("%s now has %d units", sku, again.qty)
-  end),
+  fixture = "fixtures/items_1000.sql",
 }
-
-suite:tool {
-  name = "get_item",
-  params = { type = "object", properties = { sku = { type = "string" } }, required = { "sku" } },
-  run = function(ctx, args) return ctx.db:row("SELECT sku, qty, price FROM items WHERE sku = ?", args.sku) end,
-}
-
-suite:tool {
-  name = "adjust_stock",
-  effect = "write",
-  params = { type = "object", properties = { sku = { type = "string" }, delta = { type = "integer" } },
-             required = { "sku", "delta" } },
-  run = function(ctx, args)
-    ctx.db:exec("UPDATE items SET qty = qty + ? WHERE sku = ?", args.delta, args.sku)
-    ctx.db:exec("INSERT INTO moves(sku, delta) VALUES (?, ?)", args.sku, args.delta)
-    return { ok = true }
-  end,
-}
-
-for i = 1, 100 do
-  local sku = string.format("SKU-%04d", i * 7)
-  suite:case {
-    id = "adjust_" .. i,
-    input = "Remove one unit of " .. sku .. " from stock.",
-    fixture = "fixtures/items_1000.sql",
-    expect = {
-      check.sql("SELECT count(*) FROM moves", { equals = 1 }),
-      check.tools({ "get_item", "adjust_stock" }, { mode = "in_order" }),
-      check.args("adjust_stock", { sku = sku, delta = -1 }),
-      check.no_loops { max_repeats = 2 },
-      check.answer { matches = sku .. [[ now has \d+ units]] },
-    },
-    prohibited = { "SELECT count(*) FROM items WHERE qty < 0" },
-  }
-end
-
-return suite
