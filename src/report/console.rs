@@ -140,20 +140,7 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
         cost,
         num(f.mean_tool_calls, "")
     );
-    let _ = writeln!(
-        out,
-        "  counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}{}",
-        f.critical_failures,
-        f.grader_errors,
-        f.infra_errors,
-        super::text::after_start(f.infra_errors_after_start),
-        f.skipped_checks,
-        if f.not_applicable_checks > 0 {
-            format!(", not applicable {} (need state a trace has not)", f.not_applicable_checks)
-        } else {
-            String::new()
-        }
-    );
+    let _ = writeln!(out, "  counted apart: {}", super::text::counted_apart(f));
     if !summary.monitors.is_empty() {
         let _ = writeln!(out, "monitors (failure modes; violations / trials, 95% Wilson interval):");
         let width = summary.monitors.keys().map(|k| k.len()).max().unwrap_or(0);

@@ -89,20 +89,7 @@ pub fn render(run: &RunData) -> String {
         f.mean_tool_calls.map(|v| format!("{v:.1}")).unwrap_or("–".into()),
         f.mean_tokens.map(|v| format!("{v:.0}")).unwrap_or("–".into())
     );
-    let _ = writeln!(
-        o,
-        "- Counted apart: critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}{}\n",
-        f.critical_failures,
-        f.grader_errors,
-        f.infra_errors,
-        super::text::after_start(f.infra_errors_after_start),
-        f.skipped_checks,
-        if f.not_applicable_checks > 0 {
-            format!(", not applicable checks {} (they need state a recorded trace has not)", f.not_applicable_checks)
-        } else {
-            String::new()
-        }
-    );
+    let _ = writeln!(o, "- Counted apart: {}\n", super::text::counted_apart(f));
 
     if !s.monitors.is_empty() {
         let _ = writeln!(o, "## Monitors\n");

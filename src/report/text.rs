@@ -216,3 +216,20 @@ pub fn first_failure_text(f: &FirstFailure) -> String {
 pub fn after_start(n: u32) -> String {
     if n == 0 { String::new() } else { format!(" (and {n} after the agent started, graded)") }
 }
+
+/// The counts kept apart from the figures, as the console and report.md say them.
+pub fn counted_apart(f: &crate::stats::SuiteFigures) -> String {
+    let na = if f.not_applicable_checks > 0 {
+        format!(", not applicable {} (need state a trace has not)", f.not_applicable_checks)
+    } else {
+        String::new()
+    };
+    format!(
+        "critical failures {}, grader errors {}, infra errors {}{}, skipped checks {}{na}",
+        f.critical_failures,
+        f.grader_errors,
+        f.infra_errors,
+        after_start(f.infra_errors_after_start),
+        f.skipped_checks,
+    )
+}
