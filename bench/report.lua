@@ -27,23 +27,7 @@ local suite = evalua.suite {
   end),
 }
 
-suite:tool {
-  name = "get_item",
-  params = { type = "object", properties = { sku = { type = "string" } }, required = { "sku" } },
-  run = function(ctx, args) return ctx.db:row("SELECT sku, qty, price FROM items WHERE sku = ?", args.sku) end,
-}
-
-suite:tool {
-  name = "adjust_stock",
-  effect = "write",
-  params = { type = "object", properties = { sku = { type = "string" }, delta = { type = "integer" } },
-             required = { "sku", "delta" } },
-  run = function(ctx, args)
-    ctx.db:exec("UPDATE items SET qty = qty + ? WHERE sku = ?", args.delta, args.sku)
-    ctx.db:exec("INSERT INTO moves(sku, delta) VALUES (?, ?)", args.sku, args.delta)
-    return { ok = true }
-  end,
-}
+require("shared.inventory").tools(suite)
 
 for i = 1, 500 do
   local sku = string.format("SKU-%04d", i * 2)

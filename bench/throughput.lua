@@ -4,7 +4,7 @@
 -- prohibited-state query). `--trials N` sets the run's size: 100 × N trials.
 -- The suite itself is bench/shared/inventory.lua, shared with throughput_pg.lua.
 
-return require("shared.inventory") {
+return require("shared.inventory").suite {
   name = "throughput",
   sandbox = { db = "sqlite", clock = "2026-11-03T10:00:00Z" },
   fixture = "fixtures/items_1000.sql",

@@ -8,20 +8,11 @@
 local evalua = require("evalua")
 local check = require("evalua.check")
 
-return function(opts)
-  local suite = evalua.suite {
-    name = opts.name,
-    trials = 20,
-    sandbox = opts.sandbox,
-    agent = evalua.agent.scripted(function(task, env)
-      local sku = task.input:match("SKU%-%d+")
-      env.call("get_item", { sku = sku })
-      env.call("adjust_stock", { sku = sku, delta = -1 })
-      local again = env.call("get_item", { sku = sku })
-      return string.format("%s now has %d units", sku, again.qty)
-    end),
-  }
+local M = {}
 
+--- The benchmark's two tools (an inventory table `items` and a `moves` log),
+--- declared on `suite`: shared by every bench suite on items_1000.
+function M.tools(suite)
   suite:tool {
     name = "get_item",
     params = { type = "object", properties = { sku = { type = "string" } }, required = { "sku" } },
@@ -39,6 +30,24 @@ return function(opts)
       return { ok = true }
     end,
   }
+end
+
+--- The throughput suite: `opts` gives its name, sandbox and the cases' fixture.
+function M.suite(opts)
+  local suite = evalua.suite {
+    name = opts.name,
+    trials = 20,
+    sandbox = opts.sandbox,
+    agent = evalua.agent.scripted(function(task, env)
+      local sku = task.input:match("SKU%-%d+")
+      env.call("get_item", { sku = sku })
+      env.call("adjust_stock", { sku = sku, delta = -1 })
+      local again = env.call("get_item", { sku = sku })
+      return string.format("%s now has %d units", sku, again.qty)
+    end),
+  }
+
+  M.tools(suite)
 
   for i = 1, 100 do
     local sku = string.format("SKU-%04d", i * 7)
@@ -55,7 +64,9 @@ return function(opts)
       },
       prohibited = { "SELECT count(*) FROM items WHERE qty < 0" },
     }
+  end
+
+  return suite
 end
 
-return suite
-end
+return M
