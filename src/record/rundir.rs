@@ -85,12 +85,23 @@ pub fn new_run_id() -> String {
     format!("{t}-{:06x}", fastrand::u32(..0x100_0000))
 }
 
-/// Write `value` as pretty JSON (keys sorted, as `serde_json::Value` keeps them).
+/// Write `value` as pretty JSON, its keys in declaration order. Streamed to a
+/// temp file beside `path` and renamed over it: a 100,000-case summary never
+/// exists as a whole in memory (a `serde_json::Value` of it took ~3.5 KB a
+/// case), and a reader never sees half a file.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let value = serde_json::to_value(value).map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
-    let bytes =
-        serde_json::to_vec_pretty(&value).map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
-    fs::write(path, bytes).map_err(|e| Error::Environment(format!("{}: cannot write: {e}", path.display())))
+    let env = |e: &dyn std::fmt::Display| Error::Environment(format!("{}: cannot write: {e}", path.display()));
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // 0644 as fs::write gives (a temp file is 0600 by default).
+    let tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)
+        .map_err(|e| env(&e))?;
+    let mut w = std::io::BufWriter::new(tmp);
+    serde_json::to_writer_pretty(&mut w, value).map_err(|e| env(&e))?;
+    let tmp = w.into_inner().map_err(|e| env(&e.into_error()))?;
+    tmp.persist(path).map_err(|e| env(&e.error))?;
+    Ok(())
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
@@ -615,5 +626,28 @@ impl TrialsWriter {
         writeln!(self.file, "{line}")
             .and_then(|_| self.file.flush())
             .map_err(|e| Error::Environment(format!("{}: cannot write trials.jsonl: {e}", self.path.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// summary.json is replaced whole (a temp file renamed over it), readable
+    /// by others as `fs::write` made it, and no temp file is left behind.
+    #[test]
+    fn write_json_replaces_the_file_whole_with_mode_0644() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.json");
+        fs::write(&path, "old and longer than the new content").unwrap();
+        write_json(&path, &serde_json::json!({ "b": 1, "a": [true] })).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(back, serde_json::json!({ "a": [true], "b": 1 }));
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "a temp file was left behind");
+        // A folder that does not exist: an error naming the file.
+        let err = write_json(&dir.path().join("gone/summary.json"), &1).unwrap_err().to_string();
+        assert!(err.contains("gone/summary.json"), "{err}");
     }
 }
