@@ -552,10 +552,10 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         trials: opt::<f64>(ct, "trials")?.map(|v| v as u32),
         weight: ct.get("weight").map_err(|e| e.to_string())?,
         tools: tools_subset,
-        agent: read_agent(lua, opt(ct, "agent")?)?,
+        agent: read_agent(lua, opt(ct, "agent")?)?.map(Box::new),
         clock: opt(ct, "clock")?,
-        workdir: opt::<Table>(ct, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,
-        user: opt::<Table>(ct, "user")?.map(|u| user_spec(lua, &u)).transpose()?,
+        workdir: opt::<Table>(ct, "workdir")?.map(|w| workdir_spec(&w)).transpose()?.map(Box::new),
+        user: opt::<Table>(ct, "user")?.map(|u| user_spec(lua, &u)).transpose()?.map(Box::new),
         checks: checks.len() as u32,
         tests: checks
             .iter()

@@ -96,7 +96,9 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     let mut work_templates = Templates::default();
     let db = Backend::connect(&suite.db)?;
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>> = HashMap::new();
-    let mut cases = Vec::new();
+    let mut cases = Vec::with_capacity(suite.cases.len());
+    // Most cases have no fault rules of their own: they share the suite's.
+    let suite_faults = Arc::new(fault::effective(&suite.faults, None));
     // Safety figures when the suite (not only the selection) has attack cases or forbidden tools.
     let safety = suite.has_safety();
     // The fixtures of the selected cases (for the checks' queries).
@@ -136,7 +138,10 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
             None => None,
         };
         cases.push(CasePlan {
-            faults: Arc::new(fault::effective(&suite.faults, spec.faults.as_ref())),
+            faults: match &spec.faults {
+                None => suite_faults.clone(),
+                own => Arc::new(fault::effective(&suite.faults, own.as_ref())),
+            },
             work,
             trials: trials.or(spec.trials).unwrap_or(suite.trials),
             spec,
@@ -163,6 +168,8 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
             display_path(&suite.path),
         )));
     }
+    // Filters may have left most of the capacity unused.
+    cases.shrink_to_fit();
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
     check_queries(&suite, &templates, &used)?;

@@ -173,13 +173,13 @@ pub struct CaseSpec {
     pub trials: Option<u32>,
     pub weight: f64,
     pub tools: Option<Vec<String>>,
-    pub agent: Option<AgentSpec>,
+    pub agent: Option<Box<AgentSpec>>,
     pub clock: Option<String>,
     /// The case's own work-dir fixture (overrides the suite's).
-    pub workdir: Option<WorkdirSpec>,
+    pub workdir: Option<Box<WorkdirSpec>>,
     /// The (scripted or simulated) user the agent talks to.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub user: Option<UserSpec>,
+    pub user: Option<Box<UserSpec>>,
     /// How many checks the case has (expectations and prohibited-state queries).
     pub checks: u32,
     /// The case's `check.tests` checks, validated on the initial tree before any trial.
@@ -366,10 +366,10 @@ impl Suite {
 
     /// The case's work-dir fixture: its own, else the suite's.
     pub fn case_workdir<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a WorkdirSpec> {
-        case.workdir.as_ref().or(self.workdir.as_ref())
+        case.workdir.as_deref().or(self.workdir.as_ref())
     }
 
     pub fn case_agent<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a AgentSpec> {
-        case.agent.as_ref().or(self.agent.as_ref())
+        case.agent.as_deref().or(self.agent.as_ref())
     }
 }

@@ -425,7 +425,7 @@ fn prepare<'p>(
     )
     .map_err(|e| e.to_string())?;
     // A recorded trial's user already spoke (its turns are in the journal).
-    let user = if recorded { User::None } else { User::new(case.spec.user.as_ref(), seed)? };
+    let user = if recorded { User::None } else { User::new(case.spec.user.as_deref(), seed)? };
     close.disarm(); // the trial owns the copy now: `run` closes it
     let executor = Rc::new(Executor {
         tools: case.tools.clone(),
