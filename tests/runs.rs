@@ -417,3 +417,38 @@ fn an_unwritable_run_dir_exits_3_not_2() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("cannot create the run dir"), "{err}");
 }
+
+#[test]
+fn cases_past_a_workers_window_of_declarations_run_as_declared() {
+    // A worker keeps the declarations of a window of cases (EVALUA_CASE_WINDOW,
+    // here 4 of 30) and evaluates the suite again for a case past it. Every
+    // trial must run its own case's declaration, with its own check, whichever
+    // evaluation it came from; and the suite's top level runs once per evaluation.
+    let suite = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "window", trials = 2,
+  agent = evalua.agent.scripted(function(task, env) return "answer " .. task.input end) }
+for i = 1, 30 do
+  suite:case { id = "c" .. i, input = tostring(i), expect = { check.answer { equals = "answer " .. i } } }
+end
+return suite
+"#;
+    let dir = project(&[("window.lua", suite)]);
+    for window in ["4", "1"] {
+        let o = bin()
+            .current_dir(dir.path())
+            .env("EVALUA_CASE_WINDOW", window)
+            .args(["run", "window.lua", "--out", &format!("out{window}"), "-q", "--jobs", "2"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "window {window}: {}", stderr(&o));
+        let recs = trials(&dir.path().join(format!("out{window}")));
+        assert_eq!(recs.len(), 60, "window {window}");
+        for r in &recs {
+            let n = r["case"].as_str().unwrap().trim_start_matches('c');
+            assert_eq!(r["answer"], format!("answer {n}"), "window {window}: {r}");
+            assert_eq!(r["outcome"], "accepted", "window {window}: {r}");
+        }
+    }
+}

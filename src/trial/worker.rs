@@ -7,6 +7,12 @@
 //! aside (out of the trials' reach); a trial materialises the one case it
 //! runs: its declared table, or its dataset row read again and mapped, with
 //! its checks built. So a trial costs the same whatever the suite's size.
+//!
+//! A worker keeps at most [`WINDOW`] declarations: those of the planned cases
+//! from the one it needed when it evaluated the suite onwards (work runs in
+//! plan order). A trial of a case past the window evaluates the suite again
+//! from there. So a worker's memory is bounded whatever the suite's size, and
+//! a suite of up to `WINDOW` cases is evaluated once per worker.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -40,8 +46,10 @@ struct Worker {
 /// unchanged, and the case materialised last.
 struct Evaluated {
     suite: Table,
-    /// Case id → its declaration (`suite:case`), for the planned cases.
+    /// Case id → its declaration (`suite:case`), for the planned cases in `window`.
     decls: Table,
+    /// The plan indexes of the cases whose declarations are kept.
+    window: std::ops::Range<usize>,
     /// The `suite:dataset` registrations, in order: `{ path = ..., map = fn }`.
     datasets: Table,
     snapshot: Table,
@@ -63,7 +71,23 @@ thread_local! {
     static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
 }
 
-/// Memory growth above which a worker's state is replaced rather than reused.
+/// How many case declarations a worker keeps (~650 bytes each for a plain
+/// case: ~32 MB), from the case it needed when it evaluated the suite.
+/// `EVALUA_CASE_WINDOW` changes it (less memory, more evaluations).
+const WINDOW: usize = 50_000;
+
+fn window() -> usize {
+    static WINDOW_SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WINDOW_SIZE.get_or_init(|| {
+        std::env::var("EVALUA_CASE_WINDOW").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(WINDOW)
+    })
+}
+
+/// Memory growth above which a worker collects its garbage in full.
+const COLLECT_ABOVE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Memory growth (after a full collection) above which a worker's state is
+/// replaced rather than reused.
 const RETIRE_ABOVE_BYTES: usize = 64 * 1024 * 1024;
 /// Limits on materialising one case (a dataset row's `map`, building checks).
 const MATERIALIZE_INSTRUCTIONS: u64 = 10_000_000;
@@ -94,6 +118,7 @@ pub fn worker_state(plan: &Plan) -> Result<Lua, String> {
 /// each dataset's `map`, for the worker to materialise later.
 struct Keep {
     wanted: Arc<HashMap<String, usize>>,
+    window: std::ops::Range<usize>,
     decls: Table,
     datasets: Table,
 }
@@ -102,7 +127,7 @@ impl Declarations for Keep {
     fn case(&self, lua: &Lua, case: Table) -> mlua::Result<Option<String>> {
         engine::limits(lua).extend(load::CASE_INSTRUCTIONS, load::CASE_TIME);
         if let Ok(Value::String(id)) = case.raw_get::<Value>("id")
-            && self.wanted.contains_key(&*id.to_str()?)
+            && self.wanted.get(&*id.to_str()?).is_some_and(|i| self.window.contains(i))
         {
             self.decls.raw_set(id, case)?;
         }
@@ -118,14 +143,16 @@ impl Declarations for Keep {
     }
 }
 
-/// Evaluate the suite file in a fresh environment of `lua`.
-fn evaluate(lua: &Lua, plan: &Plan) -> Result<Evaluated, String> {
+/// Evaluate the suite file in a fresh environment of `lua`, keeping the
+/// declarations of the planned cases in `window`.
+fn evaluate(lua: &Lua, plan: &Plan, window: std::ops::Range<usize>) -> Result<Evaluated, String> {
     engine::fresh_env(lua).map_err(|e| e.to_string())?;
     lua.set_app_data(Log::default());
     let decls = lua.create_table().map_err(|e| e.to_string())?;
     let datasets = lua.create_table().map_err(|e| e.to_string())?;
     lua.set_app_data(declare::Declare(Rc::new(Keep {
         wanted: plan.ids.clone(),
+        window: window.clone(),
         decls: decls.clone(),
         datasets: datasets.clone(),
     })));
@@ -151,21 +178,42 @@ fn evaluate(lua: &Lua, plan: &Plan) -> Result<Evaluated, String> {
             never
         }
     };
-    Ok(Evaluated { suite, decls, datasets, snapshot, log, case: None })
+    Ok(Evaluated { suite, decls, window, datasets, snapshot, log, case: None })
 }
 
 /// The evaluated suite and the case table for this trial: reused when the
 /// last trial proved unchanged, else evaluated and materialised afresh. The
 /// trial's log (the state's `Log`) starts with what the evaluation printed.
 pub fn case_table(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Table), String> {
-    let fresh = WORKER.with(|w| w.borrow().as_ref().is_none_or(|w| w.evaluated.is_none()));
+    // A declared case's index in the plan: outside the kept window, evaluate again from it.
+    let index = match case.spec.source {
+        CaseSource::Declared => plan.ids.get(&case.spec.id).copied(),
+        CaseSource::Row { .. } => None,
+    };
+    let fresh = WORKER.with(|w| {
+        w.borrow()
+            .as_ref()
+            .is_none_or(|w| w.evaluated.as_ref().is_none_or(|ev| index.is_some_and(|i| !ev.window.contains(&i))))
+    });
     if fresh {
+        // The last evaluation's declarations go before the next one builds its
+        // own (they are old: only a full collection frees them).
+        let had = WORKER.with(|w| w.borrow_mut().as_mut().and_then(|w| w.evaluated.take()));
+        if had.is_some() {
+            drop(had);
+            let _ = lua.gc_collect();
+        }
         // The file's top level sees the clock it saw when the suite loaded,
         // whichever case's trial happens to evaluate it.
         let clock = set_clock(lua, 0);
-        let ev = evaluate(lua, plan);
+        let start = index.unwrap_or(0);
+        let ev = evaluate(lua, plan, start..start.saturating_add(window()));
         set_clock(lua, clock);
         let ev = ev?;
+        // The evaluation's garbage (every case it built and did not keep) goes
+        // now, not when a major collection comes round: memory stays what the
+        // kept window holds.
+        let _ = lua.gc_collect();
         let used = lua.used_memory();
         WORKER.with(|w| {
             if let Some(worker) = w.borrow_mut().as_mut() {
@@ -337,9 +385,15 @@ pub fn retire_if_dirty(lua: &Lua, trips_before: u64) {
         let mut w = w.borrow_mut();
         let baseline = w.as_ref().map(|w| w.baseline).unwrap_or(0);
         let grown = || {
-            // Garbage not collected yet is not growth: collect before judging.
+            // Much of a trial's garbage grows old before it dies, and the
+            // collector's own major collections let it reach twice the heap
+            // (~7 KB a plain trial: 35 MB per 5,000 trials). A full collection
+            // at 16 MB above the baseline (every ~2,000 plain trials, ~20 ms)
+            // keeps a worker near what its window of declarations holds.
+            if lua.used_memory() > baseline + COLLECT_ABOVE_BYTES && lua.gc_collect().is_err() {
+                return true;
+            }
             lua.used_memory() > baseline + RETIRE_ABOVE_BYTES
-                && (lua.gc_collect().is_err() || lua.used_memory() > baseline + RETIRE_ABOVE_BYTES)
         };
         if engine::limits(lua).trips() != trips_before || grown() {
             *w = None;
