@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q
-bin=target/release/evalua
+bin=${1:-target/release/evalua}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -4,6 +4,7 @@
 pub mod cancel;
 pub mod dataset;
 pub mod digest;
+pub mod memory;
 pub mod paths;
 pub mod regex;
 pub mod schema;
