@@ -413,13 +413,36 @@ fn an_unchanged_rerun_makes_no_judge_calls_and_no_cache_forces_them() {
     let m = judge_server();
     let cases = format!(r#"case("good", "GOOD: refunded 19.90 EUR, thank you.", {{ {RUBRIC} }})"#);
     let dir = project(&[("s.lua", &suite(&m.url, &cases))]);
-    let o = run(dir.path(), &["run", "s.lua", "--out", "o1", "-q"]);
+    let o = run(dir.path(), &["run", "s.lua", "--out", "o1", "-q", "--otlp-file", "o1.otlp.jsonl"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(m.count(), 1);
     assert!(dir.path().join(".evalua/judge-cache").is_dir());
+    // The judge's call is in the trial's trace, and exported as a `chat` span (SPEC §9).
+    let calls = crate::common::trace(&dir.path().join("o1"), "good", 1)["model_calls"].clone();
+    let judged: Vec<&Value> = calls.as_array().unwrap().iter().filter(|c| c["by"] == "judge").collect();
+    assert_eq!(judged.len(), 1, "{calls}");
+    assert_eq!(judged[0]["model"], "judge-1");
+    assert!(judged[0]["error"].is_null() && judged[0]["latency_ms"].as_f64().unwrap() > 0.0, "{calls}");
+    let spans = std::fs::read_to_string(dir.path().join("o1.otlp.jsonl")).unwrap();
+    assert!(spans.contains(r#""name":"chat judge-1""#), "{spans}");
+    assert!(spans.contains(r#"{"key":"evalua.model_call.by","value":{"stringValue":"judge"}}"#), "{spans}");
+    // Graded back, the span is not read as the agent's call: the judge is asked again (from the cache).
+    let o = run(dir.path(), &["grade", "s.lua", "--traces", "o1.otlp.jsonl", "--out", "g1", "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let graded = trials(&dir.path().join("g1"));
+    assert_eq!(graded.len(), 1, "{}", stderr(&o));
+    let g = crate::common::trace_of(&dir.path().join("g1"), &graded[0])["model_calls"].clone();
+    assert!(g.as_array().into_iter().flatten().all(|c| c["by"] != "agent"), "{g}");
+    // (The rubric reads the outbox, which a recorded trace lacks: not applicable.)
+    assert!(check(&graded[0], "reply")["not_applicable"].is_string(), "{}", graded[0]);
     let o = run(dir.path(), &["run", "s.lua", "--out", "o2", "-q"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(m.count(), 1, "the second run must come from the cache");
+    let cached = crate::common::trace(&dir.path().join("o2"), "good", 1)["model_calls"].clone();
+    assert!(
+        cached.as_array().into_iter().flatten().all(|c| c["by"] != "judge"),
+        "an answer from the cache is no call: {cached}"
+    );
     let c = check(record(&trials(&dir.path().join("o2")), "good", 1), "reply").clone();
     assert_eq!(c["passed"], true);
     assert_eq!(c["evidence"]["votes"][0]["cached"], true);

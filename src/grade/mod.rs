@@ -353,6 +353,9 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
 
     // Monitors first, then the case's checks.
     let monitors = checks::monitors_of(suite_t).unwrap_or_default();
+    // Judges' calls are timed from the end of the recorded trace.
+    let grading = Instant::now();
+    checks::take_judge_calls(lua, grading, 0.0);
     let monitor_results = checks::run_checks(lua, &monitors, &t);
     let modes = checks::failure_modes(&monitor_results);
     let _ = tapi::set_failure_modes(lua, &t, &modes);
@@ -374,6 +377,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
     };
     let mut results = checks::run_checks(lua, &case_checks, &t);
     results.extend(monitor_results);
+    let judged = checks::take_judge_calls(lua, grading, recorded.usage.wall_ms);
     let outcome = record::outcome_of(false, &results);
     let log = lua.remove_app_data::<Log>().map(|l| l.0).unwrap_or_default();
     let case_id = case.clone().unwrap_or_else(|| parts.key.clone());
@@ -414,7 +418,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
         checks: results,
         log,
         stderr_tail: None,
-        model_calls: recorded.model_calls,
+        model_calls: recorded.model_calls.into_iter().chain(judged).collect(),
         started_at: parts.started_at,
         state: None,
     };

@@ -19,4 +19,4 @@ pub mod verdict;
 pub use prompt::{Mark, prompt_hash};
 pub use records::{Calibration, calibration, calibration_path, calibration_warnings, manifest, suite_judges};
 pub use resolve::{Judge, resolve};
-pub use verdict::{Conclusion, Status, pairwise, rubric};
+pub use verdict::{Conclusion, JudgeCall, JudgeCalls, Status, pairwise, rubric};

@@ -3,6 +3,8 @@
 //! when they disagree). Only valid answers are cached.
 
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
 
 use serde_json::{Value as Json, json};
 
@@ -10,6 +12,7 @@ use super::cache;
 use super::client;
 use super::prompt::{self, Better, Mark, TrialData};
 use super::resolve::{Judge, resolve};
+use crate::record::ModelCall;
 use crate::spec::ModelSpec;
 use crate::util::digest::sha256_hex;
 
@@ -30,6 +33,46 @@ pub struct Conclusion {
     pub evidence: Json,
     /// A rubric's verdict per criterion, when the judge (or the panel) gave a valid one.
     pub marks: Option<Vec<Mark>>,
+    /// The model calls it made (none for answers read from the cache).
+    pub calls: Vec<JudgeCall>,
+}
+
+/// The judges' model calls made in a Lua state since they were last taken
+/// (its app data; see `trial::checks::take_judge_calls`).
+#[derive(Debug, Default)]
+pub struct JudgeCalls(pub Vec<JudgeCall>);
+
+/// A judge's model call, for the trial's trace (a `chat` span when exported).
+#[derive(Debug, Clone)]
+pub struct JudgeCall {
+    pub started: Instant,
+    /// `by` is "judge"; `started_ms` is left for the trial to set from `started`.
+    pub call: ModelCall,
+}
+
+impl JudgeCall {
+    /// The call as `meta` ([`client::Reply::meta`] or an error's) describes it.
+    fn of(judge: &Judge, started: Instant, meta: &Json, error: Option<&str>) -> JudgeCall {
+        let ep = &judge.endpoint;
+        let tokens = |k: &str| meta["usage"][k].as_u64().unwrap_or(0);
+        JudgeCall {
+            started,
+            call: ModelCall {
+                by: "judge".into(),
+                provider: ep.provider.as_str().to_string(),
+                api: Some(ep.chat_api()),
+                model: ep.model.clone(),
+                started_ms: 0.0,
+                latency_ms: meta["latency_ms"].as_f64().unwrap_or(0.0),
+                input_tokens: tokens("input_tokens"),
+                output_tokens: tokens("output_tokens"),
+                cost_usd: meta["cost_usd"].as_f64(),
+                finish_reason: None,
+                attempts: meta["attempts"].as_u64().unwrap_or(0) as u32,
+                error: error.map(str::to_string),
+            },
+        }
+    }
 }
 
 /// One judge's answer to one request (a rubric vote, or one order of a pair).
@@ -47,6 +90,7 @@ fn ask<T>(
     request: &client::Request,
     key: &str,
     cache_dir: &Path,
+    calls: &Mutex<Vec<JudgeCall>>,
     read: impl Fn(&Json) -> Result<T, String>,
 ) -> (Answer, Option<T>) {
     let id = judge.id();
@@ -55,7 +99,14 @@ fn ask<T>(
     {
         return (Answer { judge: id, cached: true, value: Ok(v), meta: json!({}) }, Some(t));
     }
-    match client::ask(judge, request) {
+    let started = Instant::now();
+    let asked = client::ask(judge, request);
+    let call = match &asked {
+        Err(e) => JudgeCall::of(judge, started, &e.meta, Some(&e.message)),
+        Ok(reply) => JudgeCall::of(judge, started, &reply.meta(), None),
+    };
+    calls.lock().unwrap_or_else(|p| p.into_inner()).push(call);
+    match asked {
         Err(e) => (Answer { judge: id, cached: false, value: Err(e.message), meta: e.meta }, None),
         Ok(reply) => {
             let meta = reply.meta();
@@ -102,9 +153,30 @@ pub fn rubric(
     data: &TrialData,
     cache_dir: &Path,
 ) -> Conclusion {
+    let calls = Mutex::new(Vec::new());
+    let mut c = rubric_with(criteria, models, panel, data, cache_dir, &calls);
+    c.calls = calls.into_inner().unwrap_or_else(|p| p.into_inner());
+    c
+}
+
+fn rubric_with(
+    criteria: &[String],
+    models: &[ModelSpec],
+    panel: bool,
+    data: &TrialData,
+    cache_dir: &Path,
+    calls: &Mutex<Vec<JudgeCall>>,
+) -> Conclusion {
     let judges = match resolve_all(models) {
         Ok(j) => j,
-        Err(why) => return Conclusion { status: Status::Skipped(why.clone()), evidence: json!(why), marks: None },
+        Err(why) => {
+            return Conclusion {
+                status: Status::Skipped(why.clone()),
+                evidence: json!(why),
+                marks: None,
+                calls: Vec::new(),
+            };
+        }
     };
     let prompt_hash = prompt::rubric_prompt_hash(criteria);
     let input_hash = data.hash();
@@ -119,7 +191,7 @@ pub fn rubric(
         };
         let seat = if panel { i.to_string() } else { "0".into() };
         let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, &seat);
-        ask(judge, &request, &key, cache_dir, |v| prompt::read_rubric(v, n))
+        ask(judge, &request, &key, cache_dir, calls, |v| prompt::read_rubric(v, n))
     };
     let results: Vec<(Answer, Option<prompt::RubricVerdict>)> = if judges.len() == 1 {
         vec![one(0, &judges[0])]
@@ -193,7 +265,7 @@ pub fn rubric(
         };
         evidence["verdict"] = json!("error");
         evidence["error"] = json!(msg);
-        return Conclusion { status: Status::Undecided(msg), evidence, marks: None };
+        return Conclusion { status: Status::Undecided(msg), evidence, marks: None, calls: Vec::new() };
     }
     let mut per = Vec::new();
     let mut marks = Vec::new();
@@ -234,7 +306,7 @@ pub fn rubric(
     if let Status::Undecided(m) = &status {
         evidence["error"] = json!(m);
     }
-    Conclusion { status, evidence, marks: Some(marks) }
+    Conclusion { status, evidence, marks: Some(marks), calls: Vec::new() }
 }
 
 fn e_none() -> String {
@@ -251,9 +323,31 @@ pub fn pairwise(
     b: &str,
     cache_dir: &Path,
 ) -> Conclusion {
+    let calls = Mutex::new(Vec::new());
+    let mut c = pairwise_with(question, models, pass, task, (a, b), cache_dir, &calls);
+    c.calls = calls.into_inner().unwrap_or_else(|p| p.into_inner());
+    c
+}
+
+fn pairwise_with(
+    question: &str,
+    models: &[ModelSpec],
+    pass: &str,
+    task: &str,
+    (a, b): (&str, &str),
+    cache_dir: &Path,
+    calls: &Mutex<Vec<JudgeCall>>,
+) -> Conclusion {
     let judges = match resolve_all(models) {
         Ok(j) => j,
-        Err(why) => return Conclusion { status: Status::Skipped(why.clone()), evidence: json!(why), marks: None },
+        Err(why) => {
+            return Conclusion {
+                status: Status::Skipped(why.clone()),
+                evidence: json!(why),
+                marks: None,
+                calls: Vec::new(),
+            };
+        }
     };
     let judge = &judges[0];
     let prompt_hash = prompt::pairwise_prompt_hash(question);
@@ -269,7 +363,7 @@ pub fn pairwise(
         };
         let input_hash = sha256_hex(json!([task, first, second]).to_string().as_bytes());
         let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, "0");
-        let (answer, better) = ask(judge, &request, &key, cache_dir, prompt::read_pairwise);
+        let (answer, better) = ask(judge, &request, &key, cache_dir, calls, prompt::read_pairwise);
         let winner = better.map(|b| match (b, label) {
             (Better::Tie, _) => "tie",
             (Better::First, "a,b") | (Better::Second, "b,a") => "a",
@@ -296,7 +390,7 @@ pub fn pairwise(
             let msg = format!("judge error: {e}");
             evidence["winner"] = json!(null);
             evidence["error"] = json!(msg);
-            return Conclusion { status: Status::Undecided(msg), evidence, marks: None };
+            return Conclusion { status: Status::Undecided(msg), evidence, marks: None, calls: Vec::new() };
         }
     };
     let winner = if w1 == w2 { w1 } else { "tie".to_string() };
@@ -305,5 +399,10 @@ pub fn pairwise(
     }
     let passed = winner == "a" || (winner == "tie" && pass == "a_or_tie");
     evidence["winner"] = json!(winner);
-    Conclusion { status: if passed { Status::Passed } else { Status::Failed }, evidence, marks: None }
+    Conclusion {
+        status: if passed { Status::Passed } else { Status::Failed },
+        evidence,
+        marks: None,
+        calls: Vec::new(),
+    }
 }

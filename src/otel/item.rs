@@ -400,6 +400,8 @@ pub fn read(spans: &[Span], adapted: &[Adapted]) -> Recorded {
                 tool_spans += 1;
                 r.readable = true;
             }
+            // evalua's own judge calls: not the agent's; grading asks the judges again.
+            Role::Llm if s.text("evalua.model_call.by").as_deref() == Some("judge") => {}
             Role::Llm => {
                 r.model_calls.push(model_call(s, base));
                 llm.push(s);

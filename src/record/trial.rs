@@ -395,7 +395,8 @@ impl FirstFailure {
                 at_ms: c.started_ms,
             })
         });
-        let chat = model_calls.iter().find(|m| m.error.is_some()).map(|m| FirstFailure {
+        // A judge's failed call is a grader error, not the trial going wrong.
+        let chat = model_calls.iter().find(|m| m.error.is_some() && m.by != "judge").map(|m| FirstFailure {
             kind: "chat".into(),
             name: format!("{} {}", m.provider, m.model).trim().to_string(),
             call: None,
@@ -497,7 +498,8 @@ impl ModelApi {
 /// One model call: who made it, its usage, cost and latency. Never a key.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ModelCall {
-    /// "agent" (a model agent), "user" (a simulated user) or "proxy" (a command agent's call through the model proxy).
+    /// "agent" (a model agent), "user" (a simulated user), "proxy" (a command
+    /// agent's call through the model proxy) or "judge" (a judge check's call).
     pub by: String,
     pub provider: String,
     /// The API called; absent in traces written before it was recorded (then a chat call).

@@ -40,6 +40,21 @@ pub fn failure_modes(results: &[CheckResult]) -> Vec<String> {
     results.iter().filter(|r| r.passed == Some(false)).filter_map(|r| r.monitor.clone()).collect()
 }
 
+/// The judges' model calls made since the last take, as `by = "judge"` model
+/// calls, their `started_ms` counted from `start` plus `offset_ms`.
+pub fn take_judge_calls(lua: &Lua, start: Instant, offset_ms: f64) -> Vec<crate::record::ModelCall> {
+    let calls = lua.remove_app_data::<crate::judge::JudgeCalls>().unwrap_or_default();
+    calls
+        .0
+        .into_iter()
+        .map(|j| {
+            let mut c = j.call;
+            c.started_ms = offset_ms + j.started.saturating_duration_since(start).as_secs_f64() * 1000.0;
+            c
+        })
+        .collect()
+}
+
 /// Run each check on `t`. A check that raises, hits a limit or returns
 /// something else than a verdict is a grader error; one that reached for
 /// state the trial does not have (`t.db` of a recorded trace) is not

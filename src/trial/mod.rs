@@ -793,6 +793,9 @@ fn grade(
         }
     };
     let monitors = checks::monitors_of(&trial.suite).unwrap_or_default();
+    let started = trial.state.borrow().started;
+    // Calls left by anything before (they belong to no trial).
+    checks::take_judge_calls(lua, started, 0.0);
     let monitor_results = checks::run_checks(lua, &monitors, &t);
     let modes = checks::failure_modes(&monitor_results);
     if let Err(e) = api::t::set_failure_modes(lua, &t, &modes) {
@@ -805,6 +808,8 @@ fn grade(
         .collect();
     let mut results = checks::run_checks(lua, &case_checks, &t);
     results.extend(monitor_results);
+    let judged = checks::take_judge_calls(lua, started, 0.0);
+    trial.state.borrow_mut().model_calls.extend(judged);
     release_db(&t, "db");
     release_db(&t, "initial");
     (results, has_monitors.then_some(modes))

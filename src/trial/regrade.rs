@@ -112,7 +112,8 @@ fn graded(
         messages: trace.messages,
         outbox: trace.outbox,
         usage: trace.usage,
-        model_calls: trace.model_calls,
+        // The judges are asked again: their earlier calls are not this grading's.
+        model_calls: trace.model_calls.into_iter().filter(|m| m.by != "judge").collect(),
         ..Journal::new()
     };
     let trial = match prepare(

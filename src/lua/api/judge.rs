@@ -59,6 +59,12 @@ fn blocking<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
 }
 
 fn conclude(lua: &Lua, c: judge::Conclusion) -> mlua::Result<MultiValue> {
+    // The calls go to the trial's trace, as `chat` spans when exported.
+    if !c.calls.is_empty() {
+        let mut calls = lua.remove_app_data::<judge::JudgeCalls>().unwrap_or_default();
+        calls.0.extend(c.calls);
+        lua.set_app_data(calls);
+    }
     let evidence = lua.to_value(&c.evidence)?;
     match c.status {
         Status::Passed => (true, evidence).into_lua_multi(lua),
