@@ -37,6 +37,21 @@ pub struct Conclusion {
     pub calls: Vec<JudgeCall>,
 }
 
+impl Conclusion {
+    /// No judge reachable by configuration: skipped, never passed.
+    fn skipped(why: String) -> Conclusion {
+        Conclusion { status: Status::Skipped(why.clone()), evidence: json!(why), marks: None, calls: Vec::new() }
+    }
+}
+
+/// Run `ask_all` with a place for the calls it makes, and put them in its conclusion.
+fn collecting_calls(ask_all: impl FnOnce(&Mutex<Vec<JudgeCall>>) -> Conclusion) -> Conclusion {
+    let calls = Mutex::new(Vec::new());
+    let mut c = ask_all(&calls);
+    c.calls = calls.into_inner().unwrap_or_else(|p| p.into_inner());
+    c
+}
+
 /// The judges' model calls made in a Lua state since they were last taken
 /// (its app data; see `trial::checks::take_judge_calls`).
 #[derive(Debug, Default)]
@@ -153,10 +168,7 @@ pub fn rubric(
     data: &TrialData,
     cache_dir: &Path,
 ) -> Conclusion {
-    let calls = Mutex::new(Vec::new());
-    let mut c = rubric_with(criteria, models, panel, data, cache_dir, &calls);
-    c.calls = calls.into_inner().unwrap_or_else(|p| p.into_inner());
-    c
+    collecting_calls(|calls| rubric_with(criteria, models, panel, data, cache_dir, calls))
 }
 
 fn rubric_with(
@@ -169,14 +181,7 @@ fn rubric_with(
 ) -> Conclusion {
     let judges = match resolve_all(models) {
         Ok(j) => j,
-        Err(why) => {
-            return Conclusion {
-                status: Status::Skipped(why.clone()),
-                evidence: json!(why),
-                marks: None,
-                calls: Vec::new(),
-            };
-        }
+        Err(why) => return Conclusion::skipped(why),
     };
     let prompt_hash = prompt::rubric_prompt_hash(criteria);
     let input_hash = data.hash();
@@ -323,10 +328,7 @@ pub fn pairwise(
     b: &str,
     cache_dir: &Path,
 ) -> Conclusion {
-    let calls = Mutex::new(Vec::new());
-    let mut c = pairwise_with(question, models, pass, task, (a, b), cache_dir, &calls);
-    c.calls = calls.into_inner().unwrap_or_else(|p| p.into_inner());
-    c
+    collecting_calls(|calls| pairwise_with(question, models, pass, task, (a, b), cache_dir, calls))
 }
 
 fn pairwise_with(
@@ -340,14 +342,7 @@ fn pairwise_with(
 ) -> Conclusion {
     let judges = match resolve_all(models) {
         Ok(j) => j,
-        Err(why) => {
-            return Conclusion {
-                status: Status::Skipped(why.clone()),
-                evidence: json!(why),
-                marks: None,
-                calls: Vec::new(),
-            };
-        }
+        Err(why) => return Conclusion::skipped(why),
     };
     let judge = &judges[0];
     let prompt_hash = prompt::pairwise_prompt_hash(question);
