@@ -140,12 +140,13 @@ enum Layout {
 // Records: the lines of a JSON-lines file, or the values of a document.
 
 /// A line reader that never holds more than [`MAX_RECORD_BYTES`] of a line
-/// and hashes every byte it reads.
+/// and, in the first pass, hashes every byte it reads.
 struct Lines {
     r: BufReader<File>,
     buf: Vec<u8>,
     line: usize,
-    hasher: Sha256,
+    /// None in the second pass: the first one hashed the file (for the manifest).
+    hasher: Option<Sha256>,
     bytes: u64,
 }
 
@@ -155,12 +156,12 @@ enum LineRead {
 }
 
 impl Lines {
-    fn open(p: &Path) -> std::io::Result<Lines> {
+    fn open(p: &Path, hash: bool) -> std::io::Result<Lines> {
         Ok(Lines {
             r: BufReader::with_capacity(1 << 20, File::open(p)?),
             buf: Vec::new(),
             line: 0,
-            hasher: Sha256::new(),
+            hasher: hash.then(Sha256::new),
             bytes: 0,
         })
     }
@@ -176,11 +177,13 @@ impl Lines {
                 break;
             }
             any = true;
-            let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            let (take, done) = match memchr::memchr(b'\n', chunk) {
                 Some(i) => (i + 1, true),
                 None => (chunk.len(), false),
             };
-            self.hasher.update(&chunk[..take]);
+            if let Some(h) = &mut self.hasher {
+                h.update(&chunk[..take]);
+            }
             self.bytes += take as u64;
             total += take as u64;
             if self.buf.len() < MAX_RECORD_BYTES + 2 {
@@ -211,7 +214,7 @@ impl Lines {
 /// non-blank line: a line that is a JSON object is JSON lines; otherwise the
 /// file is read as one JSON document (a pretty-printed request).
 fn sniff(p: &Path) -> std::io::Result<(Layout, Option<Shape>)> {
-    let mut lines = Lines::open(p)?;
+    let mut lines = Lines::open(p, false)?;
     while let Some(r) = lines.next_line()? {
         let LineRead::Line(_) = r else { return Ok((Layout::Lines, None)) };
         let text = String::from_utf8_lossy(&lines.buf);
@@ -247,17 +250,20 @@ fn shape_of(o: &serde_json::Map<String, Json>) -> Shape {
 
 /// Call `f(line, record)` for every record of a file; report the records
 /// that cannot even be cut out (too long, truncated, not JSON) to `warn`.
+/// Hand each record of `p` to `f`; returns the file's sha256 (empty unless
+/// `hash`) and size.
 fn for_each_record(
     p: &Path,
     display: &str,
     layout: Layout,
+    hash: bool,
     warn: &mut dyn FnMut(String),
     f: &mut dyn FnMut(usize, &[u8]) -> Result<()>,
 ) -> Result<(String, u64)> {
     let io = |e: std::io::Error| Error::Input(format!("{display}: cannot read: {e}"));
     match layout {
         Layout::Lines => {
-            let mut lines = Lines::open(p).map_err(io)?;
+            let mut lines = Lines::open(p, hash).map_err(io)?;
             while let Some(r) = lines.next_line().map_err(io)? {
                 match r {
                     LineRead::TooLong(n, size) => warn(format!(
@@ -276,7 +282,7 @@ fn for_each_record(
                     }
                 }
             }
-            Ok((const_hex::encode(lines.hasher.finalize()), lines.bytes))
+            Ok((lines.hasher.map(|h| const_hex::encode(h.finalize())).unwrap_or_default(), lines.bytes))
         }
         Layout::Document => {
             let size = std::fs::metadata(p).map_err(io)?.len();
@@ -289,7 +295,7 @@ fn for_each_record(
             }
             let mut bytes = Vec::with_capacity(size as usize);
             File::open(p).and_then(|mut fh| fh.read_to_end(&mut bytes)).map_err(io)?;
-            let sha = const_hex::encode(Sha256::digest(&bytes));
+            let sha = if hash { const_hex::encode(Sha256::digest(&bytes)) } else { String::new() };
             let line_at = |off: usize| bytes[..off].iter().filter(|&&b| b == b'\n').count() + 1;
             let mut stream = serde_json::Deserializer::from_slice(&bytes).into_iter::<IgnoredAny>();
             loop {
@@ -569,7 +575,7 @@ pub fn read(
                 let mut per_file_shape = shape;
                 let pending = std::cell::RefCell::new(Vec::new());
                 let mut cut = |m: String| pending.borrow_mut().push(m);
-                let (sha, bytes) = for_each_record(p, &display, layout, &mut cut, &mut |line, rec| {
+                let (sha, bytes) = for_each_record(p, &display, layout, true, &mut cut, &mut |line, rec| {
                     let i = rec_no;
                     rec_no += 1;
                     let sh = match per_file_shape {
@@ -693,7 +699,7 @@ pub fn read(
                 let mut spans_read = 0u64;
                 let mut items_done = 0u64;
                 let mut noop = |_: String| {};
-                for_each_record(p, &info.display, info.layout, &mut noop, &mut |line, rec| {
+                for_each_record(p, &info.display, info.layout, false, &mut noop, &mut |line, rec| {
                     let i = rec_no;
                     rec_no += 1;
                     if info.bad.contains(&i) {
