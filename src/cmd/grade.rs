@@ -18,14 +18,13 @@ use crate::error::{Error, Result};
 use crate::grade::{self, Done};
 use crate::lua::load;
 use crate::otel::read::{self, Item};
-use crate::record::manifest::{CaseEntry, FileHash, GateEntry, Machine, RunKind, SuiteEntry};
+use crate::record::manifest::{CaseEntry, GateEntry, Machine, RunKind};
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::record::{Manifest, Trace, TrialRecord};
 use crate::report;
-use crate::run::manifest::grader_hash_of;
+use crate::run::manifest::{grader_hash_of, suite_identity};
 use crate::spec::Suite;
 use crate::stats::{CaseInfo, rundata};
-use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
 
 pub struct GradeArgs {
@@ -48,6 +47,7 @@ enum Msg {
 }
 
 fn manifest(suite: &Suite, run_id: &str, argv: &[String], jobs: usize) -> Manifest {
+    let (entry, sources, tool_contract_sha256) = suite_identity(suite);
     Manifest {
         kind: RunKind::Graded,
         datasets: Default::default(),
@@ -56,22 +56,10 @@ fn manifest(suite: &Suite, run_id: &str, argv: &[String], jobs: usize) -> Manife
         run_id: run_id.to_string(),
         started_at: jiff::Timestamp::now().to_string(),
         command: argv.to_vec(),
-        suite: SuiteEntry {
-            name: suite.name.clone(),
-            version: suite.version.clone(),
-            path: display_path(&suite.path),
-            sha256: std::fs::read(&suite.path).map(|b| sha256_hex(&b)).unwrap_or_default(),
-            schema: None,
-            db: None,
-        },
-        sources: suite
-            .sources
-            .all()
-            .iter()
-            .map(|s| FileHash { path: s.display.clone(), sha256: Some(s.sha256.clone()), error: None })
-            .collect(),
+        suite: entry,
+        sources,
         grader_sha256: grader_hash_of(suite),
-        tool_contract_sha256: sha256_hex(serde_json::to_string(&suite.tools).unwrap_or_default().as_bytes()),
+        tool_contract_sha256,
         agent: serde_json::Value::Null,
         judges: crate::judge::manifest(suite),
         cases: Vec::new(),

@@ -30,6 +30,28 @@ pub fn grader_hash(plan: &Plan) -> String {
     grader_hash_of(&plan.suite)
 }
 
+/// What identifies the suite in any manifest (a run's or a grade's): its
+/// entry (without a sandbox's schema and database), its source files and its
+/// tool contract's hash.
+pub fn suite_identity(suite: &crate::spec::Suite) -> (SuiteEntry, Vec<FileHash>, String) {
+    let entry = SuiteEntry {
+        name: suite.name.clone(),
+        version: suite.version.clone(),
+        path: display_path(&suite.path),
+        sha256: fs::read(&suite.path).map(|b| sha256_hex(&b)).unwrap_or_default(),
+        schema: None,
+        db: None,
+    };
+    let sources = suite
+        .sources
+        .all()
+        .iter()
+        .map(|s| FileHash { path: s.display.clone(), sha256: Some(s.sha256.clone()), error: None })
+        .collect();
+    let tools = sha256_hex(serde_json::to_string(&suite.tools).unwrap_or_default().as_bytes());
+    (entry, sources, tools)
+}
+
 /// [`grader_hash`] of a suite.
 pub fn grader_hash_of(suite: &crate::spec::Suite) -> String {
     sha256_hex(
@@ -150,29 +172,18 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         })
         .collect();
     let agent = suite.agent.as_ref().map(|a| agent_entry(a, &suite.dir));
+    let (entry, sources, tool_contract_sha256) = suite_identity(suite);
     Manifest {
         evalua_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id: run_id.to_string(),
         kind: RunKind::Run,
         started_at: jiff::Timestamp::now().to_string(),
         command: argv.to_vec(),
-        suite: SuiteEntry {
-            name: suite.name.clone(),
-            version: suite.version.clone(),
-            path: display_path(&suite.path),
-            sha256: fs::read(&suite.path).map(|b| sha256_hex(&b)).unwrap_or_default(),
-            schema: suite.schema.as_deref().map(file_hash),
-            db: plan.db.manifest_entry(),
-        },
-        sources: suite
-            .sources
-            .all()
-            .iter()
-            .map(|s| FileHash { path: s.display.clone(), sha256: Some(s.sha256.clone()), error: None })
-            .collect(),
+        suite: SuiteEntry { schema: suite.schema.as_deref().map(file_hash), db: plan.db.manifest_entry(), ..entry },
+        sources,
         datasets: datasets(plan),
         grader_sha256: grader_hash(plan),
-        tool_contract_sha256: sha256_hex(serde_json::to_string(&suite.tools).unwrap_or_default().as_bytes()),
+        tool_contract_sha256,
         agent: agent.unwrap_or(Json::Null),
         judges: crate::judge::manifest(suite),
         cases,
