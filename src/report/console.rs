@@ -145,10 +145,7 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
         let _ = writeln!(out, "monitors (failure modes; violations / trials, 95% Wilson interval):");
         let width = summary.monitors.keys().map(|k| k.len()).max().unwrap_or(0);
         for (name, m) in &summary.monitors {
-            let iv = match (m.low, m.high) {
-                (Some(l), Some(h)) => format!(" [{}, {}]", pct(Some(l)), pct(Some(h))),
-                _ => String::new(),
-            };
+            let iv = super::text::bounds_text(m.low, m.high, pct).map(|b| format!(" {b}")).unwrap_or_default();
             let _ = writeln!(out, "  {name:<width$}  {} / {}  {}{iv}", m.violations, m.n, pct(m.rate));
         }
     }

@@ -13,7 +13,8 @@ use std::fmt::Write;
 use serde_json::{Value as Json, json};
 
 use super::text::{
-    by_case, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max, safety_rows, truncate,
+    bounds_text, by_case, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max, safety_rows,
+    truncate,
 };
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
@@ -328,10 +329,7 @@ pub fn overview(run: &RunData) -> String {
     if !s.monitors.is_empty() {
         o.push_str("<h2>Monitors</h2><p class=meta>Failure modes: trials that failed each monitor, with a 95% Wilson interval.</p><table class=monitors><tr><th>monitor</th><th>violations</th><th>trials</th><th>rate</th><th>95% interval</th></tr>");
         for (name, m) in &s.monitors {
-            let iv = match (m.low, m.high) {
-                (Some(l), Some(h)) => format!("[{}, {}]", fmt_value(Some(l), true), fmt_value(Some(h), true)),
-                _ => "–".into(),
-            };
+            let iv = bounds_text(m.low, m.high, |v| fmt_value(v, true)).unwrap_or_else(|| "–".into());
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -348,10 +346,9 @@ pub fn overview(run: &RunData) -> String {
         o.push_str("<h2>Tools</h2><table class=tools><tr><th>tool</th><th>calls</th><th>errors</th><th>error rate (95% interval)</th><th>refused</th><th>latency p50</th><th>p95</th></tr>");
         let ms = |v: Option<f64>| v.map(|v| format!("{v:.1} ms")).unwrap_or("–".into());
         for (name, t) in &s.tools {
-            let iv = match (t.error_low, t.error_high) {
-                (Some(l), Some(h)) => format!(" [{}, {}]", fmt_value(Some(l), true), fmt_value(Some(h), true)),
-                _ => String::new(),
-            };
+            let iv = bounds_text(t.error_low, t.error_high, |v| fmt_value(v, true))
+                .map(|b| format!(" {b}"))
+                .unwrap_or_default();
             let _ = write!(
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

@@ -6,8 +6,8 @@
 use std::fmt::Write;
 
 use super::text::{
-    by_case, evidence_text, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max, safety_rows,
-    worst_first,
+    bounds_text, by_case, evidence_text, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max,
+    safety_rows, worst_first,
 };
 use crate::record::{Outcome, Verdict};
 use crate::stats::{RunData, plural};
@@ -96,10 +96,7 @@ pub fn render(run: &RunData) -> String {
         let _ = writeln!(o, "Failure modes: trials that failed each monitor, with a 95% Wilson interval.\n");
         let _ = writeln!(o, "| monitor | violations | trials | rate | 95% interval |\n|---|---|---|---|---|");
         for (name, m) in &s.monitors {
-            let iv = match (m.low, m.high) {
-                (Some(l), Some(h)) => format!("[{}, {}]", fmt_value(Some(l), true), fmt_value(Some(h), true)),
-                _ => "–".into(),
-            };
+            let iv = bounds_text(m.low, m.high, |v| fmt_value(v, true)).unwrap_or_else(|| "–".into());
             let _ = writeln!(o, "| {} | {} | {} | {} | {iv} |", cell(name), m.violations, m.n, fmt_value(m.rate, true));
         }
         let _ = writeln!(o);

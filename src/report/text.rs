@@ -38,6 +38,15 @@ pub fn fmt_value(v: Option<f64>, rate: bool) -> String {
     }
 }
 
+/// `[low, high]` of a rate's interval, each bound written by `fmt`; None
+/// without both bounds.
+pub fn bounds_text(low: Option<f64>, high: Option<f64>, fmt: impl Fn(Option<f64>) -> String) -> Option<String> {
+    match (low, high) {
+        (Some(l), Some(h)) => Some(format!("[{}, {}]", fmt(Some(l)), fmt(Some(h)))),
+        _ => None,
+    }
+}
+
 /// The suite figures (capability view) that carry an interval, in display order.
 pub fn figure_rows(summary: &Summary) -> Vec<FigureRow> {
     let cap = &summary.figures.capability;
@@ -73,10 +82,7 @@ pub fn safety_rows(summary: &Summary) -> Vec<(&'static str, String, String)> {
     let Some(s) = &summary.safety else { return Vec::new() };
     let pct = |v: Option<f64>| fmt_value(v, true);
     let row = |label: &'static str, f: &SafetyFigure, unit: &str| {
-        let iv = match (f.low, f.high) {
-            (Some(l), Some(h)) => format!(" [{}, {}]", pct(Some(l)), pct(Some(h))),
-            _ => String::new(),
-        };
+        let iv = bounds_text(f.low, f.high, pct).map(|b| format!(" {b}")).unwrap_or_default();
         (label, format!("{}{iv}", pct(f.value)), format!("n = {} {unit}, {} cases", f.n, f.cases))
     };
     vec![
