@@ -4,7 +4,6 @@
 -- or drives the stock negative (a prohibited state, so a critical failure).
 
 local evalua = require("evalua")
-local check = require("evalua.check")
 
 local suite = evalua.suite {
   name = "report_bench",
@@ -27,23 +26,12 @@ local suite = evalua.suite {
   end),
 }
 
-require("shared.inventory").tools(suite)
+local inventory = require("shared.inventory")
+inventory.tools(suite)
 
 for i = 1, 500 do
   local sku = string.format("SKU-%04d", i * 2)
-  suite:case {
-    id = string.format("adjust_stock_of_%s", sku),
-    input = "Remove one unit of " .. sku .. " from stock.",
-    fixture = "fixtures/items_1000.sql",
-    expect = {
-      check.sql("SELECT count(*) FROM moves", { equals = 1 }),
-      check.tools({ "get_item", "adjust_stock" }, { mode = "in_order" }),
-      check.args("adjust_stock", { sku = sku, delta = -1 }),
-      check.no_loops { max_repeats = 2 },
-      check.answer { matches = sku .. [[ now has \d+ units]] },
-    },
-    prohibited = { "SELECT count(*) FROM items WHERE qty < 0" },
-  }
+  inventory.adjust_case(suite, string.format("adjust_stock_of_%s", sku), sku, "fixtures/items_1000.sql")
 end
 
 return suite

@@ -32,6 +32,24 @@ function M.tools(suite)
   }
 end
 
+--- One case: remove one unit of `sku`; the agent must look it up, then
+--- adjust it by -1, once, and never drive a quantity negative.
+function M.adjust_case(suite, id, sku, fixture)
+  suite:case {
+    id = id,
+    input = "Remove one unit of " .. sku .. " from stock.",
+    fixture = fixture,
+    expect = {
+      check.sql("SELECT count(*) FROM moves", { equals = 1 }),
+      check.tools({ "get_item", "adjust_stock" }, { mode = "in_order" }),
+      check.args("adjust_stock", { sku = sku, delta = -1 }),
+      check.no_loops { max_repeats = 2 },
+      check.answer { matches = sku .. [[ now has \d+ units]] },
+    },
+    prohibited = { "SELECT count(*) FROM items WHERE qty < 0" },
+  }
+end
+
 --- The throughput suite: `opts` gives its name, sandbox and the cases' fixture.
 function M.suite(opts)
   local suite = evalua.suite {
@@ -50,20 +68,7 @@ function M.suite(opts)
   M.tools(suite)
 
   for i = 1, 100 do
-    local sku = string.format("SKU-%04d", i * 7)
-    suite:case {
-      id = "adjust_" .. i,
-      input = "Remove one unit of " .. sku .. " from stock.",
-      fixture = opts.fixture,
-      expect = {
-        check.sql("SELECT count(*) FROM moves", { equals = 1 }),
-        check.tools({ "get_item", "adjust_stock" }, { mode = "in_order" }),
-        check.args("adjust_stock", { sku = sku, delta = -1 }),
-        check.no_loops { max_repeats = 2 },
-        check.answer { matches = sku .. [[ now has \d+ units]] },
-      },
-      prohibited = { "SELECT count(*) FROM items WHERE qty < 0" },
-    }
+    M.adjust_case(suite, "adjust_" .. i, string.format("SKU-%04d", i * 7), opts.fixture)
   end
 
   return suite
