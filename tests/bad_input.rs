@@ -63,6 +63,17 @@ fn unknown_key_in_a_case() {
 }
 
 #[test]
+fn a_bad_suite_returned_in_a_tail_call_still_names_its_line() {
+    // `return evalua.suite { ... }` is a tail call: Lua drops the caller's
+    // frame, and the error once said only "evalua.suite: unknown key ...".
+    let dir = project(&[(
+        "bad.lua",
+        "local evalua = require('evalua')\nreturn evalua.suite { name = 'x',\n  nonsense = 1 }\n",
+    )]);
+    check_and_run(&dir, "bad.lua:2: evalua.suite: unknown key 'nonsense'");
+}
+
+#[test]
 fn unknown_gate_is_an_error_not_ignored() {
     let dir = project(&[(
         "bad.lua",

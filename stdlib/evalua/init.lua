@@ -676,7 +676,9 @@ local function check_agent(what, agent, level)
 end
 
 --- Declare a suite.
-function M.suite(spec)
+-- Called through host.located, like grader_tests: `return evalua.suite { ... }`
+-- (a tail call) still names the suite's line in its errors.
+local function suite(where, spec)
   check_keys("evalua.suite", spec, SUITE_KEYS, 2)
   if type(spec.name) ~= "string" or spec.name == "" then
     fail(2, "evalua.suite: 'name' is required (a non-empty string)")
@@ -788,10 +790,11 @@ function M.suite(spec)
     _monitor_index = monitor_index,
     trace_adapter = spec.trace_adapter,
     match = spec.match,
-    _where = host.caller(2),
+    _where = where,
   }, SuiteMeta)
   return s
 end
+M.suite = host.located(suite)
 
 --- Declare a tool the agent may request.
 function Suite:tool(spec)
