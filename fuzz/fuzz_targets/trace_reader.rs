@@ -11,8 +11,15 @@ fuzz_target!(|data: &[u8]| {
     let path = dir.path().join("traces.json");
     std::fs::write(&path, data).expect("write the input");
     let mut items = 0usize;
-    let _ = read(&[Input::File(path)], &mut |_warning| {}, &mut |_item| {
-        items += 1;
-        Ok(())
-    });
+    // A panic while parsing a record is caught and said as a warning: the
+    // fuzzer must see it as the crash it is.
+    let _ = read(
+        &[Input::File(path)],
+        2,
+        &mut |warning| assert!(!warning.contains("internal error in evalua"), "{warning}"),
+        &mut |_item| {
+            items += 1;
+            Ok(())
+        },
+    );
 });

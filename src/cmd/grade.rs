@@ -148,7 +148,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
                     next += 1;
                     Ok(())
                 };
-                read::read(inputs, &mut warn, &mut emit)
+                read::read(inputs, jobs, &mut warn, &mut emit)
             })
         };
         // Graders.
@@ -301,7 +301,9 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
         return Err(Error::Input(format!("{}: no item could be graded (see the warnings above)", inputs.join(", "))));
     }
 
-    // The figures, from the run dir as written (the same as `evalua report` computes).
+    // The figures, from the run dir as written (the same as `evalua report`
+    // computes); what grading kept per case is not needed any more.
+    drop((man, infos, case_index, trials_per_case));
     let data = rundata::load(&dir.path)?;
     dir.write_json("summary.json", &data.summary_file())?;
     print!("{}", report::console(&suite.name, &data.summary, &data.gates, &dir.path.display().to_string()));

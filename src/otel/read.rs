@@ -16,10 +16,11 @@
 //! gets a warning naming the file (and line or trace id), and reading goes on.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, mpsc};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use serde::Deserialize;
@@ -335,6 +336,145 @@ fn for_each_record(
     }
 }
 
+/// What the parsing threads hand back for one record, in file order.
+enum Parsed<T> {
+    Record(usize, T),
+    /// A record that could not even be cut out (too long, not JSON): its warning.
+    Cut(String),
+    /// Parsing this record (at this line) panicked: a bug in evalua, said as a warning.
+    Panicked(usize),
+}
+
+enum Cut {
+    Record(usize, Vec<u8>),
+    Warn(String),
+}
+
+/// As [`for_each_record`], but `parse` runs on `workers` threads while the
+/// file is still being read (and hashed), and `consume` gets the results in
+/// file order on the calling thread. Parsing the JSON is most of the cost of
+/// reading a trace file; on one thread it kept the graders waiting. Records
+/// travel in chunks of about a MiB, and at most `4 × workers` chunks are in
+/// flight (read, parsed or waiting for their turn), so memory stays bounded.
+fn par_records<T: Send>(
+    p: &Path,
+    display: &str,
+    layout: Layout,
+    hash: bool,
+    workers: usize,
+    parse: &(dyn Fn(&[u8]) -> T + Sync),
+    consume: &mut dyn FnMut(Parsed<T>) -> Result<()>,
+) -> Result<(String, u64)> {
+    const CHUNK_BYTES: usize = 1 << 20;
+    const CHUNK_RECORDS: usize = 256;
+    let workers = workers.max(1);
+    let in_flight = workers * 4;
+    let stopped = || Error::Environment("reading traces: the parsing threads stopped".into());
+    // A permit per chunk in flight: the reader takes one before it sends
+    // a chunk, and gets it back when the chunk has been consumed.
+    let (permit_tx, permit_rx) = mpsc::sync_channel::<()>(in_flight);
+    for _ in 0..in_flight {
+        let _ = permit_tx.try_send(());
+    }
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<Cut>)>(in_flight);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Parsed<T>>)>();
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> Result<(String, u64)> {
+            let chunk = std::cell::RefCell::new((Vec::<Cut>::new(), 0usize));
+            let mut seq = 0usize;
+            let mut flush = |force: bool| -> Result<()> {
+                let mut c = chunk.borrow_mut();
+                if c.0.is_empty() || (!force && c.0.len() < CHUNK_RECORDS && c.1 < CHUNK_BYTES) {
+                    return Ok(());
+                }
+                let list = std::mem::take(&mut c.0);
+                c.1 = 0;
+                permit_rx.recv().map_err(|_| stopped())?;
+                work_tx.send((seq, list)).map_err(|_| stopped())?;
+                seq += 1;
+                Ok(())
+            };
+            let mut warn = |w: String| chunk.borrow_mut().0.push(Cut::Warn(w));
+            let out = for_each_record(p, display, layout, hash, &mut warn, &mut |line, rec| {
+                {
+                    let mut c = chunk.borrow_mut();
+                    c.0.push(Cut::Record(line, rec.to_vec()));
+                    c.1 += rec.len();
+                }
+                flush(false)
+            })?;
+            flush(true)?;
+            Ok(out)
+        });
+        for _ in 0..workers {
+            let (rx, tx) = (&work_rx, done_tx.clone());
+            scope.spawn(move || {
+                loop {
+                    let next = rx.lock().map(|r| r.recv());
+                    let Ok(Ok((seq, list))) = next else { break };
+                    let parsed = list
+                        .into_iter()
+                        .map(|c| match c {
+                            Cut::Warn(w) => Parsed::Cut(w),
+                            Cut::Record(line, rec) => {
+                                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parse(&rec))) {
+                                    Ok(t) => Parsed::Record(line, t),
+                                    Err(_) => Parsed::Panicked(line),
+                                }
+                            }
+                        })
+                        .collect();
+                    if tx.send((seq, parsed)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+
+        let mut waiting: BTreeMap<usize, Vec<Parsed<T>>> = BTreeMap::new();
+        let mut next = 0usize;
+        let mut failure = None;
+        'recv: for (seq, list) in &done_rx {
+            waiting.insert(seq, list);
+            while let Some(list) = waiting.remove(&next) {
+                next += 1;
+                for item in list {
+                    if let Err(e) = consume(item) {
+                        failure = Some(e);
+                        break 'recv;
+                    }
+                }
+                let _ = permit_tx.try_send(());
+            }
+        }
+        // On a failure the reader, waiting for a permit, and the parsers,
+        // sending into a closed channel, stop.
+        drop(permit_tx);
+        drop(done_rx);
+        let read = reader.join().unwrap_or_else(|_| Err(Error::Environment("reading traces: internal error".into())));
+        match failure {
+            Some(e) => Err(e),
+            None => read,
+        }
+    })
+}
+
+/// The shape of a file's first record, for files whose first line did not say.
+fn first_record_shape(p: &Path, display: &str, layout: Layout) -> Shape {
+    let mut shape = None;
+    let mut ignore = |_: String| {};
+    let _ = for_each_record(p, display, layout, false, &mut ignore, &mut |_, rec| {
+        shape = Some(match serde_json::from_slice::<Json>(rec) {
+            Ok(Json::Object(o)) => shape_of(&o),
+            _ => Shape::Otlp,
+        });
+        Err(Error::Input(String::new())) // stop at the first record
+    });
+    shape.unwrap_or(Shape::Otlp)
+}
+
 // ---------------------------------------------------------------------------
 // Pass 1: the index (ids and grouping attributes only).
 
@@ -547,9 +687,11 @@ struct FileInfo {
 
 /// Read every input and hand each item to `emit` as soon as it is complete,
 /// in the order items complete; warnings go to `warn`. Returns what was read
-/// from each input (for the manifest).
+/// from each input (for the manifest). Records are parsed on `workers`
+/// threads (see [`par_records`]).
 pub fn read(
     inputs: &[Input],
+    workers: usize,
     warn: &mut dyn FnMut(String),
     emit: &mut dyn FnMut(Item) -> Result<()>,
 ) -> Result<Vec<TraceInput>> {
@@ -568,28 +710,25 @@ pub fn read(
                 files.push(None);
             }
             Input::File(p) => {
-                let (layout, mut shape) = sniff(p).map_err(|e| Error::Input(format!("{display}: cannot read: {e}")))?;
+                let (layout, shape) = sniff(p).map_err(|e| Error::Input(format!("{display}: cannot read: {e}")))?;
+                let sh = shape.unwrap_or_else(|| first_record_shape(p, &display, layout));
+                let shape = Some(sh);
                 let mut bad = HashSet::new();
                 let mut rec_no = 0usize;
                 let mut spans = 0u64;
-                let mut per_file_shape = shape;
-                let pending = std::cell::RefCell::new(Vec::new());
-                let mut cut = |m: String| pending.borrow_mut().push(m);
-                let (sha, bytes) = for_each_record(p, &display, layout, true, &mut cut, &mut |line, rec| {
+                let index = |rec: &[u8]| index_record(sh, rec);
+                let (sha, bytes) = par_records(p, &display, layout, true, workers, &index, &mut |parsed| {
+                    let (line, indexed) = match parsed {
+                        Parsed::Record(line, r) => (line, r),
+                        Parsed::Cut(w) => {
+                            warn(w);
+                            return Ok(());
+                        }
+                        Parsed::Panicked(line) => (line, Err("internal error in evalua while reading it".into())),
+                    };
                     let i = rec_no;
                     rec_no += 1;
-                    let sh = match per_file_shape {
-                        Some(s) => s,
-                        None => {
-                            let s = match serde_json::from_slice::<Json>(rec) {
-                                Ok(Json::Object(o)) => shape_of(&o),
-                                _ => Shape::Otlp,
-                            };
-                            per_file_shape = Some(s);
-                            s
-                        }
-                    };
-                    match index_record(sh, rec) {
+                    match indexed {
                         Ok(list) => {
                             for (trace, conv) in list {
                                 spans += 1;
@@ -607,17 +746,11 @@ pub fn read(
                         Err(e) => {
                             bad.insert(i);
                             let e = if e.contains("EOF") { format!("truncated record ({e})") } else { e };
-                            pending
-                                .borrow_mut()
-                                .push(format!("{display}:{line}: not readable as {}: {e}", shape_name(sh)));
+                            warn(format!("{display}:{line}: not readable as {}: {e}", shape_name(sh)));
                         }
                     }
                     Ok(())
                 })?;
-                shape = per_file_shape;
-                for m in pending.take() {
-                    warn(m);
-                }
                 if bytes == 0 {
                     warn(format!("{display}: empty file: no spans"));
                 } else if spans == 0 && rec_no > bad.len() {
@@ -698,14 +831,22 @@ pub fn read(
                 let mut rec_no = 0usize;
                 let mut spans_read = 0u64;
                 let mut items_done = 0u64;
-                let mut noop = |_: String| {};
-                for_each_record(p, &info.display, info.layout, false, &mut noop, &mut |line, rec| {
+                let bad = &info.bad;
+                // Records pass 1 could not index are not parsed again.
+                let parse = |rec: &[u8]| parse_record(shape, rec);
+                par_records(p, &info.display, info.layout, false, workers, &parse, &mut |parsed| {
+                    let (line, result) = match parsed {
+                        Parsed::Record(line, r) => (line, r),
+                        // Said in pass 1.
+                        Parsed::Cut(_) => return Ok(()),
+                        Parsed::Panicked(line) => (line, Err("internal error in evalua while reading it".into())),
+                    };
                     let i = rec_no;
                     rec_no += 1;
-                    if info.bad.contains(&i) {
+                    if bad.contains(&i) {
                         return Ok(());
                     }
-                    match parse_record(shape, rec) {
+                    match result {
                         Ok(spans) => {
                             for s in spans {
                                 spans_read += 1;

@@ -90,15 +90,24 @@ pub fn new_run_id() -> String {
 /// exists as a whole in memory (a `serde_json::Value` of it took ~3.5 KB a
 /// case), and a reader never sees half a file.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    write_streamed(path, |w| {
+        serde_json::to_writer_pretty(w, value)
+            .map_err(|e| Error::Environment(format!("{}: cannot write: {e}", path.display())))
+    })
+}
+
+/// Write a run-dir file as `fill` produces it: streamed into a temp file
+/// beside `path` (0644, as fs::write makes it) and renamed over it, so the
+/// whole text is never held in memory and a reader never sees half a file.
+pub fn write_streamed(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
     let env = |e: &dyn std::fmt::Display| Error::Environment(format!("{}: cannot write: {e}", path.display()));
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    // 0644 as fs::write gives (a temp file is 0600 by default).
     let tmp = tempfile::Builder::new()
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(|e| env(&e))?;
-    let mut w = std::io::BufWriter::new(tmp);
-    serde_json::to_writer_pretty(&mut w, value).map_err(|e| env(&e))?;
+    let mut w = std::io::BufWriter::with_capacity(256 << 10, tmp);
+    fill(&mut w)?;
     let tmp = w.into_inner().map_err(|e| env(&e.into_error()))?;
     tmp.persist(path).map_err(|e| env(&e.error))?;
     Ok(())
@@ -453,15 +462,48 @@ impl RunDir {
 
     /// The record whose line starts at byte `offset` and is `len` bytes long.
     pub fn record_at(&self, offset: u64, len: usize) -> Result<TrialRecord> {
-        use std::io::{Read, Seek, SeekFrom};
+        self.record_file()?.read(offset, len)
+    }
+
+    /// trials.jsonl opened once, to read many records again by their place.
+    pub fn record_file(&self) -> Result<RecordFile> {
         let path = self.file("trials.jsonl");
-        let mut file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
-        let mut buf = vec![0; len];
-        file.seek(SeekFrom::Start(offset))
-            .and_then(|_| file.read_exact(&mut buf))
-            .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
-        serde_json::from_slice(&buf)
-            .map_err(|e| Error::Input(format!("{} (byte {offset}): not a trial record: {e}", path.display())))
+        let file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        Ok(RecordFile { path, file: std::cell::RefCell::new(file), buf: Default::default() })
+    }
+
+    /// As [`records`](Self::records), with where each line lies (for
+    /// [`record_at`](Self::record_at) to read it again later).
+    pub fn records_at(&self) -> Result<impl Iterator<Item = Result<RecordAt>> + use<>> {
+        let path = self.file("trials.jsonl");
+        let file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+        let mut reader = BufReader::new(file);
+        let (mut offset, mut line, mut buf) = (0u64, 0usize, Vec::new());
+        Ok(std::iter::from_fn(move || {
+            loop {
+                buf.clear();
+                let n = match reader.read_until(b'\n', &mut buf) {
+                    Ok(0) => return None,
+                    Ok(n) => n,
+                    Err(e) => return Some(Err(Error::Input(format!("{}:{}: {e}", path.display(), line + 1)))),
+                };
+                let start = offset;
+                offset += n as u64;
+                line += 1;
+                let mut text = &buf[..];
+                while let [rest @ .., b'\n' | b'\r'] = text {
+                    text = rest;
+                }
+                if text.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return Some(
+                    serde_json::from_slice::<TrialRecord>(text)
+                        .map(|record| RecordAt { offset: start, len: text.len(), line, text: text.to_vec(), record })
+                        .map_err(|e| Error::Input(format!("{}:{line}: not a trial record: {e}", path.display()))),
+                );
+            }
+        }))
     }
 
     /// Stream trials.jsonl: each record with its line number, or the error
@@ -531,6 +573,28 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
         return Ok(());
     }
     fs::copy(from, to).map(|_| ())
+}
+
+/// trials.jsonl, open to read records again by their place ([`RecordAt`]'s
+/// offset and length): see [`RunDir::record_file`].
+pub struct RecordFile {
+    path: PathBuf,
+    file: std::cell::RefCell<File>,
+    buf: std::cell::RefCell<Vec<u8>>,
+}
+
+impl RecordFile {
+    /// The record whose line starts at byte `offset` and is `len` bytes long.
+    pub fn read(&self, offset: u64, len: usize) -> Result<TrialRecord> {
+        use std::io::{Read, Seek, SeekFrom};
+        let (mut file, mut buf) = (self.file.borrow_mut(), self.buf.borrow_mut());
+        buf.resize(len, 0);
+        file.seek(SeekFrom::Start(offset))
+            .and_then(|_| file.read_exact(&mut buf))
+            .map_err(|e| Error::Input(format!("{}: {e}", self.path.display())))?;
+        serde_json::from_slice(&buf)
+            .map_err(|e| Error::Input(format!("{} (byte {offset}): not a trial record: {e}", self.path.display())))
+    }
 }
 
 /// One record of trials.jsonl and where its line lies.

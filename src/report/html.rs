@@ -13,11 +13,12 @@ use std::fmt::Write;
 use serde_json::{Value as Json, json};
 
 use super::text::{
-    bounds_text, by_case, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max, safety_rows,
-    truncate,
+    bounds_text, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max, safety_rows, truncate,
 };
+use crate::error::Result;
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
+use crate::stats::rundata::FailedAt;
 use crate::stats::{K, RunData, Summary, plural};
 
 /// Embedded trajectories above this total are cut harder.
@@ -368,10 +369,11 @@ pub fn overview(run: &RunData) -> String {
     o
 }
 
-pub fn render(run: &RunData) -> String {
+/// Write report.html into `o`, reading the failing trials' records back from the run dir.
+pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
     let s = &run.summary;
     let f = &s.figures;
-    let all = by_case(run);
+    let failed = run.failed()?;
     // Grid data: [id, n, accepted, outcomes by trial ("afcgi" codes), trial numbers if not 1..].
     let cases: Vec<Json> = s
         .cases
@@ -388,8 +390,7 @@ pub fn render(run: &RunData) -> String {
         .collect();
     // Embed at most MAX_EMBEDDED trajectories, spread over the cases (every case's
     // first failing trials before anyone's later ones).
-    let mut failing: Vec<&TrialRecord> =
-        all.iter().flatten().copied().filter(|r| r.outcome != Outcome::Accepted).collect();
+    let mut failing: Vec<&FailedAt> = (0..s.cases.len()).flat_map(|i| failed.places(i)).collect();
     let omitted = failing.len().saturating_sub(MAX_EMBEDDED);
     if omitted > 0 {
         failing.sort_by_key(|r| r.trial);
@@ -398,27 +399,31 @@ pub fn render(run: &RunData) -> String {
     // The trajectories as one JSON object, written as they are built: with
     // texts cut at 1,200 characters, or at 160 once that passes the budget.
     // (Building them as one JSON value first took ~8 KB a trajectory: 32 MB
-    // for 4,000, the peak of grading 10,000 production traces.)
-    let build = |max: usize, budget: usize| -> Option<String> {
+    // for 4,000, the peak of grading 10,000 production traces.) Records are
+    // read back one at a time.
+    let build = |max: usize, budget: usize| -> Result<Option<String>> {
         let mut out = String::from("{");
-        for (i, r) in failing.iter().enumerate() {
+        for (i, at) in failing.iter().enumerate() {
+            let r = failed.read(at)?;
             if i > 0 {
                 out.push(',');
             }
             out.push_str(&script_json(&Json::String(format!("{}#{}", r.case, r.trial))));
             out.push(':');
-            out.push_str(&script_json(&trajectory(run, r, max)));
+            out.push_str(&script_json(&trajectory(run, &r, max)));
             if out.len() > budget {
-                return None;
+                return Ok(None);
             }
         }
         out.push('}');
-        Some(out)
+        Ok(Some(out))
     };
-    let traces = build(1200, TRACE_BUDGET).or_else(|| build(160, usize::MAX)).unwrap_or_default();
+    let traces = match build(1200, TRACE_BUDGET)? {
+        Some(t) => t,
+        None => build(160, usize::MAX)?.unwrap_or_default(),
+    };
     let data = json!({ "suite": run.suite(), "cases": cases, "omitted": omitted, "max": MAX_EMBEDDED });
 
-    let mut o = String::with_capacity(traces.len() + 64 * 1024);
     let incomplete = incomplete_line(run);
     let title = format!("evalua report: {}{}", run.suite(), if incomplete.is_some() { " (INCOMPLETE)" } else { "" });
     // The first line says it too: an HTML comment after the doctype.
@@ -443,15 +448,15 @@ pub fn render(run: &RunData) -> String {
         plural(f.capability.cases, "case"),
         plural(f.capability.trials as usize, "trial")
     );
-    o.push_str(&overview(run));
-    o.push_str(
+    let _ = o.write_str(&overview(run));
+    let _ = o.write_str(
         r#"<h2>Cases × trials</h2><p class=legend><span class="cell o-a"></span> accepted <span class="cell o-f"></span> failed <span class="cell o-c"></span> critical <span class="cell o-g"></span> grader error <span class="cell o-i"></span> infra error · click a trial for its trajectory · <label><input type=checkbox id=onlyfail> only cases with a non-accepted trial</label></p>
 <div class=split><div id=grid></div><div id=traj><p class=hint>Click a trial in the grid.</p></div></div>"#,
     );
     let _ = write!(o, r#"<script type="application/json" id="data">{}</script>"#, script_json(&data));
     let _ = write!(o, r#"<script type="application/json" id="traces">{traces}</script>"#);
     let _ = write!(o, "<script>{JS}</script></body></html>");
-    o
+    Ok(())
 }
 
 /// The report's style sheet (the viewer shows the same sections with it).

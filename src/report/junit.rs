@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::text::{by_case, evidence_text, gate_line, incomplete_line};
+use super::text::{evidence_text, gate_line, incomplete_line};
 use crate::error::{Error, Result};
 use crate::record::{Outcome, TrialRecord};
 use crate::spec::gate::Metric;
@@ -27,7 +27,7 @@ pub struct CaseFailures {
 }
 
 /// Why a case fails, if it does.
-pub fn case_failures(run: &RunData, i: usize, records: &[&TrialRecord]) -> CaseFailures {
+pub fn case_failures(run: &RunData, i: usize, records: &[TrialRecord]) -> CaseFailures {
     let c = &run.summary.cases[i];
     let mut reasons = Vec::new();
     let rate_gates: Vec<_> = run
@@ -91,9 +91,9 @@ pub fn render(run: &RunData) -> Result<String> {
     let mut suite = TestSuite::new(run.suite().to_string());
     suite.add_property(Property::new("run_id", run.run_id().to_string()));
     suite.add_property(Property::new("seed", run.seed().to_string()));
-    let all = by_case(run);
+    let failed = run.failed()?;
     for (i, c) in run.summary.cases.iter().enumerate() {
-        let CaseFailures { reasons, evidence, critical } = case_failures(run, i, &all[i]);
+        let CaseFailures { reasons, evidence, critical } = case_failures(run, i, &failed.of_case(i)?);
         let status = if c.n == 0 && c.count(Outcome::InfraError) == 0 {
             // No trial of this case in this run (e.g. another partition's share).
             let mut s = TestCaseStatus::skipped();

@@ -6,9 +6,10 @@
 use std::fmt::Write;
 
 use super::text::{
-    bounds_text, by_case, evidence_text, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max,
+    bounds_text, evidence_text, figure_rows, first_failure_text, fmt_value, gate_line, incomplete_line, k_max,
     safety_rows, worst_first,
 };
+use crate::error::Result;
 use crate::record::{Outcome, Verdict};
 use crate::stats::{RunData, plural};
 
@@ -16,11 +17,11 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-pub fn render(run: &RunData) -> String {
+/// Write report.md into `o`, reading the failing trials' records back from the run dir.
+pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
     let s = &run.summary;
     let f = &s.figures;
     let cap = &f.capability;
-    let mut o = String::new();
     let version = run.version().map(|v| format!(" ({v})")).unwrap_or_default();
     match incomplete_line(run) {
         Some(line) => {
@@ -134,7 +135,7 @@ pub fn render(run: &RunData) -> String {
     }
 
     let kmax = k_max(s);
-    let trials = by_case(run);
+    let failed = run.failed()?;
     let _ = writeln!(o, "## Cases\n");
     let hk = if kmax > 1 { format!(" pass^{kmax} |") } else { String::new() };
     let hk_rule = if kmax > 1 { "---|" } else { "" };
@@ -173,7 +174,7 @@ pub fn render(run: &RunData) -> String {
         for &i in worst.iter().take(10) {
             let c = &s.cases[i];
             let _ = writeln!(o, "### {} — {} of {} accepted\n", c.id, c.accepted, c.n);
-            for r in trials[i].iter().filter(|r| r.outcome != Outcome::Accepted && r.outcome != Outcome::InfraError) {
+            for r in failed.of_case(i)?.iter().filter(|r| r.outcome != Outcome::InfraError) {
                 let failing: Vec<String> = r
                     .checks
                     .iter()
@@ -229,16 +230,13 @@ pub fn render(run: &RunData) -> String {
 
     // Grader and infrastructure errors, and graded trials an infrastructure
     // failure cut short (listed with their outcome and what failed).
-    let errors: Vec<_> = run
-        .records
-        .iter()
-        .filter(|r| matches!(r.outcome, Outcome::GraderError | Outcome::InfraError) || r.infra_error.is_some())
-        .collect();
+    let errors: Vec<_> = run.failed.iter().filter(|f| f.counted_apart).collect();
     let _ = writeln!(o, "## Errors (counted apart)\n");
     if errors.is_empty() {
         let _ = writeln!(o, "No grader or infrastructure errors.");
     }
-    for r in errors {
+    for at in errors {
+        let r = &failed.read(at)?;
         let why = r.error.clone().or_else(|| r.checks.iter().find_map(|c| c.error.clone())).unwrap_or_default();
         let outcome = match r.outcome {
             Outcome::GraderError | Outcome::InfraError => r.outcome.as_str().to_string(),
@@ -254,5 +252,5 @@ pub fn render(run: &RunData) -> String {
             cell(&super::text::truncate(&why, 300))
         );
     }
-    o
+    Ok(())
 }

@@ -14,19 +14,49 @@ pub mod text;
 pub use console::{console, console_for};
 pub use text::gate_line;
 
-use std::path::Path;
-
 use crate::error::{Error, Result};
+use crate::record::rundir::write_streamed;
 use crate::stats::RunData;
 
-/// Write report.md, junit.xml and report.html into the run dir.
+/// Write report.md, junit.xml and report.html into the run dir, each
+/// streamed into its file (a report of 100,000 cases is never one string).
 pub fn write_all(run: &RunData) -> Result<()> {
-    let w = |name: &str, text: String| {
-        let p: &Path = &run.dir.join(name);
-        std::fs::write(p, text).map_err(|e| Error::Environment(format!("{}: cannot write: {e}", p.display())))
+    let stream = |name: &str, render: &dyn Fn(&mut FmtIo) -> Result<()>| {
+        let path = run.dir.join(name);
+        write_streamed(&path, |w| {
+            let mut o = FmtIo { w, err: None };
+            render(&mut o)?;
+            match o.err {
+                Some(e) => Err(Error::Environment(format!("{}: cannot write: {e}", path.display()))),
+                None => Ok(()),
+            }
+        })
     };
-    w("report.md", md::render(run))?;
-    w("junit.xml", junit::render(run)?)?;
-    w("report.html", html::render(run))?;
+    stream("report.md", &|o| md::write(run, o))?;
+    stream("junit.xml", &|o| {
+        let xml = junit::render(run)?;
+        let _ = std::fmt::Write::write_str(o, &xml);
+        Ok(())
+    })?;
+    stream("report.html", &|o| html::write(run, o))?;
     Ok(())
+}
+
+/// `fmt::Write` into a file: the reports are written with `write!`. The
+/// first I/O error is kept (and stops the writing) for the caller to report.
+struct FmtIo<'a> {
+    w: &'a mut dyn std::io::Write,
+    err: Option<std::io::Error>,
+}
+
+impl std::fmt::Write for FmtIo<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.err.is_some() {
+            return Err(std::fmt::Error);
+        }
+        self.w.write_all(s.as_bytes()).map_err(|e| {
+            self.err = Some(e);
+            std::fmt::Error
+        })
+    }
 }

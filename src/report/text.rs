@@ -1,7 +1,7 @@
 //! What every report shares: suite figures as rows with intervals and
 //! denominators, gate lines, values and evidence as short text.
 
-use crate::record::{FirstFailure, Outcome, TrialRecord};
+use crate::record::{FirstFailure, Outcome};
 use crate::spec::gate::{self, Metric, On, Verdict};
 use crate::stats::safety::SafetyFigure;
 use crate::stats::{RunData, Summary};
@@ -165,20 +165,6 @@ pub fn worst_first(summary: &Summary) -> Vec<usize> {
             .then(a.cmp(&b))
     });
     idx
-}
-
-/// The records of the non-accepted trials of each case (manifest order), in trial order.
-pub fn by_case(run: &RunData) -> Vec<Vec<&TrialRecord>> {
-    let mut out: Vec<Vec<&TrialRecord>> = vec![Vec::new(); run.infos.len()];
-    for r in &run.records {
-        if let Some(i) = run.case_index(&r.case) {
-            out[i].push(r);
-        }
-    }
-    for v in &mut out {
-        v.sort_by_key(|r| r.trial);
-    }
-    out
 }
 
 /// The largest k the suite's figures cover.

@@ -678,14 +678,25 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             .collect()
     };
 
-    let mut capability = view(&cap, &bootstrap);
-    // Cost per accepted trial, with an interval from the same two stages.
-    if accepted > 0 {
-        let counted: Vec<&CaseFigures> = cap.iter().filter(|c| c.n > 0).collect();
-        let point = tally.total_cost_usd / accepted as f64;
-        if let Some(i) = bootstrap.cost_interval(&counted, point) {
-            capability.intervals.insert(Metric::CostPerAccepted, i);
-        }
+    // The three bootstraps (capability, operational, cost) are independent
+    // and seeded apart: each on its own thread, with the same results.
+    let cost = || {
+        // Cost per accepted trial, with an interval from the same two stages.
+        (accepted > 0).then(|| {
+            let counted: Vec<&CaseFigures> = cap.iter().filter(|c| c.n > 0).collect();
+            bootstrap.cost_interval(&counted, tally.total_cost_usd / accepted as f64)
+        })
+    };
+    let (mut capability, operational, cost) = std::thread::scope(|scope| {
+        let operational = scope.spawn(|| view(&ops, &bootstrap));
+        let cost = scope.spawn(cost);
+        let capability = view(&cap, &bootstrap);
+        let (operational, cost) = (operational.join(), cost.join());
+        let again = std::panic::resume_unwind;
+        (capability, operational.unwrap_or_else(|e| again(e)), cost.unwrap_or_else(|e| again(e)).flatten())
+    });
+    if let Some(i) = cost {
+        capability.intervals.insert(Metric::CostPerAccepted, i);
     }
 
     let safety = tally.safety_seen.then(|| {
@@ -710,7 +721,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             latency_n: lat.len(),
             mean_tool_calls: (runs > 0.0).then(|| tally.total_tool_calls as f64 / runs),
             mean_tokens: (runs > 0.0).then(|| tally.total_tokens as f64 / runs),
-            operational: view(&ops, &bootstrap),
+            operational,
         },
         checks: tally
             .checks

@@ -9,7 +9,7 @@ use super::figures::{
     CaseInfo, Caveats, Coverage, DatasetCount, Summary, SummaryFile, Tally, caveats, decide_gates_for, summarize,
 };
 use crate::error::{Error, Result};
-use crate::record::rundir::TraceLink;
+use crate::record::rundir::{RecordAt, RecordFile, TraceLink};
 use crate::record::{Ended, Manifest, Outcome, RunDir, Trace, TrialRecord};
 use crate::spec::gate::{self, Gate, Verdict};
 
@@ -19,6 +19,45 @@ pub struct TrialBrief {
     pub trial: u32,
     pub outcome: Outcome,
     pub wall_ms: f64,
+}
+
+/// Where the record of a trial that was not accepted lies in trials.jsonl.
+/// The reports read these records back a case at a time ([`Failed`]), so a
+/// run's memory does not grow with its failures.
+#[derive(Debug, Clone, Copy)]
+pub struct FailedAt {
+    /// The case's index (manifest order).
+    pub case: u32,
+    pub trial: u32,
+    pub outcome: Outcome,
+    /// Listed with the errors counted apart: a grader or infra error, or a
+    /// graded trial an infrastructure failure cut short.
+    pub counted_apart: bool,
+    offset: u64,
+    len: u32,
+}
+
+/// The records of the trials that were not accepted, read back from
+/// trials.jsonl on demand (see [`RunData::failed`]).
+pub struct Failed<'a> {
+    run: &'a RunData,
+    file: RecordFile,
+    /// Indices into `run.failed` per case, in trial order.
+    by_case: Vec<Vec<u32>>,
+}
+
+impl Failed<'_> {
+    pub fn read(&self, at: &FailedAt) -> Result<TrialRecord> {
+        self.file.read(at.offset, at.len as usize)
+    }
+    /// Where case `i`'s non-accepted trials lie, in trial order.
+    pub fn places(&self, i: usize) -> impl Iterator<Item = &FailedAt> {
+        self.by_case.get(i).into_iter().flatten().map(|&j| &self.run.failed[j as usize])
+    }
+    /// Case `i`'s non-accepted trials, in trial order.
+    pub fn of_case(&self, i: usize) -> Result<Vec<TrialRecord>> {
+        self.places(i).map(|at| self.read(at)).collect()
+    }
 }
 
 /// Everything a run dir says, with its figures recomputed from trials.jsonl.
@@ -34,9 +73,9 @@ pub struct RunData {
     /// Every trial in the file, per case (manifest order), in file order: trial
     /// number, outcome and wall time only.
     pub trials: Vec<Vec<TrialBrief>>,
-    /// The full records of the trials that were not accepted (file order): the
-    /// reports show only these, so memory grows with failures, not with trials.
-    pub records: Vec<TrialRecord>,
+    /// Where the trials that were not accepted lie (file order): the reports
+    /// show only these, and read them back with [`RunData::failed`].
+    pub failed: Vec<FailedAt>,
     pub gate_specs: Vec<Gate>,
     pub summary: Summary,
     /// The gates' verdicts: on an incomplete run none passes unless `--allow-incomplete`.
@@ -91,6 +130,19 @@ impl RunData {
     /// Where a record's trace is (the trace pack and its line), for links.
     pub fn trace_link(&self, rec: &TrialRecord) -> TraceLink {
         self.run_dir.trace_link(rec)
+    }
+    /// The records of the trials that were not accepted, to read back.
+    pub fn failed(&self) -> Result<Failed<'_>> {
+        let mut by_case: Vec<Vec<u32>> = vec![Vec::new(); self.infos.len()];
+        for (j, f) in self.failed.iter().enumerate() {
+            if let Some(v) = by_case.get_mut(f.case as usize) {
+                v.push(j as u32);
+            }
+        }
+        for v in &mut by_case {
+            v.sort_by_key(|&j| self.failed[j as usize].trial);
+        }
+        Ok(Failed { run: self, file: self.run_dir.record_file()?, by_case })
     }
     /// summary.json's content for these figures.
     pub fn summary_file(&self) -> SummaryFile<'_> {
@@ -148,7 +200,7 @@ impl RunData {
             infos,
             planned,
             revisions,
-            records: Vec::new(),
+            failed: Vec::new(),
             gate_specs,
             summary,
             gates: Vec::new(),
@@ -249,13 +301,22 @@ pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
     tally.declare_monitors(&run.manifest.monitors);
     // A run killed before its first trial ended may have no trials.jsonl at all.
     let path = run.run_dir.file("trials.jsonl");
-    let lines: Box<dyn Iterator<Item = Result<(usize, String, TrialRecord)>>> =
-        if path.exists() { Box::new(run.run_dir.records()?) } else { Box::new(std::iter::empty()) };
+    let lines: Box<dyn Iterator<Item = Result<RecordAt>>> =
+        if path.exists() { Box::new(run.run_dir.records_at()?) } else { Box::new(std::iter::empty()) };
     for item in lines {
-        let (line, _, rec) = item?;
-        run.add(&mut tally, line, &rec)?;
+        let RecordAt { offset, len, line, record: rec, .. } = item?;
+        let case = run.add(&mut tally, line, &rec)?;
         if rec.outcome != Outcome::Accepted {
-            run.records.push(rec);
+            run.failed.push(FailedAt {
+                case: case as u32,
+                trial: rec.trial,
+                outcome: rec.outcome,
+                counted_apart: matches!(rec.outcome, Outcome::GraderError | Outcome::InfraError)
+                    || rec.infra_error.is_some(),
+                offset,
+                len: u32::try_from(len)
+                    .map_err(|_| Error::Input(format!("{}:{line}: a record of {len} bytes", path.display())))?,
+            });
         }
     }
     run.refigure(&tally);
