@@ -171,6 +171,57 @@ fn a_huge_failing_run_embeds_a_bounded_number_of_trajectories() {
     );
 }
 
+/// Trajectories are cut at 1,200 characters, and at 160 once the 1,200 ones
+/// pass report.html's budget (3 MB): written as they are built, then taken
+/// back and written again, which must still leave one valid JSON object.
+#[test]
+fn long_trajectories_are_cut_harder_past_the_budget() {
+    let embedded = |cases: usize, evidence: usize| -> (usize, serde_json::Map<String, serde_json::Value>) {
+        let dir = project(&[]);
+        let run = dir.path().join("run");
+        let mut s = Synth::new(&[]);
+        s.cases = (0..cases).map(|i| (format!("case_{i:03}"), "fff".to_string())).collect();
+        synth::write(&run, &s);
+        // Every check's evidence is `evidence` characters long.
+        let trials = std::fs::read_to_string(run.join("trials.jsonl")).unwrap();
+        let long: Vec<String> = trials
+            .lines()
+            .map(|l| {
+                let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
+                for c in r["checks"].as_array_mut().unwrap() {
+                    c["evidence"] = json!("x".repeat(evidence));
+                }
+                r.to_string()
+            })
+            .collect();
+        std::fs::write(run.join("trials.jsonl"), long.join("\n") + "\n").unwrap();
+        let o = evalua(dir.path(), &["report", "run"]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+        let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+        let start = html.find(r#"<script type="application/json" id="traces">"#).unwrap();
+        let rest = &html[start..];
+        let json = &rest[rest.find('>').unwrap() + 1..rest.find("</script>").unwrap()];
+        let traces: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).unwrap();
+        (html.len(), traces)
+    };
+    let evidence_of = |traces: &serde_json::Map<String, serde_json::Value>, key: &str| -> String {
+        let checks = traces[key][7].as_array().unwrap();
+        checks[0][3].as_str().unwrap().to_string()
+    };
+    // 30 failing trials of 2,000 characters: well within the budget, cut at 1,200.
+    let (_, traces) = embedded(10, 2000);
+    assert_eq!(traces.len(), 30);
+    assert_eq!(evidence_of(&traces, "case_009#3"), format!("{}… (2000 chars)", "x".repeat(1200)));
+    // 1,500 trials with three checks of 5,000 characters: cut at 1,200 they
+    // would take 5.4 MB, more than the budget, so every text is cut at 160,
+    // and all 1,500 stay.
+    let (size, traces) = embedded(500, 5000);
+    assert_eq!(traces.len(), 1500);
+    assert_eq!(evidence_of(&traces, "case_000#1"), format!("{}… (5000 chars)", "x".repeat(160)));
+    assert_eq!(evidence_of(&traces, "case_499#3"), format!("{}… (5000 chars)", "x".repeat(160)));
+    assert!(size < 2_000_000, "{size} bytes");
+}
+
 /// Many trials a case: the console lists pass^k for k up to 10 and the
 /// largest k (the ones with intervals), not one line per k.
 #[test]

@@ -99,7 +99,10 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
 /// Write a run-dir file as `fill` produces it: streamed into a temp file
 /// beside `path` (0644, as fs::write makes it) and renamed over it, so the
 /// whole text is never held in memory and a reader never sees half a file.
-pub fn write_streamed(path: &Path, fill: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+pub fn write_streamed(
+    path: &Path,
+    fill: impl FnOnce(&mut std::io::BufWriter<tempfile::NamedTempFile>) -> Result<()>,
+) -> Result<()> {
     let env = |e: &dyn std::fmt::Display| Error::Environment(format!("{}: cannot write: {e}", path.display()));
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let tmp = tempfile::Builder::new()

@@ -369,61 +369,28 @@ pub fn overview(run: &RunData) -> String {
     o
 }
 
+/// A report's output that can take back what it wrote since a mark: the
+/// trajectories are written as they are built, and written again with
+/// shorter texts when they pass their budget.
+pub trait Rewind: Write {
+    fn mark(&mut self) -> u64;
+    fn rewind(&mut self, mark: u64);
+}
+
+impl Rewind for String {
+    fn mark(&mut self) -> u64 {
+        self.len() as u64
+    }
+    fn rewind(&mut self, mark: u64) {
+        self.truncate(mark as usize);
+    }
+}
+
 /// Write report.html into `o`, reading the failing trials' records back from the run dir.
-pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
+pub fn write<W: Rewind>(run: &RunData, o: &mut W) -> Result<()> {
     let s = &run.summary;
     let f = &s.figures;
     let failed = run.failed()?;
-    // Grid data: [id, n, accepted, outcomes by trial ("afcgi" codes), trial numbers if not 1..].
-    let cases: Vec<Json> = s
-        .cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let mut trials = run.trials[i].clone();
-            trials.sort_by_key(|t| t.trial);
-            let codes: String = trials.iter().map(|t| code(t.outcome)).collect();
-            let nums: Vec<u32> = trials.iter().map(|t| t.trial).collect();
-            let contiguous = nums.iter().enumerate().all(|(j, t)| *t == j as u32 + 1);
-            json!([c.id, c.n, c.accepted, codes, if contiguous { Json::Null } else { json!(nums) }])
-        })
-        .collect();
-    // Embed at most MAX_EMBEDDED trajectories, spread over the cases (every case's
-    // first failing trials before anyone's later ones).
-    let mut failing: Vec<&FailedAt> = (0..s.cases.len()).flat_map(|i| failed.places(i)).collect();
-    let omitted = failing.len().saturating_sub(MAX_EMBEDDED);
-    if omitted > 0 {
-        failing.sort_by_key(|r| r.trial);
-        failing.truncate(MAX_EMBEDDED);
-    }
-    // The trajectories as one JSON object, written as they are built: with
-    // texts cut at 1,200 characters, or at 160 once that passes the budget.
-    // (Building them as one JSON value first took ~8 KB a trajectory: 32 MB
-    // for 4,000, the peak of grading 10,000 production traces.) Records are
-    // read back one at a time.
-    let build = |max: usize, budget: usize| -> Result<Option<String>> {
-        let mut out = String::from("{");
-        for (i, at) in failing.iter().enumerate() {
-            let r = failed.read(at)?;
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(&script_json(&Json::String(format!("{}#{}", r.case, r.trial))));
-            out.push(':');
-            out.push_str(&script_json(&trajectory(run, &r, max)));
-            if out.len() > budget {
-                return Ok(None);
-            }
-        }
-        out.push('}');
-        Ok(Some(out))
-    };
-    let traces = match build(1200, TRACE_BUDGET)? {
-        Some(t) => t,
-        None => build(160, usize::MAX)?.unwrap_or_default(),
-    };
-    let data = json!({ "suite": run.suite(), "cases": cases, "omitted": omitted, "max": MAX_EMBEDDED });
-
     let incomplete = incomplete_line(run);
     let title = format!("evalua report: {}{}", run.suite(), if incomplete.is_some() { " (INCOMPLETE)" } else { "" });
     // The first line says it too: an HTML comment after the doctype.
@@ -453,9 +420,56 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         r#"<h2>Cases × trials</h2><p class=legend><span class="cell o-a"></span> accepted <span class="cell o-f"></span> failed <span class="cell o-c"></span> critical <span class="cell o-g"></span> grader error <span class="cell o-i"></span> infra error · click a trial for its trajectory · <label><input type=checkbox id=onlyfail> only cases with a non-accepted trial</label></p>
 <div class=split><div id=grid></div><div id=traj><p class=hint>Click a trial in the grid.</p></div></div>"#,
     );
-    let _ = write!(o, r#"<script type="application/json" id="data">{}</script>"#, script_json(&data));
-    let _ = write!(o, r#"<script type="application/json" id="traces">{traces}</script>"#);
-    let _ = write!(o, "<script>{JS}</script></body></html>");
+    // Grid data, a case at a time: {"cases": [[id, n, accepted, outcomes by
+    // trial ("afcgi" codes), trial numbers if not 1..], …], "max", "omitted", "suite"}.
+    let _ = o.write_str(r#"<script type="application/json" id="data">{"cases":["#);
+    for (i, c) in s.cases.iter().enumerate() {
+        let mut trials = run.trials[i].clone();
+        trials.sort_by_key(|t| t.trial);
+        let codes: String = trials.iter().map(|t| code(t.outcome)).collect();
+        let nums: Vec<u32> = trials.iter().map(|t| t.trial).collect();
+        let contiguous = nums.iter().enumerate().all(|(j, t)| *t == j as u32 + 1);
+        let row = json!([c.id, c.n, c.accepted, codes, if contiguous { Json::Null } else { json!(nums) }]);
+        let _ = write!(o, "{}{}", if i > 0 { "," } else { "" }, script_json(&row));
+    }
+    // Embed at most MAX_EMBEDDED trajectories, spread over the cases (every case's
+    // first failing trials before anyone's later ones).
+    let mut failing: Vec<&FailedAt> = (0..s.cases.len()).flat_map(|i| failed.places(i)).collect();
+    let omitted = failing.len().saturating_sub(MAX_EMBEDDED);
+    if omitted > 0 {
+        failing.sort_by_key(|r| r.trial);
+        failing.truncate(MAX_EMBEDDED);
+    }
+    let _ = write!(
+        o,
+        r#"],"max":{MAX_EMBEDDED},"omitted":{omitted},"suite":{}}}</script><script type="application/json" id="traces">"#,
+        script_json(&Json::String(run.suite().to_string()))
+    );
+    // The trajectories as one JSON object, written as they are built (records
+    // read back one at a time): with texts cut at 1,200 characters, or at 160
+    // once they pass the budget. (Building them as one JSON value first took
+    // ~8 KB a trajectory: 32 MB for 4,000, the peak of grading 10,000
+    // production traces; as one string, up to 10 MB.)
+    let start = o.mark();
+    for max in [1200, 160] {
+        o.rewind(start);
+        let _ = o.write_char('{');
+        let mut within = true;
+        for (i, at) in failing.iter().enumerate() {
+            let r = failed.read(at)?;
+            let key = script_json(&Json::String(format!("{}#{}", r.case, r.trial)));
+            let _ = write!(o, "{}{key}:{}", if i > 0 { "," } else { "" }, script_json(&trajectory(run, &r, max)));
+            if max > 160 && o.mark() - start > TRACE_BUDGET as u64 {
+                within = false;
+                break;
+            }
+        }
+        if within {
+            let _ = o.write_char('}');
+            break;
+        }
+    }
+    let _ = write!(o, "</script><script>{JS}</script></body></html>");
     Ok(())
 }
 

@@ -14,6 +14,8 @@ pub mod text;
 pub use console::{console, console_for};
 pub use text::gate_line;
 
+use std::io::{Seek, Write};
+
 use crate::error::{Error, Result};
 use crate::record::rundir::write_streamed;
 use crate::stats::RunData;
@@ -24,7 +26,7 @@ pub fn write_all(run: &RunData) -> Result<()> {
     let stream = |name: &str, render: &dyn Fn(&mut FmtIo) -> Result<()>| {
         let path = run.dir.join(name);
         write_streamed(&path, |w| {
-            let mut o = FmtIo { w, err: None };
+            let mut o = FmtIo { w, at: 0, err: None };
             render(&mut o)?;
             match o.err {
                 Some(e) => Err(Error::Environment(format!("{}: cannot write: {e}", path.display()))),
@@ -45,7 +47,9 @@ pub fn write_all(run: &RunData) -> Result<()> {
 /// `fmt::Write` into a file: the reports are written with `write!`. The
 /// first I/O error is kept (and stops the writing) for the caller to report.
 struct FmtIo<'a> {
-    w: &'a mut dyn std::io::Write,
+    w: &'a mut std::io::BufWriter<tempfile::NamedTempFile>,
+    /// Bytes written so far.
+    at: u64,
     err: Option<std::io::Error>,
 }
 
@@ -54,9 +58,30 @@ impl std::fmt::Write for FmtIo<'_> {
         if self.err.is_some() {
             return Err(std::fmt::Error);
         }
+        self.at += s.len() as u64;
         self.w.write_all(s.as_bytes()).map_err(|e| {
             self.err = Some(e);
             std::fmt::Error
         })
+    }
+}
+
+impl html::Rewind for FmtIo<'_> {
+    fn mark(&mut self) -> u64 {
+        self.at
+    }
+    fn rewind(&mut self, mark: u64) {
+        if self.err.is_some() || mark == self.at {
+            return;
+        }
+        let cut = self.w.flush().and_then(|_| {
+            let f = self.w.get_mut().as_file_mut();
+            f.set_len(mark)?;
+            f.seek(std::io::SeekFrom::Start(mark))
+        });
+        match cut {
+            Ok(_) => self.at = mark,
+            Err(e) => self.err = Some(e),
+        }
     }
 }
