@@ -354,8 +354,9 @@ enum Cut {
 /// file is still being read (and hashed), and `consume` gets the results in
 /// file order on the calling thread. Parsing the JSON is most of the cost of
 /// reading a trace file; on one thread it kept the graders waiting. Records
-/// travel in chunks of about a MiB, and at most `4 × workers` chunks are in
-/// flight (read, parsed or waiting for their turn), so memory stays bounded.
+/// travel in chunks of about 256 KiB (or one larger record), and at most
+/// `2 × workers` chunks are in flight (read, parsed or waiting for their
+/// turn), so memory stays bounded.
 fn par_records<T: Send>(
     p: &Path,
     display: &str,
@@ -365,10 +366,10 @@ fn par_records<T: Send>(
     parse: &(dyn Fn(&[u8]) -> T + Sync),
     consume: &mut dyn FnMut(Parsed<T>) -> Result<()>,
 ) -> Result<(String, u64)> {
-    const CHUNK_BYTES: usize = 1 << 20;
+    const CHUNK_BYTES: usize = 256 << 10;
     const CHUNK_RECORDS: usize = 256;
     let workers = workers.max(1);
-    let in_flight = workers * 4;
+    let in_flight = workers * 2;
     let stopped = || Error::Environment("reading traces: the parsing threads stopped".into());
     // A permit per chunk in flight: the reader takes one before it sends
     // a chunk, and gets it back when the chunk has been consumed.
@@ -508,8 +509,11 @@ struct IdxSpan<'a> {
 struct IdxKeyValue<'a> {
     #[serde(borrow)]
     key: Cow<'a, str>,
+    /// Left as raw JSON: only the grouping attributes' values are read. (A
+    /// `gen_ai.input.messages` string holds the whole conversation, full of
+    /// escapes; unescaping each one into a string was a tenth of the index.)
     #[serde(default, borrow)]
-    value: Option<IdxAnyValue<'a>>,
+    value: Option<&'a serde_json::value::RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -550,14 +554,15 @@ fn index_record(shape: Shape, rec: &[u8]) -> std::result::Result<Vec<(String, Op
                         let mut conv = None;
                         let mut session = None;
                         for kv in &s.attributes {
-                            let v = kv.value.as_ref().and_then(|v| v.string_value.as_ref());
-                            match kv.key.as_ref() {
-                                CONVERSATION => conv = v.map(|v| v.to_string()),
-                                SESSION => session = v.map(|v| v.to_string()),
-                                _ => {}
-                            }
+                            let slot = match kv.key.as_ref() {
+                                CONVERSATION => &mut conv,
+                                SESSION => &mut session,
+                                _ => continue,
+                            };
+                            let v = kv.value.map(|raw| serde_json::from_str::<IdxAnyValue>(raw.get()));
+                            *slot = v.transpose().map_err(|e| e.to_string())?.and_then(|v| v.string_value);
                         }
-                        out.push((normalize_id(&s.trace_id), conv.or(session)));
+                        out.push((normalize_id(&s.trace_id), conv.or(session).map(Cow::into_owned)));
                     }
                 }
             }
