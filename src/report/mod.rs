@@ -34,14 +34,22 @@ pub fn write_all(run: &RunData) -> Result<()> {
             }
         })
     };
-    stream("report.md", &|o| md::write(run, o))?;
-    stream("junit.xml", &|o| {
-        let xml = junit::render(run)?;
-        let _ = std::fmt::Write::write_str(o, &xml);
-        Ok(())
-    })?;
-    stream("report.html", &|o| html::write(run, o))?;
-    Ok(())
+    // Each report reads the run on its own: the three are written at once.
+    std::thread::scope(|scope| {
+        let md = scope.spawn(|| stream("report.md", &|o| md::write(run, o)));
+        let junit = scope.spawn(|| {
+            stream("junit.xml", &|o| {
+                let xml = junit::render(run)?;
+                let _ = std::fmt::Write::write_str(o, &xml);
+                Ok(())
+            })
+        });
+        let html = stream("report.html", &|o| html::write(run, o));
+        let again = std::panic::resume_unwind;
+        md.join().unwrap_or_else(|e| again(e))?;
+        junit.join().unwrap_or_else(|e| again(e))?;
+        html
+    })
 }
 
 /// `fmt::Write` into a file: the reports are written with `write!`. The
