@@ -780,35 +780,39 @@ pub fn read(
     // Items: one per conversation key, else per trace; each ends at the last record of its last trace.
     struct ItemIdx {
         key: String,
-        conv: Option<String>,
+        /// Whether `key` is a conversation id (else it is a trace id).
+        by_conversation: bool,
         first: Pos,
         last: Pos,
         spans: usize,
     }
     let mut items: Vec<ItemIdx> = Vec::new();
-    let mut by_key: HashMap<String, usize> = HashMap::new();
-    let mut item_of_trace: HashMap<String, usize> = HashMap::new();
-    for t in &trace_order {
-        let idx = &traces[t];
-        let key = idx.conv.clone().unwrap_or_else(|| t.clone());
-        let i = *by_key.entry(key.clone()).or_insert_with(|| {
-            items.push(ItemIdx {
-                key: key.clone(),
-                conv: idx.conv.clone(),
-                first: idx.first,
-                last: idx.last,
-                spans: 0,
-            });
-            items.len() - 1
-        });
-        let it = &mut items[i];
-        it.last = it.last.max(idx.last);
-        it.first = it.first.min(idx.first);
-        it.spans += idx.spans;
-        item_of_trace.insert(t.clone(), i);
+    let mut item_of_trace: HashMap<String, usize> = HashMap::with_capacity(trace_order.len());
+    {
+        let mut by_key: HashMap<String, usize> = HashMap::new();
+        for t in std::mem::take(&mut trace_order) {
+            let Some(idx) = traces.remove(&t) else { continue };
+            let by_conversation = idx.conv.is_some();
+            let key = idx.conv.unwrap_or_else(|| t.clone());
+            let i = match by_key.get(&key) {
+                Some(&i) => i,
+                None => {
+                    by_key.insert(key.clone(), items.len());
+                    items.push(ItemIdx { key, by_conversation, first: idx.first, last: idx.last, spans: 0 });
+                    items.len() - 1
+                }
+            };
+            let it = &mut items[i];
+            it.last = it.last.max(idx.last);
+            it.first = it.first.min(idx.first);
+            it.spans += idx.spans;
+            item_of_trace.insert(t, i);
+        }
     }
     drop(traces);
-    let mut ending: HashMap<Pos, Vec<usize>> = HashMap::new();
+    // The items to hand on at each record, in file order (pass 2 reads the
+    // records in that order and walks this list along).
+    let mut ending: Vec<(Pos, usize)> = Vec::with_capacity(items.len());
     for (i, it) in items.iter().enumerate() {
         if it.spans > MAX_ITEM_SPANS {
             let file = files.get(it.first.0).and_then(|f| f.as_ref()).map(|f| f.display.clone()).unwrap_or_default();
@@ -818,8 +822,10 @@ pub fn read(
             ));
             continue;
         }
-        ending.entry(it.last).or_default().push(i);
+        ending.push((it.last, i));
     }
+    ending.sort_unstable();
+    let mut ending = ending.into_iter().peekable();
 
     // Pass 2.
     let mut open: HashMap<usize, Vec<Span>> = HashMap::new();
@@ -864,23 +870,24 @@ pub fn read(
                         }
                         Err(e) => warn(format!("{}:{line}: {e}", info.display)),
                     }
-                    if let Some(done) = ending.remove(&(fi, i)) {
-                        for item in done {
-                            let spans = open.remove(&item).unwrap_or_default();
-                            if spans.is_empty() {
-                                continue;
-                            }
-                            items_done += 1;
-                            let it = &items[item];
-                            let file = files_display(inputs, it.first.0);
-                            let spans = tidy(spans, &it.key, &file, &mut *warn);
-                            emit(Item::Spans(SpanItem {
-                                key: it.key.clone(),
-                                conversation_id: it.conv.clone(),
-                                spans,
-                                file,
-                            }))?;
+                    while let Some(&(at, item)) = ending.peek()
+                        && at <= (fi, i)
+                    {
+                        ending.next();
+                        let spans = open.remove(&item).unwrap_or_default();
+                        if spans.is_empty() {
+                            continue;
                         }
+                        items_done += 1;
+                        let it = &items[item];
+                        let file = files_display(inputs, it.first.0);
+                        let spans = tidy(spans, &it.key, &file, &mut *warn);
+                        emit(Item::Spans(SpanItem {
+                            key: it.key.clone(),
+                            conversation_id: it.by_conversation.then(|| it.key.clone()),
+                            spans,
+                            file,
+                        }))?;
                     }
                     Ok(())
                 })?;
