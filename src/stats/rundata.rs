@@ -74,7 +74,9 @@ pub struct RunData {
     /// number, outcome and wall time only.
     pub trials: Vec<Vec<TrialBrief>>,
     /// Where the trials that were not accepted lie (file order): the reports
-    /// show only these, and read them back with [`RunData::failed`].
+    /// show only these, and read them back with [`RunData::failed`]. Filled
+    /// by [`load`]; run data fed with [`RunData::add`] (the viewer) has none,
+    /// so write reports only from a loaded run.
     pub failed: Vec<FailedAt>,
     pub gate_specs: Vec<Gate>,
     pub summary: Summary,
