@@ -656,9 +656,9 @@ fn parse_record(shape: Shape, rec: &[u8]) -> std::result::Result<Vec<Span>, Stri
                 }
             };
             let mut out = Vec::new();
-            for rs in &req.resource_spans {
-                for ss in &rs.scope_spans {
-                    out.extend(ss.spans.iter().map(Span::from));
+            for rs in req.resource_spans {
+                for ss in rs.scope_spans {
+                    out.extend(ss.spans.into_iter().map(Span::from));
                 }
             }
             Ok(out)

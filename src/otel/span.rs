@@ -84,19 +84,20 @@ impl Span {
 }
 
 /// An OTLP `AnyValue` as JSON: strings, numbers, booleans, arrays and maps as
-/// themselves; bytes as base64 text.
-pub fn any_to_json(v: &AnyValue) -> Json {
-    match &v.value {
+/// themselves; bytes as base64 text. Takes the value: its strings (a chat
+/// span's messages are the whole conversation) move instead of being copied.
+pub fn any_to_json(v: AnyValue) -> Json {
+    match v.value {
         None => Json::Null,
-        Some(any_value::Value::StringValue(s)) => Json::String(s.clone()),
-        Some(any_value::Value::BoolValue(b)) => Json::Bool(*b),
-        Some(any_value::Value::IntValue(i)) => Json::from(*i),
+        Some(any_value::Value::StringValue(s)) => Json::String(s),
+        Some(any_value::Value::BoolValue(b)) => Json::Bool(b),
+        Some(any_value::Value::IntValue(i)) => Json::from(i),
         Some(any_value::Value::DoubleValue(d)) => {
-            serde_json::Number::from_f64(*d).map(Json::Number).unwrap_or(Json::Null)
+            serde_json::Number::from_f64(d).map(Json::Number).unwrap_or(Json::Null)
         }
-        Some(any_value::Value::ArrayValue(a)) => Json::Array(a.values.iter().map(any_to_json).collect()),
-        Some(any_value::Value::KvlistValue(kv)) => Json::Object(attributes(&kv.values)),
-        Some(any_value::Value::BytesValue(b)) => Json::String(base64_encode(b)),
+        Some(any_value::Value::ArrayValue(a)) => Json::Array(a.values.into_iter().map(any_to_json).collect()),
+        Some(any_value::Value::KvlistValue(kv)) => Json::Object(attributes(kv.values)),
+        Some(any_value::Value::BytesValue(b)) => Json::String(base64_encode(&b)),
         #[allow(unreachable_patterns)]
         Some(_) => Json::Null,
     }
@@ -107,8 +108,8 @@ fn base64_encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-pub fn attributes(kvs: &[KeyValue]) -> Map<String, Json> {
-    kvs.iter().map(|kv| (kv.key.clone(), kv.value.as_ref().map(any_to_json).unwrap_or(Json::Null))).collect()
+pub fn attributes(kvs: Vec<KeyValue>) -> Map<String, Json> {
+    kvs.into_iter().map(|kv| (kv.key, kv.value.map(any_to_json).unwrap_or(Json::Null))).collect()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -117,31 +118,34 @@ fn hex(bytes: &[u8]) -> String {
 
 const KINDS: [&str; 6] = ["", "internal", "server", "client", "producer", "consumer"];
 
-impl From<&proto::Span> for Span {
-    fn from(s: &proto::Span) -> Span {
+impl From<proto::Span> for Span {
+    fn from(s: proto::Span) -> Span {
+        let (status, status_message) = match s.status {
+            Some(st) => (
+                match st.code {
+                    1 => Status::Ok,
+                    2 => Status::Error,
+                    _ => Status::Unset,
+                },
+                st.message,
+            ),
+            None => (Status::Unset, String::new()),
+        };
         Span {
             trace_id: hex(&s.trace_id),
             span_id: hex(&s.span_id),
             parent_span_id: (!s.parent_span_id.is_empty()).then(|| hex(&s.parent_span_id)),
-            name: s.name.clone(),
+            name: s.name,
             kind: KINDS.get(s.kind as usize).filter(|k| !k.is_empty()).map(|k| k.to_string()),
             start_ns: s.start_time_unix_nano,
             end_ns: s.end_time_unix_nano.max(s.start_time_unix_nano),
-            status: match s.status.as_ref().map(|st| st.code) {
-                Some(1) => Status::Ok,
-                Some(2) => Status::Error,
-                _ => Status::Unset,
-            },
-            status_message: s.status.as_ref().map(|st| st.message.clone()).unwrap_or_default(),
-            attributes: attributes(&s.attributes),
+            status,
+            status_message,
+            attributes: attributes(s.attributes),
             events: s
                 .events
-                .iter()
-                .map(|e| Event {
-                    name: e.name.clone(),
-                    time_ns: e.time_unix_nano,
-                    attributes: attributes(&e.attributes),
-                })
+                .into_iter()
+                .map(|e| Event { name: e.name, time_ns: e.time_unix_nano, attributes: attributes(e.attributes) })
                 .collect(),
         }
     }
