@@ -509,24 +509,15 @@ impl RunDir {
         }))
     }
 
-    /// Stream trials.jsonl: each record with its line number, or the error
-    /// (`file:line`) that makes the file unreadable as records.
+    /// Stream trials.jsonl: each record with its line number and text, or the
+    /// error (`file:line`) that makes the file unreadable as records.
     pub fn records(&self) -> Result<impl Iterator<Item = Result<(usize, String, TrialRecord)>> + use<>> {
-        let path = self.file("trials.jsonl");
-        let file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
-        Ok(BufReader::new(file).lines().enumerate().filter_map(move |(n, line)| {
-            let line = match line {
-                Ok(l) => l,
-                Err(e) => return Some(Err(Error::Input(format!("{}:{}: {e}", path.display(), n + 1)))),
-            };
-            if line.trim().is_empty() {
-                return None;
-            }
-            Some(
-                serde_json::from_str::<TrialRecord>(&line)
-                    .map(|r| (n + 1, line, r))
-                    .map_err(|e| Error::Input(format!("{}:{}: not a trial record: {e}", path.display(), n + 1))),
-            )
+        Ok(self.records_at()?.map(|r| {
+            r.map(|a| {
+                // A line that parsed as JSON is UTF-8.
+                let text = String::from_utf8(a.text).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into());
+                (a.line, text, a.record)
+            })
         }))
     }
 }
