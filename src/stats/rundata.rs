@@ -29,7 +29,6 @@ pub struct FailedAt {
     /// The case's index (manifest order).
     pub case: u32,
     pub trial: u32,
-    pub outcome: Outcome,
     /// Listed with the errors counted apart: a grader or infra error, or a
     /// graded trial an infrastructure failure cut short.
     pub counted_apart: bool,
@@ -312,7 +311,6 @@ pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
             run.failed.push(FailedAt {
                 case: case as u32,
                 trial: rec.trial,
-                outcome: rec.outcome,
                 counted_apart: matches!(rec.outcome, Outcome::GraderError | Outcome::InfraError)
                     || rec.infra_error.is_some(),
                 offset,
