@@ -685,6 +685,7 @@ struct TraceIdx {
 struct FileInfo {
     display: String,
     layout: Layout,
+    /// None when the file holds no record: pass 2 skips it.
     shape: Option<Shape>,
     /// Records that could not be indexed (their warning is given): skipped in pass 2.
     bad: HashSet<usize>,
@@ -717,7 +718,6 @@ pub fn read(
             Input::File(p) => {
                 let (layout, shape) = sniff(p).map_err(|e| Error::Input(format!("{display}: cannot read: {e}")))?;
                 let sh = shape.unwrap_or_else(|| first_record_shape(p, &display, layout));
-                let shape = Some(sh);
                 let mut bad = HashSet::new();
                 let mut rec_no = 0usize;
                 let mut spans = 0u64;
@@ -764,14 +764,16 @@ pub fn read(
                 stats.push(TraceInput {
                     path: display.clone(),
                     sha256: (!sha.is_empty()).then_some(sha),
-                    format: match shape {
-                        Some(Shape::Flat) => "span_lines".into(),
-                        _ => "otlp_json".into(),
+                    format: match sh {
+                        Shape::Flat => "span_lines".into(),
+                        Shape::Otlp => "otlp_json".into(),
                     },
                     bytes,
                     spans: 0,
                     items: 0,
                 });
+                // A file without a record is not read again.
+                let shape = (rec_no > 0).then_some(sh);
                 files.push(Some(FileInfo { display, layout, shape, bad }));
             }
         }
