@@ -377,15 +377,6 @@ pub trait Rewind: Write {
     fn rewind(&mut self, mark: u64);
 }
 
-impl Rewind for String {
-    fn mark(&mut self) -> u64 {
-        self.len() as u64
-    }
-    fn rewind(&mut self, mark: u64) {
-        self.truncate(mark as usize);
-    }
-}
-
 /// Write report.html into `o`, reading the failing trials' records back from the run dir.
 pub fn write<W: Rewind>(run: &RunData, o: &mut W) -> Result<()> {
     let s = &run.summary;
