@@ -52,12 +52,6 @@ impl ByK {
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&K, &f64)> {
         self.0.iter().map(|e| (&e.0, &e.1))
     }
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 impl std::ops::Index<&K> for ByK {
