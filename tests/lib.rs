@@ -17,6 +17,7 @@ mod golden;
 mod grader_tests;
 mod injection;
 mod isolation;
+mod isolation_attacks;
 mod judge;
 mod lua_defs;
 mod mcp;
