@@ -228,7 +228,9 @@ fn string_rep_of_nothing_at_the_top_of_a_suite_cannot_hang_loading() {
         "suite.lua",
         &format!(
             "{HEAD}local s = string.rep('', 2^53) .. ('x'):rep(2^53 // 2^53) .. string.rep('', 2^40, '')\n\
-             assert(s == 'x')\nreturn evalua.suite {{ name = 's' }}\n"
+             assert(s == 'x')\nlocal suite = evalua.suite {{ name = 's' }}\n\
+             suite:case {{ id = 'c', input = 'go', agent = evalua.agent.scripted(function() return 'ok' end), expect = {{ function(t) return true end }} }}\n\
+             return suite\n"
         ),
     )]);
     let (out, took) = bounded(dir.path(), &["check", "suite.lua"], &[], Duration::from_secs(60));
