@@ -69,7 +69,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     drop(man);
     let data = rundata::load(&dir.path)?;
     dir.write_json("summary.json", &data.summary_file())?;
-    print!("{}", report::console(&ctx.suite.name, &data.summary, &data.gates, &dir.path.display().to_string()));
+    print!("{}", report::console_for(&data));
     report::write_all(&data)?;
     for l in &followed.exports {
         println!("{l}");
