@@ -481,47 +481,128 @@ fn sqlite_attach_and_vacuum_into_write_no_files() {
 // ---------------------------------------------------------------------------
 // 9. Path confinement that a race cannot get around.
 
+/// The racer: `d` is a real folder and `l` a symlink to a folder outside the
+/// work dir; a process of the racer's own exchanges the two names
+/// (`renameat2(RENAME_EXCHANGE)`, one atomic step) as fast as it can while the
+/// agent asks to write `d/f<i>`. What the test proves needs no particular
+/// scheduling of the two:
+/// - before the race, `d/before` (a real folder) is written and `d/static`
+///   (the symlink, swapped in once) is refused: the tool works, and refuses
+///   the plain escape;
+/// - during the race, the racer counts its swaps and, for each call, whether a
+///   swap completed between sending the call and reading its result (a call
+///   the swap raced). It keeps calling until 200 calls were raced (at most
+///   5000 calls), so the race is proven by counting, not inferred from how
+///   many writes happened to go through (under load that can be none);
+/// - the swapper checks every exchange (the call succeeded and `d` flipped
+///   between folder and symlink): a filesystem without RENAME_EXCHANGE fails
+///   the test instead of racing nothing.
+/// It reports all of it as its final answer (JSON); the test reads the outside
+/// folder for escapes.
 const RACER: &str = r#"
-import ctypes, json, os, sys, threading
+import ctypes, json, mmap, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 start = json.loads(sys.stdin.readline())
 outside = start["input"]
 os.makedirs("d", exist_ok=True)
 os.symlink(outside, "l")
-stop = False
-def swap():
-    while not stop:
-        libc.renameat2(-100, b"d", -100, b"l", 2)  # AT_FDCWD, RENAME_EXCHANGE
-t = threading.Thread(target=swap)
-t.start()
-for i in range(450):
-    call = {"type": "tool_call", "id": "c%d" % i, "name": "write_file", "arguments": {"path": "d/f%d" % i, "content": "x"}}
+n = 0
+def write(path):
+    global n
+    n += 1
+    call = {"type": "tool_call", "id": "c%d" % n, "name": "write_file", "arguments": {"path": path, "content": "x"}}
     print(json.dumps(call), flush=True)
-    sys.stdin.readline()
-stop = True
-t.join()
-print(json.dumps({"type": "final", "content": "done"}), flush=True)
+    return json.loads(sys.stdin.readline()).get("status")
+def exchange():
+    if libc.renameat2(-100, b"d", -100, b"l", 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+        return ctypes.get_errno() or -1
+    return 0
+report = {"before": write("d/before")}
+err = exchange()
+report["d_is_link_after_one_swap"] = os.path.islink("d")
+report["static"] = write("d/static")
+err = err or exchange()
+# The swapper is a process of its own (no lock shared with the caller, as a
+# thread would share Python's); its counters live in shared memory:
+# stop, swaps, seen as symlink, seen as folder, errno of a failed exchange,
+# the swap after which d did not flip.
+shared = mmap.mmap(-1, 64)
+c = (ctypes.c_int64 * 6).from_buffer(shared)
+c[4] = err
+if err == 0 and os.fork() == 0:
+    was_link = os.path.islink("d")
+    while not c[0]:
+        e = exchange()
+        if e:
+            c[4] = e
+            break
+        c[1] += 1
+        is_link = os.path.islink("d")
+        if is_link == was_link:
+            c[5] = c[1]
+            break
+        c[2 if is_link else 3] += 1
+        was_link = is_link
+    os._exit(0)
+calls = raced = 0
+statuses = {}
+while raced < 200 and calls < 5000 and c[4] == 0 and c[5] == 0:
+    calls += 1
+    before = c[1]
+    s = write("d/f%d" % calls)
+    statuses[s] = statuses.get(s, 0) + 1
+    if c[1] > before:
+        raced += 1
+c[0] = 1
+if err == 0:
+    os.wait()
+error = None
+if c[4]:
+    error = "renameat2: " + os.strerror(c[4])
+elif c[5]:
+    error = "d did not flip after swap %d" % c[5]
+report.update(calls=calls, raced=raced, statuses=statuses, swaps=c[1], links=c[2], dirs=c[3], error=error)
+print(json.dumps({"type": "final", "content": json.dumps(report)}), flush=True)
 "#;
 
 #[test]
 fn write_file_cannot_be_raced_out_of_the_work_dir_with_a_symlink_swap() {
     let dir = project(&[("race.py", RACER)]);
     let outside = tempfile::tempdir().unwrap();
+    // The deadline and the kill are far above the need (a few seconds on an idle
+    // machine): a busy machine makes the race slower, never the test red.
     let suite = format!(
         "{HEAD}local tools = require('evalua.tools')\n\
-         local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 60, max_tool_calls = 1000 }} }}\n\
+         local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 600, max_tool_calls = 5100 }} }}\n\
          tools.register(suite, {{ only = {{ 'write_file' }} }})\n\
          suite:case {{ id = 'c', input = {:?}, agent = evalua.agent.command {{ cmd = {{ 'python3', evalua.path('race.py') }} }},\n\
            expect = {{ function(t) return true end }} }}\nreturn suite\n",
         outside.path().display().to_string()
     );
     std::fs::write(dir.path().join("suite.lua"), suite).unwrap();
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(120));
-    assert_eq!(recs[0]["ended"], "final", "{}", recs[0]);
-    let escaped = std::fs::read_dir(outside.path()).unwrap().count();
-    assert_eq!(escaped, 0, "{escaped} of 450 writes landed outside the work dir");
-    let executed = recs[0]["calls"]["executed"].as_u64().unwrap_or(0);
-    assert!(executed > 0, "some writes went through: {}", recs[0]);
+    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(900));
+    let r = &recs[0];
+    assert_eq!(r["ended"], "final", "{r}");
+    let escaped: Vec<_> = std::fs::read_dir(outside.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    let report: Value = serde_json::from_str(r["answer"].as_str().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {r}"));
+    eprintln!("the race: {report}");
+    assert!(escaped.is_empty(), "writes landed outside the work dir: {escaped:?}; {report}");
+    // Not vacuous: the tool writes through a real folder and refuses the symlink.
+    assert_eq!(report["before"], "ok", "write_file through the real folder: {report}");
+    assert_eq!(report["d_is_link_after_one_swap"], true, "one exchange made d the symlink: {report}");
+    assert_eq!(report["static"], "denied", "write_file through the symlink to outside: {report}");
+    // The race really happened: every exchange succeeded and flipped d, and at
+    // least 200 calls had a swap complete while they were in flight.
+    assert_eq!(report["error"], Value::Null, "the swapping process failed: {report}");
+    let n = |k: &str| report[k].as_u64().unwrap_or(0);
+    assert!(n("raced") >= 200, "fewer than 200 of {} calls (at most 5000) were raced by a swap: {report}", n("calls"));
+    assert!(n("links") > 0 && n("dirs") > 0, "the racer saw d as both a folder and a symlink: {report}");
+    assert_eq!(n("swaps"), n("links") + n("dirs"), "{report}");
+    let statuses: u64 = report["statuses"].as_object().map(|m| m.values().filter_map(Value::as_u64).sum()).unwrap_or(0);
+    assert_eq!(statuses, n("calls"), "every raced call got a result: {report}");
+    let calls = &r["calls"];
+    let recorded: u64 = ["executed", "denied", "failed", "rejected"].iter().filter_map(|k| calls[k].as_u64()).sum();
+    assert_eq!(recorded, n("calls") + 2, "every call was recorded: {r}");
 }
 
 // ---------------------------------------------------------------------------
