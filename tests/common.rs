@@ -83,6 +83,52 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
     Output { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
 }
 
+/// A meeting point on 127.0.0.1 for the processes of concurrent trials (the
+/// sandbox shares the host's network): each connects and reads one line, and
+/// the server writes `go` to a group once `parties` are connected. A process
+/// that read `go` knows the others of its group were running at that moment:
+/// concurrency proven by an event, not by how short a run took.
+/// With `parties` = 1 it is a beacon: each process that connects goes on at
+/// once, and `arrived` counts them (e.g. the agents that have started).
+pub struct Rendezvous {
+    pub port: u16,
+    arrived: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Rendezvous {
+    pub fn start(parties: usize) -> Rendezvous {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let arrived = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = arrived.clone();
+        std::thread::spawn(move || {
+            let mut waiting = Vec::new();
+            for s in listener.incoming().flatten() {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                waiting.push(s);
+                if waiting.len() == parties {
+                    for mut s in waiting.drain(..) {
+                        let _ = s.write_all(b"go\n");
+                    }
+                }
+            }
+        });
+        Rendezvous { port, arrived }
+    }
+
+    /// How many connections came so far.
+    pub fn arrived(&self) -> usize {
+        self.arrived.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A command (argv) that meets the others and prints `go`.
+    pub fn argv(&self) -> [String; 4] {
+        let py = "import socket, sys; s = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); print(s.makefile().readline().strip())";
+        ["python3".into(), "-c".into(), py.into(), self.port.to_string()]
+    }
+}
+
 /// A temp project dir holding the files given as (relative path, content).
 pub fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
