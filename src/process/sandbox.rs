@@ -243,6 +243,15 @@ impl Bwrap {
     /// Why `argv` cannot run in a sandbox with `view` in `cwd`, found before
     /// starting it (bwrap would only say so on the process's stderr).
     pub fn refuse(&self, argv: &[String], cwd: &Path, path_var: Option<&OsString>, view: &View) -> Option<String> {
+        refuse(argv, cwd, path_var, view)
+    }
+}
+
+/// Why `argv` cannot run in a sandbox with `view` in `cwd` (its program not
+/// found as the sandbox would look it up), found before starting it; also
+/// what `evalua check` says of a command agent.
+pub fn refuse(argv: &[String], cwd: &Path, path_var: Option<&OsString>, view: &View) -> Option<String> {
+    {
         if !cwd.is_absolute() || too_wide(cwd) {
             return Some(format!("the sandbox refuses to give write access to {}", cwd.display()));
         }
