@@ -18,7 +18,8 @@
 mod sandbox;
 
 pub use sandbox::{
-    Bwrap, Isolation, View, isolation, protected_by, ready as sandbox_ready, real as real_path, set_isolation,
+    Bwrap, Isolation, View, isolation, protected_by, ready as sandbox_ready, real as real_path,
+    refuse as sandbox_refuses, set_isolation,
 };
 
 use std::io::Read;

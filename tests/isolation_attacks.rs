@@ -10,7 +10,6 @@
 
 use std::path::Path;
 use std::process::{Output, Stdio};
-use std::time::Duration;
 
 use crate::common::*;
 use crate::isolation::{HEAD, bounded, run_within, sandbox_available};
@@ -77,7 +76,7 @@ fn the_run_tool_exposes_nothing_the_agent_names() {
          expect = {{ function(t) return true end }} }}\nreturn suite\n"
     );
     std::fs::write(dir.path().join("suite.lua"), suite).unwrap();
-    let (_, recs) = run_within(dir.path(), &[], &[("HOME", &home_dir)], Duration::from_secs(90));
+    let (_, recs) = run_within(dir.path(), &[], &[("HOME", &home_dir)], PATIENCE);
     let answer = recs[0]["answer"].as_str().unwrap_or_default().to_string();
     assert!(answer.contains("wd:/"), "the run tool ran: {}", recs[0]);
     let markers = [
@@ -120,7 +119,7 @@ fn a_protected_path_is_never_exposed_whoever_names_it() {
     let dir = project(&HIDDEN_FILES);
     let agent = "evalua.agent.command { cmd = { 'true' }, io = 'plain' }";
     std::fs::write(dir.path().join("suite.lua"), hidden_tests_suite("expose = { 'hidden' }", agent)).unwrap();
-    let (out, took) = bounded(dir.path(), &["run", "suite.lua", "--out", "out", "-q"], &[], Duration::from_secs(60));
+    let (out, took) = bounded(dir.path(), &["run", "suite.lua", "--out", "out", "-q"], &[], PATIENCE);
     let out = out.unwrap_or_else(|| panic!("evalua run hung: killed after {took:?}"));
     assert_user_error(&out, "hidden");
     assert!(!dir.path().join("out/trials.jsonl").exists(), "no trial ran");
@@ -132,7 +131,7 @@ fn a_protected_path_is_never_exposed_whoever_names_it() {
     let agent = format!("evalua.agent.command {{ cmd = {{ 'sh', '-c', {script:?}, 'agent' }}, io = 'plain' }}");
     std::fs::write(dir.path().join("helper.txt"), "HELPER-24\n").unwrap();
     std::fs::write(dir.path().join("suite.lua"), hidden_tests_suite("expose = { '.' }", &agent)).unwrap();
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     let answer = recs[0]["answer"].as_str().unwrap_or_default();
     assert!(answer.contains("HELPER-24"), "the exposed folder is there: {}", recs[0]);
     let markers = ["HIDDEN-SECRET-24", "SUITE-SECRET-24", "TEMPLATE-SECRET-24"];
@@ -142,7 +141,7 @@ fn a_protected_path_is_never_exposed_whoever_names_it() {
     let agent = "evalua.agent.command { cmd = { 'sh', '-c', 'cat \"$1\"', 'agent', evalua.path('hidden/test_secret.py') }, io = 'plain' }";
     std::fs::write(dir.path().join("suite.lua"), hidden_tests_suite("", agent)).unwrap();
     let _ = std::fs::remove_dir_all(dir.path().join("out"));
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     let r = &recs[0];
     assert_eq!(leaked(&r.to_string(), &["HIDDEN-SECRET-24"]), Vec::<&str>::new(), "{r}");
     assert_eq!(r["outcome"], "infra_error", "{r}");
@@ -233,7 +232,7 @@ fn string_rep_of_nothing_at_the_top_of_a_suite_cannot_hang_loading() {
              return suite\n"
         ),
     )]);
-    let (out, took) = bounded(dir.path(), &["check", "suite.lua"], &[], Duration::from_secs(60));
+    let (out, took) = bounded(dir.path(), &["check", "suite.lua"], &[], PATIENCE);
     let out = out.unwrap_or_else(|| panic!("evalua check hung: killed after {took:?}"));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
@@ -261,7 +260,7 @@ fn c_loops_in_a_check_are_stopped_by_its_limit() {
          expect = {{ {checks} }} }}\nreturn suite\n"
     );
     let dir = project(&[("suite.lua", &suite)]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(120));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     let r = &recs[0];
     assert_ne!(r["outcome"], "infra_error", "a worker was abandoned: {r}");
     for name in ["insert", "remove"] {
@@ -279,12 +278,14 @@ fn c_loops_in_a_check_are_stopped_by_its_limit() {
 /// kept the agent's stdout pipe open, so an agent that closed its stdout and
 /// kept running was never seen to end its stream: the trial waited for its
 /// deadline and ended `deadline` (with `--isolation none`, `crashed` at once).
+/// Here the deadline is an hour: on the old code the run hangs until the
+/// test gives up after PATIENCE.
 #[test]
 fn an_agent_that_closes_stdout_has_crashed() {
     let suite = format!(
-        "{HEAD}local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 20 }} }}\n\
+        "{HEAD}local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 3600 }} }}\n\
          suite:case {{ id = 'c', input = 'go',\n\
-           agent = evalua.agent.command {{ cmd = {{ 'sh', '-c', 'read -r line; exec >&-; sleep 60', 'agent' }} }},\n\
+           agent = evalua.agent.command {{ cmd = {{ 'sh', '-c', 'read -r line; exec >&-; sleep 3600', 'agent' }} }},\n\
            expect = {{ function(t) return true end }} }}\nreturn suite\n"
     );
     let dir = project(&[("suite.lua", &suite)]);
@@ -294,7 +295,7 @@ fn an_agent_that_closes_stdout_has_crashed() {
     }
     for extra in modes {
         let _ = std::fs::remove_dir_all(dir.path().join("out"));
-        let (_, recs) = run_within(dir.path(), extra, &[], Duration::from_secs(90));
+        let (_, recs) = run_within(dir.path(), extra, &[], PATIENCE);
         assert_eq!(recs[0]["ended"], "crashed", "{extra:?}: {}", recs[0]);
     }
 }
