@@ -49,6 +49,9 @@ pub struct Executor {
     pub ctx: Table,
     /// The case's fault rules (SPEC §11).
     pub faults: fault::Injector,
+    /// The trial's deadline: a handler (and the SQL or command it runs) never
+    /// runs past it, whatever its own limit leaves.
+    pub deadline: Instant,
 }
 
 /// Why the executor refused a request before its handler ran.
@@ -132,7 +135,7 @@ impl Executor {
                 }
                 fired => {
                     state.borrow_mut().denied = None;
-                    let (status, result, error, stop) = run_handler(lua, handlers, ctx, name, &args);
+                    let (status, result, error, stop) = run_handler(lua, handlers, ctx, name, &args, self.deadline);
                     record.status = status;
                     record.result = result;
                     record.error = error;
@@ -235,7 +238,7 @@ fn snippet(text: &str) -> String {
 
 type HandlerOutcome = (CallStatus, Option<Json>, Option<String>, Option<mlua::Error>);
 
-fn run_handler(lua: &Lua, handlers: &Table, ctx: &Table, name: &str, args: &Json) -> HandlerOutcome {
+fn run_handler(lua: &Lua, handlers: &Table, ctx: &Table, name: &str, args: &Json, until: Instant) -> HandlerOutcome {
     let handler: mlua::Result<Function> = handlers.get::<Table>(name).and_then(|t| t.get("run"));
     let handler = match handler {
         Ok(f) => f,
@@ -252,7 +255,7 @@ fn run_handler(lua: &Lua, handlers: &Table, ctx: &Table, name: &str, args: &Json
     let limits = lua::limits(lua);
     let seg = Segment {
         instructions: Some(TOOL_INSTRUCTIONS),
-        deadline: Some(Instant::now() + Duration::from_secs(TOOL_SECONDS)),
+        deadline: Some((Instant::now() + Duration::from_secs(TOOL_SECONDS)).min(until)),
     };
     match limits.guard(lua, seg, || handler.call::<Value>((ctx.clone(), args_lua))) {
         Guarded::Done(Ok(v)) => match convert::to_json(lua, &v) {

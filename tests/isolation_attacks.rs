@@ -299,3 +299,159 @@ fn an_agent_that_closes_stdout_has_crashed() {
         assert_eq!(recs[0]["ended"], "crashed", "{extra:?}: {}", recs[0]);
     }
 }
+
+// ---------------------------------------------------------------------------
+// 6. Smaller holes.
+
+/// Before: `evalua merge` compared the parts' suite hash, seed, cases and
+/// gates, but not the suite they name: a part whose manifest named another
+/// suite was merged into the run (exit 0).
+#[test]
+fn merge_refuses_a_part_of_another_suite() {
+    let suite = format!(
+        "{HEAD}local suite = evalua.suite {{ name = 'merged', trials = 2 }}\n\
+         for i = 1, 4 do suite:case {{ id = 'c' .. i, input = 'go', agent = evalua.agent.scripted(function() return 'ok' end),\n\
+           expect = {{ function(t) return true end }} }} end\nreturn suite\n"
+    );
+    let dir = project(&[("suite.lua", &suite)]);
+    let d = dir.path();
+    for i in 1..=2 {
+        let o = evalua(d, &["run", "suite.lua", "--out", &format!("p{i}"), "-q", "--partition", &format!("hash:{i}/2")]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    }
+    let manifest = d.join("p2/manifest.json");
+    let mut m = json(&manifest);
+    m["suite"]["name"] = "another_suite".into();
+    std::fs::write(&manifest, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    assert_user_error(&evalua(d, &["merge", "p1", "p2", "--out", "m"]), "suite");
+    assert!(!d.join("m").exists());
+}
+
+/// Before: an error object with its own `__tostring`, and `error("msg", 0)`,
+/// raised at a suite's top level, reached the command line as the bare
+/// message: `error: custom failure`, naming no place (SPEC §2 wants
+/// `file:line` where there is one).
+#[test]
+fn a_suites_error_without_a_place_still_names_its_line() {
+    let cases = [
+        ("error(setmetatable({}, { __tostring = function() return 'custom failure' end }))", "custom failure"),
+        ("error('bare message', 0)", "bare message"),
+        ("local ok = pcall(error, 'caught', 0)\nerror('after a caught one', 0)", "after a caught one"),
+    ];
+    for (raise, msg) in cases {
+        let dir = project(&[("suite.lua", &format!("{HEAD}local x = 1\n{raise}\nreturn evalua.suite {{ name = 's' }}\n"))]);
+        let line = 4 + raise.lines().count() - 1;
+        assert_user_error(&evalua(dir.path(), &["check", "suite.lua"]), &format!("suite.lua:{line}: {msg}"));
+    }
+    // A message that names its place keeps it, once.
+    let dir = project(&[("suite.lua", &format!("{HEAD}error('with a place')\nreturn evalua.suite {{ name = 's' }}\n"))]);
+    let o = evalua(dir.path(), &["check", "suite.lua"]);
+    assert_user_error(&o, "suite.lua:3: with a place");
+    assert_eq!(stderr(&o).matches("suite.lua:3").count(), 1, "{}", stderr(&o));
+}
+
+/// Before: a tool handler had its own 10 s whatever was left of the trial: a
+/// command agent's tool ran a runaway SQL query for 10 s under an 8 s trial
+/// deadline, the agent then answered, and the trial ended `final`, accepted.
+#[test]
+fn a_tool_handler_never_runs_past_the_trials_deadline() {
+    let cte = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r";
+    let agent = r#"read -r start; echo '{"type":"tool_call","id":"q","name":"query","arguments":{}}'; read -r result; echo '{"type":"final","content":"done"}'"#;
+    let suite = format!(
+        "{HEAD}local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 8 }}, sandbox = {{ schema = 'schema.sql' }} }}\n\
+         suite:tool {{ name = 'query', run = function(ctx, a) return {{ n = ctx.db:one({cte:?}) }} end }}\n\
+         suite:case {{ id = 'c', input = 'go', agent = evalua.agent.command {{ cmd = {{ 'sh', '-c', {agent:?} }} }},\n\
+           expect = {{ function(t) return true end }} }}\nreturn suite\n"
+    );
+    let dir = project(&[("suite.lua", &suite), ("schema.sql", "CREATE TABLE k (x INTEGER);")]);
+    let (_, recs) = run_within(dir.path(), &["--isolation", "none"], &[], PATIENCE);
+    let r = &recs[0];
+    assert_eq!(r["ended"], "deadline", "{r}");
+    assert_eq!(r["calls"]["failed"], 1, "the query was stopped: {r}");
+}
+
+// ---------------------------------------------------------------------------
+// 3. A file in the work dir is never read whole.
+
+/// Every file under `dir`: the disk it takes (allocated blocks, not apparent size).
+fn disk_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                total += m.blocks() * 512;
+            }
+        }
+    }
+    total
+}
+
+/// Before: each changed file of a trial's work dir was read whole to diff
+/// it, read whole to hash it, copied whole into the run dir and into each
+/// check's copy of the tree: an agent's `truncate -s 1G big.bin` (a sparse
+/// file: no disk) took evalua past a GiB of memory and wrote a GiB into the
+/// run dir and another into each check's copy.
+#[test]
+fn a_sparse_file_in_the_work_dir_is_never_read_whole() {
+    if !sandbox_available() {
+        return;
+    }
+    let make = "truncate -s 1G big.bin && printf small > small.txt && head -c 2097152 /dev/zero | tr '\\0' x > two_mb.txt";
+    let suite = format!(
+        "{HEAD}local tools = require('evalua.tools')\n\
+         local suite = evalua.suite {{ name = 's', sandbox = {{ max_file_mb = 1 }} }}\n\
+         tools.register(suite, {{ only = {{ 'run' }} }})\n\
+         suite:case {{ id = 'c', input = 'go', agent = evalua.agent.scripted(function(task, env)\n\
+            local r = env.call('run', {{ cmd = {make:?} }}); return r and tostring(r.exit_code) or 'no result' end),\n\
+         expect = {{\n\
+           check.command {{ name = 'a check sees the file', cmd = 'test $(stat -c %s big.bin) = 1073741824' }},\n\
+           check.command {{ name = 'and so does the next', cmd = 'test $(stat -c %s big.bin) = 1073741824' }},\n\
+           {{ name = 't.files refuses it', run = function(t)\n\
+             local ok, err = pcall(function() return t.files['big.bin'] end)\n\
+             return not ok and err:find('max_file_mb', 1, true) ~= nil and t.files['small.txt'] == 'small', {{ err = err }} end }},\n\
+           {{ name = 't.diff lists it', run = function(t)\n\
+             return #t.diff.files == 3 and t.diff.text:find('left out', 1, true) ~= nil, {{ text = t.diff.text }} end }},\n\
+         }} }}\nreturn suite\n"
+    );
+    let dir = project(&[("suite.lua", &suite)]);
+    let mut child = bin()
+        .current_dir(dir.path())
+        .args(["run", "suite.lua", "--out", "out", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
+    // wait4: the run's own peak memory and the bytes it wrote.
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: wait4 writes into the two locals; the pid is our child's.
+    let waited = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(waited, child.id() as i32);
+    let err = err.join().unwrap();
+    assert!(libc::WIFEXITED(status) && matches!(libc::WEXITSTATUS(status), 0 | 1), "{status}: {err}");
+    let recs = trials(&dir.path().join("out"));
+    let r = &recs[0];
+    assert_eq!(r["answer"], "0", "the agent made its files: {r}");
+    for c in ["a check sees the file", "and so does the next", "t.files refuses it", "t.diff lists it"] {
+        assert_eq!(check(r, c)["passed"], true, "{c}: {r}");
+    }
+    let peak_mib = usage.ru_maxrss / 1024;
+    assert!(peak_mib < 512, "evalua's peak memory was {peak_mib} MiB for a 1 GiB sparse file");
+    let written_mib = usage.ru_oublock * 512 >> 20;
+    assert!(written_mib < 256, "evalua wrote {written_mib} MiB for a 1 GiB sparse file");
+    let run_dir_mib = disk_bytes(&dir.path().join("out")) >> 20;
+    assert!(run_dir_mib < 64, "the run dir takes {run_dir_mib} MiB");
+    let state = &trace_of(&dir.path().join("out"), r)["state"];
+    let file = |p: &str| {
+        state["files"].as_array().unwrap().iter().find(|f| f["path"] == p).cloned().unwrap_or_else(|| panic!("{p}: {state}"))
+    };
+    assert_eq!(file("big.bin"), serde_json::json!({ "path": "big.bin", "size": 1073741824u64, "skipped": true }));
+    assert_eq!(file("two_mb.txt"), serde_json::json!({ "path": "two_mb.txt", "size": 2097152, "skipped": true }));
+    assert!(file("small.txt")["sha256"].is_string(), "{state}");
+}

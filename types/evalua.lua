@@ -371,6 +371,8 @@ function evalua.user.script(turns) end
 ---@field clock? string the frozen clock, an ISO 8601 datetime (e.g. `"2026-11-03T10:00:00Z"`); `os.time()`/`os.date()` read it
 ---@field workdir? string|evalua.GitWorkdir the initial work tree, copied for each trial: a folder (relative to the suite) or a git bundle
 ---@field max_fixture_mb? number the largest schema or fixture file accepted, in MiB (default 64; `EVALUA_MAX_FIXTURE_MB` overrides)
+---@field max_file_mb? number a trial's changed work-dir file larger than this (MiB, default 64) is not read, diffed line by line or kept: recorded by path and size as skipped
+---@field max_trial_mb? number past this many MiB of a trial's kept work-dir files (default 256), further changed files are skipped likewise
 
 --- A work tree from a git bundle: cloned once per run (with the `git` CLI), checked out at `rev`, `.git` dropped.
 ---@class evalua.GitWorkdir

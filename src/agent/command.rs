@@ -417,6 +417,10 @@ fn converse(
                 if let Err(e) = mcp_call(trial, c) {
                     return e;
                 }
+                if Instant::now() >= trial.deadline {
+                    stop(&mut end, Ended::Deadline, "the trial's deadline passed during a tool call".into());
+                    return end;
+                }
                 continue;
             }
             Ok(ev @ (Event::Out(_) | Event::TooLong(_))) => ev,
@@ -470,6 +474,11 @@ fn converse(
                 send(stdin, &out);
                 if let Err(why) = budget {
                     return AgentEnd::budget(&why);
+                }
+                // A handler stops at the deadline; whatever the agent says next is too late.
+                if Instant::now() >= trial.deadline {
+                    stop(&mut end, Ended::Deadline, "the trial's deadline passed during a tool call".into());
+                    return end;
                 }
             }
             // With a model proxy, the proxy's accounting counts, not the agent's word.

@@ -22,11 +22,12 @@ use crate::stats::{RunData, rundata};
 use crate::util::paths::shell_word;
 
 /// What must be the same in every part of one run.
-fn identity(r: &RunData) -> [(String, &'static str); 8] {
+fn identity(r: &RunData) -> [(String, &'static str); 9] {
     let m = &r.manifest;
     let cases: Vec<(&str, u32, Option<&str>)> =
         m.cases.iter().map(|c| (c.id.as_str(), c.trials, c.revision.as_deref())).collect();
     [
+        (format!("{:?}", (&m.suite.name, &m.suite.version)), "suite (name and version)"),
         (m.suite.sha256.clone(), "suite file (sha256)"),
         (m.grader_sha256.clone(), "suite sources and evalua's stdlib (grader sha256)"),
         (format!("{:?}", m.suite.schema.as_ref().map(|s| &s.sha256)), "sandbox schema (sha256)"),

@@ -21,7 +21,7 @@ use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
     AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, DbSpec, FaultRule,
-    Faults, JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, ProxySpec, QueryUse, Sources,
+    Faults, JudgeSpec, KeepCaps, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, ProxySpec, QueryUse, Sources,
     Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
 };
 use crate::util::dataset::{self, Format};
@@ -61,7 +61,7 @@ pub fn eval_suite(lua: &Lua, path: &Path) -> std::result::Result<Table, String> 
     };
     let value = match limits.guard(lua, seg, || lua::run_file(lua, path)) {
         Guarded::Done(Ok(v)) => v,
-        Guarded::Done(Err(e)) => return Err(lua::describe(&e)),
+        Guarded::Done(Err(e)) => return Err(lua::placed(lua, lua::describe(&e))),
         Guarded::Stopped(stop) => {
             return Err(format!("{}: loading the suite stopped: {}", display_path(path), stop.describe()));
         }
@@ -735,6 +735,17 @@ fn max_fixture_bytes(sandbox: &Table) -> std::result::Result<u64, String> {
     Ok((mb * 1024.0 * 1024.0) as u64)
 }
 
+/// `sandbox.max_file_mb` and `sandbox.max_trial_mb` (validated by the stdlib).
+fn keep_caps(sandbox: &Table) -> std::result::Result<KeepCaps, String> {
+    let mb = |k: &str, default: u64| -> std::result::Result<u64, String> {
+        Ok(opt::<f64>(sandbox, k)?.map(|m| (m * 1024.0 * 1024.0) as u64).unwrap_or(default << 20))
+    };
+    Ok(KeepCaps {
+        file_bytes: mb("max_file_mb", crate::spec::DEFAULT_MAX_FILE_MB)?,
+        trial_bytes: mb("max_trial_mb", crate::spec::DEFAULT_MAX_TRIAL_MB)?,
+    })
+}
+
 fn read_suite(
     lua: &Lua,
     t: &Table,
@@ -813,6 +824,7 @@ fn read_suite(
         }),
         faults: faults_spec(lua, opt(t, "faults")?)?.unwrap_or_default(),
         max_fixture_bytes: max_fixture_bytes(&sandbox)?,
+        keep: keep_caps(&sandbox)?,
         location,
         monitors,
         trace_adapter: opt::<mlua::Function>(t, "trace_adapter")?.is_some(),

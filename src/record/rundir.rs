@@ -333,7 +333,8 @@ impl RunDir {
     /// that changed nothing.
     pub fn write_state(&self, case: &str, trial: u32, kept: &KeptState) -> std::io::Result<()> {
         let rec = kept.record();
-        let regular = || rec.files.iter().filter(|f| f.symlink.is_none());
+        // Regular files whose bytes were kept (not those over the caps).
+        let regular = || rec.files.iter().filter(|f| f.symlink.is_none() && !f.skipped);
         match kept {
             KeptState::Fresh { db, workdir, .. } => {
                 if let (Some(d), Some(bytes)) = (&rec.db, db) {
@@ -410,6 +411,13 @@ impl RunDir {
             if let Some(target) = &f.symlink {
                 std::os::unix::fs::symlink(target, &dest).map_err(|e| bad(&f.path, e.to_string()))?;
                 continue;
+            }
+            if f.skipped {
+                let size = f.size.map(|n| format!(" of {n} bytes")).unwrap_or_default();
+                return Err(bad(
+                    &f.path,
+                    format!("the trial's file{size} was not kept (over sandbox.max_file_mb or max_trial_mb): its final tree cannot be rebuilt"),
+                ));
             }
             let from = confine(&src, &f.path).map_err(|e| bad(&f.path, e))?;
             let regular = fs::symlink_metadata(&from).map(|m| m.is_file()).unwrap_or(false);
@@ -557,7 +565,7 @@ fn copy_kept(from: &Path, dest_root: &Path, rel: &str) -> std::io::Result<()> {
     if let Some(parent) = dest.parent() {
         fs::create_dir_all(parent)?;
     }
-    fs::copy(from, &dest).map(|_| ())
+    crate::util::tree::copy_file(from, &dest)
 }
 
 /// Hard-link `from` to `to` (kept files never change), else copy it.

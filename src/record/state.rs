@@ -62,6 +62,12 @@ pub struct KeptFile {
     /// A symlink's target (nothing else is kept for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub symlink: Option<String>,
+    /// A regular file over `sandbox.max_file_mb`, or past `sandbox.max_trial_mb`
+    /// of the trial's kept files: its length (it was not read, hashed or kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
 }
 
 /// A folder owned by a finished trial until its files are stored; removed when dropped.

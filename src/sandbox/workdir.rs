@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::record::state::KeptFile;
-use crate::spec::WorkdirSpec;
+use crate::spec::{KeepCaps, WorkdirSpec};
 use crate::util::paths::display_path;
 use crate::util::tree::{self, Entry, Git, copy_tree, tree_hash};
 
@@ -145,8 +145,19 @@ fn side(root: &Path, rel: &str, entry: Option<&Entry>) -> Option<Vec<u8>> {
     }
 }
 
-/// Compare the template (`None`: an empty tree) with the final tree.
-pub fn diff(before: Option<&Path>, after: &Path) -> std::io::Result<Diff> {
+/// A regular file's length (0 for anything else).
+fn file_len(root: &Path, rel: &str, entry: Option<&Entry>) -> u64 {
+    match entry {
+        Some(Entry::File { .. }) => std::fs::symlink_metadata(root.join(rel)).map(|m| m.len()).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Compare the template (`None`: an empty tree) with the final tree. Files
+/// are compared a chunk at a time; the text of a change is read only for
+/// files within `caps` (each side under `caps.file_bytes`, all of them
+/// under `caps.trial_bytes`): memory never depends on a file's size.
+pub fn diff(before: Option<&Path>, after: &Path, caps: KeepCaps) -> std::io::Result<Diff> {
     let old = match before {
         Some(b) => tree::walk(b, Git::Skip)?,
         None => BTreeMap::new(),
@@ -154,18 +165,20 @@ pub fn diff(before: Option<&Path>, after: &Path) -> std::io::Result<Diff> {
     let new = tree::walk(after, Git::Skip)?;
     let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     let mut out = Diff::default();
+    let mut read = 0u64;
     for rel in paths {
         let (o, n) = (old.get(rel), new.get(rel));
-        let a = before.and_then(|b| side(b, rel, o));
-        let b = side(after, rel, n);
         let status = match (o, n) {
             (None, Some(_)) => Status::Added,
             (Some(_), None) => Status::Deleted,
-            _ if o == n && a == b => continue,
+            (Some(Entry::File { .. }), Some(Entry::File { .. })) if o == n => match before {
+                Some(b) if tree::same_content(&b.join(rel), &after.join(rel))? => continue,
+                _ => Status::Modified,
+            },
+            _ if o == n => continue, // the same symlink
             _ => Status::Modified,
         };
         out.files.push((rel.clone(), status));
-        let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());
         let left = if status == Status::Added { "/dev/null".to_string() } else { format!("a/{rel}") };
         let right = if status == Status::Deleted { "/dev/null".to_string() } else { format!("b/{rel}") };
         out.text.push_str(&format!("diff --evalua a/{rel} b/{rel}\n"));
@@ -175,6 +188,19 @@ pub fn diff(before: Option<&Path>, after: &Path) -> std::io::Result<Diff> {
             let mode = |e: bool| if e { "100755" } else { "100644" };
             out.text.push_str(&format!("old mode {}\nnew mode {}\n", mode(*x), mode(*y)));
         }
+        let (la, lb) = (before.map(|b| file_len(b, rel, o)).unwrap_or(0), file_len(after, rel, n));
+        if la > caps.file_bytes || lb > caps.file_bytes || read + la + lb > caps.trial_bytes {
+            let why = if la.max(lb) > caps.file_bytes {
+                format!("a file of {} bytes, over sandbox.max_file_mb", la.max(lb))
+            } else {
+                "past sandbox.max_trial_mb of the trial's changes".to_string()
+            };
+            out.text.push_str(&format!("(the text of {rel} is left out: {why})\n"));
+            continue;
+        }
+        read += la + lb;
+        let a = before.and_then(|b| side(b, rel, o)).unwrap_or_default();
+        let b = side(after, rel, n).unwrap_or_default();
         match (std::str::from_utf8(&a), std::str::from_utf8(&b)) {
             (Ok(sa), Ok(sb)) if !a.contains(&0) && !b.contains(&0) => {
                 if sa != sb && out.text.len() < MAX_DIFF_TEXT {
@@ -193,11 +219,15 @@ pub fn diff(before: Option<&Path>, after: &Path) -> std::io::Result<Diff> {
 }
 
 /// The change as files to keep (SPEC §10): each added or modified path with
-/// its content hash and executable bit (or, for a symlink, its target), and
-/// the deleted paths. `after` is the final tree the diff was taken of.
-pub fn kept_changes(d: &Diff, after: &Path) -> std::io::Result<(Vec<KeptFile>, Vec<String>)> {
+/// its content hash (read a chunk at a time) and executable bit (or, for a
+/// symlink, its target), and the deleted paths. A regular file over
+/// `caps.file_bytes`, or that would take the trial's kept files past
+/// `caps.trial_bytes`, is kept by path and size only, as skipped. `after` is
+/// the final tree the diff was taken of.
+pub fn kept_changes(d: &Diff, after: &Path, caps: KeepCaps) -> std::io::Result<(Vec<KeptFile>, Vec<String>)> {
     use std::os::unix::fs::PermissionsExt;
     let (mut kept, mut deleted) = (Vec::new(), Vec::new());
+    let mut total = 0u64;
     for (rel, status) in &d.files {
         if *status == Status::Deleted {
             deleted.push(rel.clone());
@@ -205,17 +235,30 @@ pub fn kept_changes(d: &Diff, after: &Path) -> std::io::Result<(Vec<KeptFile>, V
         }
         let p = after.join(rel);
         let m = std::fs::symlink_metadata(&p)?;
+        let file = |sha256, size, skipped| KeptFile {
+            path: rel.clone(),
+            sha256,
+            exec: m.permissions().mode() & 0o111 != 0,
+            symlink: None,
+            size,
+            skipped,
+        };
         if m.file_type().is_symlink() {
             let target = std::fs::read_link(&p)?.to_string_lossy().into_owned();
-            kept.push(KeptFile { path: rel.clone(), sha256: None, exec: false, symlink: Some(target) });
-        } else {
-            let bytes = std::fs::read(&p)?;
             kept.push(KeptFile {
                 path: rel.clone(),
-                sha256: Some(crate::util::digest::sha256_hex(&bytes)),
-                exec: m.permissions().mode() & 0o111 != 0,
-                symlink: None,
+                sha256: None,
+                exec: false,
+                symlink: Some(target),
+                size: None,
+                skipped: false,
             });
+        } else if m.len() > caps.file_bytes || total + m.len() > caps.trial_bytes {
+            kept.push(file(None, Some(m.len()), true));
+        } else {
+            let (hash, n) = tree::hash_file(&p)?;
+            total += n;
+            kept.push(file(Some(crate::util::digest::hex(&hash)), None, false));
         }
     }
     Ok((kept, deleted))
@@ -236,7 +279,7 @@ mod tests {
         std::fs::write(b.path().join("m.txt"), "1\ntwo\n3\n").unwrap();
         std::fs::create_dir(b.path().join("d")).unwrap();
         std::fs::write(b.path().join("d/new.txt"), "hi\n").unwrap();
-        let d = diff(Some(a.path()), b.path()).unwrap();
+        let d = diff(Some(a.path()), b.path(), KeepCaps::default()).unwrap();
         let files: Vec<(&str, &str)> = d.files.iter().map(|(p, s)| (p.as_str(), s.as_str())).collect();
         assert_eq!(files, vec![("d/new.txt", "added"), ("gone.txt", "deleted"), ("m.txt", "modified")]);
         assert!(d.text.contains("--- a/m.txt\n+++ b/m.txt\n"), "{}", d.text);

@@ -124,6 +124,27 @@ pub enum WorkdirSpec {
     Git { bundle: PathBuf, rev: Option<String> },
 }
 
+/// How much of a trial's changed work-dir files evalua reads (for `t.diff`,
+/// `t.files`) and keeps in the run dir (SPEC §10). A changed file larger
+/// than `file_bytes`, or past `trial_bytes` of the trial's kept files, is
+/// recorded by path and size as skipped: never read whole, hashed or kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct KeepCaps {
+    pub file_bytes: u64,
+    pub trial_bytes: u64,
+}
+
+/// `sandbox.max_file_mb`'s default.
+pub const DEFAULT_MAX_FILE_MB: u64 = 64;
+/// `sandbox.max_trial_mb`'s default.
+pub const DEFAULT_MAX_TRIAL_MB: u64 = 256;
+
+impl Default for KeepCaps {
+    fn default() -> Self {
+        KeepCaps { file_bytes: DEFAULT_MAX_FILE_MB << 20, trial_bytes: DEFAULT_MAX_TRIAL_MB << 20 }
+    }
+}
+
 /// `check.tests { ... }` (SWE-bench semantics): the host validates it on the
 /// initial tree before the first trial.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -329,6 +350,9 @@ pub struct Suite {
     pub faults: Faults,
     /// `sandbox.max_fixture_mb`: the largest schema or fixture file accepted.
     pub max_fixture_bytes: u64,
+    /// `sandbox.max_file_mb` / `max_trial_mb`: how much of a trial's changed
+    /// work-dir files is read, diffed line by line and kept.
+    pub keep: KeepCaps,
     /// `file:line` of `evalua.suite {}`.
     pub location: String,
     /// Held-out runs of the same cases and version before `run` warns (SPEC §13).

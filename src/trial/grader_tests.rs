@@ -165,7 +165,7 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
         )?;
     }
     let diff = if has_tree {
-        workdir::diff(Some(&before), &after).map_err(|e| format!("t.diff: {e}"))?
+        workdir::diff(Some(&before), &after, crate::spec::KeepCaps::default()).map_err(|e| format!("t.diff: {e}"))?
     } else {
         workdir::Diff::default()
     };
@@ -237,6 +237,7 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
             phase: grading.clone(),
             // Test runners see the system folders and the example's tree, nothing else.
             view: crate::process::View::default(),
+            max_file: crate::spec::KeepCaps::default().file_bytes,
         },
     )
     .map_err(|e| format!("cannot build the trial: {e}"))?;

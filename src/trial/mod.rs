@@ -443,6 +443,7 @@ fn prepare<'p>(
         handlers: handlers.clone(),
         ctx: ctx.clone(),
         faults: crate::executor::fault::Injector::new(case.faults.clone(), seed),
+        deadline,
     });
     if !recorded {
         state.borrow_mut().messages.push(record::Message {
@@ -498,7 +499,7 @@ fn work_diff(trial: &Trial<'_>) -> Result<Diff, String> {
     if before.is_none() && !trial.workdir.exists() {
         return Ok(Diff::default());
     }
-    workdir::diff(before, &trial.workdir).map_err(|e| format!("t.diff: {e}"))
+    workdir::diff(before, &trial.workdir, trial.plan.suite.keep).map_err(|e| format!("t.diff: {e}"))
 }
 
 /// Grade the finished trial and build its record and trace.
@@ -623,7 +624,8 @@ fn keep(trial: &Trial<'_>, db: Result<DbChange, String>, diff: &Result<Diff, Str
     }
     let mut owned = None;
     match diff.as_ref().map_err(|e| e.clone()).and_then(|d| {
-        workdir::kept_changes(d, &trial.workdir).map_err(|e| format!("cannot read the final work dir: {e}"))
+        workdir::kept_changes(d, &trial.workdir, trial.plan.suite.keep)
+            .map_err(|e| format!("cannot read the final work dir: {e}"))
     }) {
         Ok((files, deleted)) => {
             if files.iter().any(|f| f.symlink.is_none()) {
@@ -874,6 +876,7 @@ fn build_t(
             tests_ran: tests_ran.clone(),
             phase: grading.clone(),
             view: view_of(trial.plan),
+            max_file: trial.plan.suite.keep.file_bytes,
         },
     )
 }

@@ -208,6 +208,30 @@ pub fn read_confined(root: &Path, rel: &str) -> Option<Vec<u8>> {
     dir.read(rel).ok()
 }
 
+/// [`read_confined`], for a file of at most `max` bytes: Err(its length)
+/// when it is larger (it is not read).
+pub fn read_confined_at_most(root: &Path, rel: &str, max: u64) -> Result<Option<Vec<u8>>, u64> {
+    use std::io::Read;
+    if !root.exists() || lexical(rel).is_err() {
+        return Ok(None);
+    }
+    let Ok(dir) = cap_std::fs::Dir::open_ambient_dir(root, cap_std::ambient_authority()) else { return Ok(None) };
+    let Ok(f) = dir.open(rel) else { return Ok(None) };
+    let Ok(m) = f.metadata() else { return Ok(None) };
+    if !m.is_file() {
+        return Ok(None);
+    }
+    if m.len() > max {
+        return Err(m.len());
+    }
+    let mut bytes = Vec::with_capacity(m.len() as usize);
+    match f.take(max + 1).read_to_end(&mut bytes) {
+        Ok(_) if bytes.len() as u64 > max => Err(bytes.len() as u64),
+        Ok(_) => Ok(Some(bytes)),
+        Err(_) => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -531,7 +531,9 @@ local SUITE_KEYS = set {
   "monitors", "trace_adapter", "match", "held_out_max_runs", "faults",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
-local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
+local SANDBOX_KEYS = set {
+  "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "max_file_mb", "max_trial_mb", "expose", "network",
+}
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
@@ -778,6 +780,13 @@ local function suite(where, spec)
     end)
     sb_check("max_fixture_mb", function()
       expect_number("evalua.suite.sandbox", "max_fixture_mb", sb.max_fixture_mb, 2, 0, 1024 * 1024)
+    end)
+    -- How much of a trial's changed work-dir files is read and kept (per file, per trial).
+    sb_check("max_file_mb", function()
+      expect_number("evalua.suite.sandbox", "max_file_mb", sb.max_file_mb, 2, 0, 1024 * 1024)
+    end)
+    sb_check("max_trial_mb", function()
+      expect_number("evalua.suite.sandbox", "max_trial_mb", sb.max_trial_mb, 2, 0, 1024 * 1024)
     end)
     -- Paths (files or folders, relative to the suite) every process of the suite may read.
     sb_check("expose", function()

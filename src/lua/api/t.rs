@@ -23,7 +23,7 @@ use crate::record::{CallRecord, Ended, Journal, Message, Usage};
 use crate::sandbox::db::{Database, LazyDb};
 use crate::sandbox::tests::{TestRun, run_tests};
 use crate::sandbox::workdir::Diff;
-use crate::util::paths::read_confined;
+use crate::util::paths::read_confined_at_most;
 use crate::util::tree::{copy_tree, list_files, overlay};
 
 /// Defaults of `t.run_command` (`check.command`).
@@ -52,6 +52,8 @@ pub struct TParts<'a> {
     pub phase: Phase,
     /// What check commands and test runners see in the sandbox besides their copy of the tree.
     pub view: process::View,
+    /// `sandbox.max_file_mb`: `t.files` reads no larger file.
+    pub max_file: u64,
 }
 
 /// What `t` holds in a run and in a recorded trace alike.
@@ -136,7 +138,7 @@ pub fn build(lua: &Lua, p: TParts<'_>) -> mlua::Result<Table> {
     p.conn.seal();
     t.raw_set("db", Db::read_only(p.conn.clone(), "t.db", p.phase.clone()))?;
     t.raw_set("initial", Db::lazy_read_only(p.initial.clone(), "t.initial", p.phase.clone()))?;
-    t.raw_set("files", files_table(lua, p.workdir)?)?;
+    t.raw_set("files", files_table(lua, p.workdir, p.max_file)?)?;
     install_work(lua, &t, &p)?;
     Ok(t)
 }
@@ -282,13 +284,21 @@ pub fn span_table(lua: &Lua, s: &Span) -> mlua::Result<Table> {
 }
 
 /// `t.files`: the work dir's files by relative path, read on demand.
-fn files_table(lua: &Lua, dir: &Path) -> mlua::Result<Table> {
+fn files_table(lua: &Lua, dir: &Path, max: u64) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let mt = lua.create_table()?;
+    let read = move |root: &Path, rel: &str| -> mlua::Result<Option<Vec<u8>>> {
+        read_confined_at_most(root, rel, max).map_err(|len| {
+            mlua::Error::runtime(format!(
+                "t.files[{rel:?}]: a file of {len} bytes, over sandbox.max_file_mb ({} MiB): not read",
+                max >> 20
+            ))
+        })
+    };
     let root = dir.to_path_buf();
     mt.raw_set(
         "__index",
-        lua.create_function(move |lua, (_t, key): (Value, String)| match read_confined(&root, &key) {
+        lua.create_function(move |lua, (_t, key): (Value, String)| match read(&root, &key)? {
             Some(bytes) => Ok(Value::String(lua.create_string(bytes)?)),
             None => Ok(Value::Nil),
         })?,
@@ -299,7 +309,7 @@ fn files_table(lua: &Lua, dir: &Path) -> mlua::Result<Table> {
         lua.create_function(move |lua, _t: Value| {
             let snapshot = lua.create_table()?;
             for rel in list_files(&root) {
-                if let Some(bytes) = read_confined(&root, &rel) {
+                if let Some(bytes) = read(&root, &rel)? {
                     snapshot.raw_set(rel, lua.create_string(bytes)?)?;
                 }
             }

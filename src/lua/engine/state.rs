@@ -305,6 +305,12 @@ error = function(v, level)
     text = ok and text or "(a table)"
     if #text > 200 then text = text:sub(1, 200) .. "…" end
     raw_setmetatable(v, { __tostring = function() return where .. ": error object " .. text end })
+  elseif level == 0 or type(v) ~= "string" then
+    -- The message will name no place (level 0; an object with its own
+    -- __tostring): where it was raised is kept aside, for the host to name
+    -- should the error reach the command line. The value is untouched.
+    local ok, text = pcall(tostring, v)
+    if ok and type(text) == "string" then host.raised_at(text, host.caller(2)) end
   end
   raw_error(v, level > 0 and level + 1 or 0)
 end
@@ -318,6 +324,13 @@ end
 /// running code) and `new_proxy` (a userdata with the given metatable).
 fn register_engine(lua: &Lua, host: &Table) -> mlua::Result<()> {
     host.raw_set("tripped", lua.create_function(|lua, ()| Ok(limits(lua).is_tripped()))?)?;
+    host.raw_set(
+        "raised_at",
+        lua.create_function(|lua, (text, at): (mlua::String, String)| {
+            let first = text.to_string_lossy().lines().next().unwrap_or("").trim_end().to_string();
+            lua.set_named_registry_value(RAISED, lua.create_sequence_from([first, at])?)
+        })?,
+    )?;
     host.raw_set(
         "new_proxy",
         lua.create_function(|lua, mt: Table| {
@@ -492,6 +505,24 @@ pub fn caller(lua: &Lua, level: usize) -> String {
         format!("{}:{line}", src.strip_prefix('@').unwrap_or(&src))
     })
     .unwrap_or_else(|| "?".to_string())
+}
+
+/// Where the last error whose message names no place was raised (see the
+/// prelude's `error`): the message's first line and `file:line`.
+const RAISED: &str = "evalua.raised_at";
+
+/// `msg` (an error's one-line description) with the place it was raised
+/// when it names none and the prelude's `error` kept it aside: an error
+/// object with its own `__tostring`, `error(msg, 0)`.
+pub fn placed(lua: &Lua, msg: String) -> String {
+    if crate::util::names::has_location(&msg) {
+        return msg;
+    }
+    let kept: Option<Vec<String>> = lua.named_registry_value(RAISED).ok();
+    match kept.as_deref() {
+        Some([text, at]) if *text == msg && at != "?" && !at.is_empty() => format!("{at}: {msg}"),
+        _ => msg,
+    }
 }
 
 /// One line describing a Lua error, `file:line: message` when Lua knows where.
