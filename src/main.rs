@@ -42,6 +42,46 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Subcommand)]
+enum LabelsCommand {
+    /// Agreement between annotators: Cohen's kappa per pair, Krippendorff's alpha, per criterion and overall
+    Agree {
+        #[arg(value_name = "STORE")]
+        store: PathBuf,
+        /// One JSON document on stdout ("schema": "evalua.labels/1"); the text goes to stderr
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hold out a deterministic, stratified share of the items (writes STORE.split.json)
+    Split {
+        #[arg(value_name = "STORE")]
+        store: PathBuf,
+        /// The share of items held out, between 0 and 1
+        #[arg(long = "held-out", value_name = "F")]
+        held_out: f64,
+        #[arg(long, value_name = "N")]
+        seed: u64,
+        /// Replace an existing split that differs
+        #[arg(long)]
+        force: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the items in the calibration format (majority verdict per criterion; ties left out)
+    Export {
+        #[arg(value_name = "STORE")]
+        store: PathBuf,
+        /// The file to write (default: stdout)
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Export the held-out items instead of the others (counted in the ledger)
+        #[arg(long)]
+        held_out: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 #[derive(Args, Clone)]
 struct Select {
     /// Only cases whose id matches this glob (e.g. 'refund_*')
@@ -267,6 +307,14 @@ enum Command {
         /// Call the judge even when a cached verdict exists
         #[arg(long)]
         no_cache: bool,
+        /// Use the label store's held-out items (its split) instead of the others; counted in the ledger
+        #[arg(long)]
+        held_out: bool,
+    },
+    /// Human labels (a label store, labels/<suite>.jsonl): agreement, held-out split, calibration export
+    Labels {
+        #[command(subcommand)]
+        command: LabelsCommand,
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
@@ -418,10 +466,25 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 argv: std::env::args().collect(),
             })
         }
-        Command::Calibrate { suite, labels, rubric, no_cache } => {
+        Command::Calibrate { suite, labels, rubric, no_cache, held_out } => {
             evalua::judge::cache::set_disabled(no_cache);
-            cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
+            let part =
+                if held_out { evalua::judge::labels::Part::HeldOut } else { evalua::judge::labels::Part::Calibration };
+            cmd::calibrate::calibrate(
+                &suite,
+                &labels,
+                &evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part },
+            )
         }
+        Command::Labels { command } => match command {
+            LabelsCommand::Agree { store, json } => cmd::labels::agree(&store, json),
+            LabelsCommand::Split { store, held_out, seed, force, json } => {
+                cmd::labels::split(&store, held_out, seed, force, json)
+            }
+            LabelsCommand::Export { store, out, held_out, json } => {
+                cmd::labels::export(&store, out.as_ref(), held_out, json)
+            }
+        },
         Command::Check { suites, skip_invalid, isolation } => {
             isolate(isolation);
             cmd::check::check(&suites, skip_invalid)

@@ -158,7 +158,7 @@ fn is_pairwise(body: &Value) -> bool {
 
 /// The judge the tests talk to: it grades by markers in the agent's answer,
 /// and "obeys" an injected instruction only if it reaches it outside the data.
-fn judge_server() -> Mock {
+pub fn judge_server() -> Mock {
     mock(|body| {
         let user = message(body, "user");
         if is_pairwise(body) {
@@ -217,14 +217,14 @@ fn judge_server() -> Mock {
     })
 }
 
-fn model_lua(url: &str, name: &str) -> String {
+pub fn model_lua(url: &str, name: &str) -> String {
     format!(
         "judge.model {{ model = \"{name}\", base_url = \"{url}\", api_key_env = \"EVALUA_TEST_JUDGE_KEY\", max_retries = 1, timeout_s = 10 }}"
     )
 }
 
 /// A suite whose scripted agent answers the text after `ANSWER:` in the case input.
-fn suite(url: &str, cases: &str) -> String {
+pub fn suite(url: &str, cases: &str) -> String {
     format!(
         r#"local evalua = require("evalua")
 local judge = require("evalua.judge")
@@ -241,11 +241,11 @@ return suite
     )
 }
 
-fn run(dir: &Path, args: &[&str]) -> Output {
+pub fn run(dir: &Path, args: &[&str]) -> Output {
     evalua_env(dir, args, &[("EVALUA_TEST_JUDGE_KEY", KEY)])
 }
 
-fn evalua_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub fn evalua_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = crate::common::bin();
     c.current_dir(dir).args(args);
     for k in [

@@ -18,6 +18,7 @@ mod grader_tests;
 mod injection;
 mod isolation;
 mod judge;
+mod labels;
 mod lua_defs;
 mod mcp;
 mod models;

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value as Json, json};
 
+use super::labels::Part;
 use super::prompt::{Mark, TrialData, prompt_hash, strip_call};
 use super::records::calibration_path;
 use super::resolve::resolve;
@@ -108,6 +109,7 @@ fn show_rate(k: u64, n: u64, what: &str) -> String {
 /// One labelled item.
 struct Item {
     line: usize,
+    id: Option<String>,
     rubric: Option<String>,
     data: TrialData,
     /// The human's verdict per criterion (None: not labelled).
@@ -140,10 +142,84 @@ fn read_trace(base: &Path, rel: &str, at: &str) -> Result<TrialData> {
     })
 }
 
-fn read_labels(path: &Path) -> Result<Vec<Item>> {
+/// One calibration item (a line of the calibration format, or an item of a
+/// label store), checked; `at` is `file:line`.
+fn parse_item(v: &Json, at: &str, line: usize, base: &Path) -> Result<Item> {
+    let Json::Object(o) = v else {
+        return Err(Error::Input(format!("{at}: each line must be a JSON object")));
+    };
+    for k in o.keys() {
+        if !["id", "rubric", "case", "trace", "input", "answer", "calls", "messages", "outbox", "labels"]
+            .contains(&k.as_str())
+        {
+            return Err(Error::Input(format!(
+                "{at}: unknown key '{k}' (known: id, rubric, trace, input, answer, calls, messages, outbox, labels)"
+            )));
+        }
+    }
+    let data = match v["trace"].as_str() {
+        Some(rel) => read_trace(base, rel, at)?,
+        None => {
+            if !v["answer"].is_string() {
+                return Err(Error::Input(format!("{at}: give 'answer' (the trial's output) or 'trace'")));
+            }
+            let arr = |k: &str| v[k].as_array().cloned().unwrap_or_default();
+            TrialData {
+                input: v["input"].as_str().unwrap_or("").to_string(),
+                answer: v["answer"].as_str().unwrap_or("").to_string(),
+                calls: arr("calls").iter().map(strip_call).collect(),
+                messages: arr("messages"),
+                outbox: arr("outbox"),
+            }
+        }
+    };
+    if !(v["labels"].is_object() || v["labels"].is_array()) {
+        return Err(Error::Input(format!(
+            "{at}: 'labels' is required: {{ \"criterion\": true|false, ... }} or a list in criterion order"
+        )));
+    }
+    Ok(Item {
+        line,
+        id: v["id"].as_str().map(String::from),
+        rubric: v["rubric"].as_str().map(String::from),
+        data,
+        labels: Vec::new(),
+        raw_labels: v["labels"].clone(),
+    })
+}
+
+/// The labelled items calibrate reads: a calibration file, or a label store.
+struct Source {
+    items: Vec<Item>,
+    /// A store: what was used and left out (one line), and each item id used.
+    store: Option<(String, Vec<String>)>,
+    warnings: Vec<String>,
+}
+
+fn read_labels(path: &Path, part: Part) -> Result<Source> {
     let shown = display_path(path);
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Input(format!("{shown}: {e}")))?;
     let base = path.parent().unwrap_or(Path::new("."));
+    if super::labels::is_store(path) {
+        let f = super::labels::read(path, part)?;
+        let mut items = Vec::new();
+        for (line, v) in &f.items {
+            items.push(parse_item(v, &format!("{shown}:{line}"), *line, base)?);
+        }
+        if items.is_empty() {
+            return Err(Error::Input(format!(
+                "{shown}: no item with a decided criterion label ({})",
+                f.counts.line(part, f.split.is_some())
+            )));
+        }
+        let line = f.counts.line(part, f.split.is_some());
+        return Ok(Source { items, store: Some((line, f.ids)), warnings: f.warnings });
+    }
+    if part == Part::HeldOut {
+        return Err(Error::Input(format!(
+            "{shown}: held-out labels come from a label store and its split (evalua labels split); this file is in the calibration format"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Input(format!("{shown}: {e}")))?;
     let mut items = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let at = format!("{shown}:{}", i + 1);
@@ -151,51 +227,12 @@ fn read_labels(path: &Path) -> Result<Vec<Item>> {
             continue;
         }
         let v: Json = serde_json::from_str(line).map_err(|e| Error::Input(format!("{at}: not JSON: {e}")))?;
-        let Json::Object(o) = &v else {
-            return Err(Error::Input(format!("{at}: each line must be a JSON object")));
-        };
-        for k in o.keys() {
-            if !["id", "rubric", "case", "trace", "input", "answer", "calls", "messages", "outbox", "labels"]
-                .contains(&k.as_str())
-            {
-                return Err(Error::Input(format!(
-                    "{at}: unknown key '{k}' (known: id, rubric, trace, input, answer, calls, messages, outbox, labels)"
-                )));
-            }
-        }
-        let data = match v["trace"].as_str() {
-            Some(rel) => read_trace(base, rel, &at)?,
-            None => {
-                if !v["answer"].is_string() {
-                    return Err(Error::Input(format!("{at}: give 'answer' (the trial's output) or 'trace'")));
-                }
-                let arr = |k: &str| v[k].as_array().cloned().unwrap_or_default();
-                TrialData {
-                    input: v["input"].as_str().unwrap_or("").to_string(),
-                    answer: v["answer"].as_str().unwrap_or("").to_string(),
-                    calls: arr("calls").iter().map(strip_call).collect(),
-                    messages: arr("messages"),
-                    outbox: arr("outbox"),
-                }
-            }
-        };
-        if !(v["labels"].is_object() || v["labels"].is_array()) {
-            return Err(Error::Input(format!(
-                "{at}: 'labels' is required: {{ \"criterion\": true|false, ... }} or a list in criterion order"
-            )));
-        }
-        items.push(Item {
-            line: i + 1,
-            rubric: v["rubric"].as_str().map(String::from),
-            data,
-            labels: Vec::new(),
-            raw_labels: v["labels"].clone(),
-        });
+        items.push(parse_item(&v, &at, i + 1, base)?);
     }
     if items.is_empty() {
         return Err(Error::Input(format!("{shown}: no labelled items")));
     }
-    Ok(items)
+    Ok(Source { items, store: None, warnings: Vec::new() })
 }
 
 /// Match an item's labels to the rubric's criteria.
@@ -240,8 +277,54 @@ pub struct Calibrated {
     pub compared: u64,
 }
 
-/// Calibrate every rubric the labels file speaks about.
-pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calibrated>> {
+/// What to calibrate, on which labels.
+#[derive(Debug, Clone, Copy)]
+pub struct Options<'a> {
+    /// Only the rubric with this name.
+    pub rubric: Option<&'a str>,
+    /// A label store's calibration part (default) or its held-out part.
+    pub part: Part,
+}
+
+/// What `calibrate` found: lines about the labels read, and each rubric's calibration.
+pub struct Report {
+    /// About the labels (a store: what was used and left out).
+    pub notes: Vec<String>,
+    /// Lines of the label store that were skipped, with `file:line`.
+    pub warnings: Vec<String>,
+    pub rubrics: Vec<Calibrated>,
+}
+
+/// Record a use of a store's held-out items in the suite's ledger (SPEC §13);
+/// a warning when they have now been used more often than the suite allows.
+fn count_held_out_use(suite: &Suite, ids: &[String]) -> Result<Option<String>> {
+    let mut cases = ids.to_vec();
+    cases.sort();
+    let entry = crate::record::ledger::Entry {
+        suite: suite.name.clone(),
+        version: suite.version.clone(),
+        cases,
+        time: jiff::Timestamp::now().to_string(),
+        run_id: "calibrate".into(),
+        kind: Some("labels".into()),
+    };
+    let path = crate::record::ledger::path(&suite.dir);
+    let uses = crate::record::ledger::append(&path, &entry)?;
+    let max = suite.held_out_max_runs as usize;
+    Ok((uses > max).then(|| {
+        format!(
+            "these {} held-out labelled items of {} have now been used {uses} times (held_out_max_runs = {max}): \
+             a judge tuned against them stops being measured by them ({})",
+            entry.cases.len(),
+            entry.suite,
+            display_path(&path)
+        )
+    }))
+}
+
+/// Calibrate every rubric the labels speak about.
+pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
+    let only = opts.rubric;
     let shown = display_path(labels);
     let rubrics: Vec<JudgeSpec> = super::records::suite_judges(suite)
         .into_iter()
@@ -257,17 +340,42 @@ pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calib
             None => format!("{}: the suite has no judge.rubric to calibrate", display_path(&suite.path)),
         }));
     }
-    let items = read_labels(labels)?;
+    let source = read_labels(labels, opts.part)?;
+    let mut report = Report { notes: Vec::new(), warnings: source.warnings, rubrics: Vec::new() };
+    if let Some((line, ids)) = &source.store {
+        let part = match opts.part {
+            Part::Calibration => "calibration part",
+            Part::HeldOut => "held-out part",
+        };
+        report.notes.push(format!("label store {shown} ({part}): {line}"));
+        if opts.part == Part::HeldOut
+            && let Some(w) = count_held_out_use(suite, ids)?
+        {
+            report.warnings.push(w);
+        }
+    }
+    let items = source.items;
     let labels_sha = sha256_hex(&std::fs::read(labels).unwrap_or_default());
     // Group the items by rubric.
     let mut groups: Vec<(JudgeSpec, Vec<Item>)> = Vec::new();
     for item in items {
-        let spec = match &item.rubric {
-            Some(n) => rubrics.iter().find(|r| r.name() == n).ok_or_else(|| {
-                Error::Input(format!("{shown}:{}: no rubric named '{n}' in the suite (rubrics: {names:?})", item.line))
-            })?,
-            None if rubrics.len() == 1 => &rubrics[0],
-            None => {
+        let fit = if item.rubric.is_none() { only_rubric_with(&rubrics, &item.raw_labels) } else { None };
+        let spec = match (&item.rubric, fit) {
+            (Some(n), _) => match rubrics.iter().find(|r| r.name() == n) {
+                Some(r) => r,
+                // --rubric: the items of the suite's other rubrics are not for this one.
+                None if only.is_some() && suite.judges.iter().any(|j| j.spec.name() == n) => continue,
+                None => {
+                    return Err(Error::Input(format!(
+                        "{shown}:{}: no rubric named '{n}' in the suite (rubrics: {names:?})",
+                        item.line
+                    )));
+                }
+            },
+            (None, _) if rubrics.len() == 1 => &rubrics[0],
+            // The one rubric that has every criterion the item labels.
+            (None, Some(r)) => r,
+            (None, None) => {
                 return Err(Error::Input(format!(
                     "{shown}:{}: the suite has {} rubrics; name one with \"rubric\" (one of {names:?}) or pass --rubric",
                     item.line,
@@ -280,7 +388,7 @@ pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calib
             None => groups.push((spec.clone(), vec![item])),
         }
     }
-    let mut out = Vec::new();
+    let out = &mut report.rubrics;
     for (spec, mut items) in groups {
         let JudgeSpec::Rubric { name, criteria, models, panel } = &spec else { continue };
         if models.is_empty() {
@@ -336,7 +444,7 @@ pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calib
                 }
             }
             per_item.push(
-                json!({ "line": item.line, "verdict": c.evidence.get("verdict"), "error": c.evidence.get("error") }),
+                json!({ "line": item.line, "id": item.id, "verdict": c.evidence.get("verdict"), "error": c.evidence.get("error") }),
             );
         }
         let human_fail = cm.fail_pass + cm.fail_fail;
@@ -420,7 +528,18 @@ pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calib
         }
         out.push(Calibrated { text: t, record: record_path, compared: cm.n() });
     }
-    Ok(out)
+    Ok(report)
+}
+
+/// The only rubric whose criteria include every criterion `labels` (an object) names.
+fn only_rubric_with<'a>(rubrics: &'a [JudgeSpec], labels: &Json) -> Option<&'a JudgeSpec> {
+    let keys: Vec<&String> = labels.as_object()?.keys().collect();
+    let mut fits = rubrics.iter().filter(|r| match r {
+        JudgeSpec::Rubric { criteria, .. } => keys.iter().all(|k| criteria.contains(k)),
+        _ => false,
+    });
+    let one = fits.next()?;
+    fits.all(|r| r == one).then_some(one)
 }
 
 #[cfg(test)]
