@@ -348,6 +348,12 @@ enum Command {
         /// Link each trial to its trace in a trace store: a URL with {trace_id}, {conversation_id}, {run_id}, {case}, {trial} (or EVALUA_TRACE_URL)
         #[arg(long, value_name = "URL")]
         trace_url: Option<String>,
+        /// Label trials as NAME (or EVALUA_ANNOTATOR): verdicts per rubric criterion, failure-mode tags, notes
+        #[arg(long, value_name = "NAME")]
+        annotator: Option<String>,
+        /// Write every run's labels to this store (default: labels/<suite>.jsonl beside each run's suite)
+        #[arg(long, value_name = "STORE")]
+        labels: Option<PathBuf>,
     },
     /// List the cases with split, tags and difficulty
     List {
@@ -494,9 +500,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
             cmd::test::test(&paths)
         }
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
-        Command::View { dirs, port, open, trace_url } => {
+        Command::View { dirs, port, open, trace_url, annotator, labels } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));
-            cmd::view::view(dirs, port, open, trace_url)
+            let annotator = annotator.or_else(|| std::env::var("EVALUA_ANNOTATOR").ok().filter(|a| !a.is_empty()));
+            cmd::view::view(dirs, port, open, trace_url, annotator, labels)
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Integration tests: they drive the real binary on real suites.
 
+mod annotate;
 mod architecture;
 mod bad_input;
 mod browser;

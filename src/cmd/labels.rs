@@ -46,7 +46,7 @@ fn criterion_name(c: &Option<String>) -> String {
 }
 
 fn write_agreement(t: &mut String, title: &str, a: &Agreement, n_annotators: usize) {
-    let _ = writeln!(t, "{title}: {} items, {} units, {} unsure verdicts left out", a.items, a.units, a.unsure);
+    let _ = writeln!(t, "{title}: {} items, {} units; unsure verdicts left out: {}", a.items, a.units, a.unsure);
     if a.pairs.is_empty() {
         let _ = writeln!(t, "  no two annotators labelled a common item");
     }

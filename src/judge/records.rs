@@ -89,6 +89,7 @@ pub fn manifest(suite: &Suite) -> Json {
                         "base_url": resolve(m).ok().map(|j| j.endpoint.base_url),
                         "temperature": m.temperature, "seed": m.seed,
                     })).collect::<Vec<_>>(),
+                    "criteria": match &spec { JudgeSpec::Rubric { criteria, .. } => Some(criteria), _ => None },
                     "prompt_sha256": prompt_hash(&spec),
                     "reachable": reachable,
                     "calibration": calibration(&suite.dir, &spec).as_str(),

@@ -186,7 +186,7 @@ pub fn read<D: DeserializeOwned + Default>(path: &Path) -> Result<Store<D>> {
 
 /// Read one line into `buf` (without keeping more than MAX_LINE bytes):
 /// (bytes consumed, whether the line was too long).
-fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<(usize, bool)> {
+pub fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<(usize, bool)> {
     let mut consumed = 0;
     let mut too_long = false;
     loop {
