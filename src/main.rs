@@ -310,6 +310,9 @@ enum Command {
         /// Use the label store's held-out items (its split) instead of the others; counted in the ledger
         #[arg(long)]
         held_out: bool,
+        /// Measure the judges on the held-out items and compare with their last measurement (kappa, false-pass rate, intervals); decides a judge_kappa gate
+        #[arg(long)]
+        recheck: bool,
     },
     /// Human labels (a label store, labels/<suite>.jsonl): agreement, held-out split, calibration export
     Labels {
@@ -472,15 +475,12 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 argv: std::env::args().collect(),
             })
         }
-        Command::Calibrate { suite, labels, rubric, no_cache, held_out } => {
+        Command::Calibrate { suite, labels, rubric, no_cache, held_out, recheck } => {
             evalua::judge::cache::set_disabled(no_cache);
             let part =
                 if held_out { evalua::judge::labels::Part::HeldOut } else { evalua::judge::labels::Part::Calibration };
-            cmd::calibrate::calibrate(
-                &suite,
-                &labels,
-                &evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part },
-            )
+            let opts = evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part, recheck };
+            cmd::calibrate::calibrate(&suite, &labels, &opts)
         }
         Command::Labels { command } => match command {
             LabelsCommand::Agree { store, json } => cmd::labels::agree(&store, json),

@@ -87,7 +87,7 @@ fn refusal(text: &str) -> (u16, Value) {
     )
 }
 
-fn message(body: &Value, role: &str) -> String {
+pub fn message(body: &Value, role: &str) -> String {
     body["messages"]
         .as_array()
         .into_iter()
@@ -105,7 +105,7 @@ fn nonce(user: &str) -> String {
 }
 
 /// The text of the data block `id` in a judge request.
-fn block(user: &str, id: &str) -> Option<String> {
+pub fn block(user: &str, id: &str) -> Option<String> {
     let n = nonce(user);
     let open = format!("<data-{n} id=\"{id}\">\n");
     let start = user.find(&open)? + open.len();
@@ -133,12 +133,12 @@ fn outside_data(user: &str) -> String {
 }
 
 /// How many criteria a rubric request lists.
-fn criteria_count(user: &str) -> usize {
+pub fn criteria_count(user: &str) -> usize {
     let head = user.split("The data blocks").next().unwrap_or("");
     head.lines().filter(|l| l.split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok())).count()
 }
 
-fn verdict(passed: &[u32], failed: &[u32], unsure: &[u32]) -> String {
+pub fn verdict(passed: &[u32], failed: &[u32], unsure: &[u32]) -> String {
     let n = passed.iter().chain(failed).chain(unsure).copied().max().unwrap_or(1);
     let mut evidence = vec![json!({ "criterion": 1, "quote": "refunded 19.90" })];
     if n >= 2 {

@@ -249,3 +249,100 @@ fn a_store_whose_lines_are_all_bad_is_said_not_a_panic() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).trim_end().lines().last().unwrap().contains("no labels to split"), "{}", stderr(&o));
 }
+
+/// A judge server: `judge-1` fails the amount criterion unless the answer says
+/// GOOD; `judge-lax` passes everything.
+fn two_judges() -> crate::judge::Mock {
+    use crate::judge::{block, completion, criteria_count, message, mock, verdict};
+    mock(|body| {
+        let user = message(body, "user");
+        let all: Vec<u32> = (1..=criteria_count(&user) as u32).collect();
+        let answer = block(&user, "final_answer").unwrap_or_default();
+        if body["model"] == "judge-lax" || answer.contains("GOOD") {
+            completion(&verdict(&all, &[], &[]))
+        } else {
+            completion(&verdict(&all[1..], &[1], &[]))
+        }
+    })
+}
+
+fn gated_suite(url: &str, model: &str) -> String {
+    format!(
+        r#"local evalua = require("evalua")
+local judge = require("evalua.judge")
+local J = judge.model {{ model = "{model}", base_url = "{url}", api_key_env = "EVALUA_TEST_JUDGE_KEY", max_retries = 0 }}
+local suite = evalua.suite {{ name = "judged", trials = 1, gate = {{ judge_kappa = 0.6 }},
+  agent = evalua.agent.scripted(function(task, env) return "GOOD refunded" end) }}
+suite:case {{ id = "c", input = "Refund P-9930", expect = {{ judge.rubric {{ "{A}", name = "amount", model = J }} }} }}
+return suite
+"#
+    )
+}
+
+#[test]
+fn recheck_on_the_held_out_labels_shows_a_changed_judge_dropping_and_fails_the_calibration_gate() {
+    let m = two_judges();
+    // 20 items: the first 10 say GOOD and humans passed them, the others failed.
+    let store: String = (0..20)
+        .map(|i| {
+            let good = i < 10;
+            line(
+                &format!("it{i:02}"),
+                "ana",
+                Some(A),
+                if good { "pass" } else { "fail" },
+                if good { "GOOD" } else { "no" },
+            ) + "\n"
+        })
+        .collect();
+    let dir = project(&[("s.lua", &gated_suite(&m.url, "judge-1")), ("labels/judged.jsonl", &store)]);
+    let o = evalua(dir.path(), &["labels", "split", "labels/judged.jsonl", "--held-out", "0.5", "--seed", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "labels/judged.jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("10 of 20 labelled items used, 10 held out left aside"), "{}", stdout(&o));
+    // The first recheck: the same judge on the held-out items, against its calibration.
+    let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "labels/judged.jsonl", "--recheck"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("held-out part") && out.contains("recheck against the calibration of openai:judge-1"),
+        "{out}"
+    );
+    assert!(out.contains("kappa            1.000 → 1.000  change +0.000"), "{out}");
+    assert!(out.contains("gate judge_kappa = 0.6: held"), "{out}");
+    // A run with that judge: the manifest takes its kappa, the gate holds.
+    let o = run(dir.path(), &["run", "s.lua", "--out", "r1", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let manifest = crate::common::json(&dir.path().join("r1/manifest.json"));
+    assert_eq!(manifest["judges"][0]["calibration_kappa"], 1.0);
+    assert_eq!(crate::common::json(&dir.path().join("r1/summary.json"))["judge_kappa"], 1.0);
+
+    // The judge's model changes to one that passes everything: run warns, recheck says how much worse.
+    std::fs::write(dir.path().join("s.lua"), gated_suite(&m.url, "judge-lax")).unwrap();
+    let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "labels/judged.jsonl", "--recheck"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "a drop beyond the interval fails the gate: {out}{}", stderr(&o));
+    assert!(out.contains("recheck against the held-out measurement of openai:judge-1"), "{out}");
+    assert!(out.contains("item by item"), "{out}");
+    // κ 1 → 0 (po 0.5, pe 0.5); false pass 0% → 100% on the 5 held-out fails.
+    assert!(
+        out.contains("kappa            1.000 → 0.000  change -1.000  (95% interval -1.000 – -1.000)  DROPPED"),
+        "{out}"
+    );
+    assert!(out.contains("false-pass rate  0.0% → 100.0%  change +100.0 pt") && out.contains("WORSE"), "{out}");
+    assert!(out.contains("gate judge_kappa = 0.6: FAILED: 'amount' got worse beyond its interval"), "{out}");
+    // Held-out uses are counted: split, no; calibrate, no; two rechecks, yes.
+    let ledger = std::fs::read_to_string(dir.path().join(".evalua/ledger.jsonl")).unwrap();
+    assert_eq!(ledger.lines().count(), 2, "{ledger}");
+    // A run with the changed judge fails its calibration gate too (kappa 0 on the held-out labels).
+    let o = run(dir.path(), &["run", "s.lua", "--out", "r2", "-q"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(crate::common::json(&dir.path().join("r2/summary.json"))["judge_kappa"], 0.0);
+    // Without any calibration record, the gate cannot hold, and says why.
+    std::fs::remove_dir_all(dir.path().join(".evalua/calibration")).unwrap();
+    let o = run(dir.path(), &["run", "s.lua", "--out", "r3", "-q"]);
+    assert_eq!(o.status.code(), Some(1));
+    let gates = crate::common::json(&dir.path().join("r3/summary.json"))["gates"].clone();
+    assert!(gates[0]["note"].as_str().unwrap().contains("evalua calibrate"), "{gates}");
+}

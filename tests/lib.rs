@@ -5,6 +5,7 @@ mod architecture;
 mod bad_input;
 mod browser;
 mod budgets;
+mod cascade;
 mod checks;
 mod cluster;
 mod coding;

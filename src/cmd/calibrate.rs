@@ -19,5 +19,11 @@ pub fn calibrate(suite: &Path, labels: &Path, opts: &Options) -> Result<u8> {
     for c in &done.rubrics {
         print!("{}", c.text);
     }
+    if let Some((line, held)) = &done.gate {
+        println!("{line}");
+        if !held {
+            return Ok(1);
+        }
+    }
     Ok(if done.rubrics.iter().all(|c| c.compared > 0) { 0 } else { 1 })
 }

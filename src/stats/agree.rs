@@ -300,6 +300,79 @@ pub fn agreement(units: &[&Unit], items: &[String], annotators: &[String], crite
     }
 }
 
+/// A human label and a judge's verdict on one criterion of one item.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    /// The item's number (what the bootstrap resamples).
+    pub item: usize,
+    pub human: bool,
+    pub judge: bool,
+}
+
+/// Cohen's κ between humans and a judge over `pairs`, each weighted by its item's weight.
+pub fn judge_kappa(pairs: &[Judged], w: Option<&[f64]>) -> Result<f64, String> {
+    let mut c = [0.0; 4];
+    for p in pairs {
+        let wt = w.map_or(1.0, |w| w[p.item]);
+        c[match (p.human, p.judge) {
+            (true, true) => 0,
+            (true, false) => 1,
+            (false, true) => 2,
+            (false, false) => 3,
+        }] += wt;
+    }
+    kappa(c[0], c[1], c[2], c[3])
+}
+
+/// The false-pass rate: judge passes among human fails (None without a human fail).
+pub fn false_pass(pairs: &[Judged], w: Option<&[f64]>) -> Option<f64> {
+    let (mut fails, mut passed) = (0.0, 0.0);
+    for p in pairs.iter().filter(|p| !p.human) {
+        let wt = w.map_or(1.0, |w| w[p.item]);
+        fails += wt;
+        if p.judge {
+            passed += wt;
+        }
+    }
+    (fails > 0.0).then(|| passed / fails)
+}
+
+/// A 95% percentile interval of `stat(now) − stat(before)`, resampling items:
+/// together when both were measured on the same items (`paired`, one item
+/// numbering), else each side on its own.
+pub fn change_interval(
+    now: (&[Judged], usize),
+    before: (&[Judged], usize),
+    paired: bool,
+    stat: impl Fn(&[Judged], Option<&[f64]>) -> Option<f64>,
+) -> Option<[f64; 2]> {
+    let (n_now, n_before) = (now.1, before.1);
+    if n_now < 2 || n_before < 2 || (paired && n_now != n_before) {
+        return None;
+    }
+    let mut rng = SplitMix::new(SEED ^ 0xc4a6);
+    let draw = |rng: &mut SplitMix, n: usize| {
+        let mut w = vec![0.0; n];
+        for _ in 0..n {
+            w[rng.below(n)] += 1.0;
+        }
+        w
+    };
+    let mut vals = Vec::with_capacity(RESAMPLES);
+    for _ in 0..RESAMPLES {
+        let wn = draw(&mut rng, n_now);
+        let wb = if paired { wn.clone() } else { draw(&mut rng, n_before) };
+        if let (Some(a), Some(b)) = (stat(now.0, Some(&wn)), stat(before.0, Some(&wb))) {
+            vals.push(a - b);
+        }
+    }
+    if vals.len() * 2 < RESAMPLES {
+        return None;
+    }
+    vals.sort_by(f64::total_cmp);
+    Some([quantile(&vals, 0.025)?, quantile(&vals, 0.975)?])
+}
+
 /// The labels in force of a store, as units.
 #[derive(Debug, Default)]
 pub struct Ratings {
@@ -481,6 +554,28 @@ mod tests {
         assert!(alpha(6.0, 0.0, 0.0).unwrap_err().contains("every pairable verdict is pass"));
         // One annotator all pass, the other mixed: defined, and 0.
         assert!(close(kappa(4.0, 0.0, 1.0, 0.0).unwrap(), 0.0));
+    }
+
+    #[test]
+    fn a_change_of_kappa_has_an_interval_and_a_big_drop_lies_beyond_it() {
+        let j = |item: usize, human: bool, judge: bool| Judged { item, human, judge };
+        // Before: the judge agrees on all 20 items (10 pass, 10 fail). Now: it passes 8 of the 10 fails.
+        let before: Vec<Judged> = (0..20).map(|i| j(i, i < 10, i < 10)).collect();
+        let now: Vec<Judged> = (0..20).map(|i| j(i, i < 10, i < 18)).collect();
+        assert!(close(judge_kappa(&before, None).unwrap(), 1.0));
+        // po = 12/20, pe = 0.5·0.9 + 0.5·0.1 = 0.5 → κ = 0.2; false pass 8/10.
+        assert!(close(judge_kappa(&now, None).unwrap(), 0.2));
+        assert!(close(false_pass(&now, None).unwrap(), 0.8));
+        let [lo, hi] = change_interval((&now, 20), (&before, 20), true, |p, w| judge_kappa(p, w).ok()).unwrap();
+        assert!(lo < -0.8 + 1e-9 && hi < 0.0, "a drop beyond the interval: [{lo}, {hi}]");
+        let [lo, hi] = change_interval((&now, 20), (&before, 20), true, false_pass).unwrap();
+        assert!(lo > 0.0 && hi <= 1.0, "[{lo}, {hi}]");
+        // The same judge again: no change, an interval around 0.
+        let [lo, hi] = change_interval((&before, 20), (&before, 20), true, |p, w| judge_kappa(p, w).ok()).unwrap();
+        assert!(lo <= 0.0 && hi >= 0.0);
+        // Unpaired (other items before): still an interval, wider.
+        assert!(change_interval((&now, 20), (&before[..10], 10), false, false_pass).is_none(), "no human fail before");
+        assert!(change_interval((&now, 20), (&before, 20), false, |p, w| judge_kappa(p, w).ok()).is_some());
     }
 
     #[test]
