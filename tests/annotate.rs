@@ -10,7 +10,6 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -404,11 +403,14 @@ fn chromium_labels_a_failed_trial_by_keyboard_and_the_labels_survive_a_reload() 
         "return (document.getElementById('trajtitle')||{}).innerText||''",
         &json!("refund · trial 3 · failed · ended final"),
     );
-    let t0 = Instant::now();
-    while d.js("return document.getElementById('queue').innerText").as_str().unwrap_or("").is_empty() {
-        assert!(t0.elapsed() < Duration::from_secs(15), "the queue line never came");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        crate::common::eventually(|| !d
+            .js("return document.getElementById('queue').innerText")
+            .as_str()
+            .unwrap_or("")
+            .is_empty()),
+        "the queue line never came"
+    );
     assert!(d.js("return document.getElementById('queue').innerText").as_str().unwrap().starts_with("3 trial(s)"));
     assert_eq!(d.js("return window.__evalua_errors"), json!([]));
     assert_eq!(d.console_errors(), Vec::<String>::new());
