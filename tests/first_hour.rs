@@ -265,3 +265,96 @@ return suite
         assert_eq!(o.status.code(), Some(0), "{file}: {}", stderr(&o));
     }
 }
+
+/// Items 6 and 9: the smallest trace `grade` reads, suites/traces/minimal.jsonl
+/// (three flat spans with `start_ns` / `end_ns`, no adapter), grades as the
+/// guide says; with `--traces FILE SUITE` too (item 8).
+#[test]
+fn the_guides_minimal_trace_grades_with_start_ns_spans() {
+    let text = std::fs::read_to_string(repo().join("suites/traces/minimal.jsonl")).unwrap();
+    assert_eq!(text.lines().count(), 3, "three flat spans");
+    assert!(text.contains("\"start_ns\"") && text.contains("\"end_ns\""));
+    let guide = std::fs::read_to_string(repo().join("docs/guide.md")).unwrap();
+    assert!(guide.contains("evalua grade suites/refunds_prod.lua --traces suites/traces/minimal.jsonl"));
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, args) in [
+        ["grade", "suites/refunds_prod.lua", "--traces", "suites/traces/minimal.jsonl"],
+        // Item 8: the suite after the trace paths is still the suite.
+        ["grade", "--traces", "suites/traces/minimal.jsonl", "suites/refunds_prod.lua"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = tmp.path().join(format!("g{i}"));
+        let mut a: Vec<&str> = args.to_vec();
+        a.extend(["-q", "--out", out.to_str().unwrap()]);
+        let o = evalua(&repo(), &a);
+        assert_eq!(o.status.code(), Some(1), "the accepted gate fails: {}", stderr(&o));
+        assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+        let recs = trials(&out);
+        assert_eq!(recs.len(), 1, "one item");
+        assert_eq!(recs[0]["failure_modes"], serde_json::json!(["missing_identity_verification"]));
+        assert_eq!(recs[0]["calls"]["executed"], 2);
+        let t = trace_of(&out, &recs[0]);
+        assert_eq!(t["calls"][1]["started_ms"], 1000.0, "times read from start_ns: {}", t["calls"][1]);
+    }
+}
+
+/// Item 8: the usage line of a grade error shows the flags as optional.
+#[test]
+fn grades_usage_line_shows_no_flag_as_required() {
+    let o = evalua(&repo(), &["grade", "-q", "suites/refunds_prod.lua"]);
+    assert_eq!(o.status.code(), Some(2));
+    let usage = stderr(&o).lines().find(|l| l.starts_with("Usage:")).unwrap_or_default().to_string();
+    assert_eq!(usage, "Usage: evalua grade SUITE.lua --traces PATH... [OPTIONS]", "{}", stderr(&o));
+    let o = evalua(&repo(), &["grade", "--traces", "suites/traces/minimal.jsonl"]);
+    assert_user_error(&o, "which suite? give it first: evalua grade SUITE.lua --traces PATH...");
+}
+
+/// Item 7: a gate whose figure is undefined for graded traces (pass^2, each
+/// trace one trial) says so and is not decided; `grade = { gate = … }` gives
+/// grading its own gates.
+#[test]
+fn grading_has_its_own_gates_and_undefined_figures_do_not_fail() {
+    let suite = |grade: &str| {
+        format!(
+            r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {{ name = "g", agent = evalua.agent.scripted(function() return "x" end),
+  monitors = {{ tool_loop = check.no_loops {{ max_repeats = 2 }} }},
+  gate = {{ ["pass^2"] = 0.5, accepted = 0.5 }}{grade} }}
+suite:tool {{ name = "t", run = function() return {{}} end }}
+suite:case {{ id = "c", input = "x" }}
+return suite
+"#
+        )
+    };
+    let trace = std::fs::read_to_string(repo().join("suites/traces/minimal.jsonl")).unwrap();
+    let dir = project(&[
+        ("run_gates.lua", &suite("")),
+        ("grade_gates.lua", &suite(", grade = { gate = { accepted = 1.0, critical_failures = 0 } }")),
+        ("t.jsonl", &trace),
+    ]);
+    let o = evalua(dir.path(), &["grade", "run_gates.lua", "--traces", "t.jsonl", "-q", "--out", "a"]);
+    assert_eq!(o.status.code(), Some(0), "pass^2 is undefined, accepted 100% ≥ 50%: {}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("gates: 1 passed, 1 not decided (undefined for this input)"), "{out}");
+    assert!(out.contains("UNDEFINED pass^2: required ≥ 50.0% (undefined for these items"), "{out}");
+    let s = json(&dir.path().join("a/summary.json"));
+    let g = s["gates"].as_array().unwrap().iter().find(|g| g["name"] == "pass^2").unwrap().clone();
+    assert_eq!(
+        (g["passed"].clone(), g["undefined"].clone(), g["value"].clone()),
+        (true.into(), true.into(), serde_json::Value::Null)
+    );
+
+    let o = evalua(dir.path(), &["grade", "grade_gates.lua", "--traces", "t.jsonl", "-q", "--out", "b"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("gates: all 2 passed") && !out.contains("pass^2:"), "grading's own gates: {out}");
+    // A run of the same suite keeps its run gates.
+    let o = run_suite(dir.path(), "grade_gates.lua", &["--trials", "2"]);
+    assert!(stdout(&o).contains("pass^2"), "{}", stdout(&o));
+    // grade = { … } is checked like every key.
+    let dir = project(&[("bad.lua", &suite(", grade = { gates = {} }"))]);
+    assert_user_error(&evalua(dir.path(), &["check", "bad.lua"]), "evalua.suite.grade: unknown key 'gates'");
+}

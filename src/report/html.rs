@@ -257,11 +257,7 @@ pub fn overview(run: &RunData) -> String {
             o,
             r#"<div class="verdict {}">{}</div><ul class=gates>"#,
             if failed == 0 { "ok" } else { "bad" },
-            if failed == 0 {
-                format!("All {} gates passed", gates.len())
-            } else {
-                format!("{failed} of {} gates FAILED", gates.len())
-            }
+            format!("Gates: {}", super::text::gates_headline(gates))
         );
         // Failing gates first.
         for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {

@@ -40,12 +40,7 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         plural(cap.trials as usize, "trial")
     );
     if !run.gates.is_empty() {
-        let failed = run.gates.iter().filter(|g| !g.passed).count();
-        if failed == 0 {
-            let _ = writeln!(o, "**Gates: all {} passed.**\n", run.gates.len());
-        } else {
-            let _ = writeln!(o, "**Gates: {failed} of {} FAILED.**\n", run.gates.len());
-        }
+        let _ = writeln!(o, "**Gates: {}.**\n", super::text::gates_headline(&run.gates));
         for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
             let _ = writeln!(o, "- {}", gate_line(g));
         }

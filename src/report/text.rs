@@ -123,6 +123,14 @@ pub fn gate_line(g: &Verdict) -> String {
         None => "undefined".to_string(),
     };
     let cmp = if metric.is_none_or(|m| m.is_minimum()) { "≥" } else { "≤" };
+    if g.undefined {
+        return format!(
+            "UNDEFINED {}{on}: required {cmp} {}{}",
+            g.name,
+            show(g.threshold),
+            g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+        );
+    }
     format!(
         "{} {}{on}: {value}, required {cmp} {}{}",
         if g.passed { "PASS" } else { "FAIL" },
@@ -130,6 +138,25 @@ pub fn gate_line(g: &Verdict) -> String {
         show(g.threshold),
         g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
     )
+}
+
+/// The gates' verdict in a few words: `all 3 passed`, `1 of 3 FAILED`, with
+/// the ones not decided (undefined figures) said apart.
+pub fn gates_headline(gates: &[Verdict]) -> String {
+    let failed = gates.iter().filter(|g| !g.passed).count();
+    let undefined = gates.iter().filter(|g| g.undefined).count();
+    let decided = gates.len() - undefined;
+    let head = match (failed, decided) {
+        (0, 0) => String::new(),
+        (0, d) if d == gates.len() => format!("all {d} passed"),
+        (0, d) => format!("{d} passed"),
+        (f, d) => format!("{f} of {d} FAILED"),
+    };
+    match (head.is_empty(), undefined) {
+        (_, 0) => head,
+        (true, u) => format!("{u} not decided (undefined for this input)"),
+        (false, u) => format!("{head}, {u} not decided (undefined for this input)"),
+    }
 }
 
 /// The first line of every report of an incomplete run (None when complete).

@@ -245,11 +245,14 @@ pub fn base(suite: &crate::spec::Suite, kind: RunKind, run_id: &str, argv: &[Str
         partition_from: None,
         jobs,
         filters: Default::default(),
-        gates: suite
-            .gates
-            .iter()
-            .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
-            .collect(),
+        // Grading decides the suite's grade-only gates when it has them.
+        gates: match (kind, &suite.grade_gates) {
+            (RunKind::Graded, Some(g)) => g,
+            _ => &suite.gates,
+        }
+        .iter()
+        .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
+        .collect(),
         invalid_cases: Vec::new(),
         infra_error_policy: String::new(),
         machine: Machine::this(),

@@ -528,8 +528,9 @@ local SuiteMeta = { __metatable = false }
 
 local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
-  "monitors", "trace_adapter", "match", "held_out_max_runs", "faults",
+  "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
 }
+local GRADE_KEYS = set { "gate" }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
@@ -804,6 +805,18 @@ local function suite(where, spec)
       if err then fail(2, "evalua.suite.gate: " .. err) end
     end
   end)
+  -- What `evalua grade` uses instead of the run's settings: its own gates.
+  check("grade", function()
+    if spec.grade ~= nil then
+      expect_type("evalua.suite", "grade", spec.grade, "table", 2)
+      check_keys("evalua.suite.grade", spec.grade, GRADE_KEYS, 2)
+      expect_type("evalua.suite.grade", "gate", spec.grade.gate, "table", 2)
+      if spec.grade.gate ~= nil then
+        local err = host.gate_error(spec.grade.gate)
+        if err then fail(2, "evalua.suite.grade.gate: " .. err) end
+      end
+    end
+  end)
   local faults
   check("faults", function() faults = normalize_faults("evalua.suite", spec.faults, 2) end)
   check("skip", function()
@@ -858,6 +871,7 @@ local function suite(where, spec)
     sandbox = spec.sandbox or {},
     agent = spec.agent,
     gate = spec.gate or {},
+    grade = spec.grade,
     faults = faults,
     held_out_max_runs = spec.held_out_max_runs,
     _tools = {},
