@@ -358,3 +358,35 @@ return suite
     let dir = project(&[("bad.lua", &suite(", grade = { gates = {} }"))]);
     assert_user_error(&evalua(dir.path(), &["check", "bad.lua"]), "evalua.suite.grade: unknown key 'gates'");
 }
+
+/// Polish: a graded run's reports give each item (a row named by trace id)
+/// its failure modes, and draw no one-point pass^k chart.
+#[test]
+fn a_graded_runs_report_shows_failure_modes_and_no_one_point_chart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("g");
+    let o = evalua(
+        &repo(),
+        &[
+            "grade",
+            "suites/refunds_prod.lua",
+            "--traces",
+            "tests/fixtures/traces/pydantic_ai/",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| infra err | failure modes |"), "{md}");
+    let flagged =
+        trials(&out).into_iter().find(|r| r["failure_modes"].as_array().is_some_and(|m| !m.is_empty())).unwrap();
+    let mode = flagged["failure_modes"][0].as_str().unwrap();
+    let row = md.lines().find(|l| l.starts_with(&format!("| {} |", flagged["case"].as_str().unwrap()))).unwrap();
+    assert!(row.trim_end().ends_with(&format!("{mode} |")), "{row}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(!html.contains("<svg id=\"curve\""), "no one-point chart");
+    assert!(html.contains("Every case has one graded item (a trace is one trial)"));
+    assert!(html.contains(&format!(",\"{mode}\"]")), "the grid row carries the item's failure modes");
+}

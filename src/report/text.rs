@@ -350,6 +350,20 @@ pub fn endings(run: &RunData) -> crate::error::Result<Vec<Ending>> {
     Ok(out)
 }
 
+/// The failure modes of case `i`'s non-accepted trials, each with the number
+/// of trials it labelled, most frequent first: `missing_identity_verification ×3`.
+pub fn case_modes(failed: &crate::stats::rundata::Failed<'_>, i: usize) -> crate::error::Result<String> {
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for at in failed.places(i) {
+        for m in failed.read(at)?.failure_modes.unwrap_or_default() {
+            *counts.entry(m).or_default() += 1;
+        }
+    }
+    let mut v: Vec<(String, usize)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(v.into_iter().map(|(m, n)| if n > 1 { format!("{m} ×{n}") } else { m }).collect::<Vec<_>>().join(", "))
+}
+
 /// `crashed 3, deadline 1, protocol_error 1`.
 pub fn endings_counts(endings: &[Ending]) -> String {
     endings.iter().map(|e| format!("{} {}", e.ended.as_str(), e.count)).collect::<Vec<_>>().join(", ")
