@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The packed traces, relative to the run dir (every record's `trace`).
-pub const PACK: &str = "traces/traces.jsonl";
+pub const PACK: &str = super::files::TRACES;
 /// The index of [`PACK`], relative to the run dir.
-pub const INDEX: &str = "traces/index.jsonl";
+pub const INDEX: &str = super::files::TRACES_INDEX;
 
 /// One line of `traces/index.jsonl`: where a trial's trace is in the pack.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
