@@ -65,7 +65,7 @@ pub fn view_of(plan: &Plan) -> crate::process::View {
 /// Closes a trial's databases when the trial ends, however it ends (a
 /// PostgreSQL copy is dropped then): Lua may hold the handles longer, until
 /// its garbage collector runs, but the databases behind them are gone.
-pub(crate) struct CloseDbs(Vec<Rc<dyn Database>>, Option<Rc<LazyDb>>);
+pub(crate) struct CloseDbs(pub(crate) Vec<Rc<dyn Database>>, pub(crate) Option<Rc<LazyDb>>);
 
 impl CloseDbs {
     fn disarm(mut self) {
