@@ -68,7 +68,7 @@ pub fn view_of(plan: &Plan) -> crate::process::View {
 pub(crate) struct CloseDbs(pub(crate) Vec<Rc<dyn Database>>, pub(crate) Option<Rc<LazyDb>>);
 
 impl CloseDbs {
-    fn disarm(mut self) {
+    pub(crate) fn disarm(mut self) {
         self.0.clear();
         self.1 = None;
     }

@@ -291,10 +291,10 @@ pub(crate) enum Ending {
 
 /// A re-graded trial's recorded time, log and kept state.
 pub(crate) struct Recorded {
-    wall_ms: f64,
-    log: Vec<String>,
-    state: StateRecord,
-    kept: Option<KeptState>,
+    pub(crate) wall_ms: f64,
+    pub(crate) log: Vec<String>,
+    pub(crate) state: StateRecord,
+    pub(crate) kept: Option<KeptState>,
 }
 
 /// The trial's change to its work tree (`t.diff`), against the case's template.
