@@ -16,7 +16,6 @@ use super::user::User;
 
 use super::checks;
 use super::context::*;
-use super::lifecycle::*;
 use crate::executor::Executor;
 use crate::lua::api::{self, ctx::CtxParts, phase::Phase, t::TParts};
 use crate::lua::engine::{self as lua, Log};
@@ -168,4 +167,13 @@ pub(crate) fn build_t(
             view: view_of(trial.plan),
         },
     )
+}
+
+/// Take the database handle `key` of a trial's table (`ctx.db`, `t.db`,
+/// `t.initial`) out of its userdata: its connection closes once the trial's
+/// own references go, and the handle raises if anything kept it.
+pub(crate) fn release_db(table: &Table, key: &str) {
+    if let Ok(mlua::Value::UserData(ud)) = table.raw_get::<mlua::Value>(key) {
+        let _ = ud.take::<api::db::Db>();
+    }
 }

@@ -398,15 +398,6 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
     TrialOutput { record, trace, tests, state: kept }
 }
 
-/// Take the database handle `key` of a trial's table (`ctx.db`, `t.db`,
-/// `t.initial`) out of its userdata: its connection closes once the trial's
-/// own references go, and the handle raises if anything kept it.
-pub(crate) fn release_db(table: &Table, key: &str) {
-    if let Ok(mlua::Value::UserData(ud)) = table.raw_get::<mlua::Value>(key) {
-        let _ = ud.take::<api::db::Db>();
-    }
-}
-
 /// What a finished trial changed, to keep (SPEC §10): the database's
 /// changeset (or whole image) and the work dir's added, modified and deleted
 /// paths. The final work dir is moved aside (owned by the returned state)
