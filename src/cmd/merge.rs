@@ -231,7 +231,7 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
         let path = p.run_dir.file(files::TRIALS);
         for item in p.run_dir.records()? {
             let (_, line, rec) = item?;
-            if !rec.trace.starts_with("traces/") || rec.trace.contains("..") || rec.trace.contains('\\') {
+            if !files::in_traces_dir(&rec.trace) {
                 return Err(Error::Input(format!(
                     "{}: trace path {:?} is not under traces/",
                     path.display(),

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod export;
 pub mod flags;
 pub mod grade;
+pub mod labels;
 pub mod list;
 pub mod merge;
 pub mod promote;

@@ -5,6 +5,7 @@
 
 pub mod files;
 pub mod journal;
+pub mod labels;
 pub mod ledger;
 pub mod manifest;
 pub mod rundir;

@@ -136,7 +136,7 @@ impl RunDir {
                 dir.display()
             )));
         }
-        fs::create_dir_all(dir.join("traces"))
+        fs::create_dir_all(dir.join(files::TRACES_DIR))
             .map_err(|e| Error::Environment(format!("{}: cannot create the run dir: {e}", dir.display())))?;
         Ok(RunDir { path: dir, store: Arc::default() })
     }
@@ -300,7 +300,7 @@ impl RunDir {
 
     /// The trace of a record, or why it cannot be read (naming the file).
     pub fn load_trace(&self, rec: &TrialRecord) -> std::result::Result<Trace, String> {
-        if !rec.trace.starts_with("traces/") || rec.trace.contains("..") || rec.trace.contains('\\') {
+        if !files::in_traces_dir(&rec.trace) {
             return Err(format!("trace path {:?} is not under traces/", rec.trace));
         }
         if let Some(path) = traces::legacy_file(&self.path, &rec.trace) {
@@ -535,7 +535,7 @@ pub fn read_trace_file(path: &Path) -> Result<Trace> {
     }
     let named = || -> Option<(PathBuf, String, u32)> {
         let parent = path.parent()?;
-        if parent.file_name()? != "traces" {
+        if parent.file_name()? != files::TRACES_DIR {
             return None;
         }
         let stem = path.file_name()?.to_str()?.strip_suffix(".json")?;

@@ -4,30 +4,17 @@
 //! test`); the limits and failure modes are `checks`.
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::Instant;
 
 use mlua::{Lua, Table};
-use serde_json::Value as Json;
-
-use super::plan::{CasePlan, Plan};
-use super::user::User;
 
 use super::checks;
 use super::context::*;
-use crate::executor::Executor;
-use crate::lua::api::{self, ctx::CtxParts, phase::Phase, t::TParts};
+use crate::lua::api::{self, phase::Phase, t::TParts};
 use crate::lua::engine::{self as lua, Log};
-use crate::record::state::{DbChangeRecord, DbFormat, OwnedDir};
-use crate::record::{self, CallCounts, CheckResult, Ended, Journal, KeptState, StateRecord, Trace, TrialRecord};
-use crate::sandbox::changes::{DbChange, Recorder};
-use crate::sandbox::db::{self, Database, LazyDb, OpenOptions};
+use crate::record::CheckResult;
 use crate::sandbox::tests::TestRun;
-use crate::sandbox::workdir::{self, Diff};
-use crate::sandbox::{self, TrialRng};
-use crate::util::cancel;
-use crate::util::digest::sha256_hex;
+use crate::sandbox::workdir::Diff;
 
 /// A check as the case table holds it: the name and criticality it is
 /// recorded under, and whether it is a prohibited-state query.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
-use mlua::{Lua, Table};
+use mlua::Table;
 use serde_json::Value as Json;
 
 use super::plan::{CasePlan, Plan};
@@ -18,7 +18,7 @@ use super::context::*;
 use super::grading::*;
 use super::worker;
 use crate::executor::Executor;
-use crate::lua::api::{self, ctx::CtxParts, phase::Phase, t::TParts};
+use crate::lua::api::{self, ctx::CtxParts, phase::Phase};
 use crate::lua::engine::{self as lua, Log};
 use crate::record::state::{DbChangeRecord, DbFormat, OwnedDir};
 use crate::record::{self, CallCounts, CheckResult, Ended, Journal, KeptState, StateRecord, Trace, TrialRecord};
