@@ -87,6 +87,7 @@ enum Command {
     /// Run every case × trials, write a run dir, print a summary
     Run(cmd::run::RunArgs),
     /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
+    #[command(override_usage = "evalua grade SUITE.lua --traces PATH... [OPTIONS]")]
     Grade(cmd::grade::GradeArgs),
     /// Send a finished run's trials as OpenTelemetry GenAI traces
     Export {
@@ -105,6 +106,9 @@ enum Command {
         /// Only items flagged with this failure mode (a monitor's name)
         #[arg(long, value_name = "NAME")]
         mode: Option<String>,
+        /// Golden cases kept per cluster: its first N distinct inputs (other wordings of the same failure)
+        #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..))]
+        per_cluster: u32,
     },
     /// Re-render report.md, report.html and junit.xml from a run dir
     Report {
@@ -251,7 +255,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Run(a) => cmd::run::run(a),
         Command::Grade(a) => cmd::grade::grade(a),
         Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),
-        Command::Promote { dir, into, mode } => cmd::promote::promote(&dir, &into, mode.as_deref()),
+        Command::Promote { dir, into, mode, per_cluster } => {
+            cmd::promote::promote(&dir, &into, mode.as_deref(), per_cluster as usize)
+        }
         Command::Report { dir, allow_incomplete } => cmd::report::report(&dir, allow_incomplete),
         Command::Compare { base, cand, allow_revision_change, json, markdown } => {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)

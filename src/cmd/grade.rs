@@ -22,8 +22,9 @@ use crate::util::paths::display_path;
 /// `evalua grade`'s flags, as parsed.
 #[derive(clap::Args, Debug)]
 pub struct GradeArgs {
+    /// The suite (also accepted after the trace paths: `--traces FILE SUITE.lua`)
     #[arg(value_name = "SUITE.lua")]
-    pub suite: PathBuf,
+    pub suite: Option<PathBuf>,
     /// Trace files or folders (OTLP JSON or JSON lines, flat span lines), or evalua run dirs
     #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
     pub traces: Vec<PathBuf>,
@@ -39,10 +40,30 @@ pub struct GradeArgs {
 /// Warnings printed in full; the rest are counted (all are in the manifest).
 const SHOWN_WARNINGS: usize = 20;
 
+/// `evalua grade`'s suite: the positional one, or, when `--traces` took it
+/// (`--traces FILE SUITE.lua`: the flag takes every path after it), the
+/// `.lua` file among the trace paths (a trace is never Lua).
+fn grade_suite(suite: Option<PathBuf>, mut traces: Vec<PathBuf>) -> Result<(PathBuf, Vec<PathBuf>)> {
+    if let Some(s) = suite {
+        return Ok((s, traces));
+    }
+    let lua = traces.iter().rposition(|p| p.extension().is_some_and(|e| e == "lua"));
+    match lua {
+        Some(i) if traces.len() > 1 => {
+            let s = traces.remove(i);
+            Ok((s, traces))
+        }
+        _ => Err(crate::error::Error::Input(
+            "evalua grade: which suite? give it first: evalua grade SUITE.lua --traces PATH...".into(),
+        )),
+    }
+}
+
 pub fn grade(a: GradeArgs) -> Result<u8> {
     let (jobs, follow) = (a.jobs.get(), a.follow.options()?);
-    let suite = load::load(&a.suite)?;
-    let inputs = read::discover(&a.traces)?;
+    let (suite, traces) = grade_suite(a.suite, a.traces)?;
+    let suite = load::load(&suite)?;
+    let inputs = read::discover(&traces)?;
     let run_id = new_run_id();
     let dir = RunDir::create(a.out.as_deref(), &suite.name, &run_id)?;
     let mut man = manifest::base(&suite, RunKind::Graded, &run_id, &flags::argv(), jobs);
