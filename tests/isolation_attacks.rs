@@ -309,14 +309,15 @@ fn an_agent_that_closes_stdout_has_crashed() {
 #[test]
 fn merge_refuses_a_part_of_another_suite() {
     let suite = format!(
-        "{HEAD}local suite = evalua.suite {{ name = 'merged', trials = 2 }}\n\
+        "{HEAD}local suite = evalua.suite {{ name = 'merged', trials = 2, sandbox = {{ clock = '2026-11-03T10:00:00Z' }} }}\n\
          for i = 1, 4 do suite:case {{ id = 'c' .. i, input = 'go', agent = evalua.agent.scripted(function() return 'ok' end),\n\
            expect = {{ function(t) return true end }} }} end\nreturn suite\n"
     );
     let dir = project(&[("suite.lua", &suite)]);
     let d = dir.path();
     for i in 1..=2 {
-        let o = evalua(d, &["run", "suite.lua", "--out", &format!("p{i}"), "-q", "--partition", &format!("hash:{i}/2")]);
+        let o =
+            evalua(d, &["run", "suite.lua", "--out", &format!("p{i}"), "-q", "--partition", &format!("hash:{i}/2")]);
         assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     }
     let manifest = d.join("p2/manifest.json");
@@ -339,12 +340,14 @@ fn a_suites_error_without_a_place_still_names_its_line() {
         ("local ok = pcall(error, 'caught', 0)\nerror('after a caught one', 0)", "after a caught one"),
     ];
     for (raise, msg) in cases {
-        let dir = project(&[("suite.lua", &format!("{HEAD}local x = 1\n{raise}\nreturn evalua.suite {{ name = 's' }}\n"))]);
+        let dir =
+            project(&[("suite.lua", &format!("{HEAD}local x = 1\n{raise}\nreturn evalua.suite {{ name = 's' }}\n"))]);
         let line = 4 + raise.lines().count() - 1;
         assert_user_error(&evalua(dir.path(), &["check", "suite.lua"]), &format!("suite.lua:{line}: {msg}"));
     }
     // A message that names its place keeps it, once.
-    let dir = project(&[("suite.lua", &format!("{HEAD}error('with a place')\nreturn evalua.suite {{ name = 's' }}\n"))]);
+    let dir =
+        project(&[("suite.lua", &format!("{HEAD}error('with a place')\nreturn evalua.suite {{ name = 's' }}\n"))]);
     let o = evalua(dir.path(), &["check", "suite.lua"]);
     assert_user_error(&o, "suite.lua:3: with a place");
     assert_eq!(stderr(&o).matches("suite.lua:3").count(), 1, "{}", stderr(&o));
@@ -401,7 +404,8 @@ fn a_sparse_file_in_the_work_dir_is_never_read_whole() {
     if !sandbox_available() {
         return;
     }
-    let make = "truncate -s 1G big.bin && printf small > small.txt && head -c 2097152 /dev/zero | tr '\\0' x > two_mb.txt";
+    let make =
+        "truncate -s 1G big.bin && printf small > small.txt && head -c 2097152 /dev/zero | tr '\\0' x > two_mb.txt";
     let suite = format!(
         "{HEAD}local tools = require('evalua.tools')\n\
          local suite = evalua.suite {{ name = 's', sandbox = {{ max_file_mb = 1 }} }}\n\
@@ -413,7 +417,7 @@ fn a_sparse_file_in_the_work_dir_is_never_read_whole() {
            check.command {{ name = 'and so does the next', cmd = 'test $(stat -c %s big.bin) = 1073741824' }},\n\
            {{ name = 't.files refuses it', run = function(t)\n\
              local ok, err = pcall(function() return t.files['big.bin'] end)\n\
-             return not ok and err:find('max_file_mb', 1, true) ~= nil and t.files['small.txt'] == 'small', {{ err = err }} end }},\n\
+             return not ok and tostring(err):find('max_file_mb', 1, true) ~= nil and t.files['small.txt'] == 'small', {{ err = tostring(err) }} end }},\n\
            {{ name = 't.diff lists it', run = function(t)\n\
              return #t.diff.files == 3 and t.diff.text:find('left out', 1, true) ~= nil, {{ text = t.diff.text }} end }},\n\
          }} }}\nreturn suite\n"
@@ -449,7 +453,13 @@ fn a_sparse_file_in_the_work_dir_is_never_read_whole() {
     assert!(run_dir_mib < 64, "the run dir takes {run_dir_mib} MiB");
     let state = &trace_of(&dir.path().join("out"), r)["state"];
     let file = |p: &str| {
-        state["files"].as_array().unwrap().iter().find(|f| f["path"] == p).cloned().unwrap_or_else(|| panic!("{p}: {state}"))
+        state["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"] == p)
+            .cloned()
+            .unwrap_or_else(|| panic!("{p}: {state}"))
     };
     assert_eq!(file("big.bin"), serde_json::json!({ "path": "big.bin", "size": 1073741824u64, "skipped": true }));
     assert_eq!(file("two_mb.txt"), serde_json::json!({ "path": "two_mb.txt", "size": 2097152, "skipped": true }));

@@ -214,7 +214,7 @@ pub fn serve<'a>(tools: impl Iterator<Item = &'a ToolSpec>, events: SyncSender<E
     let service =
         StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), config);
     // A path nobody can guess: another trial's agent cannot reach these tools.
-    let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    let token = crate::util::digest::random_hex(16);
     let path = format!("/mcp/{token}");
     let router = axum::Router::new().route_service(&path, service).layer(axum::middleware::from_fn(session_end));
     let shutdown = cancel.clone();

@@ -42,6 +42,10 @@ pub(crate) fn client() -> &'static reqwest::Client {
     C.get_or_init(|| {
         reqwest::Client::builder()
             .user_agent(concat!("evalua/", env!("CARGO_PKG_VERSION")))
+            // A redirect is an error, never followed: the real key (an
+            // Anthropic `x-api-key` survives reqwest's cross-host stripping)
+            // goes to the endpoint the suite names and nowhere else.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("cannot build the HTTP client")
     })

@@ -60,6 +60,10 @@ struct Shared {
     deadline: Instant,
     started: Instant,
     log: Mutex<ProxyLog>,
+    /// Held across a call upstream when the trial has a token or cost
+    /// budget: calls sent at once go one at a time, so none starts once the
+    /// budget is spent.
+    one_at_a_time: tokio::sync::Mutex<()>,
 }
 
 /// A running proxy; stopped when dropped.
@@ -83,7 +87,7 @@ impl Proxy {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         std_listener.set_nonblocking(true)?;
         let addr = std_listener.local_addr()?;
-        let dummy_key = format!("evalua-proxy-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+        let dummy_key = format!("evalua-proxy-{}", crate::util::digest::random_hex(16));
         let shared = Arc::new(Shared {
             openai,
             anthropic,
@@ -92,6 +96,7 @@ impl Proxy {
             deadline,
             started,
             log: Mutex::new(ProxyLog::default()),
+            one_at_a_time: tokio::sync::Mutex::new(()),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
@@ -314,6 +319,8 @@ async fn forward(
             return error(provider, StatusCode::BAD_REQUEST, "invalid_request_error", &msg);
         }
     };
+    let budgeted = s.budget.max_tokens.is_some() || s.budget.max_cost_usd.is_some();
+    let _turn = if budgeted { Some(s.one_at_a_time.lock().await) } else { None };
     if let Some(why) = s.log.lock().unwrap().budget_hit.clone() {
         return error(provider, StatusCode::FORBIDDEN, "budget_exceeded", &format!("evalua: budget spent: {why}"));
     }

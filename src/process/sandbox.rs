@@ -171,6 +171,12 @@ fn is_system(p: &Path) -> bool {
     SYSTEM.iter().any(|s| p.starts_with(s))
 }
 
+/// Whether a sandboxed process sees folder `d` (of its PATH): a system
+/// folder, or one inside a path the suite exposes.
+pub fn sees(d: &Path, expose: &[PathBuf]) -> bool {
+    is_system(d) || expose.iter().any(|r| d.starts_with(r))
+}
+
 /// The read-only paths a command line the suite declared names (with
 /// `view.expose_named`; nothing otherwise): the program (for one in a `bin/`
 /// folder, its whole prefix, e.g. a virtualenv) and, for any argument that is

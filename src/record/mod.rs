@@ -3,7 +3,9 @@
 //! and the journal a running trial writes them from. The run dir is written
 //! and read in one place: [`rundir`].
 
+pub mod files;
 pub mod journal;
+pub mod labels;
 pub mod ledger;
 pub mod manifest;
 pub mod rundir;

@@ -11,3 +11,28 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// `n` bytes from the operating system's random source (getrandom(2)), as
+/// lowercase hex: for what must not be guessed (a trial's proxy key, its MCP
+/// URL), where a fast generator whose outputs predict the next ones will not do.
+pub fn random_hex(n: usize) -> String {
+    let mut buf = vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        // SAFETY: getrandom writes at most `n - filled` bytes into our buffer.
+        let r = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), n - filled, 0) };
+        if r > 0 {
+            filled += r as usize;
+        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            // No getrandom (a kernel before 3.17): the device it reads.
+            use std::io::Read;
+            if let Ok(mut f) = std::fs::File::open("/dev/urandom")
+                && f.read_exact(&mut buf[filled..]).is_ok()
+            {
+                break;
+            }
+            panic!("no random source: getrandom(2) and /dev/urandom both failed");
+        }
+    }
+    hex(&buf)
+}

@@ -215,7 +215,6 @@ pub fn copy_file(from: &Path, to: &Path) -> std::io::Result<()> {
                 }
                 dst.write_all(&buf[..k])?;
                 off_in += k as i64;
-                off_out += k as i64;
             }
             break;
         }

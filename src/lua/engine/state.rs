@@ -326,7 +326,7 @@ fn register_engine(lua: &Lua, host: &Table) -> mlua::Result<()> {
     host.raw_set("tripped", lua.create_function(|lua, ()| Ok(limits(lua).is_tripped()))?)?;
     host.raw_set(
         "raised_at",
-        lua.create_function(|lua, (text, at): (mlua::String, String)| {
+        lua.create_function(|lua, (text, at): (mlua::LuaString, String)| {
             let first = text.to_string_lossy().lines().next().unwrap_or("").trim_end().to_string();
             lua.set_named_registry_value(RAISED, lua.create_sequence_from([first, at])?)
         })?,
