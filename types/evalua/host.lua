@@ -96,6 +96,12 @@ function host.readonly(t) end
 ---@return boolean
 function host.tripped() end
 
+--- Keep aside where an error whose message names no place was raised (`error(msg, 0)`, an object
+--- with its own `__tostring`): the host names that `file:line` should the error reach the command line.
+---@param text string the message's text
+---@param at string `file:line`
+function host.raised_at(text, at) end
+
 --- Mark `t` to encode as a JSON array, even when empty; returns `t`.
 ---@generic T: table
 ---@param t T
