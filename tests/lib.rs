@@ -11,6 +11,7 @@ mod command;
 mod common;
 mod compare;
 mod datasets;
+mod efficiency;
 mod faults;
 mod figures;
 mod golden;

@@ -354,6 +354,7 @@ function evalua.user.script(turns) end
 ---@field weight? number
 ---@field difficulty? string
 ---@field workdir? string|evalua.GitWorkdir
+---@field reference? evalua.ReferenceSpec
 
 --- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
 ---@class evalua.Budget
@@ -486,6 +487,20 @@ function Suite:goldens(goldens, opts) end
 ---@field clock? string this case's frozen clock (ISO 8601), overriding the sandbox's
 ---@field workdir? string|evalua.GitWorkdir this case's initial work tree, overriding `sandbox.workdir`
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]|false> this case's faults by tool: they replace the suite's for that tool (`false`: none)
+---@field reference? evalua.ReferenceSpec what a reference solution takes: trials' tool calls and tokens are reported as ratios to it
+
+--- A case's reference solution, as declared: at least one of `calls` and `tokens`.
+---@class evalua.ReferenceSpec
+---@field calls? integer|(string|{ name: string, args?: table })[] the reference's tool calls: a number, or the list of its calls (tool names or `{ name, args }`)
+---@field tokens? integer input + output tokens the reference takes
+---@field max_ratio? number an accepted trial above this many times the reference (calls or tokens) is listed in the reports, and `check.efficiency`'s default limit (default 2)
+
+--- A case's reference solution, as `t.case.reference` holds it.
+---@class evalua.Reference
+---@field calls? integer the reference's tool calls (counted from the list when a list was given)
+---@field tokens? integer its tokens
+---@field max_ratio number the ratio above which a trial takes too much (default 2)
+---@field call_list? { name: string, args?: table }[] the reference's calls, when they were listed
 
 --- A declared case, as returned by `suite:case` and seen as `ctx.case` / `t.case`.
 ---@class evalua.Case
@@ -503,6 +518,7 @@ function Suite:goldens(goldens, opts) end
 ---@field metadata? table its free data
 ---@field clock? string its own frozen clock, if set
 ---@field checks evalua.Check[] its checks, normalized (`expect` then `prohibited`), with unique names
+---@field reference? evalua.Reference its reference solution, if declared
 
 ---------------------------------------------------------------------------
 -- Checks

@@ -220,6 +220,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
                                         weight: spec.map(|c| c.weight).unwrap_or(1.0),
                                         tags: spec.map(|c| c.tags.clone()).unwrap_or_default(),
                                         difficulty: spec.and_then(|c| c.difficulty.clone()),
+                                        reference: spec.and_then(|c| c.reference.clone()),
                                     });
                                     trials_per_case.push(0);
                                     infos.len() - 1
@@ -291,6 +292,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
             difficulty: i.difficulty.clone(),
             workdir: None,
             agent: None,
+            reference: i.reference.clone(),
         })
         .collect();
     man.trace_inputs = stats_out;

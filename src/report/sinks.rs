@@ -229,7 +229,7 @@ impl Sink for Figures {
     fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
         match ev {
             RunEvent::Started { plan, .. } => {
-                self.0 = Tally::new(plan.cases.len());
+                self.0 = Tally::new(&plan.case_infos());
                 let monitors: Vec<String> = plan.suite.monitors.iter().map(|m| m.name.clone()).collect();
                 self.0.declare_monitors(&monitors);
             }
