@@ -21,6 +21,7 @@ mod judge;
 mod lua_defs;
 mod mcp;
 mod models;
+mod named_agents;
 mod partition;
 mod phoenix;
 mod postgres;

@@ -9,12 +9,15 @@ use crate::record::manifest::Filters;
 use crate::run;
 use crate::util::paths::display_path;
 
-pub fn check(suites: &[PathBuf], skip_invalid: bool) -> Result<u8> {
+pub fn check(suites: &[PathBuf], skip_invalid: bool, agent: Option<&str>) -> Result<u8> {
     let jobs = run::default_jobs();
     for path in suites {
         let s = load::load(path)?;
         super::run::warn_skipped_rows(&s);
         let mut plan = run::plan(s, None, &Filters::default(), 1)?;
+        if let Some(name) = agent {
+            run::select_agent(&mut plan, Some(name))?;
+        }
         run::screen::screen(&mut plan, skip_invalid, jobs)?;
         let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
         let checks: u64 = plan.cases.iter().map(|c| c.spec.checks as u64).sum();
@@ -30,6 +33,9 @@ pub fn check(suites: &[PathBuf], skip_invalid: bool) -> Result<u8> {
                 n => format!("; {n} invalid cases skipped"),
             }
         );
+        if plan.suite.agents.len() > 1 || agent.is_some() {
+            println!("  agents: {}", plan.suite.agent_names());
+        }
     }
     Ok(0)
 }

@@ -14,7 +14,7 @@ pub mod screen;
 
 pub use events::{RunEvent, Sink};
 pub use partition::{Partition, PartitionArg};
-pub use plan::plan;
+pub use plan::{plan, select_agent};
 pub use scheduler::{
     Executed, Kept, RunOptions, TrialFn, default_jobs, execute, execute_resumed, execute_work, run_trial, work,
 };
