@@ -13,6 +13,7 @@ mod compare;
 mod datasets;
 mod faults;
 mod figures;
+mod first_hour;
 mod golden;
 mod grader_tests;
 mod injection;

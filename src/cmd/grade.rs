@@ -306,7 +306,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     drop((man, infos, case_index, trials_per_case));
     let data = rundata::load(&dir.path)?;
     dir.write_json("summary.json", &data.summary_file())?;
-    print!("{}", report::console(&suite.name, &data.summary, &data.gates, &dir.path.display().to_string()));
+    print!("{}", report::console_for(&data));
     report::write_all(&data)?;
     Ok(if data.gates_passed() { 0 } else { 1 })
 }

@@ -1,0 +1,131 @@
+//! A newcomer's first hour (issue 27): why trials failed is on the console,
+//! `check` finds every mistake at once, and real traces grade without
+//! reading source.
+
+use crate::common::*;
+
+/// A suite whose three cases' agents fail for plain reasons: a missing
+/// script (crashed), a stray stdout line (protocol_error), a hang (deadline).
+fn plain_failures() -> tempfile::TempDir {
+    project(&[
+        (
+            "diag.lua",
+            r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {
+  name = "diag", trials = 1, budget = { deadline_s = 2 },
+  agent = evalua.agent.command { cmd = { "python3", "missing_agent.py" } },
+}
+suite:tool { name = "ping", run = function(ctx, args) return { ok = true } end }
+suite:case { id = "missing", input = "hi", expect = { check.answer { contains = "x" } } }
+suite:case { id = "noisy", input = "hi", agent = evalua.agent.command { cmd = { "python3", evalua.path("noisy.py") } },
+  expect = { check.answer { contains = "x" } } }
+suite:case { id = "hangs", input = "hi", agent = evalua.agent.command { cmd = { "python3", evalua.path("hang.py") } },
+  expect = { check.answer { contains = "x" } } }
+return suite
+"#,
+        ),
+        ("noisy.py", "print('hello there')\n"),
+        ("hang.py", "import time\ntime.sleep(60)\n"),
+    ])
+}
+
+/// Item 1: after the table, the console says how the non-accepted trials
+/// ended, with counts, each ending's first error line (a crash's last stderr
+/// line too) and the command that shows the trial whole; the reports say the same.
+#[test]
+fn the_console_says_how_failed_trials_ended_and_how_to_see_them() {
+    let dir = plain_failures();
+    let o = run_suite(dir.path(), "diag.lua", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let at = out.find("not accepted: 3 trials, by how they ended: crashed 1, deadline 1, protocol_error 1");
+    let table_end = out.find("┘").expect("a table");
+    assert!(at.is_some_and(|a| a > table_end && a < out.find("diag: 3 cases").unwrap()), "{out}");
+    assert!(out.contains("crashed: first missing #1: the agent exited before its final message"), "{out}");
+    assert!(out.contains("stderr: python3: can't open file") && out.contains("missing_agent.py"), "{out}");
+    assert!(out.contains("protocol_error: first noisy #1: not a JSON object: hello there"), "{out}");
+    assert!(out.contains("deadline: first hangs #1"), "{out}");
+    for (case, ended) in [("missing", "crashed"), ("noisy", "protocol_error"), ("hangs", "deadline")] {
+        let cmd = format!("evalua show out {case} 1");
+        assert!(out.contains(&cmd), "{cmd}: {out}");
+        // The command works as printed.
+        let shown = evalua(dir.path(), &["show", "out", case, "1"]);
+        assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+        assert!(stdout(&shown).contains(&format!("ended: {ended}")), "{}", stdout(&shown));
+    }
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("## How the trials not accepted ended"), "{md}");
+    let abs = dir.path().join("out").canonicalize().unwrap();
+    assert!(md.contains("| crashed | 1 | missing #1 |"), "{md}");
+    assert!(md.contains(&format!("`evalua show {} missing 1`", abs.display())), "{md}");
+    assert!(md.contains("stderr: python3: can't open file"), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(html.contains("How the trials not accepted ended"));
+    assert!(html.contains(&format!("evalua show {} noisy 1", abs.display())));
+    // `evalua report` renders the same again.
+    let again = evalua(dir.path(), &["report", "out"]);
+    assert!(matches!(again.status.code(), Some(0 | 1)), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(dir.path().join("out/report.md")).unwrap(), md);
+}
+
+/// Trials that ended normally but failed their checks name their first failing check.
+#[test]
+fn trials_that_ended_normally_name_their_first_failing_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = evalua(&repo(), &["run", "suites/refunds.lua", "-q", "--out", tmp.path().join("r").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("by how they ended: final "), "{out}");
+    assert!(out.lines().any(|l| l.trim_start().starts_with("final: first ") && l.contains("failed")), "{out}");
+}
+
+/// Polish: an incomplete run's hint names the suite's path and the run dir,
+/// a command to copy, not `SUITE`.
+#[test]
+fn the_resume_hint_names_the_suite_and_the_run_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = evalua(&repo(), &["run", "suites/date_filter.lua", "-q", "--out", out.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    // Lose the last trial's record: the run is incomplete.
+    let text = std::fs::read_to_string(out.join("trials.jsonl")).unwrap();
+    let kept: Vec<&str> = text.lines().collect();
+    std::fs::write(out.join("trials.jsonl"), kept[..kept.len() - 1].join("\n") + "\n").unwrap();
+    let o = evalua(&repo(), &["report", out.to_str().unwrap()]);
+    let want = format!("`evalua run suites/date_filter.lua --resume {}`", out.display());
+    assert!(stdout(&o).contains(&want), "{want}: {}", stdout(&o));
+    assert!(!stdout(&o).contains("SUITE"), "{}", stdout(&o));
+}
+
+/// Polish: a check's evidence shows an empty list as `[]` (not an empty Lua
+/// table's `{}`) and ratios at four decimals, not 0.3333333333333333.
+#[test]
+fn evidence_shows_empty_lists_and_short_ratios() {
+    let dir = project(&[(
+        "ev.lua",
+        r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "ev", agent = evalua.agent.scripted(function(task, env)
+  if task.input == "call" then env.call("a", {}) end
+  return "done"
+end) }
+suite:tool { name = "a", run = function() return {} end }
+suite:tool { name = "b", run = function() return {} end }
+suite:tool { name = "c", run = function() return {} end }
+suite:case { id = "none", input = "x", expect = { check.tools({ "a", "b", "c" }, { mode = "any_order" }) } }
+suite:case { id = "some", input = "call", expect = { check.tools({ "a", "b", "c" }, { mode = "any_order" }) } }
+return suite
+"#,
+    )]);
+    let o = run_suite(dir.path(), "ev.lua", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("out/trials.jsonl")).unwrap();
+    let recs = trials(&dir.path().join("out"));
+    let none = &record(&recs, "none", 1)["checks"][0]["evidence"];
+    assert_eq!(none["executed"], serde_json::json!([]), "{text}");
+    let some = &record(&recs, "some", 1)["checks"][0]["evidence"];
+    assert_eq!(some["executed"], serde_json::json!(["a"]), "{text}");
+    assert_eq!(some["recall"], serde_json::json!(0.3333), "{text}");
+    assert!(!text.contains("0.3333333"), "{text}");
+}
