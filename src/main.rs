@@ -70,6 +70,22 @@ struct Otlp {
     otlp_no_content: bool,
 }
 
+/// How a run is followed (every kind of run: run, regrade, grade).
+#[derive(Args, Clone)]
+struct Follow {
+    /// No progress display
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    otlp: Otlp,
+}
+
+impl Follow {
+    fn options(&self) -> Result<evalua::report::sinks::Follow> {
+        Ok(evalua::report::sinks::Follow { quiet: self.quiet, export: self.otlp.options()? })
+    }
+}
+
 impl Otlp {
     fn options(&self) -> Result<evalua::otel::export::Options> {
         Ok(evalua::otel::export::Options {
@@ -117,9 +133,6 @@ enum Command {
         /// On an incomplete run (interrupted), decide the gates on the trials that ran instead of failing them
         #[arg(long)]
         allow_incomplete: bool,
-        /// No progress bar
-        #[arg(long, short)]
-        quiet: bool,
         /// Skip (and report) cases whose tests do not hold on their initial tree instead of failing
         #[arg(long)]
         skip_invalid: bool,
@@ -146,7 +159,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "sandbox")]
         isolation: IsolationArg,
         #[command(flatten)]
-        otlp: Otlp,
+        follow: Follow,
         /// Which of the suite's agents plays (`agents = { NAME = … }`; default: the suite's default agent)
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
@@ -164,9 +177,8 @@ enum Command {
         /// Items graded at once (default: the number of cores)
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
-        /// No progress display
-        #[arg(long, short)]
-        quiet: bool,
+        #[command(flatten)]
+        follow: Follow,
     },
     /// Send a finished run's trials as OpenTelemetry GenAI traces
     Export {
@@ -238,9 +250,8 @@ enum Command {
         /// Trials re-graded at once (default: the number of cores)
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
-        /// No progress bar
-        #[arg(long, short)]
-        quiet: bool,
+        #[command(flatten)]
+        follow: Follow,
         /// Call judge models even when a cached verdict exists (and store none)
         #[arg(long)]
         no_cache: bool,
@@ -357,14 +368,13 @@ fn dispatch(cli: Cli) -> Result<u8> {
             select,
             seed,
             out,
-            quiet,
             skip_invalid,
             partition,
             baseline,
             allow_revision_change,
             no_cache,
             require_judge,
-            otlp,
+            follow,
             no_state,
             resume,
             retry_errors,
@@ -374,7 +384,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
-            let export = otlp.options()?;
+            let follow = follow.options()?;
             cmd::run::run(cmd::run::RunArgs {
                 suites,
                 trials,
@@ -382,7 +392,6 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 filters: select.filters(),
                 seed,
                 out,
-                quiet,
                 skip_invalid,
                 partition,
                 baseline,
@@ -393,16 +402,16 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 retry_errors,
                 allow_incomplete,
                 argv: std::env::args().collect(),
-                export,
+                follow,
                 agent,
             })
         }
-        Command::Grade { suite, traces, out, jobs, quiet } => cmd::grade::grade(cmd::grade::GradeArgs {
+        Command::Grade { suite, traces, out, jobs, follow } => cmd::grade::grade(cmd::grade::GradeArgs {
             suite,
             traces,
             out,
             jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
-            quiet,
+            follow: follow.options()?,
             argv: std::env::args().collect(),
         }),
         Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),
@@ -413,7 +422,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
         Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
-        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache, isolation } => {
+        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, follow, no_cache, isolation } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
             cmd::regrade::regrade(cmd::regrade::RegradeArgs {
@@ -422,7 +431,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 out,
                 allow_fixture_change,
                 jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
-                quiet,
+                follow: follow.options()?,
                 argv: std::env::args().collect(),
             })
         }
