@@ -353,7 +353,10 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            // Several errors at once (`evalua check`): each on its own line.
+            for line in e.to_string().lines() {
+                eprintln!("error: {line}");
+            }
             ExitCode::from(e.exit_code())
         }
     }

@@ -129,3 +129,139 @@ return suite
     assert_eq!(some["recall"], serde_json::json!(0.3333), "{text}");
     assert!(!text.contains("0.3333333"), "{text}");
 }
+
+/// The lines of stderr, each expected to be one `error: file:line: …`.
+fn error_lines(o: &std::process::Output) -> Vec<String> {
+    stderr(o).lines().map(String::from).collect()
+}
+
+const MANY_MISTAKES: &str = r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {
+  name = "bad",
+  budget = { deadline_s = 0/0 },
+  sandbox = { schema = "shop.sql" },
+  agent = evalua.agent.scripted(function() return "x" end),
+}
+suite:tool { name = "lookup_order", run = function() return {} end }
+suite:tool {
+  name = "issue_refund",
+  requires = { "verify_identiy" },
+  run = function() return {} end,
+}
+suite:tool { name = "verify_identity", effect = "sometimes", run = function() return {} end }
+suite:case { id = "a", input = "x", tools = { "lookup_ordr" },
+  expect = { check.sql("SELECT count(*) FROM ordres", { equals = 1 }), check.tools({ "lookup_order", "isue_refund" }) } }
+suite:case { id = "b", input = "x", clock = "not a time" }
+suite:case { id = "c", input = "x", expect = { check.tools({ "verify_identity" }) } }
+return suite
+"#;
+
+/// Items 3 and 4: one `check` says every independent error, each at its own
+/// `file:line` (a tool's `requires` at the tool, not at `evalua.suite {`),
+/// names that refer to a tool with the nearest declared one; then exit 2.
+#[test]
+fn check_says_every_independent_error_each_at_its_line() {
+    let dir = project(&[("bad.lua", MANY_MISTAKES), ("shop.sql", "CREATE TABLE orders(id TEXT, total REAL);\n")]);
+    let o = evalua(dir.path(), &["check", "bad.lua"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let lines = error_lines(&o);
+    let want = [
+        "error: bad.lua:3: evalua.suite.budget: 'deadline_s' must be a number of seconds above 0 and at most 604800 (a week), got NaN (0/0)",
+        "error: bad.lua:10: tool 'issue_refund': 'requires' names an unknown tool 'verify_identiy' (did you mean 'verify_identity'?)",
+        "error: bad.lua:15: suite:tool 'verify_identity': 'effect' must be",
+        "error: bad.lua:16: suite:case 'a': 'tools' names an undeclared tool 'lookup_ordr' (did you mean 'lookup_order'?)",
+        "error: bad.lua:17: check 'tools in_order: lookup_order, isue_refund' (case 'a') names an unknown tool 'isue_refund' (did you mean 'issue_refund'?)",
+        "error: bad.lua:17: check 'sql: SELECT count(*) FROM ordres' (case 'a'): the query does not prepare against the case's fixture: no such table: ordres",
+        "error: bad.lua:18: suite:case 'b': 'clock'",
+    ];
+    assert_eq!(lines.len(), want.len(), "one line per error:\n{}", lines.join("\n"));
+    for (l, w) in lines.iter().zip(want) {
+        assert!(l.starts_with(w), "{l}\n  should start with\n{w}");
+    }
+    // A tool whose declaration failed is said once: case 'c' naming it adds nothing.
+    assert!(!stderr(&o).contains("'verify_identity' (did you mean"), "{}", stderr(&o));
+    // `run` refuses the same suite with the same errors (those loading finds), before any trial.
+    let r = run_suite(dir.path(), "bad.lua", &[]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(stderr(&r).contains("bad.lua:10: tool 'issue_refund'") && stderr(&r).contains("got NaN"), "{}", stderr(&r));
+    assert!(!dir.path().join("out").exists());
+}
+
+/// Item 4: names of monitors get the nearest name too, at the line that names them.
+#[test]
+fn a_golden_naming_a_mistyped_monitor_gets_the_nearest_name() {
+    let dir = project(&[(
+        "g.lua",
+        r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "g", agent = evalua.agent.scripted(function() return "x" end),
+  monitors = { tool_loop = check.no_loops { max_repeats = 2 } } }
+suite:tool { name = "t", run = function() return {} end }
+suite:goldens({ version = 1, cases = {
+  { id = "g1", input = "hi", failure_modes = { "tool_lop" } },
+  { id = "g2", input = "hi", failure_modes = { "tool_loop" } },
+} })
+suite:case { id = "c", input = "x", tools = { "T" } }
+return suite
+"#,
+    )]);
+    let o = evalua(dir.path(), &["check", "g.lua"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let lines = error_lines(&o);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("error: g.lua:6: suite:goldens: cases[1] ('g1') names failure mode 'tool_lop', which is not a monitor of this suite (did you mean 'tool_loop'?)"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1]
+            .starts_with("error: g.lua:10: suite:case 'c': 'tools' names an undeclared tool 'T' (did you mean 't'?)"),
+        "{lines:?}"
+    );
+}
+
+/// Item 2: `check` refuses a command agent whose program or script the
+/// sandbox would not find, in one line naming the file; one it would find is ok.
+#[test]
+fn check_refuses_a_command_agent_whose_program_or_script_is_missing() {
+    let suite = |agent: &str| {
+        format!(
+            r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {{ name = "cmd", agent = {agent} }}
+suite:tool {{ name = "t", run = function() return {{}} end }}
+suite:case {{ id = "a", input = "x" }}
+return suite
+"#
+        )
+    };
+    let dir = project(&[
+        ("missing.lua", &suite(r#"evalua.agent.command { cmd = { "python3", "missing_agent.py" } }"#)),
+        ("beside.lua", &suite(r#"evalua.agent.command { cmd = { "python3", "-u", "agent.py" } }"#)),
+        ("abs.lua", &suite(r#"evalua.agent.command { cmd = { "python3", evalua.path("agents/nope.py") } }"#)),
+        ("noprog.lua", &suite(r#"evalua.agent.command { cmd = { "no-such-agent-program", "x" } }"#)),
+        ("good.lua", &suite(r#"evalua.agent.command { cmd = { "python3", evalua.path("agent.py") } }"#)),
+        ("module.lua", &suite(r#"evalua.agent.command { cmd = { "python3", "-m", "json.tool" } }"#)),
+        ("agent.py", "print('hi')\n"),
+    ]);
+    let cases = [
+        (
+            "missing.lua",
+            "missing.lua:3: the agent's command `python3 missing_agent.py`: the script missing_agent.py does not exist in the trial's work dir (an empty folder)",
+        ),
+        (
+            "beside.lua",
+            "the script agent.py does not exist in the trial's work dir (an empty folder), where the agent starts (it is beside the suite: give evalua.path(\"agent.py\"))",
+        ),
+        ("abs.lua", "agents/nope.py does not exist"),
+        ("noprog.lua", "`no-such-agent-program` is not found on PATH inside the sandbox"),
+    ];
+    for (file, needle) in cases {
+        assert_user_error(&evalua(dir.path(), &["check", file]), needle);
+    }
+    for file in ["good.lua", "module.lua"] {
+        let o = evalua(dir.path(), &["check", file]);
+        assert_eq!(o.status.code(), Some(0), "{file}: {}", stderr(&o));
+    }
+}
