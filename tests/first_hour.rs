@@ -6,6 +6,8 @@ use crate::common::*;
 
 /// A suite whose three cases' agents fail for plain reasons: a missing
 /// script (crashed), a stray stdout line (protocol_error), a hang (deadline).
+/// Only the hang needs the deadline; the other two end on their own long
+/// before it, even on a busy machine (2 s was too close).
 fn plain_failures() -> tempfile::TempDir {
     project(&[
         (
@@ -13,7 +15,7 @@ fn plain_failures() -> tempfile::TempDir {
             r#"local evalua = require("evalua")
 local check = require("evalua.check")
 local suite = evalua.suite {
-  name = "diag", trials = 1, budget = { deadline_s = 2 },
+  name = "diag", trials = 1, budget = { deadline_s = 15 },
   agent = evalua.agent.command { cmd = { "python3", "missing_agent.py" } },
 }
 suite:tool { name = "ping", run = function(ctx, args) return { ok = true } end }
@@ -26,7 +28,7 @@ return suite
 "#,
         ),
         ("noisy.py", "print('hello there')\n"),
-        ("hang.py", "import time\ntime.sleep(60)\n"),
+        ("hang.py", "import time\ntime.sleep(3600)\n"),
     ])
 }
 
