@@ -1,9 +1,11 @@
 //! Integration tests: they drive the real binary on real suites.
 
+mod annotate;
 mod architecture;
 mod bad_input;
 mod browser;
 mod budgets;
+mod cascade;
 mod checks;
 mod cluster;
 mod coding;
@@ -19,6 +21,7 @@ mod grader_tests;
 mod injection;
 mod isolation;
 mod judge;
+mod labels;
 mod lua_defs;
 mod mcp;
 mod models;

@@ -4,13 +4,26 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::judge;
+use crate::judge::calibrate::Options;
 use crate::lua::load;
 
-pub fn calibrate(suite: &Path, labels: &Path, rubric: Option<&str>) -> Result<u8> {
+pub fn calibrate(suite: &Path, labels: &Path, opts: &Options) -> Result<u8> {
     let s = load::load(suite)?;
-    let done = judge::calibrate::run(&s, labels, rubric)?;
-    for c in &done {
+    let done = judge::calibrate::run(&s, labels, opts)?;
+    for w in &done.warnings {
+        eprintln!("warning: {w}");
+    }
+    for n in &done.notes {
+        println!("{n}");
+    }
+    for c in &done.rubrics {
         print!("{}", c.text);
     }
-    Ok(if done.iter().all(|c| c.compared > 0) { 0 } else { 1 })
+    if let Some((line, held)) = &done.gate {
+        println!("{line}");
+        if !held {
+            return Ok(1);
+        }
+    }
+    Ok(if done.rubrics.iter().all(|c| c.compared > 0) { 0 } else { 1 })
 }

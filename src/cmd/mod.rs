@@ -7,6 +7,7 @@ pub mod check;
 pub mod compare;
 pub mod export;
 pub mod grade;
+pub mod labels;
 pub mod list;
 pub mod merge;
 pub mod promote;
