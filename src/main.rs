@@ -200,6 +200,9 @@ enum Command {
         isolation: IsolationArg,
         #[command(flatten)]
         follow: Follow,
+        /// Which of the suite's agents plays (`agents = { NAME = … }`; default: the suite's default agent)
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
     Grade {
@@ -340,6 +343,9 @@ enum Command {
         /// How test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
         #[arg(long, value_enum, default_value = "sandbox")]
         isolation: IsolationArg,
+        /// Also check that this named agent can run (known, its model endpoint configured)
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
     Test {
@@ -434,6 +440,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             retry_errors,
             allow_incomplete,
             isolation,
+            agent,
         } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
@@ -456,6 +463,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 allow_incomplete,
                 argv: std::env::args().collect(),
                 follow,
+                agent,
             })
         }
         Command::Grade { suite, traces, out, jobs, follow } => cmd::grade::grade(cmd::grade::GradeArgs {
@@ -503,9 +511,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 cmd::labels::export(&store, out.as_ref(), held_out, json)
             }
         },
-        Command::Check { suites, skip_invalid, isolation } => {
+        Command::Check { suites, skip_invalid, isolation, agent } => {
             isolate(isolation);
-            cmd::check::check(&suites, skip_invalid)
+            cmd::check::check(&suites, skip_invalid, agent.as_deref())
         }
         Command::Test { paths, isolation } => {
             isolate(isolation);

@@ -26,6 +26,7 @@ mod labels;
 mod lua_defs;
 mod mcp;
 mod models;
+mod named_agents;
 mod partition;
 mod phoenix;
 mod postgres;

@@ -281,7 +281,10 @@ function evalua.user.script(turns) end
 ---@field trials? integer trials per case (default 1; a case's `trials` or `--trials` overrides)
 ---@field budget? evalua.Budget limits per trial
 ---@field sandbox? evalua.Sandbox the per-trial state: database schema and frozen clock
----@field agent? evalua.Agent the agent under test (from `evalua.agent.*`; a case may override it)
+---@field agent? evalua.Agent|string the agent under test (from `evalua.agent.*`; a case may override it), or with `agents` the default agent's name
+---@field agents? table<string, evalua.Agent> named agents (SPEC §14): `evalua run --agent NAME` picks one; the manifest records `agent.name`
+---@field default_agent? string with `agents`: the default agent's name (needed when there are several)
+---@field grade? { reexecute?: boolean } how `evalua grade` treats recorded trajectories: `reexecute = true` runs their tool calls again on a fresh sandbox
 ---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
 ---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured

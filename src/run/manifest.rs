@@ -167,7 +167,12 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             }
         })
         .collect();
-    let agent = suite.agent.as_ref().map(|a| agent_entry(a, &suite.dir));
+    // The agent the run uses (`--agent`, else the default), with its name (SPEC §14).
+    let agent = plan.agent_name().and_then(|n| suite.agent_named(n).map(|a| (n, a))).map(|(n, a)| {
+        let mut v = agent_entry(a, &suite.dir);
+        v["name"] = Json::String(n.to_string());
+        v
+    });
     let base = base(suite, RunKind::Run, run_id, argv, opts.jobs);
     Manifest {
         suite: SuiteEntry {

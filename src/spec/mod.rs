@@ -79,6 +79,16 @@ pub enum AgentSpec {
     Model(ModelAgentSpec),
 }
 
+/// One of a suite's agents, by name (`agents = { gold = …, model = … }`).
+#[derive(Debug, Clone, Serialize)]
+pub struct NamedAgent {
+    pub name: String,
+    pub spec: AgentSpec,
+}
+
+/// The name a suite's only agent goes by when it declares `agent = …` without `agents`.
+pub const DEFAULT_AGENT_NAME: &str = "default";
+
 /// `evalua.agent.command { ... }`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CommandAgentSpec {
@@ -340,7 +350,16 @@ pub struct Suite {
     /// `sandbox.network` (default true): processes share the host's network.
     pub network: bool,
     pub gates: Vec<Gate>,
+    /// The default agent: `agent = evalua.agent.*`, or the one of `agents`
+    /// that `agent = "name"` / `default_agent` names.
     pub agent: Option<AgentSpec>,
+    /// Every agent the suite declares, by name, sorted (SPEC §14): the
+    /// entries of `agents = { ... }`, or the one `agent` named "default".
+    pub agents: Vec<NamedAgent>,
+    /// The default agent's name (an entry of `agents`).
+    pub default_agent: Option<String>,
+    /// `grade = { reexecute = true }`: `evalua grade` re-executes recorded tool calls.
+    pub grade_reexecute: bool,
     pub tools: Vec<ToolSpec>,
     pub cases: Vec<CaseSpec>,
     /// The dataset files the cases were read from (`suite:dataset`), in declaration order.
@@ -406,5 +425,26 @@ impl Suite {
 
     pub fn case_agent<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a AgentSpec> {
         case.agent.as_deref().or(self.agent.as_ref())
+    }
+
+    /// The agent named `name` (`agents = { name = … }`).
+    pub fn agent_named(&self, name: &str) -> Option<&AgentSpec> {
+        self.agents.iter().find(|a| a.name == name).map(|a| &a.spec)
+    }
+
+    /// The names of the suite's agents, the default marked: `gold (default), model`.
+    pub fn agent_names(&self) -> String {
+        let names: Vec<String> = self
+            .agents
+            .iter()
+            .map(|a| {
+                if self.default_agent.as_deref() == Some(a.name.as_str()) {
+                    format!("{} (default)", a.name)
+                } else {
+                    a.name.clone()
+                }
+            })
+            .collect();
+        if names.is_empty() { "none".to_string() } else { names.join(", ") }
     }
 }

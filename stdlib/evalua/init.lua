@@ -527,8 +527,8 @@ local Suite = {}
 local SuiteMeta = { __metatable = false }
 
 local SUITE_KEYS = set {
-  "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
-  "monitors", "trace_adapter", "match", "held_out_max_runs", "faults",
+  "name", "version", "description", "trials", "budget", "sandbox", "agent", "agents", "default_agent", "gate",
+  "seed", "skip", "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
 }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
@@ -748,6 +748,63 @@ local function check_agent(what, agent, level)
   end
 end
 
+local AGENT_NAME = "^[%a_][%w_%-%.]*$"
+
+-- The suite's agents (SPEC §14): `agent = evalua.agent.*` (one agent, named
+-- "default"), or `agents = { name = evalua.agent.*, ... }` with the default
+-- named by `agent = "name"` or `default_agent = "name"` (not needed when
+-- there is only one). Returns the default agent, the agents by name (nil
+-- without `agents`) and the default's name.
+local function named_agents(spec, level)
+  local agents, named = spec.agents, spec.default_agent
+  expect_type("evalua.suite", "default_agent", named, "string", level + 1)
+  if agents == nil then
+    if named ~= nil then
+      fail(level + 1, "evalua.suite: 'default_agent' names one of 'agents', but the suite declares no agents = { name = evalua.agent.*, ... }")
+    end
+    if type(spec.agent) == "string" then
+      fail(level + 1, "evalua.suite: agent = \"" .. spec.agent .. "\" names an agent, but the suite declares no agents = { name = evalua.agent.*, ... }")
+    end
+    check_agent("evalua.suite", spec.agent, level + 1)
+    return spec.agent, nil, spec.agent ~= nil and "default" or nil
+  end
+  if type(agents) ~= "table" then
+    fail(level + 1, "evalua.suite: 'agents' must be a table { name = evalua.agent.*, ... }, got " .. type(agents))
+  end
+  local names = {}
+  for name, a in pairs(agents) do
+    if type(name) ~= "string" or not name:match(AGENT_NAME) then
+      fail(level + 1, "evalua.suite.agents: an agent is `name = evalua.agent.*` with a name of letters, digits, '_', '-', '.'; got key " .. tostring(name))
+    end
+    check_agent("evalua.suite.agents." .. name, a, level + 1)
+    names[#names + 1] = name
+  end
+  table.sort(names)
+  if #names == 0 then fail(level + 1, "evalua.suite: 'agents' is empty") end
+  if type(spec.agent) == "table" then
+    fail(level + 1, "evalua.suite: give either agent = evalua.agent.* or agents = { ... } (with agent = \"name\" or default_agent = \"name\" naming the default), not both")
+  end
+  if spec.agent ~= nil and type(spec.agent) ~= "string" then
+    fail(level + 1, "evalua.suite: with 'agents', 'agent' names the default agent (a string), got " .. type(spec.agent))
+  end
+  if spec.agent ~= nil and named ~= nil and spec.agent ~= named then
+    fail(level + 1, string.format("evalua.suite: agent = %q and default_agent = %q disagree", spec.agent, named))
+  end
+  named = named or spec.agent
+  if named == nil then
+    if #names > 1 then
+      fail(level + 1, "evalua.suite: 'agents' declares " .. #names .. " agents (" .. table.concat(names, ", ")
+        .. "); name the default with default_agent = \"...\"")
+    end
+    named = names[1]
+  end
+  if agents[named] == nil then
+    fail(level + 1, string.format("evalua.suite: the default agent %q is not one of 'agents' (known: %s)", named,
+      table.concat(names, ", ")))
+  end
+  return agents[named], agents, named
+end
+
 --- Declare a suite.
 -- Called through host.located, like grader_tests: `return evalua.suite { ... }`
 -- (a tail call) still names the suite's line in its errors.
@@ -848,8 +905,11 @@ local function suite(where, spec)
     end)
     sb_check("network", function() expect_type("evalua.suite.sandbox", "network", sb.network, "boolean", 2) end)
   end
-  check("agent", function() check_agent("evalua.suite", spec.agent, 2) end)
-  if spec.agent == nil then dropped.agent = true end
+  local agent, agents, default_agent
+  if not attempt(where, function() agent, agents, default_agent = named_agents(spec, 2) end) then
+    spec.agent, spec.agents = nil, nil
+  end
+  if agent == nil then dropped.agent = true end
   check("gate", function()
     if spec.gate ~= nil then
       expect_type("evalua.suite", "gate", spec.gate, "table", 2)
@@ -859,6 +919,13 @@ local function suite(where, spec)
   end)
   local faults
   check("faults", function() faults = normalize_faults("evalua.suite", spec.faults, 2) end)
+  -- How `evalua grade` treats recorded trajectories (SPEC §14).
+  check("grade", function()
+    if spec.grade ~= nil then
+      check_keys("evalua.suite.grade", spec.grade, set { "reexecute" }, 2)
+      expect_type("evalua.suite.grade", "reexecute", spec.grade.reexecute, "boolean", 2)
+    end
+  end)
   check("skip", function()
     if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
       fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
@@ -909,10 +976,13 @@ local function suite(where, spec)
     trials = spec.trials or 1,
     budget = spec.budget or {},
     sandbox = spec.sandbox or {},
-    agent = spec.agent,
+    agent = agent,
+    _agents = agents,
+    default_agent = default_agent,
     gate = spec.gate or {},
     faults = faults,
     held_out_max_runs = spec.held_out_max_runs,
+    grade = spec.grade,
     _tools = {},
     _tool_index = {},
     _monitors = monitors,
@@ -1040,7 +1110,20 @@ local function normalize_case(self, spec, level, where, collect)
   end
   local workdir
   if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, level) end
-  check_agent(what, spec.agent, level)
+  local agent = spec.agent
+  if type(agent) == "string" then
+    -- A name: one of the suite's agents.
+    local known = rawget(self, "_agents")
+    if known == nil or known[agent] == nil then
+      local names = {}
+      for n in pairs(known or {}) do names[#names + 1] = n end
+      table.sort(names)
+      fail(level, string.format("%s: agent = %q is not one of the suite's agents (known: %s)", what, agent,
+        #names > 0 and table.concat(names, ", ") or "none; declare agents = { name = evalua.agent.*, ... }"))
+    end
+    agent = known[agent]
+  end
+  check_agent(what, agent, level)
   local faults = normalize_faults(what, spec.faults, level)
   local reference = normalize_reference(self, what, spec.reference, level)
 
@@ -1078,7 +1161,7 @@ local function normalize_case(self, spec, level, where, collect)
     trials = spec.trials,
     weight = spec.weight or 1,
     tools = offered,
-    agent = spec.agent,
+    agent = agent,
     user = spec.user,
     metadata = spec.metadata,
     clock = spec.clock,
