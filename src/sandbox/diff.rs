@@ -69,7 +69,7 @@ pub struct TableDiff {
 
 type Row = Vec<SqlValue>;
 
-fn key_bytes(row: &Row) -> Vec<u8> {
+fn key_bytes(row: &[SqlValue]) -> Vec<u8> {
     let mut line = Vec::new();
     for v in row {
         match v {
@@ -123,11 +123,31 @@ fn rows_of(db: &dyn Database, sql_name: &str, drop: &[String]) -> Result<(Vec<St
     Ok((cols, rows))
 }
 
+/// A database's tables: (name, the name quoted for SQL). SQLite's catalogue,
+/// else PostgreSQL's (the trial database's `public` schema).
+fn tables(db: &dyn Database) -> Result<BTreeMap<String, String>, DbError> {
+    let mut out = BTreeMap::new();
+    let mut each = |_: &[String], row: Vec<SqlValue>| {
+        if let Some(SqlValue::Text(name)) = row.into_iter().next() {
+            let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+            out.insert(name, quoted);
+        }
+        true
+    };
+    let sql = if db.sqlite().is_some() {
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    } else {
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+    };
+    db.query(sql, &[], true, &mut each)?;
+    Ok(out)
+}
+
 /// How `here` differs from `there`: one entry per table that differs
 /// (tables in name order). Empty: the two hold the same rows.
 pub fn diff(here: &dyn Database, there: &dyn Database, ignore: &Ignore) -> Result<Vec<TableDiff>, DbError> {
-    let a: BTreeMap<String, String> = here.tables()?.into_iter().collect();
-    let b: BTreeMap<String, String> = there.tables()?.into_iter().collect();
+    let a = tables(here)?;
+    let b = tables(there)?;
     let mut out = Vec::new();
     let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     for name in names {
@@ -194,11 +214,8 @@ pub fn diff(here: &dyn Database, there: &dyn Database, ignore: &Ignore) -> Resul
         }
         for &ia in &extra_a {
             let ra = &rows_a[ia].1;
-            let partner = if same_cols {
-                first_of(ra).and_then(|f| by_first.get_mut(&f)).and_then(|ks| ks.pop())
-            } else {
-                None
-            };
+            let partner =
+                if same_cols { first_of(ra).and_then(|f| by_first.get_mut(&f)).and_then(|ks| ks.pop()) } else { None };
             match partner {
                 Some(k) => {
                     paired_b[k] = true;
@@ -207,7 +224,10 @@ pub fn diff(here: &dyn Database, there: &dyn Database, ignore: &Ignore) -> Resul
                         let mut columns = Map::new();
                         for ((c, va), vb) in cols_a.iter().zip(ra).zip(rb) {
                             if key_bytes(std::slice::from_ref(va)) != key_bytes(std::slice::from_ref(vb)) {
-                                columns.insert(c.clone(), serde_json::json!({ "here": json_of(va), "there": json_of(vb) }));
+                                columns.insert(
+                                    c.clone(),
+                                    serde_json::json!({ "here": json_of(va), "there": json_of(vb) }),
+                                );
                             }
                         }
                         d.changed.push(Changed { key: ra.first().map(json_of).unwrap_or(Json::Null), columns });

@@ -92,8 +92,8 @@ function M.case(task, id, split, writes)
     input = task.instruction,
     metadata = { user_id = task.user_id, actions = task.actions, outputs = task.outputs },
     user = evalua.user.llm {
-      system = M.user_prompt(task.instruction),
-      opens = M.GREETING,
+      profile = "A customer" .. (task.user_id and (" (user id " .. task.user_id .. ")") or "") .. ".",
+      goal = task.instruction,
       model = evalua.getenv("EVALUA_USER_MODEL") or "gpt-4o",
       max_turns = M.MAX_STEPS,
     },
@@ -133,7 +133,6 @@ function M.suite(opts)
         system = domain .. "/policy.md",
         temperature = 0,
         max_turns = M.MAX_STEPS,
-        tool_result = "text",
       },
     },
     default_agent = "gold",
@@ -147,8 +146,6 @@ function M.suite(opts)
       description = info.description,
       params = info.parameters,
       effect = opts.tools.writes[info.name] and "write" or "read",
-      -- τ-bench's terminate tool: the conversation ends with it.
-      ends = info.name == "transfer_to_human_agents" or nil,
       run = run,
     }
   end
