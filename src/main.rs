@@ -204,13 +204,16 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
     },
-    /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
+    /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs, τ-bench results, ATIF) with the suite's monitors and checks
     Grade {
         #[arg(value_name = "SUITE.lua")]
         suite: PathBuf,
-        /// Trace files or folders (OTLP JSON or JSON lines, flat span lines), or evalua run dirs
+        /// Trace files or folders (OTLP JSON or JSON lines, flat span lines, τ-bench results, ATIF trajectories), or evalua run dirs
         #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
         traces: Vec<PathBuf>,
+        /// Run each item's recorded tool calls again, in order, on a fresh sandbox of its case, so state checks apply (default for τ-bench results; also the suite's `grade = { reexecute = true }`)
+        #[arg(long)]
+        reexecute: bool,
         /// Write the run dir here (default runs/<suite>/<time>-<id>/)
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
@@ -466,9 +469,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 agent,
             })
         }
-        Command::Grade { suite, traces, out, jobs, follow } => cmd::grade::grade(cmd::grade::GradeArgs {
+        Command::Grade { suite, traces, reexecute, out, jobs, follow } => cmd::grade::grade(cmd::grade::GradeArgs {
             suite,
             traces,
+            reexecute,
             out,
             jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
             follow: follow.options()?,

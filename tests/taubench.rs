@@ -33,6 +33,8 @@ fn traces_by_case(run: &Path) -> HashMap<String, Value> {
 fn seen(call: &Value) -> String {
     match &call["result"] {
         Value::String(s) => s.clone(),
+        // A tool that returned None (τ-bench's agent sees null).
+        Value::Null if call["status"] == "executed" => "null".into(),
         Value::Null => format!("Error: {}", call["error"].as_str().unwrap_or("")),
         other => other.to_string(),
     }
@@ -202,4 +204,204 @@ fn same_state_names_a_bad_call_at_the_suites_line() {
     let o = evalua(p.path(), &["check", "s.lua"]);
     assert_user_error(&o, "check.same_state: call 1 must be { name = \"tool\", args = { … } }");
     assert!(stderr(&o).contains("s.lua:"), "{}", stderr(&o));
+}
+
+/// τ-bench's results for `domain`, one entry per probe sequence of
+/// tests/fixtures/taubench/probes.json (calls τ-bench's tools answer with
+/// errors as well as results), each on task 0, as a results file.
+fn probe_results(domain: &str) -> Value {
+    let probes = json(&repo().join("tests/fixtures/taubench/probes.json"));
+    let tasks = json(&repo().join(format!("suites/taubench/{domain}/tasks_test.json")));
+    let entries: Vec<Value> = probes[domain]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, seq)| {
+            let mut traj = vec![serde_json::json!({ "role": "user", "content": "hi" })];
+            for (k, c) in seq.as_array().unwrap().iter().enumerate() {
+                let id = format!("call_{i}_{k}");
+                traj.push(serde_json::json!({ "role": "assistant", "content": null, "tool_calls": [
+                    { "id": id, "type": "function",
+                      "function": { "name": c["name"], "arguments": c["args"].to_string() } }] }));
+                traj.push(serde_json::json!({ "role": "tool", "tool_call_id": id, "name": c["name"], "content": "(not recorded)" }));
+            }
+            serde_json::json!({ "task_id": 0, "trial": i, "reward": 0.0,
+              "info": { "task": tasks[0], "reward_info": { "reward": 0.0 } }, "traj": traj })
+        })
+        .collect();
+    Value::Array(entries)
+}
+
+/// Every probe call re-executed through the port answers what τ-bench's tools
+/// answer, errors included, byte for byte.
+#[test]
+fn reexecuted_probes_answer_what_taubenchs_tools_answer() {
+    let tmp = taubench_copy();
+    let reference = reference();
+    for domain in ["airline", "retail"] {
+        let file = tmp.path().join(format!("{domain}_probes.json"));
+        std::fs::write(&file, probe_results(domain).to_string()).unwrap();
+        let out = tmp.path().join(format!("out_{domain}"));
+        let suite = tmp.path().join(format!("taubench/{domain}.lua"));
+        let o = evalua(
+            tmp.path(),
+            &[
+                "grade",
+                suite.to_str().unwrap(),
+                "--traces",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "-q",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let probes = reference[domain]["probes"].as_array().unwrap();
+        let records = trials(&out);
+        assert_eq!(records.len(), probes.len());
+        let mut compared = 0;
+        for (i, want) in probes.iter().enumerate() {
+            let t = trace(&out, "task_0", i as u64 + 1);
+            let calls = t["calls"].as_array().unwrap();
+            let want = want["results"].as_array().unwrap();
+            assert_eq!(calls.len(), want.len(), "{domain} probe {i}");
+            for (k, (c, w)) in calls.iter().zip(want).enumerate() {
+                let text = seen(c);
+                assert_eq!(
+                    sha256(&text),
+                    w["sha256"].as_str().unwrap(),
+                    "{domain} probe {i} call {k} ({} {}): the port says {:?}, τ-bench {:?}…",
+                    c["name"],
+                    c["args"],
+                    text.chars().take(100).collect::<String>(),
+                    w["start"]
+                );
+                // Every recorded result here is a placeholder: each call diverged.
+                assert_eq!(c["diverged"], true, "{c}");
+                assert_eq!(c["recorded"], "(not recorded)", "{c}");
+                compared += 1;
+            }
+        }
+        assert!(compared >= 30, "{domain}: {compared} calls compared");
+    }
+}
+
+/// τ-bench's own results (the shared sample: two gold trajectories, an
+/// altered copy and an unfinished one) graded by re-execution: the outcomes
+/// are τ-bench's rewards.
+#[test]
+fn grade_reexecutes_taubench_results_and_agrees_with_their_rewards() {
+    let tmp = taubench_copy();
+    let sample = repo().join("tests/fixtures/taubench/sample_trajectories.json");
+    let suite = tmp.path().join("taubench/airline.lua");
+    let o = evalua(
+        tmp.path(),
+        &["grade", suite.to_str().unwrap(), "--traces", sample.to_str().unwrap(), "--out", "out", "-q"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = tmp.path().join("out");
+    let records = trials(&out);
+    let samples = json(&sample);
+    assert_eq!(records.len(), samples.as_array().unwrap().len());
+    for e in samples.as_array().unwrap() {
+        let case = format!("task_{}", e["task_id"]);
+        let r = record(&records, &case, e["trial"].as_u64().unwrap() + 1);
+        let want = if e["reward"].as_f64() == Some(1.0) { "accepted" } else { "failed" };
+        assert_eq!(r["outcome"], want, "{case} trial {}: {}", e["trial"], r["checks"]);
+        if e["info"]["reward_info"].is_null() {
+            // Never scored by τ-bench: it hit its step limit.
+            assert_eq!(r["ended"], "budget", "{r}");
+        } else if want == "failed" {
+            // The altered trajectory's calls ran again: the state check sees the difference.
+            let c = check(r, "database as the gold actions leave it");
+            assert_eq!(c["passed"], false, "{c}");
+            assert_eq!(c["evidence"]["tables"][0]["table"], "reservations", "{c}");
+        }
+    }
+    let m = json(&out.join("manifest.json"));
+    assert_eq!(m["trace_inputs"][0]["format"], "taubench_results", "{m}");
+}
+
+#[test]
+fn divergent_results_are_marked_per_call_and_bad_entries_are_warnings() {
+    let tmp = taubench_copy();
+    let mut samples = json(&repo().join("tests/fixtures/taubench/sample_trajectories.json"));
+    let list = samples.as_array_mut().unwrap();
+    // Entry 0: its tool's recorded result altered.
+    let tool = list[0]["traj"].as_array_mut().unwrap().iter_mut().find(|m| m["role"] == "tool").unwrap();
+    tool["content"] = Value::String("{\"altered\": true}".into());
+    // Entry 1: a task the suite does not have; entry 2: arguments that are not JSON; entry 3: an unknown tool.
+    list[1]["task_id"] = 999.into();
+    let call = list[2]["traj"].as_array_mut().unwrap().iter_mut().find(|m| m["tool_calls"].is_array()).unwrap();
+    call["tool_calls"][0]["function"]["arguments"] = Value::String("{not json".into());
+    let mut unknown = list[0].clone();
+    unknown["trial"] = 5.into();
+    let call = unknown["traj"].as_array_mut().unwrap().iter_mut().find(|m| m["tool_calls"].is_array()).unwrap();
+    call["tool_calls"][0]["function"]["name"] = Value::String("teleport".into());
+    list.push(unknown);
+    let file = tmp.path().join("results.json");
+    std::fs::write(&file, samples.to_string()).unwrap();
+    let suite = tmp.path().join("taubench/airline.lua");
+    let o = evalua(tmp.path(), &["grade", suite.to_str().unwrap(), "--traces", file.to_str().unwrap(), "--out", "out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("entry 2") && err.contains("arguments are not JSON"), "{err}");
+    assert!(err.contains("task_999") && err.contains("does not declare"), "{err}");
+    assert!(err.contains("teleport"), "{err}");
+    let out = tmp.path().join("out");
+    let records = trials(&out);
+    // Entries 0, 3 and the unknown tool's are graded; 1 and 2 are not.
+    assert_eq!(records.len(), 3, "{records:?}");
+    let t = trace(&out, "task_1", 1);
+    let c = &t["calls"][0];
+    assert_eq!(c["diverged"], true, "{c}");
+    assert_eq!(c["recorded"], "{\"altered\": true}", "{c}");
+    assert!(c["result"].as_str().unwrap().contains("\"status\": \"cancelled\""), "{c}");
+    let t = trace(&out, "task_1", 6);
+    assert_eq!(t["calls"][0]["status"], "rejected", "{}", t["calls"][0]);
+    assert_eq!(record(&records, "task_1", 6)["outcome"], "failed");
+}
+
+#[test]
+fn a_results_file_with_nothing_gradable_is_exit_2() {
+    let tmp = taubench_copy();
+    let file = tmp.path().join("results.json");
+    std::fs::write(
+        &file,
+        r#"[{"task_id": 999, "trial": 0, "info": {"task": {}}, "traj": []}, {"task_id": "x", "traj": []}]"#,
+    )
+    .unwrap();
+    let suite = tmp.path().join("taubench/airline.lua");
+    let o = evalua(tmp.path(), &["grade", suite.to_str().unwrap(), "--traces", file.to_str().unwrap(), "--out", "out"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.lines().any(|l| l.starts_with("error: ") && l.contains("no item could be graded")), "{err}");
+    assert!(err.contains("entry 0") && err.contains("task_999"), "{err}");
+    assert!(err.contains("entry 1") && err.contains("task_id"), "{err}");
+}
+
+/// Re-execution is general: evalua's own run dirs, with `--reexecute`, get
+/// their state checks back (without it they are not applicable).
+#[test]
+fn reexecute_gives_a_run_dirs_trials_their_state_checks_back() {
+    let p = project(&[("s.lua", SHOP), ("shop.sql", SHOP_SQL)]);
+    for agent in ["wrong", "right"] {
+        let o = evalua(p.path(), &["run", "s.lua", "--agent", agent, "--out", agent, "-q"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let name = "same state as the gold calls";
+    let o = evalua(p.path(), &["grade", "s.lua", "--traces", "wrong", "--out", "as_recorded", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let c = check(&trials(&p.path().join("as_recorded"))[0], name).clone();
+    assert!(c["passed"].is_null() && c["error"].is_null(), "not applicable without re-execution: {c}");
+    for (dir, want) in [("wrong", "failed"), ("right", "accepted")] {
+        let out = format!("re_{dir}");
+        let o = evalua(p.path(), &["grade", "s.lua", "--traces", dir, "--reexecute", "--out", &out, "-q"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let records = trials(&p.path().join(&out));
+        assert_eq!(records[0]["outcome"], want, "{dir}: {}", records[0]["checks"]);
+        assert_eq!(check(&records[0], name)["passed"], want == "accepted");
+        assert_eq!(records[0]["source"]["file"].as_str().map(|f| f.contains(dir)), Some(true), "{}", records[0]);
+    }
 }

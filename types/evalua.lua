@@ -454,6 +454,7 @@ function Suite:goldens(goldens, opts) end
 ---@field description? string what the tool does, as the agent reads it
 ---@field params? evalua.JsonSchema JSON Schema of the arguments (default `{ type = "object" }`); a call that does not validate is `rejected`
 ---@field effect? evalua.Effect `"read"` (default), `"write"` or `"external"`
+---@field validate? boolean default true; false: `params` is only shown to the agent, the handler judges the arguments
 ---@field forbidden_in_attack? boolean an attack case must not call it: requests count as attempts, denials as blocked (SPEC §13)
 ---@field requires? string[] tools that must have executed earlier in the trial; otherwise the call is `denied`
 ---@field run fun(ctx: evalua.Ctx, args: table): any the handler: its return value (JSON-like) is the result the agent gets; raising makes the call `failed`

@@ -20,6 +20,8 @@ use crate::util::paths::display_path;
 pub struct GradeArgs {
     pub suite: PathBuf,
     pub traces: Vec<PathBuf>,
+    /// `--reexecute`: every item's calls run again (SPEC §14).
+    pub reexecute: bool,
     pub out: Option<PathBuf>,
     pub jobs: usize,
     /// `-q`, `--otlp…`: how the grading is followed.
@@ -43,7 +45,16 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     dir.write_manifest(&man)?;
 
     let mut followers = sinks::Followers::new(&a.follow, &dir, &suite.name, &run_id, None)?;
-    let ctx = Arc::new(grade::Context::new(suite));
+    // Re-execution (SPEC §14) needs every case planned: its fixture and tools.
+    // τ-bench's results ask for it whatever the flags say.
+    let all = a.reexecute || suite.grade_reexecute;
+    let ctx = if all || read::may_reexecute(&inputs) {
+        let plan = crate::run::plan::plan(suite.clone(), Some(1), &Default::default(), 0)?;
+        grade::Context::new(suite).reexecuting(crate::trial::Plan { keep_state: false, ..plan }, all)
+    } else {
+        grade::Context::new(suite)
+    };
+    let ctx = Arc::new(ctx);
     let graded = graded::grade(&Scheduler::new(a.jobs), ctx.clone(), &inputs, &dir, &mut followers.sinks())?;
     let followed = followers.finish();
 
