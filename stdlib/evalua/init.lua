@@ -530,7 +530,7 @@ local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "agents", "default_agent", "gate",
   "seed", "skip", "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
 }
-local GRADE_KEYS = set { "gate" }
+local GRADE_KEYS = set { "gate", "reexecute" }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack", "validate" }
@@ -871,6 +871,8 @@ local function suite(where, spec)
       expect_type("evalua.suite", "grade", spec.grade, "table", 2)
       check_keys("evalua.suite.grade", spec.grade, GRADE_KEYS, 2)
       expect_type("evalua.suite.grade", "gate", spec.grade.gate, "table", 2)
+      -- Whether recorded trajectories' calls run again (SPEC §14).
+      expect_type("evalua.suite.grade", "reexecute", spec.grade.reexecute, "boolean", 2)
       if spec.grade.gate ~= nil then
         local err = host.gate_error(spec.grade.gate)
         if err then fail(2, "evalua.suite.grade.gate: " .. err) end
@@ -879,13 +881,6 @@ local function suite(where, spec)
   end)
   local faults
   check("faults", function() faults = normalize_faults("evalua.suite", spec.faults, 2) end)
-  -- How `evalua grade` treats recorded trajectories (SPEC §14).
-  check("grade", function()
-    if spec.grade ~= nil then
-      check_keys("evalua.suite.grade", spec.grade, set { "reexecute" }, 2)
-      expect_type("evalua.suite.grade", "reexecute", spec.grade.reexecute, "boolean", 2)
-    end
-  end)
   check("skip", function()
     if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
       fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
