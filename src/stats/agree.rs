@@ -298,7 +298,12 @@ pub fn agreement(units: &[&Unit], items: &[String], annotators: &[String], crite
     let mut pairs = Vec::new();
     for (((a, b, rows), point), vals) in pair_data.iter().zip(points).zip(kappa_vals) {
         let compared = rows.iter().map(|(_, c)| c.iter().sum::<f64>()).sum::<f64>() as usize;
-        pairs.push(PairKappa { a: annotators[*a].clone(), b: annotators[*b].clone(), compared, kappa: finish(point, vals) });
+        pairs.push(PairKappa {
+            a: annotators[*a].clone(),
+            b: annotators[*b].clone(),
+            compared,
+            kappa: finish(point, vals),
+        });
     }
     let alpha = finish(alpha_point, alpha_vals);
     let mut disagreements = Vec::new();
