@@ -132,6 +132,9 @@ pub struct Estimate {
     pub interval: Option<[f64; 2]>,
 }
 
+/// Two annotators (indices) and, per item they both judged, their 2×2 counts.
+type PairRows = (usize, usize, Vec<(usize, [f64; 4])>);
+
 /// The coincidence counts (o_pp, o_ff, o_pf) over `units`, weighted.
 fn coincidences(units: &[&Unit], local: &[usize], w: Option<&[f64]>) -> [f64; 3] {
     let mut o = [0.0; 3];
@@ -200,7 +203,7 @@ pub fn agreement(units: &[&Unit], items: &[String], annotators: &[String], crite
     // Each pair that labelled a common unit (even if only `unsure`): its 2×2
     // counts per item (only items both gave a verdict on), so a resample is a
     // weighted sum over items, not a pass over every unit.
-    let mut pair_data: Vec<(usize, usize, Vec<(usize, [f64; 4])>)> = Vec::new();
+    let mut pair_data: Vec<PairRows> = Vec::new();
     for a in 0..annotators.len() {
         for b in a + 1..annotators.len() {
             let met = units.iter().any(|u| {
