@@ -18,7 +18,8 @@
 mod sandbox;
 
 pub use sandbox::{
-    Bwrap, Isolation, View, isolation, ready as sandbox_ready, refuse as sandbox_refuses, set_isolation,
+    Bwrap, Isolation, View, isolation, ready as sandbox_ready, refuse as sandbox_refuses, sees as sandbox_sees,
+    set_isolation,
 };
 
 use std::io::Read;
