@@ -241,6 +241,8 @@ fn isolate(i: flags::Isolation) {
 }
 
 fn main() -> ExitCode {
+    // Before any thread: descriptors evalua inherited never reach a child.
+    evalua::process::init_fds();
     configure_allocator();
     std::panic::set_hook(Box::new(|info| {
         eprintln!("evalua: internal error (please report it): {info}");
