@@ -176,6 +176,14 @@ enum Command {
         #[arg(long)]
         recheck: bool,
     },
+    /// An offline OpenAI-compatible judge on 127.0.0.1 answering rubric and pairwise requests from a rules file
+    MockJudge {
+        #[arg(value_name = "RULES.json")]
+        rules: PathBuf,
+        /// Port on 127.0.0.1 (0: any free port)
+        #[arg(long, default_value_t = evalua::judge::mock::DEFAULT_PORT)]
+        port: u16,
+    },
     /// Human labels (a label store, labels/<suite>.jsonl): agreement, held-out split, calibration export
     Labels {
         #[command(subcommand)]
@@ -190,6 +198,9 @@ enum Command {
         skip_invalid: bool,
         #[command(flatten)]
         isolation: flags::Isolation,
+        /// Also check that this named agent can run (known, its model endpoint configured)
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
     Test {
@@ -233,6 +244,8 @@ fn isolate(i: flags::Isolation) {
 }
 
 fn main() -> ExitCode {
+    // Before any thread: descriptors evalua inherited never reach a child.
+    evalua::process::init_fds();
     configure_allocator();
     std::panic::set_hook(Box::new(|info| {
         eprintln!("evalua: internal error (please report it): {info}");
@@ -272,6 +285,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             let opts = evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part, recheck };
             cmd::calibrate::calibrate(&suite, &labels, &opts)
         }
+        Command::MockJudge { rules, port } => cmd::mock_judge::mock_judge(&rules, port),
         Command::Labels { command } => match command {
             LabelsCommand::Agree { store, json } => cmd::labels::agree(&store, json),
             LabelsCommand::Split { store, held_out, seed, force, json } => {
@@ -281,9 +295,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 cmd::labels::export(&store, out.as_ref(), held_out, json)
             }
         },
-        Command::Check { suites, skip_invalid, isolation } => {
+        Command::Check { suites, skip_invalid, isolation, agent } => {
             isolate(isolation);
-            cmd::check::check(&suites, skip_invalid)
+            cmd::check::check(&suites, skip_invalid, agent.as_deref())
         }
         Command::Test { paths, isolation } => {
             isolate(isolation);

@@ -114,7 +114,7 @@ pub fn require_sandbox(plan: &Plan) -> Result<()> {
         return Ok(());
     }
     let needs = plan.cases.iter().any(|c| {
-        matches!(plan.suite.case_agent(&c.spec), Some(crate::spec::AgentSpec::Command(_))) || !c.spec.tests.is_empty()
+        matches!(plan.agent_for(c, 1).spec, Some(crate::spec::AgentSpec::Command(_))) || !c.spec.tests.is_empty()
     });
     match sandbox_ready() {
         Err(why) if needs => Err(Error::Environment(format!(
@@ -163,11 +163,14 @@ pub fn agent_programs(suite: &crate::spec::Suite) -> Vec<String> {
     let mut errors = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let empty = tempfile::tempdir().ok();
+    // What a command agent's sandbox would see (`trial::agent_view`).
     let view = crate::process::View {
         read_only: suite.expose.clone(),
         writable: Vec::new(),
         no_network: !suite.network,
-        protect: vec![suite.dir.clone()],
+        expose_named: true,
+        protect: crate::run::plan::protected_paths(suite, suite.cases.iter(), None),
+        shield: vec![crate::process::real_path(&suite.dir)],
     };
     let path_var = std::env::var_os("PATH");
     for case in &suite.cases {
