@@ -8,7 +8,7 @@ For each test task of the domain and each of N trials: the policy, the task's
 instruction, each gold action as an assistant tool call answered by the tool
 message τ-bench's tool returns on the data (fresh per trajectory, as τ-bench's
 environment loads it), then the required outputs and ###STOP###. Every fifth
-trial 1 drops its last write , every seventh trial 2 is unscored (reward_info
+trial 1 drops its last action, every seventh trial 2 is unscored (reward_info
 null: τ-bench's step limit), so the figures are not all 1. The reward is
 τ-bench's: the final data's hash against the gold actions' (the outputs are
 always said).

@@ -13,6 +13,7 @@ mod command;
 mod common;
 mod compare;
 mod datasets;
+mod efficiency;
 mod faults;
 mod figures;
 mod first_hour;

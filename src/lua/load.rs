@@ -22,7 +22,8 @@ use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
     AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DEFAULT_AGENT_NAME, DatasetSpec,
     DbSpec, FaultRule, Faults, JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, NamedAgent,
-    ProxySpec, QueryUse, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+    ProxySpec, QueryUse, Reference, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec,
+    WorkdirSpec,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -647,6 +648,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         digest: String::new(),
         location,
         faults: faults_spec(lua, opt(ct, "faults")?)?,
+        reference: opt::<Table>(ct, "reference")?.map(|r| reference_spec(&r)).transpose()?,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
@@ -654,6 +656,15 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
     spec.digest = sha256_hex(declared.as_bytes());
     let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
     Ok(ReadCase { spec, judges, checks })
+}
+
+/// `reference = { … }` as the DSL normalised it (`calls` a count).
+fn reference_spec(r: &Table) -> std::result::Result<Reference, String> {
+    Ok(Reference {
+        calls: opt::<f64>(r, "calls")?.map(|v| v as u32),
+        tokens: opt::<f64>(r, "tokens")?.map(|v| v as u64),
+        max_ratio: opt::<f64>(r, "max_ratio")?.unwrap_or(Reference::DEFAULT_MAX_RATIO),
+    })
 }
 
 /// `faults = { tool = { rule, … } | false }` as the DSL normalised it.

@@ -242,6 +242,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
                 agent: c.spec.agent.as_ref().map(|a| agent_entry(a, &suite.dir, &suite.expose)),
+                reference: c.spec.reference.clone(),
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
                     tree_sha256: w.hash.clone(),

@@ -212,9 +212,41 @@ pub struct CaseSpec {
     /// The case's fault rules (SPEC §11), replacing the suite's tool by tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<Faults>,
+    /// `reference = { calls = …, tokens = … }`: what a reference solution
+    /// takes, for the efficiency figures (absent: none declared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Reference>,
     /// Where a trial finds the case again.
     #[serde(skip)]
     pub source: CaseSource,
+}
+
+/// A case's reference solution (`reference = { calls = …, tokens = … }`):
+/// what the task needs, against which a trial's tool calls and tokens are
+/// set as ratios. At least one of `calls` and `tokens` is given; both are
+/// positive (a ratio to nothing says nothing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// Tool calls the reference makes (given as a number, or counted from
+    /// the list of its calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u32>,
+    /// Tokens (input + output) the reference takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// An accepted trial above this many times the reference (in calls or
+    /// in tokens) is listed in the reports, and is what `check.efficiency`
+    /// rejects unless it is given its own.
+    #[serde(default = "Reference::default_max_ratio")]
+    pub max_ratio: f64,
+}
+
+impl Reference {
+    /// `max_ratio` when the case gives none.
+    pub const DEFAULT_MAX_RATIO: f64 = 2.0;
+    fn default_max_ratio() -> f64 {
+        Self::DEFAULT_MAX_RATIO
+    }
 }
 
 /// A `check.tests` check of a case.

@@ -115,6 +115,7 @@ impl Plan {
                 weight: c.spec.weight,
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
+                reference: c.spec.reference.clone(),
             })
             .collect()
     }

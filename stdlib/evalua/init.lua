@@ -536,7 +536,7 @@ local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_f
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack", "validate" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
-  "tools", "agent", "user", "metadata", "clock", "workdir", "faults",
+  "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
 }
 local EFFECTS = set { "read", "write", "external" }
 local SPLITS = set { "dev", "held_out" }
@@ -656,6 +656,59 @@ local function normalize_faults(what, faults, level)
     end
   end
   return out
+end
+
+local REFERENCE_KEYS = set { "calls", "tokens", "max_ratio" }
+local REFERENCE_CALL_KEYS = set { "name", "args" }
+
+-- `reference = { calls = N | { call, ... }, tokens = M, max_ratio = k }`: what
+-- a reference solution takes (SPEC §7's efficiency figures). Normalised to
+-- `{ calls = N, tokens = M, max_ratio = k, call_list = { { name, args }, ... } }`:
+-- `calls` is always the count.
+local function normalize_reference(self, what, r, level)
+  if r == nil then return nil end
+  local w = what .. ": 'reference'"
+  if type(r) ~= "table" then
+    fail(level + 1, w .. " must be a table like { calls = 3, tokens = 1200 } or { calls = { { name = \"lookup\", args = {...} }, ... } }")
+  end
+  check_keys(w, r, REFERENCE_KEYS, level + 1)
+  local count, list = nil, nil
+  if type(r.calls) == "number" then
+    if math.type(r.calls) ~= "integer" or r.calls < 1 or r.calls > U32_MAX then
+      fail(level + 1, w .. ".calls must be a positive integer (a ratio to zero calls says nothing), got " .. tostring(r.calls))
+    end
+    count = r.calls
+  elseif type(r.calls) == "table" then
+    list = {}
+    for i, c in ipairs(r.calls) do
+      local cw = w .. ".calls[" .. i .. "]"
+      if type(c) == "string" then c = { name = c } end
+      if type(c) ~= "table" then fail(level + 1, cw .. " must be a tool name or { name = ..., args = {...} }") end
+      check_keys(cw, c, REFERENCE_CALL_KEYS, level + 1)
+      if type(c.name) ~= "string" then fail(level + 1, cw .. ": 'name' is required (a tool name)") end
+      if not self._tool_index[c.name] then
+        fail(level + 1, cw .. " names an undeclared tool '" .. c.name .. "'")
+      end
+      if c.args ~= nil and type(c.args) ~= "table" then fail(level + 1, cw .. ": 'args' must be a table") end
+      list[i] = { name = c.name, args = c.args }
+    end
+    if #list == 0 then
+      fail(level + 1, w .. ".calls is an empty list (a ratio to zero calls says nothing; leave 'calls' out)")
+    end
+    count = #list
+  elseif r.calls ~= nil then
+    fail(level + 1, w .. ".calls must be a number of calls or the list of the reference's calls, got " .. type(r.calls))
+  end
+  if r.tokens ~= nil and (math.type(r.tokens) ~= "integer" or r.tokens < 1 or r.tokens > 2 ^ 53) then
+    fail(level + 1, w .. ".tokens must be a positive integer, got " .. tostring(r.tokens))
+  end
+  if count == nil and r.tokens == nil then
+    fail(level + 1, w .. " gives neither 'calls' nor 'tokens'")
+  end
+  if r.max_ratio ~= nil and not (finite(r.max_ratio) and r.max_ratio > 0) then
+    fail(level + 1, w .. ".max_ratio must be a positive number, got " .. tostring(r.max_ratio))
+  end
+  return { calls = count, tokens = r.tokens, max_ratio = r.max_ratio or 2, call_list = list }
 end
 
 local function check_positive_integer(what, key, v, level)
@@ -865,13 +918,13 @@ local function suite(where, spec)
       if err then fail(2, "evalua.suite.gate: " .. err) end
     end
   end)
-  -- What `evalua grade` uses instead of the run's settings: its own gates.
+  -- What `evalua grade` uses instead of the run's settings: its own gates,
+  -- and how it treats recorded trajectories (SPEC §14).
   check("grade", function()
     if spec.grade ~= nil then
       expect_type("evalua.suite", "grade", spec.grade, "table", 2)
       check_keys("evalua.suite.grade", spec.grade, GRADE_KEYS, 2)
       expect_type("evalua.suite.grade", "gate", spec.grade.gate, "table", 2)
-      -- Whether recorded trajectories' calls run again (SPEC §14).
       expect_type("evalua.suite.grade", "reexecute", spec.grade.reexecute, "boolean", 2)
       if spec.grade.gate ~= nil then
         local err = host.gate_error(spec.grade.gate)
@@ -938,7 +991,6 @@ local function suite(where, spec)
     grade = spec.grade,
     faults = faults,
     held_out_max_runs = spec.held_out_max_runs,
-    grade = spec.grade,
     _tools = {},
     _tool_index = {},
     _monitors = monitors,
@@ -1083,6 +1135,7 @@ local function normalize_case(self, spec, level, where, collect)
   end
   check_agent(what, agent, level)
   local faults = normalize_faults(what, spec.faults, level)
+  local reference = normalize_reference(self, what, spec.reference, level)
 
   local checks = {}
   expect_type(what, "expect", spec.expect, "table", level)
@@ -1125,6 +1178,7 @@ local function normalize_case(self, spec, level, where, collect)
     workdir = workdir,
     checks = checks,
     faults = faults,
+    reference = reference,
     _where = where,
   }
   return case
@@ -1213,7 +1267,7 @@ end
 
 local GOLDEN_KEYS = set {
   "fixture", "expect", "prohibited", "trials", "tags", "tools", "agent", "user", "clock", "split",
-  "weight", "difficulty", "workdir",
+  "weight", "difficulty", "workdir", "reference",
 }
 
 --- Declare golden cases from a goldens module (written by `evalua promote`):
@@ -1265,6 +1319,7 @@ local function declare_goldens(self, goldens, opts, where)
       id = g.id, input = g.input, fixture = opts.fixture, expect = expect, prohibited = opts.prohibited,
       trials = opts.trials, tags = tags, tools = opts.tools, agent = opts.agent, user = opts.user, clock = opts.clock,
       split = opts.split, weight = opts.weight, difficulty = opts.difficulty, workdir = opts.workdir,
+      reference = opts.reference,
       metadata = { golden_version = goldens.version, failure_modes = g.failure_modes, source_traces = g.source_traces,
                    tool_sequence = g.tool_sequence },
     }, 3, where)
