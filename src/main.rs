@@ -86,7 +86,7 @@ enum LabelsCommand {
 enum Command {
     /// Run every case × trials, write a run dir, print a summary
     Run(cmd::run::RunArgs),
-    /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
+    /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs, τ-bench results, ATIF) with the suite's monitors and checks
     #[command(override_usage = "evalua grade SUITE.lua --traces PATH... [OPTIONS]")]
     Grade(cmd::grade::GradeArgs),
     /// Send a finished run's trials as OpenTelemetry GenAI traces
@@ -175,6 +175,14 @@ enum Command {
         /// Measure the judges on the held-out items and compare with their last measurement (kappa, false-pass rate, intervals); decides a judge_kappa gate
         #[arg(long)]
         recheck: bool,
+    },
+    /// An offline OpenAI-compatible judge on 127.0.0.1 answering rubric and pairwise requests from a rules file
+    MockJudge {
+        #[arg(value_name = "RULES.json")]
+        rules: PathBuf,
+        /// Port on 127.0.0.1 (0: any free port)
+        #[arg(long, default_value_t = evalua::judge::mock::DEFAULT_PORT)]
+        port: u16,
     },
     /// Human labels (a label store, labels/<suite>.jsonl): agreement, held-out split, calibration export
     Labels {
@@ -277,6 +285,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             let opts = evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part, recheck };
             cmd::calibrate::calibrate(&suite, &labels, &opts)
         }
+        Command::MockJudge { rules, port } => cmd::mock_judge::mock_judge(&rules, port),
         Command::Labels { command } => match command {
             LabelsCommand::Agree { store, json } => cmd::labels::agree(&store, json),
             LabelsCommand::Split { store, held_out, seed, force, json } => {

@@ -535,7 +535,7 @@ local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_toke
 local SANDBOX_KEYS = set {
   "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "max_file_mb", "max_trial_mb", "expose", "network",
 }
-local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
+local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack", "validate" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
   "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
@@ -1039,6 +1039,7 @@ local function declare_tool(self, spec, where)
   end
   expect_list_of_strings("suite:tool", "requires", spec.requires, 2)
   expect_type("suite:tool '" .. spec.name .. "'", "forbidden_in_attack", spec.forbidden_in_attack, "boolean", 2)
+  expect_type("suite:tool '" .. spec.name .. "'", "validate", spec.validate, "boolean", 2)
   local tool = {
     name = spec.name,
     description = spec.description or "",
@@ -1046,6 +1047,7 @@ local function declare_tool(self, spec, where)
     effect = effect,
     requires = spec.requires or {},
     forbidden_in_attack = spec.forbidden_in_attack or false,
+    validate = spec.validate ~= false,
     run = spec.run,
     _where = where,
   }
