@@ -324,6 +324,8 @@ pub fn describe_status(s: Option<ExitStatus>) -> String {
 /// every byte is counted (also into a shared total, to cap a process's output).
 pub struct Tail {
     buf: Arc<Mutex<(Vec<u8>, usize)>>,
+    /// Told when the stream closed (only for [`Tail::keep`]).
+    closed: Option<Mutex<mpsc::Receiver<()>>>,
 }
 
 impl Tail {
@@ -362,12 +364,26 @@ impl Tail {
                 let _ = d.send(());
             }
         });
-        Tail { buf }
+        Tail { buf, closed: None }
     }
 
     /// Drain `r` keeping its last `keep` bytes, with no cap.
     pub fn keep(r: impl Read + Send + 'static, keep: usize) -> Tail {
-        Tail::drain(r, keep, Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)), usize::MAX, None)
+        let (tx, rx) = mpsc::channel();
+        let mut tail =
+            Tail::drain(r, keep, Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)), usize::MAX, Some(tx));
+        tail.closed = Some(Mutex::new(rx));
+        tail
+    }
+
+    /// Wait until the stream closed, at most `bound`: once its writer is
+    /// dead, what it wrote is still in the pipe until the drain reads it.
+    /// The bound is for a writer's escaped child that holds the pipe open.
+    pub fn wait_closed(&self, bound: Duration) {
+        if let Some(rx) = &self.closed {
+            let rx = rx.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = rx.recv_timeout(bound);
+        }
     }
 
     /// The kept tail as text, and the bytes seen in all.

@@ -211,9 +211,17 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
     {
         end = AgentEnd::budget(&why);
     }
+    // The agent is dead: its last stderr lines (a crash's reason) may still
+    // be in the pipe, unread by the drain thread on a busy machine.
+    stderr.wait_closed(STDERR_SETTLE);
     end.stderr_tail = stderr.nonempty();
     end
 }
+
+/// How long the stderr drain may take to reach the end of a dead agent's
+/// stderr: far above the need (a few ms), short enough for the rare agent
+/// whose escaped child holds the pipe open.
+const STDERR_SETTLE: Duration = Duration::from_secs(5);
 
 /// How often the loops look at the agent's process between events: its exit
 /// is noticed even while a child it left behind holds stdout open.
