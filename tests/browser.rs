@@ -107,14 +107,37 @@ impl Driver {
         self.post("/url", json!({ "url": url }));
     }
 
+    /// Like `post`, but a WebDriver error (no such element, a stale one) is returned, not a panic.
+    fn try_post(&self, path: &str, body: &Value) -> Result<Value, String> {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let mut r = self.agent.post(&url).send_json(body).map_err(|e| e.to_string())?;
+        let v: Value = r.body_mut().read_json().map_err(|e| e.to_string())?;
+        Ok(v["value"].clone())
+    }
+
+    /// Click the element `css` selects. The page may still be drawing (or
+    /// redrawing, after a filter changed) it: find and click until that works,
+    /// for up to `PATIENCE`.
     pub fn click(&self, css: &str) {
-        let el = self.post("/element", json!({ "using": "css selector", "value": css }));
-        let id = el
-            .as_object()
-            .and_then(|o| o.values().next())
-            .and_then(|v| v.as_str())
-            .unwrap_or_else(|| panic!("no element {css}: {el}"));
-        self.post(&format!("/element/{id}/click"), json!({}));
+        let mut last = String::new();
+        let clicked = crate::common::eventually(|| {
+            let id = match self.try_post("/element", &json!({ "using": "css selector", "value": css })) {
+                Ok(el) => el.as_object().and_then(|o| o.values().next()).and_then(|v| v.as_str()).map(str::to_string),
+                Err(e) => {
+                    last = e;
+                    None
+                }
+            };
+            let Some(id) = id else { return false };
+            match self.try_post(&format!("/element/{id}/click"), &json!({})) {
+                Ok(_) => true,
+                Err(e) => {
+                    last = e;
+                    false
+                }
+            }
+        });
+        assert!(clicked, "no element {css} could be clicked: {last}");
     }
 
     /// Severe browser console entries (chromedriver's log endpoint).
