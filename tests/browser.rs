@@ -84,9 +84,7 @@ impl Driver {
     }
 
     pub fn post(&self, path: &str, body: Value) -> Value {
-        let url = format!("{}/session/{}{path}", self.base, self.session);
-        let v: Value = self.agent.post(&url).send_json(&body).unwrap().body_mut().read_json().unwrap();
-        v["value"].clone()
+        self.try_post(path, &body).unwrap_or_else(|e| panic!("POST {path}: {e}"))
     }
 
     pub fn get(&self, path: &str) -> Value {
