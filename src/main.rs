@@ -329,6 +329,7 @@ fn isolate(i: IsolationArg) {
 
 fn main() -> ExitCode {
     configure_allocator();
+    evalua::util::tls::install();
     std::panic::set_hook(Box::new(|info| {
         eprintln!("evalua: internal error (please report it): {info}");
     }));

@@ -9,5 +9,6 @@ pub mod paths;
 pub mod regex;
 pub mod schema;
 pub mod time;
+pub mod tls;
 pub mod tree;
 pub mod watch;
