@@ -55,6 +55,14 @@ struct Select {
     split: Option<String>,
 }
 
+/// Output for machines (SPEC §16).
+#[derive(Args, Clone, Copy)]
+struct Machine {
+    /// Print one JSON document on stdout (schema "evalua.<command>/1"; docs/reference/cli.md); human text goes to stderr
+    #[arg(long)]
+    json: bool,
+}
+
 /// Sending trials as OpenTelemetry traces (SPEC §9).
 #[derive(Args, Clone)]
 struct Otlp {
@@ -92,6 +100,8 @@ impl Select {
 enum Command {
     /// Run every case × trials, write a run dir, print a summary
     Run {
+        #[command(flatten)]
+        machine: Machine,
         #[arg(required = true, value_name = "SUITE.lua")]
         suites: Vec<PathBuf>,
         /// Trials per case (overrides the suite and the cases)
@@ -150,6 +160,8 @@ enum Command {
     },
     /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
     Grade {
+        #[command(flatten)]
+        machine: Machine,
         #[arg(value_name = "SUITE.lua")]
         suite: PathBuf,
         /// Trace files or folders (OTLP JSON or JSON lines, flat span lines), or evalua run dirs
@@ -183,13 +195,25 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         mode: Option<String>,
     },
-    /// Re-render report.md, report.html and junit.xml from a run dir
+    /// Re-render report.md, report.html and junit.xml from a run dir (or print a pull-request comment)
     Report {
         #[arg(value_name = "RUN_DIR")]
         dir: PathBuf,
         /// On an incomplete run, decide the gates on the trials that ran instead of failing them
         #[arg(long)]
         allow_incomplete: bool,
+        /// `files`: write report.md, report.html, junit.xml; `github`: print a pull-request comment (Markdown) and write nothing
+        #[arg(long, value_enum, default_value = "files")]
+        format: ReportFormat,
+        /// With --format github: compare with this run (default: the baseline of `run --baseline`, from compare.json)
+        #[arg(long, value_name = "BASE_RUN")]
+        baseline: Option<PathBuf>,
+        /// With --baseline: compare even if the suite file or its cases changed
+        #[arg(long)]
+        allow_revision_change: bool,
+        /// With --format github: link the comment to the run dir uploaded as this CI artifact
+        #[arg(long, value_name = "URL")]
+        artifact_url: Option<String>,
     },
     /// Compare two runs case by case: improved / regressed / unchanged / unresolved
     Compare {
@@ -221,6 +245,8 @@ enum Command {
     },
     /// Re-run the suite's current checks on a run's recorded final states; no agent runs
     Regrade {
+        #[command(flatten)]
+        machine: Machine,
         #[arg(value_name = "RUN_DIR")]
         dir: PathBuf,
         /// The suite whose checks to run (default: the suite file the run recorded)
@@ -256,6 +282,8 @@ enum Command {
     },
     /// Run the suite's judge on human-labelled items: kappa, confusion matrix, false pass / false fail rates
     Calibrate {
+        #[command(flatten)]
+        machine: Machine,
         #[arg(value_name = "SUITE.lua")]
         suite: PathBuf,
         /// JSON Lines: one labelled item per line (see docs/guide.md, "Judges")
@@ -270,6 +298,8 @@ enum Command {
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
+        #[command(flatten)]
+        machine: Machine,
         #[arg(required = true, value_name = "SUITE.lua")]
         suites: Vec<PathBuf>,
         /// Report cases whose tests do not hold on their initial tree as warnings, not errors
@@ -281,6 +311,8 @@ enum Command {
     },
     /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
     Test {
+        #[command(flatten)]
+        machine: Machine,
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
         /// How check commands and test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
@@ -301,13 +333,35 @@ enum Command {
         #[arg(long, value_name = "URL")]
         trace_url: Option<String>,
     },
+    /// Serve MCP on stdio for coding agents: list suites and cases, check, run, show a trial, compare, grade
+    Mcp {
+        /// The project root: every path a tool is given must lie inside it (default: the current directory)
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Write a starting project: a suite, a Python agent, a grader with its tests, editor types, a CI workflow
+    Init {
+        #[arg(value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// The GitHub Action the workflow uses
+        #[arg(long, value_name = "OWNER/REPO@REF", default_value = cmd::init::DEFAULT_ACTION)]
+        action: String,
+    },
     /// List the cases with split, tags and difficulty
     List {
+        #[command(flatten)]
+        machine: Machine,
         #[arg(value_name = "SUITE.lua")]
         suite: PathBuf,
         #[command(flatten)]
         select: Select,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ReportFormat {
+    Files,
+    Github,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -327,20 +381,90 @@ fn isolate(i: IsolationArg) {
     }
 }
 
+impl Command {
+    /// The command's name when `--json` was given: its document's schema is `evalua.<name>/1`.
+    fn json(&self) -> Option<&'static str> {
+        let (name, on) = match self {
+            Command::Run { machine, .. } => ("run", machine.json),
+            Command::Grade { machine, .. } => ("grade", machine.json),
+            Command::Regrade { machine, .. } => ("regrade", machine.json),
+            Command::Calibrate { machine, .. } => ("calibrate", machine.json),
+            Command::Check { machine, .. } => ("check", machine.json),
+            Command::Test { machine, .. } => ("test", machine.json),
+            Command::List { machine, .. } => ("list", machine.json),
+            Command::Compare { json, .. } => ("compare", *json),
+            _ => return None,
+        };
+        on.then_some(name)
+    }
+}
+
+/// Arguments that do not parse, with `--json` among them: the usage error as
+/// the command's JSON document (exit 2), so a machine reads it as it reads the rest.
+fn usage_error_json(e: &clap::Error) -> Option<ExitCode> {
+    use clap::error::ErrorKind;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--json")
+        || matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        )
+    {
+        return None;
+    }
+    const COMMANDS: [&str; 8] = ["run", "check", "list", "compare", "grade", "regrade", "test", "calibrate"];
+    let command = args.iter().find(|a| COMMANDS.contains(&a.as_str()))?;
+    let text = e.render().to_string();
+    eprint!("{text}");
+    let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
+    println!("{}", serde_json::to_string_pretty(&cmd::json::failed(command, 2, first)).unwrap_or_default());
+    Some(ExitCode::from(2))
+}
+
 fn main() -> ExitCode {
     configure_allocator();
     evalua::util::tls::install();
     std::panic::set_hook(Box::new(|info| {
         eprintln!("evalua: internal error (please report it): {info}");
     }));
-    let cli = Cli::parse();
-    match dispatch(cli) {
-        Ok(code) => ExitCode::from(code),
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match usage_error_json(&e) {
+            Some(code) => return code,
+            None => e.exit(),
+        },
+    };
+    // --json: stdout is the document's alone; every human line goes to stderr.
+    let mut json_out = None;
+    if let Some(name) = cli.command.json() {
+        match evalua::util::stdio::divert() {
+            Ok(f) => json_out = Some(f),
+            Err(e) => {
+                eprintln!("error: --json: cannot set stdout aside: {e}");
+                return ExitCode::from(3);
+            }
+        }
+        cmd::json::begin(name);
+    }
+    let result = dispatch(cli);
+    let (code, error) = match result {
+        Ok(code) => (code, None),
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(e.exit_code())
+            (e.exit_code(), Some(e))
+        }
+    };
+    if let Some(mut out) = json_out
+        && let Some(doc) = cmd::json::finish(code, error.as_ref())
+    {
+        use std::io::Write;
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
+        if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush()) {
+            eprintln!("error: --json: cannot write the document: {e}");
+            return ExitCode::from(3);
         }
     }
+    ExitCode::from(code)
 }
 
 fn dispatch(cli: Cli) -> Result<u8> {
@@ -365,6 +489,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             retry_errors,
             allow_incomplete,
             isolation,
+            machine: _,
         } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
@@ -390,7 +515,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 export,
             })
         }
-        Command::Grade { suite, traces, out, jobs, quiet } => cmd::grade::grade(cmd::grade::GradeArgs {
+        Command::Grade { suite, traces, out, jobs, quiet, machine: _ } => cmd::grade::grade(cmd::grade::GradeArgs {
             suite,
             traces,
             out,
@@ -400,13 +525,24 @@ fn dispatch(cli: Cli) -> Result<u8> {
         }),
         Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),
         Command::Promote { dir, into, mode } => cmd::promote::promote(&dir, &into, mode.as_deref()),
-        Command::Report { dir, allow_incomplete } => cmd::report::report(&dir, allow_incomplete),
+        Command::Report { dir, allow_incomplete, format, baseline, allow_revision_change, artifact_url } => {
+            match format {
+                ReportFormat::Files => cmd::report::report(&dir, allow_incomplete),
+                ReportFormat::Github => cmd::report::github(cmd::report::GithubArgs {
+                    dir,
+                    allow_incomplete,
+                    baseline,
+                    allow_revision_change,
+                    artifact_url,
+                }),
+            }
+        }
         Command::Compare { base, cand, allow_revision_change, json, markdown } => {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
         Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
-        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache, isolation } => {
+        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache, isolation, machine: _ } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
             cmd::regrade::regrade(cmd::regrade::RegradeArgs {
@@ -419,19 +555,21 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 argv: std::env::args().collect(),
             })
         }
-        Command::Calibrate { suite, labels, rubric, no_cache } => {
+        Command::Calibrate { suite, labels, rubric, no_cache, machine: _ } => {
             evalua::judge::cache::set_disabled(no_cache);
             cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
         }
-        Command::Check { suites, skip_invalid, isolation } => {
+        Command::Check { suites, skip_invalid, isolation, machine: _ } => {
             isolate(isolation);
             cmd::check::check(&suites, skip_invalid)
         }
-        Command::Test { paths, isolation } => {
+        Command::Test { paths, isolation, machine: _ } => {
             isolate(isolation);
             cmd::test::test(&paths)
         }
-        Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
+        Command::List { suite, select, machine: _ } => cmd::list::list(&suite, &select.filters()),
+        Command::Mcp { root } => cmd::mcp::mcp(root.as_deref()),
+        Command::Init { dir, action } => cmd::init::init(&dir, &action),
         Command::View { dirs, port, open, trace_url } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));
             cmd::view::view(dirs, port, open, trace_url)

@@ -1,5 +1,6 @@
 //! Integration tests: they drive the real binary on real suites.
 
+mod action;
 mod architecture;
 mod bad_input;
 mod browser;
@@ -19,7 +20,9 @@ mod injection;
 mod isolation;
 mod judge;
 mod lua_defs;
+mod machine;
 mod mcp;
+mod mcp_server;
 mod models;
 mod partition;
 mod phoenix;

@@ -18,6 +18,19 @@ pub fn check(suites: &[PathBuf], skip_invalid: bool) -> Result<u8> {
         run::screen::screen(&mut plan, skip_invalid, jobs)?;
         let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
         let checks: u64 = plan.cases.iter().map(|c| c.spec.checks as u64).sum();
+        super::json::push(
+            "suites",
+            serde_json::json!({
+                "suite": plan.suite.name,
+                "path": display_path(&plan.suite.path),
+                "ok": true,
+                "cases": plan.cases.len(),
+                "tools": plan.suite.tools.len(),
+                "checks": checks,
+                "trials": trials,
+                "invalid_cases": plan.invalid,
+            }),
+        );
         println!(
             "ok: {} ({} cases, {} tools, {} checks, {} trials per run{})",
             display_path(&plan.suite.path),

@@ -271,7 +271,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
 
     let warnings = std::mem::take(&mut *warnings.lock().map_err(|_| Error::Environment("warnings lost".into()))?);
     for w in warnings.iter().take(SHOWN_WARNINGS) {
-        eprintln!("warning: {w}");
+        super::json::warn(w.clone());
     }
     if warnings.len() > SHOWN_WARNINGS {
         eprintln!("warning: … and {} more (all listed in manifest.json)", warnings.len() - SHOWN_WARNINGS);
@@ -308,5 +308,6 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     dir.write_json("summary.json", &data.summary_file())?;
     print!("{}", report::console(&suite.name, &data.summary, &data.gates, &dir.path.display().to_string()));
     report::write_all(&data)?;
+    super::json::set("run", super::json::run_entry(&data));
     Ok(if data.gates_passed() { 0 } else { 1 })
 }

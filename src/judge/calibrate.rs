@@ -238,6 +238,8 @@ pub struct Calibrated {
     pub text: String,
     pub record: Option<PathBuf>,
     pub compared: u64,
+    /// The figures for `calibrate --json`.
+    pub json: Json,
 }
 
 /// Calibrate every rubric the labels file speaks about.
@@ -418,7 +420,27 @@ pub fn run(suite: &Suite, labels: &Path, only: Option<&str>) -> Result<Vec<Calib
         } else {
             let _ = writeln!(t, "  no record written: no label could be compared");
         }
-        out.push(Calibrated { text: t, record: record_path, compared: cm.n() });
+        let json = json!({
+            "rubric": name,
+            "judge": judge_id,
+            "prompt_sha256": prompt_hash,
+            "items": items.len(),
+            "labels": labelled,
+            "compared": cm.n(),
+            "undeterminable": undeterminable,
+            "judge_errors": errors,
+            "first_judge_error": first_error,
+            "confusion": {
+                "human_pass": { "judge_pass": cm.pass_pass, "judge_fail": cm.pass_fail },
+                "human_fail": { "judge_pass": cm.fail_pass, "judge_fail": cm.fail_fail },
+            },
+            "kappa": kappa.as_ref().ok(),
+            "kappa_note": kappa.as_ref().err(),
+            "false_pass_rate": rate(cm.fail_pass, human_fail),
+            "false_fail_rate": rate(cm.pass_fail, human_pass),
+            "record": record_path,
+        });
+        out.push(Calibrated { text: t, record: record_path, compared: cm.n(), json });
     }
     Ok(out)
 }

@@ -45,6 +45,10 @@ impl Sink for TrialsFile {
 /// logs) one line per finished case and a heartbeat line every 10 s
 /// (`EVALUA_HEARTBEAT_S` changes the period); nothing with `-q`.
 pub struct Progress {
+    /// `EVALUA_PROGRESS=jsonl` (set by `evalua mcp` for its child runs): a
+    /// `@evalua-progress {"done", "total", "message"}` line on stderr per
+    /// finished trial, for a program to read; shown also with `-q`.
+    jsonl: Option<(usize, usize)>,
     bar: Option<indicatif::ProgressBar>,
     lines: Option<Arc<Mutex<Lines>>>,
     heartbeat: Option<Heartbeat>,
@@ -82,8 +86,11 @@ fn elapsed(d: Duration) -> String {
 
 impl Progress {
     pub fn new(show: bool) -> Self {
+        if std::env::var("EVALUA_PROGRESS").is_ok_and(|v| v == "jsonl") {
+            return Progress { jsonl: Some((0, 0)), bar: None, lines: None, heartbeat: None };
+        }
         if !show {
-            return Progress { bar: None, lines: None, heartbeat: None };
+            return Progress { jsonl: None, bar: None, lines: None, heartbeat: None };
         }
         if std::io::stderr().is_terminal() {
             let pb = indicatif::ProgressBar::new(0);
@@ -93,7 +100,7 @@ impl Progress {
                 )
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
-            return Progress { bar: Some(pb), lines: None, heartbeat: None };
+            return Progress { jsonl: None, bar: Some(pb), lines: None, heartbeat: None };
         }
         let lines = Lines {
             started: Instant::now(),
@@ -106,7 +113,7 @@ impl Progress {
             cases_done: 0,
             cases: 0,
         };
-        Progress { bar: None, lines: Some(Arc::new(Mutex::new(lines))), heartbeat: None }
+        Progress { jsonl: None, bar: None, lines: Some(Arc::new(Mutex::new(lines))), heartbeat: None }
     }
 
     fn start_heartbeat(&mut self) {
@@ -160,6 +167,22 @@ impl Drop for Progress {
 
 impl Sink for Progress {
     fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
+        if let Some((done, total)) = &mut self.jsonl {
+            match ev {
+                RunEvent::Started { trials, .. } => *total = *trials,
+                RunEvent::TrialFinished { record, .. } => {
+                    *done += 1;
+                    let line = serde_json::json!({
+                        "done": *done,
+                        "total": *total,
+                        "message": format!("{}#{} {}", record.case, record.trial, record.outcome.as_str()),
+                    });
+                    eprintln!("@evalua-progress {line}");
+                }
+                RunEvent::Finished => {}
+            }
+            return Ok(());
+        }
         if let Some(pb) = &self.bar {
             match ev {
                 RunEvent::Started { trials, .. } => pb.set_length(*trials as u64),

@@ -8,6 +8,7 @@ pub mod memory;
 pub mod paths;
 pub mod regex;
 pub mod schema;
+pub mod stdio;
 pub mod time;
 pub mod tls;
 pub mod tree;
