@@ -78,6 +78,22 @@ struct Otlp {
     otlp_no_content: bool,
 }
 
+/// How a run is followed (every kind of run: run, regrade, grade).
+#[derive(Args, Clone)]
+struct Follow {
+    /// No progress display
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    otlp: Otlp,
+}
+
+impl Follow {
+    fn options(&self) -> Result<evalua::report::sinks::Follow> {
+        Ok(evalua::report::sinks::Follow { quiet: self.quiet, export: self.otlp.options()? })
+    }
+}
+
 impl Otlp {
     fn options(&self) -> Result<evalua::otel::export::Options> {
         Ok(evalua::otel::export::Options {
@@ -127,9 +143,6 @@ enum Command {
         /// On an incomplete run (interrupted), decide the gates on the trials that ran instead of failing them
         #[arg(long)]
         allow_incomplete: bool,
-        /// No progress bar
-        #[arg(long, short)]
-        quiet: bool,
         /// Skip (and report) cases whose tests do not hold on their initial tree instead of failing
         #[arg(long)]
         skip_invalid: bool,
@@ -156,7 +169,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "sandbox")]
         isolation: IsolationArg,
         #[command(flatten)]
-        otlp: Otlp,
+        follow: Follow,
     },
     /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
     Grade {
@@ -173,9 +186,8 @@ enum Command {
         /// Items graded at once (default: the number of cores)
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
-        /// No progress display
-        #[arg(long, short)]
-        quiet: bool,
+        #[command(flatten)]
+        follow: Follow,
     },
     /// Send a finished run's trials as OpenTelemetry GenAI traces
     Export {
@@ -261,9 +273,8 @@ enum Command {
         /// Trials re-graded at once (default: the number of cores)
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
-        /// No progress bar
-        #[arg(long, short)]
-        quiet: bool,
+        #[command(flatten)]
+        follow: Follow,
         /// Call judge models even when a cached verdict exists (and store none)
         #[arg(long)]
         no_cache: bool,
@@ -450,7 +461,10 @@ fn main() -> ExitCode {
     let (code, error) = match result {
         Ok(code) => (code, None),
         Err(e) => {
-            eprintln!("error: {e}");
+            // Several errors at once (`evalua check`): each on its own line.
+            for line in e.to_string().lines() {
+                eprintln!("error: {line}");
+            }
             (e.exit_code(), Some(e))
         }
     };
@@ -476,14 +490,13 @@ fn dispatch(cli: Cli) -> Result<u8> {
             select,
             seed,
             out,
-            quiet,
             skip_invalid,
             partition,
             baseline,
             allow_revision_change,
             no_cache,
             require_judge,
-            otlp,
+            follow,
             no_state,
             resume,
             retry_errors,
@@ -493,7 +506,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
-            let export = otlp.options()?;
+            let follow = follow.options()?;
             cmd::run::run(cmd::run::RunArgs {
                 suites,
                 trials,
@@ -501,7 +514,6 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 filters: select.filters(),
                 seed,
                 out,
-                quiet,
                 skip_invalid,
                 partition,
                 baseline,
@@ -512,15 +524,15 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 retry_errors,
                 allow_incomplete,
                 argv: std::env::args().collect(),
-                export,
+                follow,
             })
         }
-        Command::Grade { suite, traces, out, jobs, quiet, machine: _ } => cmd::grade::grade(cmd::grade::GradeArgs {
+        Command::Grade { suite, traces, out, jobs, follow, machine: _ } => cmd::grade::grade(cmd::grade::GradeArgs {
             suite,
             traces,
             out,
             jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
-            quiet,
+            follow: follow.options()?,
             argv: std::env::args().collect(),
         }),
         Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),
@@ -542,7 +554,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
         Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
-        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, quiet, no_cache, isolation, machine: _ } => {
+        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, follow, no_cache, isolation, machine: _ } => {
             isolate(isolation);
             evalua::judge::cache::set_disabled(no_cache);
             cmd::regrade::regrade(cmd::regrade::RegradeArgs {
@@ -551,7 +563,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 out,
                 allow_fixture_change,
                 jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
-                quiet,
+                follow: follow.options()?,
                 argv: std::env::args().collect(),
             })
         }

@@ -17,7 +17,9 @@
 
 mod sandbox;
 
-pub use sandbox::{Bwrap, Isolation, View, isolation, ready as sandbox_ready, set_isolation};
+pub use sandbox::{
+    Bwrap, Isolation, View, isolation, ready as sandbox_ready, refuse as sandbox_refuses, set_isolation,
+};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -188,7 +188,8 @@ fn tool_names_in_checks_requires_and_faults_must_resolve() {
         "",
         "suite:tool { name = 'pay', requires = { 'nope' }, run = function() end }\nsuite:case { id = 'a', input = 'x' }",
     );
-    check_and_run(&dir, "bad.lua:3: tool 'pay': 'requires' names an unknown tool 'nope'");
+    // At the tool's own line, not the suite's (issue 27).
+    check_and_run(&dir, "bad.lua:6: tool 'pay': 'requires' names an unknown tool 'nope'");
     let dir = header_with("faults = { nope = { kind = 'error' } }", "suite:case { id = 'a', input = 'x' }");
     check_and_run(&dir, "bad.lua:3: 'faults' names an unknown tool 'nope'");
     let dir = header_with("", "suite:case { id = 'a', input = 'x', faults = { lookup = { kind = 'boom' } } }");

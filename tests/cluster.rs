@@ -207,7 +207,7 @@ fn a_failed_slurm_task_makes_the_merge_job_refuse_naming_the_part() {
     assert!(o.status.success(), "{}", stderr(&o));
 
     let log = d.join(format!("logs/evalua-merge-{merge}.err"));
-    let text = wait_for_text(&log, "merge.sbatch: not merged", Duration::from_secs(120));
+    let text = wait_for_text(&log, "merge.sbatch: not merged", PATIENCE);
     assert!(text.contains("part hash:2/3 is missing"), "{text}\n{}", logs(d));
     let task = std::fs::read_to_string(d.join(format!("logs/evalua-{array}_2.err"))).unwrap();
     assert!(task.contains("task 2 failed: evalua exited 3"), "{task}");

@@ -1,7 +1,8 @@
 //! Helpers shared by the integration tests.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -16,6 +17,116 @@ pub fn bin() -> Command {
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// How long a test waits for something that takes moments on an idle
+/// machine (a process to die, a server to answer, a file to appear) before it
+/// fails: far above the need, so a busy machine makes a test slower, never
+/// red. A test that waits for an event polls for it up to this long.
+pub const PATIENCE: Duration = Duration::from_secs(300);
+
+/// Poll `done` until it holds, for up to `PATIENCE`; whether it held.
+pub fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if t0.elapsed() > PATIENCE {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Poll `done` until it holds; fail with `what` after `PATIENCE`.
+#[track_caller]
+pub fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    assert!(eventually(done), "timed out after {PATIENCE:?} waiting for {what}");
+}
+
+/// Run `cmd` to its end with its output captured, in a process group of its
+/// own; fail (after killing the group) if it is still running after `limit`:
+/// a hang is a failed test, never a hung test run.
+#[track_caller]
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).spawn().unwrap();
+    let pid = child.id() as i32;
+    // Drain both pipes so a chatty run never blocks on a full pipe.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut so, &mut b);
+        b
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut se, &mut b);
+        b
+    });
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if t0.elapsed() > limit {
+            // SAFETY: kill only signals the process group of the child this test started.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("{cmd:?} still ran after {limit:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output { status, stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
+}
+
+/// A meeting point on 127.0.0.1 for the processes of concurrent trials (the
+/// sandbox shares the host's network): each connects and reads one line, and
+/// the server writes `go` to a group once `parties` are connected. A process
+/// that read `go` knows the others of its group were running at that moment:
+/// concurrency proven by an event, not by how short a run took.
+/// With `parties` = 1 it is a beacon: each process that connects goes on at
+/// once, and `arrived` counts them (e.g. the agents that have started).
+pub struct Rendezvous {
+    pub port: u16,
+    arrived: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Rendezvous {
+    pub fn start(parties: usize) -> Rendezvous {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let arrived = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = arrived.clone();
+        std::thread::spawn(move || {
+            let mut waiting = Vec::new();
+            for s in listener.incoming().flatten() {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                waiting.push(s);
+                if waiting.len() == parties {
+                    for mut s in waiting.drain(..) {
+                        let _ = s.write_all(b"go\n");
+                    }
+                }
+            }
+        });
+        Rendezvous { port, arrived }
+    }
+
+    /// How many connections came so far.
+    pub fn arrived(&self) -> usize {
+        self.arrived.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A command (argv) that meets the others and prints `go`.
+    pub fn argv(&self) -> [String; 4] {
+        let py = "import socket, sys; s = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); print(s.makefile().readline().strip())";
+        ["python3".into(), "-c".into(), py.into(), self.port.to_string()]
+    }
 }
 
 /// A temp project dir holding the files given as (relative path, content).

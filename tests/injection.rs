@@ -18,7 +18,7 @@ fn suite(model_url: &str, anthropic_url: &str) -> String {
     let helpers = repo().join("suites/agents").display().to_string();
     format!(
         r#"local evalua = require("evalua")
-local suite = evalua.suite {{ name = "inject", trials = 1, budget = {{ deadline_s = 30 }},
+local suite = evalua.suite {{ name = "inject", trials = 1, budget = {{ deadline_s = 300 }},
   sandbox = {{ db = "sqlite", schema = "schema.sql", expose = {{ {helpers:?} }} }},
   faults = {{
     read_log = {{ kind = "inject", on_call = 1, field = "entries.2.message", text = {PLANTED:?} }},

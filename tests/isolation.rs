@@ -112,7 +112,7 @@ fn xpcall_handler_cannot_outlive_a_scripted_agents_deadline() {
             "function(t) return true end",
         ),
     )]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(40));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     assert_eq!(recs[0]["ended"], "deadline", "{}", recs[0]);
 }
 
@@ -126,7 +126,7 @@ fn xpcall_handler_cannot_outlive_a_checks_limit() {
             "{ name = 'spins', run = function(t) xpcall(error, function() while true do end end) return true end }",
         ),
     )]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     assert_eq!(recs[0]["outcome"], "grader_error", "{}", recs[0]);
     let err = check(&recs[0], "spins")["error"].as_str().unwrap_or("").to_string();
     assert!(err.contains("limit"), "{err}");
@@ -142,7 +142,7 @@ fn close_metamethod_cannot_outlive_a_scripted_agents_deadline() {
             "function(t) return true end",
         ),
     )]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(40));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     assert_eq!(recs[0]["ended"], "deadline", "{}", recs[0]);
 }
 
@@ -152,7 +152,7 @@ fn xpcall_at_the_top_of_a_suite_file_cannot_outlive_the_load_limit() {
         "suite.lua",
         &format!("{HEAD}xpcall(error, function() while true do end end)\nreturn evalua.suite {{ name = 's' }}\n"),
     )]);
-    let (out, took) = bounded(dir.path(), &["check", "suite.lua"], &[], Duration::from_secs(60));
+    let (out, took) = bounded(dir.path(), &["check", "suite.lua"], &[], PATIENCE);
     let out = out.unwrap_or_else(|| panic!("evalua check hung: killed after {took:?}"));
     assert_user_error(&out, "limit");
 }
@@ -213,7 +213,7 @@ fn shared_tables_refuse_rawset_and_nothing_reaches_a_later_trial() {
          expect = {{ function(t) return true end }} }}\nreturn suite\n"
     );
     let dir = project(&[("suite.lua", &suite)]);
-    let (_, recs) = run_within(dir.path(), &["--jobs", "1"], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &["--jobs", "1"], &[], PATIENCE);
     assert_eq!(recs.len(), 8);
     for r in &recs {
         assert_eq!(r["answer"], "dirty: writable:", "{}#{}: {}", r["case"], r["trial"], r["answer"]);
@@ -236,7 +236,7 @@ fn agent_cannot_replace_the_checks_primitives() {
     let checks = "check.answer { matches = '^right$', name = 'right answer' },\n\
                   check.no_secrets { patterns = { 'sk-live-[0-9a-f]+' }, critical = true, name = 'no key' }";
     let dir = project(&[("suite.lua", &scripted_suite("", agent, checks))]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     let r = &recs[0];
     assert_eq!(check(r, "right answer")["passed"], false, "{r}");
     assert_eq!(check(r, "no key")["passed"], false, "{r}");
@@ -261,7 +261,7 @@ fn stashed_ctx_env_and_db_handles_die_when_their_phase_ends() {
            }} }}\nreturn suite\n"
     );
     let dir = project(&[("suite.lua", &suite), ("schema.sql", "CREATE TABLE k (x INTEGER);")]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     let r = &recs[0];
     for c in r["checks"].as_array().unwrap() {
         assert_eq!(c["passed"], true, "{}: {c}", c["name"]);
@@ -284,13 +284,13 @@ fn agent_cannot_read_the_harness_environ_cwd_or_command_line() {
     let script = "for p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null | tr '\\0' '\\n'; \
                   readlink $p/cwd 2>/dev/null; done; cat /proc/$PPID/environ 2>/dev/null | tr '\\0' '\\n'; true";
     let suite = format!(
-        "{HEAD}local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 20 }} }}\n\
+        "{HEAD}local suite = evalua.suite {{ name = 's' }}\n\
          suite:case {{ id = 'c', input = 'go', agent = {}, expect = {{ function(t) return true end }} }}\nreturn suite\n",
         plain_agent(script)
     );
     let dir = project(&[("suite.lua", &suite)]);
     let env = [("OPENAI_API_KEY", "sk-harness-openai-0451"), ("ANTHROPIC_API_KEY", "sk-ant-harness-0451")];
-    let (_, recs) = run_within(dir.path(), &[], &env, Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &env, PATIENCE);
     let answer = recs[0]["answer"].as_str().unwrap().to_string();
     assert_eq!(recs[0]["ended"], "final", "{}", recs[0]);
     assert!(!answer.contains("sk-harness-openai-0451"), "the harness's OpenAI key leaked:\n{answer}");
@@ -321,13 +321,13 @@ sleep 0.5
 echo "saw:$saw"
 "#;
     let suite = format!(
-        "{HEAD}local suite = evalua.suite {{ name = 's', trials = 4, budget = {{ deadline_s = 20 }}, sandbox = {{ workdir = 'repo' }} }}\n\
+        "{HEAD}local suite = evalua.suite {{ name = 's', trials = 4, sandbox = {{ workdir = 'repo' }} }}\n\
          suite:case {{ id = 'c', input = evalua.path('.'), agent = {}, expect = {{ function(t) return true end }} }}\nreturn suite\n",
         plain_agent(script)
     );
     let dir =
         project(&[("suite.lua", &suite), ("repo/app.py", "print('hello')\n"), ("hidden/test_secret.py", "ORIGINAL\n")]);
-    let (_, recs) = run_within(dir.path(), &["--jobs", "2"], &[], Duration::from_secs(90));
+    let (_, recs) = run_within(dir.path(), &["--jobs", "2"], &[], PATIENCE);
     assert_eq!(std::fs::read_to_string(dir.path().join("hidden/test_secret.py")).unwrap(), "ORIGINAL\n");
     assert_eq!(std::fs::read_to_string(dir.path().join("repo/app.py")).unwrap(), "print('hello')\n");
     for r in &recs {
@@ -347,12 +347,12 @@ fn trial_cannot_find_another_trials_mcp_url_or_proxy_key() {
         "evalua.agent.command {{ cmd = {{ 'sh', '-c', {script:?}, 'agent' }}, io = 'plain', tools = 'mcp', model_proxy = true }}"
     );
     let suite = format!(
-        "{HEAD}local suite = evalua.suite {{ name = 's', trials = 2, budget = {{ deadline_s = 20 }} }}\n\
+        "{HEAD}local suite = evalua.suite {{ name = 's', trials = 2 }}\n\
          suite:tool {{ name = 'noop', run = function(ctx, a) return {{}} end }}\n\
          suite:case {{ id = 'c', input = 'go', agent = {agent}, expect = {{ function(t) return true end }} }}\nreturn suite\n"
     );
     let dir = project(&[("suite.lua", &suite)]);
-    let (_, recs) = run_within(dir.path(), &["--jobs", "2"], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &["--jobs", "2"], &[], PATIENCE);
     for r in &recs {
         let a = r["answer"].as_str().unwrap();
         let urls = a.lines().filter(|l| l.starts_with("EVALUA_MCP_URL=")).count();
@@ -379,8 +379,9 @@ fn setsid_double_fork_daemons_do_not_outlive_the_trial() {
     if !sandbox_available() {
         return;
     }
-    let token_agent = format!("31.{}", std::process::id());
-    let token_exec = format!("32.{}", std::process::id());
+    // The daemons would sleep for hours (longer than PATIENCE): gone means killed.
+    let token_agent = format!("9931.{}", std::process::id());
+    let token_exec = format!("9932.{}", std::process::id());
     let daemon = |t: &str| {
         format!(
             "setsid sh -c 'sleep {t} </dev/null >/dev/null 2>&1 &' </dev/null >/dev/null 2>&1; sleep 0.2; echo started"
@@ -388,7 +389,7 @@ fn setsid_double_fork_daemons_do_not_outlive_the_trial() {
     };
     let suite = format!(
         "{HEAD}local tools = require('evalua.tools')\n\
-         local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 20 }} }}\n\
+         local suite = evalua.suite {{ name = 's' }}\n\
          tools.register(suite, {{ only = {{ 'run' }} }})\n\
          suite:case {{ id = 'agent', input = 'go', agent = {}, expect = {{ function(t) return true end }} }}\n\
          suite:case {{ id = 'exec', input = 'go', agent = evalua.agent.scripted(function(task, env)\n\
@@ -398,12 +399,14 @@ fn setsid_double_fork_daemons_do_not_outlive_the_trial() {
         daemon(&token_exec)
     );
     let dir = project(&[("suite.lua", &suite)]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     for r in &recs {
         assert!(r["answer"].as_str().unwrap().contains("started"), "{r}");
     }
-    std::thread::sleep(Duration::from_millis(500));
-    let left = (host_processes_with(&token_agent), host_processes_with(&token_exec));
+    // Killed with the trials' sandboxes; on a busy machine dying takes a moment.
+    let left = || (host_processes_with(&token_agent), host_processes_with(&token_exec));
+    eventually(|| left() == (0, 0));
+    let left = left();
     // Clean up after a failing run.
     for t in [&token_agent, &token_exec] {
         let _ = Command::new("pkill").args(["-f", &format!("sleep {t}")]).status();
@@ -424,7 +427,7 @@ fn lua_pattern_bomb_is_bounded() {
             "{ name = 'bomb', run = function(t) return (('a'):rep(30000):find('.-.-.-.-.-b')) == nil end }",
         ),
     )]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     let r = &recs[0];
     assert_eq!(r["outcome"], "grader_error", "the check could not finish: {r}");
     assert!(check(r, "bomb")["error"].as_str().is_some(), "{r}");
@@ -442,7 +445,7 @@ fn recursive_sql_is_stopped_by_the_deadline_in_checks_prohibited_and_handlers() 
            prohibited = {{ {cte:?} }} }}\nreturn suite\n"
     );
     let dir = project(&[("suite.lua", &suite), ("schema.sql", "CREATE TABLE k (x INTEGER);")]);
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(90));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     let r = &recs[0];
     assert!(r["answer"].as_str().unwrap().starts_with("error"), "the handler's query was stopped: {r}");
     assert!(check(r, "cte check")["error"].as_str().is_some(), "{r}");
@@ -470,7 +473,7 @@ fn sqlite_attach_and_vacuum_into_write_no_files() {
            expect = {{ {{ name = 'attach from a check', run = function(t) return not pcall(function() t.db:all(\"ATTACH '{from_check}' AS c\") end) end }} }} }}\nreturn suite\n"
     );
     std::fs::write(dir.path().join("suite.lua"), suite).unwrap();
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
     for f in [&attached, &vacuumed, &from_check] {
         assert!(!Path::new(f).exists(), "SQLite wrote {f}");
     }
@@ -481,47 +484,129 @@ fn sqlite_attach_and_vacuum_into_write_no_files() {
 // ---------------------------------------------------------------------------
 // 9. Path confinement that a race cannot get around.
 
+/// The racer: `d` is a real folder and `l` a symlink to a folder outside the
+/// work dir; a process of the racer's own exchanges the two names
+/// (`renameat2(RENAME_EXCHANGE)`, one atomic step) as fast as it can while the
+/// agent asks to write `d/f<i>`. What the test proves needs no particular
+/// scheduling of the two:
+/// - before the race, `d/before` (a real folder) is written and `d/static`
+///   (the symlink, swapped in once) is refused: the tool works, and refuses
+///   the plain escape;
+/// - during the race, the racer counts its swaps and, for each call, whether a
+///   swap completed between sending the call and reading its result (a call
+///   the swap raced). It keeps calling until 200 calls were raced (at most
+///   5000 calls), so the race is proven by counting, not inferred from how
+///   many writes happened to go through (under load that can be none);
+/// - the swapper checks every exchange (the call succeeded and `d` flipped
+///   between folder and symlink): a filesystem without RENAME_EXCHANGE fails
+///   the test instead of racing nothing.
+/// It reports all of it as its final answer (JSON); the test reads the outside
+/// folder for escapes.
 const RACER: &str = r#"
-import ctypes, json, os, sys, threading
+import ctypes, json, mmap, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 start = json.loads(sys.stdin.readline())
 outside = start["input"]
 os.makedirs("d", exist_ok=True)
 os.symlink(outside, "l")
-stop = False
-def swap():
-    while not stop:
-        libc.renameat2(-100, b"d", -100, b"l", 2)  # AT_FDCWD, RENAME_EXCHANGE
-t = threading.Thread(target=swap)
-t.start()
-for i in range(450):
-    call = {"type": "tool_call", "id": "c%d" % i, "name": "write_file", "arguments": {"path": "d/f%d" % i, "content": "x"}}
+n = 0
+def write(path):
+    global n
+    n += 1
+    call = {"type": "tool_call", "id": "c%d" % n, "name": "write_file", "arguments": {"path": path, "content": "x"}}
     print(json.dumps(call), flush=True)
-    sys.stdin.readline()
-stop = True
-t.join()
-print(json.dumps({"type": "final", "content": "done"}), flush=True)
+    return json.loads(sys.stdin.readline()).get("status")
+def exchange():
+    if libc.renameat2(-100, b"d", -100, b"l", 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+        return ctypes.get_errno() or -1
+    return 0
+report = {"before": write("d/before")}
+err = exchange()
+report["d_is_link_after_one_swap"] = os.path.islink("d")
+report["static"] = write("d/static")
+err = err or exchange()
+# The swapper is a process of its own (no lock shared with the caller, as a
+# thread would share Python's); its counters live in shared memory:
+# stop, swaps, seen as symlink, seen as folder, errno of a failed exchange,
+# the swap after which d did not flip.
+shared = mmap.mmap(-1, 64)
+c = (ctypes.c_int64 * 6).from_buffer(shared)
+c[4] = err
+if err == 0 and os.fork() == 0:
+    was_link = os.path.islink("d")
+    while not c[0]:
+        e = exchange()
+        if e:
+            c[4] = e
+            break
+        c[1] += 1
+        is_link = os.path.islink("d")
+        if is_link == was_link:
+            c[5] = c[1]
+            break
+        c[2 if is_link else 3] += 1
+        was_link = is_link
+    os._exit(0)
+calls = raced = 0
+statuses = {}
+while raced < 200 and calls < 5000 and c[4] == 0 and c[5] == 0:
+    calls += 1
+    before = c[1]
+    s = write("d/f%d" % calls)
+    statuses[s] = statuses.get(s, 0) + 1
+    if c[1] > before:
+        raced += 1
+c[0] = 1
+if err == 0:
+    os.wait()
+error = None
+if c[4]:
+    error = "renameat2: " + os.strerror(c[4])
+elif c[5]:
+    error = "d did not flip after swap %d" % c[5]
+report.update(calls=calls, raced=raced, statuses=statuses, swaps=c[1], links=c[2], dirs=c[3], error=error)
+print(json.dumps({"type": "final", "content": json.dumps(report)}), flush=True)
 "#;
 
 #[test]
 fn write_file_cannot_be_raced_out_of_the_work_dir_with_a_symlink_swap() {
     let dir = project(&[("race.py", RACER)]);
     let outside = tempfile::tempdir().unwrap();
+    // The deadline (240 s) and the kill (PATIENCE) are far above the need (1 to
+    // 10 s, idle or beside stress-ng): a busy machine makes the race slower,
+    // never the test red.
     let suite = format!(
         "{HEAD}local tools = require('evalua.tools')\n\
-         local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 60, max_tool_calls = 1000 }} }}\n\
+         local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 240, max_tool_calls = 5100 }} }}\n\
          tools.register(suite, {{ only = {{ 'write_file' }} }})\n\
          suite:case {{ id = 'c', input = {:?}, agent = evalua.agent.command {{ cmd = {{ 'python3', evalua.path('race.py') }} }},\n\
            expect = {{ function(t) return true end }} }}\nreturn suite\n",
         outside.path().display().to_string()
     );
     std::fs::write(dir.path().join("suite.lua"), suite).unwrap();
-    let (_, recs) = run_within(dir.path(), &[], &[], Duration::from_secs(120));
-    assert_eq!(recs[0]["ended"], "final", "{}", recs[0]);
-    let escaped = std::fs::read_dir(outside.path()).unwrap().count();
-    assert_eq!(escaped, 0, "{escaped} of 450 writes landed outside the work dir");
-    let executed = recs[0]["calls"]["executed"].as_u64().unwrap_or(0);
-    assert!(executed > 0, "some writes went through: {}", recs[0]);
+    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
+    let r = &recs[0];
+    assert_eq!(r["ended"], "final", "{r}");
+    let escaped: Vec<_> = std::fs::read_dir(outside.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    let report: Value = serde_json::from_str(r["answer"].as_str().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {r}"));
+    eprintln!("the race: {report}");
+    assert!(escaped.is_empty(), "writes landed outside the work dir: {escaped:?}; {report}");
+    // Not vacuous: the tool writes through a real folder and refuses the symlink.
+    assert_eq!(report["before"], "ok", "write_file through the real folder: {report}");
+    assert_eq!(report["d_is_link_after_one_swap"], true, "one exchange made d the symlink: {report}");
+    assert_eq!(report["static"], "denied", "write_file through the symlink to outside: {report}");
+    // The race really happened: every exchange succeeded and flipped d, and at
+    // least 200 calls had a swap complete while they were in flight.
+    assert_eq!(report["error"], Value::Null, "the swapping process failed: {report}");
+    let n = |k: &str| report[k].as_u64().unwrap_or(0);
+    assert!(n("raced") >= 200, "fewer than 200 of {} calls (at most 5000) were raced by a swap: {report}", n("calls"));
+    assert!(n("links") > 0 && n("dirs") > 0, "the racer saw d as both a folder and a symlink: {report}");
+    assert_eq!(n("swaps"), n("links") + n("dirs"), "{report}");
+    let statuses: u64 = report["statuses"].as_object().map(|m| m.values().filter_map(Value::as_u64).sum()).unwrap_or(0);
+    assert_eq!(statuses, n("calls"), "every raced call got a result: {report}");
+    let calls = &r["calls"];
+    let recorded: u64 = ["executed", "denied", "failed", "rejected"].iter().filter_map(|k| calls[k].as_u64()).sum();
+    assert_eq!(recorded, n("calls") + 2, "every call was recorded: {r}");
 }
 
 // ---------------------------------------------------------------------------
@@ -536,7 +621,7 @@ fn without_a_sandbox_the_run_refuses_in_one_line_and_isolation_none_is_loud_and_
     );
     let dir = project(&[("suite.lua", &suite)]);
     let env = [("EVALUA_BWRAP", "/nonexistent/bwrap")];
-    let (out, took) = bounded(dir.path(), &["run", "suite.lua", "--out", "out", "-q"], &env, Duration::from_secs(60));
+    let (out, took) = bounded(dir.path(), &["run", "suite.lua", "--out", "out", "-q"], &env, PATIENCE);
     let out = out.unwrap_or_else(|| panic!("evalua run hung: killed after {took:?}"));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{err}");
@@ -544,7 +629,7 @@ fn without_a_sandbox_the_run_refuses_in_one_line_and_isolation_none_is_loud_and_
     assert!(err.contains("sandbox cannot start") && err.contains("--isolation none"), "{err}");
     assert!(!dir.path().join("out/trials.jsonl").exists(), "no trial ran");
 
-    let (out, recs) = run_within(dir.path(), &["--isolation", "none"], &env, Duration::from_secs(60));
+    let (out, recs) = run_within(dir.path(), &["--isolation", "none"], &env, PATIENCE);
     assert!(stderr(&out).contains("warning: --isolation none"), "{}", stderr(&out));
     assert_eq!(recs[0]["answer"].as_str().map(str::trim), Some("hi"), "{}", recs[0]);
     let manifest: Value =
@@ -570,7 +655,7 @@ fn check_commands_run_in_the_same_sandbox() {
            expect = {{ check.command {{ cmd = {cmd:?}, name = 'confined' }} }} }}\nreturn suite\n"
     );
     std::fs::write(dir.path().join("suite.lua"), suite).unwrap();
-    let (_, recs) = run_within(dir.path(), &[], &[("OPENAI_API_KEY", "sk-harness-0451")], Duration::from_secs(60));
+    let (_, recs) = run_within(dir.path(), &[], &[("OPENAI_API_KEY", "sk-harness-0451")], PATIENCE);
     let c = check(&recs[0], "confined");
     assert_eq!(c["passed"], true, "{c}");
 }

@@ -219,7 +219,7 @@ fn judge_server() -> Mock {
 
 fn model_lua(url: &str, name: &str) -> String {
     format!(
-        "judge.model {{ model = \"{name}\", base_url = \"{url}\", api_key_env = \"EVALUA_TEST_JUDGE_KEY\", max_retries = 1, timeout_s = 10 }}"
+        "judge.model {{ model = \"{name}\", base_url = \"{url}\", api_key_env = \"EVALUA_TEST_JUDGE_KEY\", max_retries = 1, timeout_s = 120 }}"
     )
 }
 

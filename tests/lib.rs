@@ -14,6 +14,7 @@ mod compare;
 mod datasets;
 mod faults;
 mod figures;
+mod first_hour;
 mod golden;
 mod grader_tests;
 mod injection;

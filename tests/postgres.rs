@@ -10,7 +10,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -386,27 +386,35 @@ fn without_the_url_variable_or_a_server_the_errors_say_so() {
     assert!(stdout(&o).contains("skipped: suites/refunds_pg.lua: no PostgreSQL server"), "{}", stdout(&o));
 }
 
-/// A suite whose agent waits (a command agent sleeping), so a trial's database
-/// exists for a while.
+/// A suite whose agent waits, so a trial's database exists for a while: until
+/// the test opens its gate (creates `gate/open` in the project), else for
+/// `$EVALUA_TEST_SLEEP` seconds.
 const SLOW: &str = r#"
 local evalua = require("evalua")
 local check = require("evalua.check")
 local suite = evalua.suite {
   name = "slow",
   trials = 1,
-  sandbox = { db = "postgres", schema = "schema.sql" },
-  agent = evalua.agent.command { cmd = { "sh", "-c", "read line; sleep $EVALUA_TEST_SLEEP; echo '{\"type\":\"final\",\"content\":\"ok\"}'" },
-                                 env = { "EVALUA_TEST_SLEEP" } },
+  sandbox = { db = "postgres", schema = "schema.sql", expose = { "gate" } },
+  agent = evalua.agent.command { cmd = { "sh", "-c", "read line; n=0; while [ ! -e \"$EVALUA_TEST_GATE/open\" ] && [ $n -lt $((EVALUA_TEST_SLEEP * 10)) ]; do sleep 0.1; n=$((n + 1)); done; echo '{\"type\":\"final\",\"content\":\"ok\"}'" },
+                                 env = { "EVALUA_TEST_SLEEP", "EVALUA_TEST_GATE" } },
 }
 suite:case { id = "one", input = "x", fixture = "seed.sql", expect = { check.answer { equals = "ok" } } }
 suite:case { id = "two", input = "x", fixture = "seed.sql", expect = { check.sql("SELECT count(*) FROM kv", { equals = 1 }) } }
 return suite
 "#;
 
+/// A project for [`SLOW`], its gate closed.
+fn slow_project() -> tempfile::TempDir {
+    let dir = project(&[("slow.lua", SLOW), ("schema.sql", SCHEMA), ("seed.sql", SEED)]);
+    std::fs::create_dir(dir.path().join("gate")).unwrap();
+    dir
+}
+
 #[test]
 fn an_interrupted_run_drops_its_databases_on_one_signal_or_two() {
     let Some(url) = pg_url() else { return };
-    let dir = project(&[("slow.lua", SLOW), ("schema.sql", SCHEMA), ("seed.sql", SEED)]);
+    let dir = slow_project();
     let d = dir.path();
     let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     for signals in [1, 2] {
@@ -414,15 +422,16 @@ fn an_interrupted_run_drops_its_databases_on_one_signal_or_two() {
         let mut child = bin()
             .current_dir(d)
             .args(["run", "slow.lua", "--out", &out, "-q", "--jobs", "2"])
-            .env("EVALUA_TEST_SLEEP", "60")
+            .env("EVALUA_TEST_SLEEP", "600")
+            .env("EVALUA_TEST_GATE", d.join("gate"))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let run = d.join(&out);
-        wait_for("the manifest", Duration::from_secs(60), || run.join("manifest.json").is_file());
+        wait_until("the manifest", || run.join("manifest.json").is_file());
         let prefix = prefix_of(&run);
-        wait_for("two trial databases", Duration::from_secs(60), || databases(&url, &prefix).len() >= 4);
+        wait_until("two trial databases", || databases(&url, &prefix).len() >= 4);
         for _ in 0..signals {
             // SAFETY: kill only sends a signal to the child we started.
             unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -430,9 +439,13 @@ fn an_interrupted_run_drops_its_databases_on_one_signal_or_two() {
             // to arrive (usually) while the first one's stop is under way.
             std::thread::sleep(Duration::from_millis(10));
         }
-        let t0 = Instant::now();
-        let status = child.wait().unwrap();
-        assert!(t0.elapsed() < Duration::from_secs(30), "the run stopped within moments");
+        // The agents sleep 600 s: a run that stops before that stopped on the signal.
+        let mut status = None;
+        wait_until("the run to stop on SIGINT", || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
+        let status = status.unwrap();
         let mut err = String::new();
         std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
         assert!(err.contains("SIGINT received"), "{err}");
@@ -448,18 +461,10 @@ fn an_interrupted_run_drops_its_databases_on_one_signal_or_two() {
     assert_eq!(orphans(&url), Vec::<String>::new());
 }
 
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     let Some(url) = pg_url() else { return };
-    let dir = project(&[("slow.lua", SLOW), ("schema.sql", SCHEMA), ("seed.sql", SEED)]);
+    let dir = slow_project();
     let d = dir.path();
     let _turn = ORPHAN_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let spawn = |out: &str, sleep: &str| {
@@ -467,30 +472,32 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
             .current_dir(d)
             .args(["run", "slow.lua", "--out", out, "-q", "--jobs", "2"])
             .env("EVALUA_TEST_SLEEP", sleep)
+            .env("EVALUA_TEST_GATE", d.join("gate"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap()
     };
 
-    // A live, slow run: its databases must survive the others' sweeps.
-    let live = spawn("live", "12");
-    wait_for("the live run's manifest", Duration::from_secs(60), || d.join("live/manifest.json").is_file());
+    // A live, slow run: its databases must survive the others' sweeps. Its
+    // agents wait for the gate (600 s at most), opened once the sweep is done.
+    let live = spawn("live", "600");
+    wait_until("the live run's manifest", || d.join("live/manifest.json").is_file());
     let live_prefix = prefix_of(&d.join("live"));
-    wait_for("the live run's trial databases", Duration::from_secs(60), || databases(&url, &live_prefix).len() >= 3);
+    wait_until("the live run's trial databases", || databases(&url, &live_prefix).len() >= 3);
 
     // A run killed while its trials run leaves its databases: a template and
     // the two trials' copies.
     let mut victim = spawn("killed", "60");
-    wait_for("the killed run's manifest", Duration::from_secs(60), || d.join("killed/manifest.json").is_file());
+    wait_until("the killed run's manifest", || d.join("killed/manifest.json").is_file());
     let killed = prefix_of(&d.join("killed"));
     // A template, the copy its check.sql was prepared on (t.initial's), two trials' copies.
-    wait_for("two trial databases", Duration::from_secs(60), || databases(&url, &killed).len() >= 4);
+    wait_until("two trial databases", || databases(&url, &killed).len() >= 4);
     victim.kill().unwrap(); // SIGKILL: no destructor, no handler runs
     victim.wait().unwrap();
     // The server notices the closed connections within moments.
     let app = format!("evalua:{}", &killed["evalua_".len()..killed.len() - 1]);
-    wait_for("the killed run's sessions to end", Duration::from_secs(30), || {
+    wait_until("the killed run's sessions to end", || {
         client(&url)
             .query_one("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", &[&app])
             .unwrap()
@@ -509,6 +516,7 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     assert_eq!(orphans(&url), Vec::<String>::new());
 
     // The live run was not disturbed: its trials finish and pass, and it drops its own.
+    std::fs::write(d.join("gate/open"), "").unwrap();
     let out = live.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let recs = trials(&d.join("live"));

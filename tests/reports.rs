@@ -222,19 +222,23 @@ fn long_trajectories_are_cut_harder_past_the_budget() {
     assert!(size < 2_000_000, "{size} bytes");
 }
 
-/// Many trials a case: the console lists pass^k for k up to 10 and the
-/// largest k (the ones with intervals), not one line per k.
+/// Many trials a case: the console lists pass^k for k = 1, 2, 3, 5, 10 and
+/// the largest k, not one line per k; summary.json has every k.
 #[test]
-fn the_console_lists_k_up_to_10_and_the_largest() {
+fn the_console_lists_a_few_k_and_the_largest_and_the_json_every_k() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
-    let o = evalua(&repo(), &["run", "suites/date_filter.lua", "--trials", "12", "-q", "--out", out.to_str().unwrap()]);
+    let o = evalua(&repo(), &["run", "suites/date_filter.lua", "--trials", "20", "-q", "--out", out.to_str().unwrap()]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let ks: Vec<String> = stdout(&o)
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("pass^"))
         .map(|l| l.split_whitespace().next().unwrap().to_string())
         .collect();
-    let want: Vec<String> = (1..=10).chain([12]).map(|k| k.to_string()).collect();
-    assert_eq!(ks, want, "{}", stdout(&o));
+    assert_eq!(ks, ["1", "2", "3", "5", "10", "20"], "{}", stdout(&o));
+    let s = json(&out.join("summary.json"));
+    for key in ["pass_hat_k", "pass_at_k"] {
+        let ks: Vec<&String> = s["figures"][key].as_object().unwrap().keys().collect();
+        assert_eq!(ks.len(), 20, "{key}: {ks:?}");
+    }
 }

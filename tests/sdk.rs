@@ -178,7 +178,7 @@ fn upstream() -> Upstream {
 fn run_agent(python: &str, script: &str, agent_extra: &str, up: &Upstream) -> (tempfile::TempDir, Value) {
     let suite = format!(
         r#"local evalua = require("evalua")
-local suite = evalua.suite {{ name = "sdk", trials = 1, budget = {{ deadline_s = 60 }},
+local suite = evalua.suite {{ name = "sdk", trials = 1, budget = {{ deadline_s = 300 }},
   agent = evalua.agent.command {{ cmd = {{ {python:?}, evalua.path("agent.py") }}, model_proxy = true {agent_extra} }} }}
 suite:tool {{ name = "lookup_order", description = "Look up an order",
   params = {{ type = "object", properties = {{ order_id = {{ type = "string" }} }}, required = {{ "order_id" }} }},

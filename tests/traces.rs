@@ -903,3 +903,49 @@ fn goldens_must_name_the_suites_monitors() {
     std::fs::write(dir.path().join("goldens/x.lua"), "return { cases = 3 }").unwrap();
     assert_user_error(&evalua(dir.path(), &["check", "s.lua"]), "suite:goldens: expects a goldens module");
 }
+
+/// `grade` and `regrade` go through the same engine and sinks as `run`: their
+/// trials reach the OTLP export (and the manifest says so), and the progress
+/// display follows them.
+#[test]
+fn graded_and_regraded_runs_reach_the_same_sinks_as_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let o = evalua(&repo(), &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", run.to_str().unwrap()]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+
+    // A grade of the run dir, exported to a file.
+    let file = tmp.path().join("graded.jsonl");
+    let (o, graded) = grade(tmp.path(), "suites/refunds.lua", &[&run], &["--otlp-file", file.to_str().unwrap()]);
+    graded_ok(&o);
+    assert!(stdout(&o).contains(&format!("exported 15 trial trace(s) to {}", file.display())), "{}", stdout(&o));
+    let m = json(&graded.join("manifest.json"));
+    assert_eq!(m["exports"][0]["file"], file.display().to_string(), "{}", m["exports"]);
+    let ids: std::collections::BTreeSet<Vec<u8>> =
+        spans_of(&requests_of_file(&file)).iter().map(|s| s.trace_id.clone()).collect();
+    assert_eq!(ids.len(), 15, "one trace per graded trial");
+
+    // A re-grade, exported too, with the line display of its progress.
+    let file = tmp.path().join("regraded.jsonl");
+    let out = tmp.path().join("regraded");
+    let o = bin()
+        .current_dir(repo())
+        .args(["regrade", run.to_str().unwrap(), "--jobs", "1", "--out", out.to_str().unwrap()])
+        .args(["--otlp-file", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert!(stderr(&o).contains("running 3 cases of refunds (15 trials)"), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&format!("exported 15 trial trace(s) to {}", file.display())), "{}", stdout(&o));
+    assert_eq!(json(&out.join("manifest.json"))["exports"][0]["file"], file.display().to_string());
+
+    // Grading without -q and without a terminal: a start line.
+    let o = bin()
+        .current_dir(repo())
+        .args(["grade", "suites/refunds.lua", "--traces", run.to_str().unwrap()])
+        .args(["--out", tmp.path().join("g2").to_str().unwrap()])
+        .output()
+        .unwrap();
+    graded_ok(&o);
+    assert!(stderr(&o).contains("grading with refunds"), "{}", stderr(&o));
+}

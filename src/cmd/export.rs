@@ -5,32 +5,9 @@
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
-use crate::otel::export::{self, Exporter, Options, Report};
+use crate::otel::export::{Exporter, Options, Report};
 use crate::record::RunDir;
-use crate::record::manifest::{ExportEntry, Manifest};
-use crate::util::paths::display_path;
-
-/// The manifest's entries for an export with `opts` of the suite `project`.
-pub fn entries(opts: &Options, project: &str) -> Vec<ExportEntry> {
-    let at = jiff::Timestamp::now().to_string();
-    let entry = |endpoint: Option<String>, file: Option<String>| ExportEntry {
-        at: at.clone(),
-        endpoint,
-        file,
-        project: project.to_string(),
-        semconv: export::SEMCONV.to_string(),
-        content: opts.content,
-        trace_id: export::TRACE_ID_RULE.to_string(),
-    };
-    let mut out = Vec::new();
-    if let Some(e) = &opts.endpoint {
-        out.push(entry(Some(e.clone()), None));
-    }
-    if let Some(f) = &opts.file {
-        out.push(entry(None, Some(display_path(f))));
-    }
-    out
-}
+use crate::record::manifest::Manifest;
 
 fn start_of(m: &Manifest) -> Option<SystemTime> {
     let ts: jiff::Timestamp = m.started_at.parse().ok()?;
@@ -62,7 +39,7 @@ pub fn export(dir: &std::path::Path, opts: Options) -> Result<u8> {
     if missing > 0 {
         eprintln!("warning: {missing} trial(s) have no readable trace in traces/: not exported");
     }
-    manifest.exports.extend(entries(&opts, &manifest.suite.name));
+    manifest.exports.extend(opts.entries(&manifest.suite.name));
     run.write_manifest(&manifest)?;
     if let Some(r) = reports.iter().find(|r| r.delivered < r.trials) {
         return Err(Error::Environment(r.to_string()));

@@ -92,7 +92,7 @@ fn document(command: &str, body: Map<String, Json>, warnings: Vec<String>, code:
     let mut m = Map::new();
     m.insert("schema".into(), json!(format!("evalua.{command}/{VERSION}")));
     m.insert("exit_code".into(), json!(code));
-    let errors: Vec<Json> = error.map(error_entry).into_iter().collect();
+    let errors: Vec<Json> = error.map(error_entries).unwrap_or_default();
     m.insert("errors".into(), Json::Array(errors));
     m.insert("warnings".into(), json!(warnings));
     for (k, v) in body {
@@ -101,19 +101,26 @@ fn document(command: &str, body: Map<String, Json>, warnings: Vec<String>, code:
     Json::Object(m)
 }
 
-/// An error as the document gives it: its kind (`input`: exit 2,
-/// `environment`: exit 3), the one-line message, and the `file` and `line`
-/// it names first (`suites/x.lua:12: …`), when it names one.
-pub fn error_entry(e: &Error) -> Json {
+/// An error as the document gives it: one entry per line of the message
+/// (`check` reports several problems at once), each with its kind (`input`:
+/// exit 2, `environment`: exit 3), its text, and the `file` and `line` it
+/// names first (`suites/x.lua:12: …`), when it names one.
+pub fn error_entries(e: &Error) -> Vec<Json> {
     let (kind, message) = match e {
         Error::Input(m) => ("input", m),
         Error::Environment(m) => ("environment", m),
     };
-    let (file, line) = match located(message) {
-        Some((f, l)) => (json!(f), json!(l)),
-        None => (Json::Null, Json::Null),
-    };
-    json!({ "kind": kind, "message": message, "file": file, "line": line })
+    message
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let (file, at) = match located(line) {
+                Some((f, l)) => (json!(f), json!(l)),
+                None => (Json::Null, Json::Null),
+            };
+            json!({ "kind": kind, "message": line, "file": file, "line": at })
+        })
+        .collect()
 }
 
 /// The first `path:line:` in a message, as every located error writes it
@@ -248,9 +255,11 @@ mod tests {
         assert_eq!(located("suites/x.lua: no such file"), None);
         assert_eq!(located("run dir: cannot write: disk full"), None);
         assert_eq!(located("x.sql:7:3: syntax error"), Some(("x.sql".into(), 7)));
-        let e = error_entry(&Error::Environment("runs/x: cannot write: disk full".into()));
+        let e = &error_entries(&Error::Environment("runs/x: cannot write: disk full".into()))[0];
         assert_eq!(e["kind"], "environment");
         assert_eq!(e["file"], Json::Null);
+        let two = error_entries(&Error::Input("a.lua:3: one\nb.lua:9: two".into()));
+        assert_eq!((two.len(), two[1]["file"].as_str(), two[1]["line"].as_u64()), (2, Some("b.lua"), Some(9)));
     }
 
     #[test]

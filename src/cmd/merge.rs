@@ -19,6 +19,7 @@ use crate::report;
 use crate::run::Partition;
 use crate::stats::rundata::Completion;
 use crate::stats::{RunData, rundata};
+use crate::util::paths::shell_word;
 
 /// What must be the same in every part of one run.
 fn identity(r: &RunData) -> [(String, &'static str); 8] {
@@ -166,10 +167,11 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
     for p in &parts {
         if p.coverage.interrupted > 0 {
             return Err(Error::Input(format!(
-                "{}: {} trial(s) of this part were interrupted; finish it with `evalua run SUITE --resume {}` first",
+                "{}: {} trial(s) of this part were interrupted; finish it with `evalua run {} --resume {}` first",
                 p.dir.display(),
                 p.coverage.interrupted,
-                p.dir.display()
+                if p.manifest.suite.path.is_empty() { "SUITE".to_string() } else { shell_word(&p.manifest.suite.path) },
+                shell_word(&p.dir.display().to_string())
             )));
         }
     }

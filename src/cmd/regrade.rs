@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::sinks;
-use crate::run::{Sink, regrade};
+use crate::run::{AsMade, Scheduler, regrade};
 
 pub struct RegradeArgs {
     pub dir: PathBuf,
@@ -17,7 +17,8 @@ pub struct RegradeArgs {
     pub out: Option<PathBuf>,
     pub allow_fixture_change: bool,
     pub jobs: usize,
-    pub quiet: bool,
+    /// `-q`, `--otlp…`: how the re-grade is followed.
+    pub follow: sinks::Follow,
     /// The command line, for the manifest.
     pub argv: Vec<String>,
 }
@@ -30,16 +31,18 @@ pub fn regrade(a: RegradeArgs) -> Result<u8> {
     }
     let run_id = new_run_id();
     let dir = RunDir::create(a.out.as_deref(), &r.plan.suite.name, &run_id)?;
-    let manifest = r.manifest(&run_id, a.jobs, &a.argv);
+    let mut manifest = r.manifest(&run_id, a.jobs, &a.argv);
+    manifest.exports.extend(a.follow.export.entries(&r.plan.suite.name));
     dir.write_manifest(&manifest)?;
 
-    let mut trials_file = sinks::TrialsFile::create(&dir)?;
-    let mut progress = sinks::Progress::new(!a.quiet);
-    let mut tests = sinks::TestsReport::default();
-    let mut all: [&mut dyn Sink; 3] = [&mut trials_file, &mut progress, &mut tests];
-    r.execute(a.jobs, &dir, &mut all)?;
-    drop(progress);
-    let data = super::run::conclude(&dir, false, &tests)?;
+    let mut followers = sinks::Followers::new(&a.follow, &dir, &r.plan.suite.name, &run_id, None)?;
+    let source = std::sync::Arc::new(r.source(a.jobs));
+    Scheduler::new(a.jobs).execute(&dir, source, &mut AsMade, &mut followers.sinks())?;
+    let followed = followers.finish();
+    let data = super::run::conclude(&dir, false, &followed.tests)?;
+    for l in &followed.exports {
+        println!("{l}");
+    }
     let old_grader = short(&r.old_manifest.grader_sha256);
     println!(
         "regraded {} trials of {} ({}) in {:.1} s: grader {} → {}",

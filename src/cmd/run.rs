@@ -18,7 +18,7 @@ use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::{self, compare, sinks};
 use crate::run::partition::Resolved;
 use crate::run::resume::{self, Mode};
-use crate::run::{self, Partition, PartitionArg, RunOptions, Sink};
+use crate::run::{self, Partition, PartitionArg, RunOptions, Scheduler};
 use crate::spec::gate;
 use crate::stats::{RunData, rundata};
 use crate::util::cancel;
@@ -32,7 +32,6 @@ pub struct RunArgs {
     /// `--seed` (default 1; a resumed run's own seed when not given).
     pub seed: Option<u64>,
     pub out: Option<PathBuf>,
-    pub quiet: bool,
     pub skip_invalid: bool,
     pub partition: Option<PartitionArg>,
     pub baseline: Option<PathBuf>,
@@ -48,8 +47,8 @@ pub struct RunArgs {
     pub allow_incomplete: bool,
     /// The command line, for the manifest.
     pub argv: Vec<String>,
-    /// `--otlp`, `--otlp-file`, `--otlp-no-content` (and the OTEL_EXPORTER_OTLP_* variables).
-    pub export: crate::otel::export::Options,
+    /// `-q`, `--otlp…`: how the run is followed.
+    pub follow: sinks::Follow,
 }
 
 /// Say on stderr which dataset rows `on_error = "skip"` left out.
@@ -172,7 +171,9 @@ pub fn run(a: RunArgs) -> Result<u8> {
         };
 
         // A new run dir, or the one to continue with the trials it keeps.
-        let (dir, kept, resumed) = match continuing(&a) {
+        // Where the trials go as OpenTelemetry traces (`--otlp`, `--otlp-file`) is said in the manifest.
+        let exports = a.follow.export.entries(&plan.suite.name);
+        let (dir, run_id, kept, resumed) = match continuing(&a) {
             Some((d, mode)) => {
                 let dir = RunDir::open(d)?;
                 resume::adopt_clocks(&mut plan, &dir.read_manifest()?);
@@ -181,7 +182,9 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 old.resumes.push(prepared.entry);
                 old.planned_trials = built.planned_trials;
                 old.judge_checks = built.judge_checks;
+                old.exports.extend(exports);
                 dir.write_manifest(&old)?;
+                let run_id = old.run_id.clone();
                 eprintln!(
                     "{} {}: {} kept, {} to run",
                     mode.flag(),
@@ -189,7 +192,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
                     prepared.kept.len(),
                     run::work(&plan, opts.partition).len() - prepared.kept.len()
                 );
-                (dir, prepared.kept, true)
+                (dir, run_id, prepared.kept, true)
             }
             None => {
                 let run_id = new_run_id();
@@ -198,42 +201,27 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 }
                 let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
                 let dir = RunDir::create(out_dir.as_deref(), &plan.suite.name, &run_id)?;
-                dir.write_manifest(&run::manifest::build(&plan, &opts, &run_id, &a.argv))?;
-                (dir, Default::default(), false)
+                let mut m = run::manifest::build(&plan, &opts, &run_id, &a.argv);
+                m.exports.extend(exports);
+                dir.write_manifest(&m)?;
+                (dir, run_id, Default::default(), false)
             }
         };
-        // Where the trials go as OpenTelemetry traces (`--otlp`, `--otlp-file`), said in the manifest.
-        let exporter = if a.export.any() {
-            let mut m = dir.read_manifest()?;
-            m.exports.extend(super::export::entries(&a.export, &plan.suite.name));
-            dir.write_manifest(&m)?;
-            Some(crate::otel::export::Exporter::new(&a.export, &plan.suite.name, &m.run_id)?)
-        } else {
-            None
-        };
-
         let keys: HashSet<(String, u32)> = kept.values().map(|k| (k.record.case.clone(), k.record.trial)).collect();
-        let mut trials_file =
-            if resumed { sinks::TrialsFile::resume(&dir, keys)? } else { sinks::TrialsFile::create(&dir)? };
-        let mut progress = sinks::Progress::new(!a.quiet);
-        let mut tests = sinks::TestsReport::default();
-        let mut otlp = sinks::Otlp(exporter);
-        let mut all: [&mut dyn Sink; 4] = [&mut trials_file, &mut progress, &mut tests, &mut otlp];
+        let mut followers = sinks::Followers::new(&a.follow, &dir, &plan.suite.name, &run_id, resumed.then_some(keys))?;
         // Shared with the workers, which are detached (the watchdog may abandon one).
         let plan = std::sync::Arc::new(plan);
-        let executed = run::execute_resumed(&plan, &opts, &dir, &mut all, kept)?;
-        drop(progress);
-        // A failed export never changes an outcome: it is said, and the run goes on.
-        let export_lines: Vec<String> =
-            otlp.0.take().map(|e| e.finish().iter().map(|r| r.to_string()).collect()).unwrap_or_default();
+        let source = std::sync::Arc::new(run::Planned::run(&plan, opts.partition, kept, a.jobs));
+        let executed = Scheduler::new(a.jobs).execute(&dir, source, &mut run::AsMade, &mut followers.sinks())?;
+        let followed = followers.finish();
         if resumed && executed.complete() {
             resume::normalize_order(&dir, &plan, &opts)?;
         }
         // The figures come from the run dir alone; a 100,000-case plan is ~50 MB.
         drop(plan);
         crate::util::memory::release_free();
-        let data = conclude(&dir, a.allow_incomplete, &tests)?;
-        for l in &export_lines {
+        let data = conclude(&dir, a.allow_incomplete, &followed.tests)?;
+        for l in &followed.exports {
             println!("{l}");
         }
         if let Some(base) = &baseline {

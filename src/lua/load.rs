@@ -72,8 +72,26 @@ pub fn eval_suite(lua: &Lua, path: &Path) -> std::result::Result<Table, String> 
     }
 }
 
-/// Load and validate a suite file.
+/// Load and validate a suite file. Every independent error is said at
+/// once, one a line, in the order of their `file:line`.
 pub fn load(path: &Path) -> Result<Suite> {
+    let (suite, errors) = load_checked(path)?;
+    if errors.is_empty() { Ok(suite) } else { Err(errors_of(errors)) }
+}
+
+/// One error for many: each on its own line, in the order of their
+/// `file:line` (the same message once).
+pub fn errors_of(mut errors: Vec<String>) -> Error {
+    errors.sort_by_key(|e| crate::util::names::location_key(e));
+    errors.dedup();
+    Error::Input(errors.join("\n"))
+}
+
+/// Load a suite file and check it, going on past the errors of its
+/// declarations: the suite without the declarations that were wrong, and the
+/// errors (each `file:line: message`). Err: the file could not be loaded at
+/// all (missing, a syntax error, an error outside any declaration).
+pub fn load_checked(path: &Path) -> Result<(Suite, Vec<String>)> {
     let path = std::path::absolute(path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
     if !path.is_file() {
         return Err(Error::Input(format!("{}: no such suite file", display_path(&path))));
@@ -83,13 +101,30 @@ pub fn load(path: &Path) -> Result<Suite> {
         .map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
     let loader = Rc::new(Loader::default());
     lua.set_app_data(declare::Declare(loader.clone()));
-    let t = eval_suite(&lua, &path).map_err(Error::Input)?;
+    let evaluated = eval_suite(&lua, &path);
     lua.remove_app_data::<declare::Declare>();
-    let declared = std::mem::take(&mut *loader.0.borrow_mut());
-    read_suite(&lua, &t, &path, sources, declared).map_err(|e| {
-        // Most errors name their own `file:line`; the others get the suite's path.
-        if has_location(&e) { Error::Input(e) } else { Error::Input(format!("{}: {e}", display_path(&path))) }
-    })
+    let mut declared = std::mem::take(&mut *loader.0.borrow_mut());
+    let t = match evaluated {
+        Ok(t) => t,
+        // The errors reported so far, and the one that stopped the file.
+        Err(e) => {
+            declared.errors.push(e);
+            return Err(errors_of(declared.errors));
+        }
+    };
+    let mut errors = std::mem::take(&mut declared.errors);
+    // Most errors name their own `file:line`; the others get the suite's path.
+    let located = |e: String| if has_location(&e) { e } else { format!("{}: {e}", display_path(&path)) };
+    match read_suite(&lua, &t, &path, sources, declared) {
+        Ok((suite, more)) => {
+            errors.extend(more.into_iter().map(located));
+            Ok((suite, errors))
+        }
+        Err(e) => {
+            errors.push(located(e));
+            Err(errors_of(errors))
+        }
+    }
 }
 
 /// What loading collected from the suite's declarations.
@@ -108,6 +143,8 @@ struct Declared {
     /// SQL queries the checks run, each once per fixture (see [`Suite::queries`]).
     queries: Vec<QueryUse>,
     queried: std::collections::HashSet<(Option<PathBuf>, String)>,
+    /// The declarations' errors, each `file:line: message` (loading went on without them).
+    errors: Vec<String>,
 }
 
 impl Declared {
@@ -164,6 +201,14 @@ impl Declared {
 struct Loader(RefCell<Declared>);
 
 impl declare::Declarations for Loader {
+    fn error(&self, msg: String) -> bool {
+        let mut d = self.0.borrow_mut();
+        if !d.errors.contains(&msg) {
+            d.errors.push(msg);
+        }
+        true
+    }
+
     fn case(&self, lua: &Lua, case: Table) -> mlua::Result<Option<String>> {
         lua::limits(lua).extend(CASE_INSTRUCTIONS, CASE_TIME);
         let read = match read_case(lua, &case) {
@@ -280,16 +325,7 @@ impl Loader {
     }
 }
 
-/// Whether a message starts with `file:line:`.
-fn has_location(msg: &str) -> bool {
-    let mut parts = msg.splitn(3, ':');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(file), Some(line), Some(_)) => {
-            !file.is_empty() && !file.contains(' ') && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
-        }
-        _ => false,
-    }
-}
+use crate::util::names::has_location;
 
 /// The first number in the suite's declared tables that is NaN or infinite,
 /// as `file:line: path is NaN`, where `file:line` is the nearest enclosing
@@ -593,61 +629,41 @@ fn faults_spec(lua: &Lua, v: Option<Value>) -> std::result::Result<Option<Faults
 }
 
 /// Every tool name the suite mentions outside `suite:tool` (a tool's
-/// `requires`, a check, a fault rule) must name a declared tool.
-fn check_tool_names(suite: &Suite) -> std::result::Result<(), String> {
+/// `requires`, a check, a fault rule) must name a declared tool: each unknown
+/// name is its own error, at the line that mentions it, with the nearest
+/// declared name. Names of tools whose declaration failed (`dropped`) were
+/// reported there and are not reported again.
+fn check_tool_names(suite: &Suite, dropped: &[String]) -> Vec<String> {
     let known: Vec<&str> = suite.tools.iter().map(|t| t.name.as_str()).collect();
-    let unknown = |at: &str, what: &str, name: &str| -> std::result::Result<(), String> {
-        if known.contains(&name) {
-            return Ok(());
+    let mut errors = Vec::new();
+    let mut unknown = |at: &str, what: &str, name: &str| {
+        if known.contains(&name) || dropped.iter().any(|d| d == name) {
+            return;
         }
+        // A tool whose declaration failed is still what the user meant.
         let near =
-            known.iter().find(|k| close_names(k, name)).map(|k| format!(" (did you mean '{k}'?)")).unwrap_or_default();
+            crate::util::names::did_you_mean(name, known.iter().copied().chain(dropped.iter().map(String::as_str)));
         let list = if known.is_empty() { "none declared".to_string() } else { known.join(", ") };
-        Err(format!("{at}: {what} names an unknown tool '{name}'{near}; the suite's tools: {list}"))
+        errors.push(format!("{at}: {what} names an unknown tool '{name}'{near}; the suite's tools: {list}"));
     };
     for t in &suite.tools {
+        let at = if t.location.is_empty() { suite.location.as_str() } else { t.location.as_str() };
         for r in &t.requires {
-            unknown(&suite.location, &format!("tool '{}': 'requires'", t.name), r)?;
+            unknown(at, &format!("tool '{}': 'requires'", t.name), r);
         }
     }
     for name in suite.faults.keys() {
-        unknown(&suite.location, "'faults'", name)?;
+        unknown(&suite.location, "'faults'", name);
     }
     for case in &suite.cases {
         for name in case.faults.iter().flat_map(|f| f.keys()) {
-            unknown(&case.location, &format!("case '{}': 'faults'", case.id), name)?;
+            unknown(&case.location, &format!("case '{}': 'faults'", case.id), name);
         }
     }
     for m in &suite.check_tools {
-        unknown(&m.at, &m.what, &m.name)?;
+        unknown(&m.at, &m.what, &m.name);
     }
-    Ok(())
-}
-
-/// Two names one typo apart (a letter changed, added, dropped or swapped).
-fn close_names(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let (n, m) = (a.len(), b.len());
-    if n.abs_diff(m) > 1 {
-        return false;
-    }
-    let mut d = vec![vec![0usize; m + 1]; n + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, v) in d[0].iter_mut().enumerate() {
-        *v = j;
-    }
-    for i in 1..=n {
-        for j in 1..=m {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    d[n][m] <= 1
+    errors
 }
 
 /// The budget's numbers, checked again on the host (the DSL checks them at the
@@ -711,7 +727,7 @@ fn read_suite(
     path: &Path,
     sources: Arc<Sources>,
     declared: Declared,
-) -> std::result::Result<Suite, String> {
+) -> std::result::Result<(Suite, Vec<String>), String> {
     let location = opt::<String>(t, "_where")?.unwrap_or_else(|| display_path(path));
     if let Some(e) = bad_number(t, "", &location, 0, &mut Vec::new()) {
         return Err(e);
@@ -734,6 +750,7 @@ fn read_suite(
             effect: tt.get("effect").map_err(|e| e.to_string())?,
             requires: strings(&tt, "requires")?,
             forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
+            location: opt::<String>(&tt, "_where")?.unwrap_or_default(),
         });
     }
 
@@ -787,25 +804,35 @@ fn read_suite(
         trace_adapter: opt::<mlua::Function>(t, "trace_adapter")?.is_some(),
         matcher: opt::<mlua::Function>(t, "match")?.is_some(),
     };
-    check_tool_names(&suite)?;
+    // What failed to declare was reported where it was declared: the names
+    // of tools whose `suite:tool` failed are not reported again, and an
+    // `agent` that was wrong does not make every case agentless.
+    let dropped: Option<Table> = opt(t, "_dropped")?;
+    let dropped_tools: Vec<String> = match dropped.as_ref().map(|d| d.get::<Option<Table>>("tools")) {
+        Some(Ok(Some(tools))) => tools.pairs::<String, Value>().filter_map(|p| p.ok().map(|(k, _)| k)).collect(),
+        _ => Vec::new(),
+    };
+    let agent_dropped =
+        dropped.as_ref().is_some_and(|d| d.get::<bool>("agent").unwrap_or(false)) && suite.agent.is_none();
+    let mut errors = check_tool_names(&suite, &dropped_tools);
     for case in &suite.cases {
         if !suite.network
             && let Some(AgentSpec::Command(c)) = suite.case_agent(case)
             && (c.tools == ToolsVia::Mcp || c.model_proxy.is_some())
         {
-            return Err(format!(
-                "case '{}' ({}): sandbox.network = false, but its agent reaches its {} over the network; keep the network or use tools = \"protocol\" without model_proxy",
-                case.id,
+            errors.push(format!(
+                "{}: case '{}': sandbox.network = false, but its agent reaches its {} over the network; keep the network or use tools = \"protocol\" without model_proxy",
                 case.location,
+                case.id,
                 if c.tools == ToolsVia::Mcp { "MCP server" } else { "model proxy" }
             ));
         }
-        if suite.case_agent(case).is_none() {
-            return Err(format!(
-                "case '{}' ({}) has no agent: set `agent` in evalua.suite{{}} or in the case",
-                case.id, case.location
+        if suite.case_agent(case).is_none() && !agent_dropped {
+            errors.push(format!(
+                "{}: case '{}' has no agent: set `agent` in evalua.suite{{}} or in the case",
+                case.location, case.id
             ));
         }
     }
-    Ok(suite)
+    Ok((suite, errors))
 }

@@ -137,6 +137,28 @@ impl Options {
     pub fn any(&self) -> bool {
         self.endpoint.is_some() || self.file.is_some()
     }
+
+    /// The manifest's entries for an export of the suite `project`.
+    pub fn entries(&self, project: &str) -> Vec<crate::record::manifest::ExportEntry> {
+        let at = jiff::Timestamp::now().to_string();
+        let entry = |endpoint: Option<String>, file: Option<String>| crate::record::manifest::ExportEntry {
+            at: at.clone(),
+            endpoint,
+            file,
+            project: project.to_string(),
+            semconv: SEMCONV.to_string(),
+            content: self.content,
+            trace_id: TRACE_ID_RULE.to_string(),
+        };
+        let mut out = Vec::new();
+        if let Some(e) = &self.endpoint {
+            out.push(entry(Some(e.clone()), None));
+        }
+        if let Some(f) = &self.file {
+            out.push(entry(None, Some(crate::util::paths::display_path(f))));
+        }
+        out
+    }
 }
 
 /// What reached a destination, per trace.

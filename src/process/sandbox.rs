@@ -243,42 +243,49 @@ impl Bwrap {
     /// Why `argv` cannot run in a sandbox with `view` in `cwd`, found before
     /// starting it (bwrap would only say so on the process's stderr).
     pub fn refuse(&self, argv: &[String], cwd: &Path, path_var: Option<&OsString>, view: &View) -> Option<String> {
-        if !cwd.is_absolute() || too_wide(cwd) {
-            return Some(format!("the sandbox refuses to give write access to {}", cwd.display()));
-        }
-        if let Some(w) = view.writable.iter().find(|w| too_wide(w)) {
-            return Some(format!("the sandbox refuses to give write access to {}", w.display()));
-        }
-        let prog = argv.first()?;
-        if prog.contains('/') {
-            let p = cwd.join(prog);
-            return match std::fs::metadata(&p) {
-                Err(e) => Some(format!("{}: {e}", p.display())),
-                Ok(m) if m.is_dir() => Some(format!("{}: is a folder", p.display())),
-                Ok(m) => {
-                    use std::os::unix::fs::PermissionsExt;
-                    (m.permissions().mode() & 0o111 == 0).then(|| format!("{}: Permission denied", p.display()))
-                }
-            };
-        }
-        // A program named without a path is looked up inside the sandbox,
-        // where only the system folders and the exposed paths exist.
-        let visible = |d: &Path| {
-            is_system(d)
-                || d.starts_with(cwd)
-                || view.read_only.iter().chain(view.writable.iter()).any(|r| d.starts_with(r))
-        };
-        let dirs = path_var.map(std::env::split_paths).into_iter().flatten();
-        let found = dirs.filter(|d| visible(d)).any(|d| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(d.join(prog)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        });
-        (!found).then(|| {
-            format!(
-                "`{prog}` is not found on PATH inside the sandbox (only the system folders and `sandbox.expose` are there; give the program's absolute path or expose its folder)"
-            )
-        })
+        refuse(argv, cwd, path_var, view)
     }
+}
+
+/// Why `argv` cannot run in a sandbox with `view` in `cwd` (its program not
+/// found as the sandbox would look it up), found before starting it; also
+/// what `evalua check` says of a command agent.
+pub fn refuse(argv: &[String], cwd: &Path, path_var: Option<&OsString>, view: &View) -> Option<String> {
+    if !cwd.is_absolute() || too_wide(cwd) {
+        return Some(format!("the sandbox refuses to give write access to {}", cwd.display()));
+    }
+    if let Some(w) = view.writable.iter().find(|w| too_wide(w)) {
+        return Some(format!("the sandbox refuses to give write access to {}", w.display()));
+    }
+    let prog = argv.first()?;
+    if prog.contains('/') {
+        let p = cwd.join(prog);
+        return match std::fs::metadata(&p) {
+            Err(e) => Some(format!("{}: {e}", p.display())),
+            Ok(m) if m.is_dir() => Some(format!("{}: is a folder", p.display())),
+            Ok(m) => {
+                use std::os::unix::fs::PermissionsExt;
+                (m.permissions().mode() & 0o111 == 0).then(|| format!("{}: Permission denied", p.display()))
+            }
+        };
+    }
+    // A program named without a path is looked up inside the sandbox,
+    // where only the system folders and the exposed paths exist.
+    let visible = |d: &Path| {
+        is_system(d)
+            || d.starts_with(cwd)
+            || view.read_only.iter().chain(view.writable.iter()).any(|r| d.starts_with(r))
+    };
+    let dirs = path_var.map(std::env::split_paths).into_iter().flatten();
+    let found = dirs.filter(|d| visible(d)).any(|d| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(d.join(prog)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    (!found).then(|| {
+        format!(
+            "`{prog}` is not found on PATH inside the sandbox (only the system folders and `sandbox.expose` are there; give the program's absolute path or expose its folder)"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -158,12 +158,11 @@ impl RunDir {
     /// Write manifest.json, streamed from the struct (its keys in the
     /// struct's order): a manifest lists every case, and building it as a
     /// JSON tree first cost more memory than the whole plan at 100,000 cases.
+    /// It is renamed into place whole ([`write_streamed`]): its presence is
+    /// what makes a folder a run dir, so a reader that sees it (`evalua
+    /// view`, a merge, the sweep of dead runs' databases) never reads half of it.
     pub fn write_manifest(&self, m: &Manifest) -> Result<()> {
-        let path = self.file("manifest.json");
-        let env = |e: std::io::Error| Error::Environment(format!("{}: cannot write: {e}", path.display()));
-        let mut w = std::io::BufWriter::new(File::create(&path).map_err(env)?);
-        serde_json::to_writer_pretty(&mut w, m).map_err(|e| env(e.into()))?;
-        w.flush().map_err(env)
+        write_json(&self.file("manifest.json"), m)
     }
 
     pub fn read_manifest(&self) -> Result<Manifest> {

@@ -36,7 +36,11 @@ pub fn console_for(run: &RunData) -> String {
     if let Some(line) = incomplete_line(run) {
         let _ = writeln!(out, "{line}");
     }
-    out.push_str(&console(run.suite(), &run.summary, &run.gates, &run.dir.display().to_string()));
+    let endings = match super::text::endings(run) {
+        Ok(e) => endings_text(&e, &run.dir),
+        Err(e) => format!("(how the trials not accepted ended: cannot read their records: {e})\n"),
+    };
+    out.push_str(&render(run.suite(), &run.summary, &run.gates, &run.dir.display().to_string(), &endings));
     for inv in &run.manifest.invalid_cases {
         let _ = writeln!(out, "skipped as invalid: '{}' ({}): {}", inv.case, inv.location, inv.reason);
     }
@@ -46,8 +50,44 @@ pub fn console_for(run: &RunData) -> String {
     out
 }
 
+/// How the non-accepted trials ended, with counts, each ending's first trial
+/// (its error line, a crash's last stderr line) and the command to see it whole.
+pub fn endings_text(endings: &[super::text::Ending], run_dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    if endings.is_empty() {
+        return out;
+    }
+    let n: usize = endings.iter().map(|e| e.count).sum();
+    let _ = writeln!(
+        out,
+        "not accepted: {}, by how they ended: {}",
+        plural(n, "trial"),
+        super::text::endings_counts(endings)
+    );
+    for e in endings {
+        let _ = writeln!(
+            out,
+            "  {}: first {} #{}{}",
+            e.ended.as_str(),
+            e.case,
+            e.trial,
+            e.why.as_deref().map(|w| format!(": {w}")).unwrap_or_default()
+        );
+        if let Some(s) = &e.stderr {
+            let _ = writeln!(out, "    stderr: {s}");
+        }
+        let _ = writeln!(out, "    {}", e.show_command(run_dir));
+    }
+    out
+}
+
 /// Render the summary for a terminal.
 pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> String {
+    render(suite, summary, gates, dir, "")
+}
+
+/// The summary, with `after_table` (the endings) right after the per-case table.
+fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_table: &str) -> String {
     let f = &summary.figures;
     let cap = &f.capability;
     let kmax = cap.k_max().unwrap_or(1);
@@ -91,6 +131,7 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
             shown.len()
         );
     }
+    out.push_str(after_table);
     let iv = |m: Metric| {
         cap.interval(m).map(|i| format!(" [{}, {}]", pct(Some(i.lower)), pct(Some(i.upper)))).unwrap_or_default()
     };
@@ -100,9 +141,9 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
         plural(cap.cases, "case"),
         plural(cap.trials as usize, "trial")
     );
-    // k up to 10 and the largest (the ones with intervals): not one line per k
-    // of a 300-trial run.
-    for k in (1..=kmax.min(10)).chain((kmax > 10).then_some(kmax)) {
+    // k = 1, 2, 3, 5, 10 and the largest (summary.json has every k): not one
+    // line per k of a 20-trial run.
+    for k in [1, 2, 3, 5, 10].into_iter().filter(|&k| k < kmax).chain([kmax]) {
         let _ = writeln!(
             out,
             "  pass^{k} {}{}   pass@{k} {}{}",

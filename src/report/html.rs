@@ -407,6 +407,30 @@ pub fn write<W: Rewind>(run: &RunData, o: &mut W) -> Result<()> {
         plural(f.capability.trials as usize, "trial")
     );
     let _ = o.write_str(&overview(run));
+    let endings = super::text::endings(run)?;
+    if !endings.is_empty() {
+        let n: usize = endings.iter().map(|e| e.count).sum();
+        let _ = write!(
+            o,
+            "<h2>How the trials not accepted ended</h2><p class=meta>{}: {}</p><table class=endings><tr><th>ended</th><th>trials</th><th>first</th><th>its error</th><th>see it whole</th></tr>",
+            plural(n, "trial"),
+            esc(&super::text::endings_counts(&endings))
+        );
+        for e in &endings {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{} #{}</td><td>{}{}</td><td><code>{}</code></td></tr>",
+                esc(e.ended.as_str()),
+                e.count,
+                esc(&e.case),
+                e.trial,
+                esc(e.why.as_deref().unwrap_or("")),
+                e.stderr.as_deref().map(|s| format!("<br>stderr: <code>{}</code>", esc(s))).unwrap_or_default(),
+                esc(&e.show_command(&super::text::stable_dir(run)))
+            );
+        }
+        let _ = o.write_str("</table>");
+    }
     let _ = o.write_str(
         r#"<h2>Cases × trials</h2><p class=legend><span class="cell o-a"></span> accepted <span class="cell o-f"></span> failed <span class="cell o-c"></span> critical <span class="cell o-g"></span> grader error <span class="cell o-i"></span> infra error · click a trial for its trajectory · <label><input type=checkbox id=onlyfail> only cases with a non-accepted trial</label></p>
 <div class=split><div id=grid></div><div id=traj><p class=hint>Click a trial in the grid.</p></div></div>"#,

@@ -162,6 +162,31 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
     }
     let _ = writeln!(o);
 
+    let endings = super::text::endings(run)?;
+    if !endings.is_empty() {
+        let n: usize = endings.iter().map(|e| e.count).sum();
+        let _ = writeln!(o, "## How the trials not accepted ended\n");
+        let _ = writeln!(o, "{}: {}\n", plural(n, "trial"), super::text::endings_counts(&endings));
+        let _ = writeln!(o, "| ended | trials | first | its error | see it whole |\n|---|---|---|---|---|");
+        for e in &endings {
+            let mut why = e.why.clone().unwrap_or_default();
+            if let Some(s) = &e.stderr {
+                why.push_str(&format!(" — stderr: {s}"));
+            }
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} #{} | {} | `{}` |",
+                e.ended.as_str(),
+                e.count,
+                cell(&e.case),
+                e.trial,
+                cell(why.trim()),
+                e.show_command(&super::text::stable_dir(run)).replace('`', "'")
+            );
+        }
+        let _ = writeln!(o);
+    }
+
     // Worst cases: lowest accepted rate first (critical failures break ties), up to 10.
     let mut worst: Vec<usize> = (0..s.cases.len()).filter(|&i| s.cases[i].accepted < s.cases[i].n).collect();
     worst.sort_by(|&a, &b| {

@@ -5,15 +5,13 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::record::rundir::TrialsWriter;
 use crate::record::{Outcome, RunDir};
 use crate::run::{RunEvent, Sink};
-use crate::stats::{Tally, plural};
+use crate::stats::plural;
 
 /// Appends each finished trial's record to trials.jsonl, flushed at once.
 pub struct TrialsFile(TrialsWriter, HashSet<(String, u32)>);
@@ -41,35 +39,33 @@ impl Sink for TrialsFile {
     }
 }
 
-/// Progress as the run goes, on stderr: a bar on a terminal; elsewhere (CI
-/// logs) one line per finished case and a heartbeat line every 10 s
-/// (`EVALUA_HEARTBEAT_S` changes the period); nothing with `-q`.
+/// Progress as the run goes, on stderr: a bar on a terminal (a spinner when
+/// the number of trials is not known before, as when grading traces);
+/// elsewhere (CI logs) one line per finished case and a heartbeat line every
+/// 10 s (`EVALUA_HEARTBEAT_S` changes the period), driven by the run's ticks;
+/// nothing with `-q`.
 pub struct Progress {
     /// `EVALUA_PROGRESS=jsonl` (set by `evalua mcp` for its child runs): a
     /// `@evalua-progress {"done", "total", "message"}` line on stderr per
-    /// finished trial, for a program to read; shown also with `-q`.
-    jsonl: Option<(usize, usize)>,
+    /// finished trial, for a program to read; shown also with `-q`. Trials
+    /// done so far, and the total when known.
+    jsonl: Option<(usize, Option<usize>)>,
     bar: Option<indicatif::ProgressBar>,
-    lines: Option<Arc<Mutex<Lines>>>,
-    heartbeat: Option<Heartbeat>,
+    lines: Option<Lines>,
 }
 
 /// What the line display knows of the run.
 struct Lines {
     started: Instant,
-    trials: usize,
+    trials: Option<usize>,
     done: usize,
-    ids: Vec<String>,
     planned: Vec<u32>,
     finished: Vec<u32>,
     outcomes: Vec<BTreeMap<Outcome, u32>>,
     cases_done: usize,
     cases: usize,
-}
-
-struct Heartbeat {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
+    period: Duration,
+    next_beat: Instant,
 }
 
 /// The default period of the heartbeat line.
@@ -87,81 +83,69 @@ fn elapsed(d: Duration) -> String {
 impl Progress {
     pub fn new(show: bool) -> Self {
         if std::env::var("EVALUA_PROGRESS").is_ok_and(|v| v == "jsonl") {
-            return Progress { jsonl: Some((0, 0)), bar: None, lines: None, heartbeat: None };
+            return Progress { jsonl: Some((0, None)), bar: None, lines: None };
         }
         if !show {
-            return Progress { jsonl: None, bar: None, lines: None, heartbeat: None };
+            return Progress { jsonl: None, bar: None, lines: None };
         }
         if std::io::stderr().is_terminal() {
-            let pb = indicatif::ProgressBar::new(0);
-            pb.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  {msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            return Progress { jsonl: None, bar: Some(pb), lines: None, heartbeat: None };
+            return Progress { jsonl: None, bar: Some(indicatif::ProgressBar::new(0)), lines: None };
         }
-        let lines = Lines {
-            started: Instant::now(),
-            trials: 0,
-            done: 0,
-            ids: Vec::new(),
-            planned: Vec::new(),
-            finished: Vec::new(),
-            outcomes: Vec::new(),
-            cases_done: 0,
-            cases: 0,
-        };
-        Progress { jsonl: None, bar: None, lines: Some(Arc::new(Mutex::new(lines))), heartbeat: None }
-    }
-
-    fn start_heartbeat(&mut self) {
-        let Some(lines) = self.lines.clone() else { return };
         let period = std::env::var("EVALUA_HEARTBEAT_S")
             .ok()
             .and_then(|v| v.parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(Duration::from_secs_f64)
             .unwrap_or(HEARTBEAT);
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut next = Instant::now() + period;
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
-                if flag.load(Ordering::Relaxed) {
-                    break;
-                }
-                if Instant::now() >= next {
-                    let l = lines.lock().unwrap_or_else(|p| p.into_inner());
-                    eprintln!(
-                        "… {} of {} trials done ({} of {} cases), {} elapsed",
-                        l.done,
-                        l.trials,
-                        l.cases_done,
-                        l.cases,
-                        elapsed(l.started.elapsed())
-                    );
-                    next = Instant::now() + period;
-                }
-            }
-        });
-        self.heartbeat = Some(Heartbeat { stop, thread });
+        let lines = Lines {
+            started: Instant::now(),
+            trials: None,
+            done: 0,
+            planned: Vec::new(),
+            finished: Vec::new(),
+            outcomes: Vec::new(),
+            cases_done: 0,
+            cases: 0,
+            period,
+            next_beat: Instant::now() + period,
+        };
+        Progress { jsonl: None, bar: None, lines: Some(lines) }
     }
 
-    fn stop_heartbeat(&mut self) {
-        if let Some(h) = self.heartbeat.take() {
-            h.stop.store(true, Ordering::Relaxed);
-            h.thread.thread().unpark();
-            let _ = h.thread.join();
+    fn bar(pb: &indicatif::ProgressBar, ev: &RunEvent<'_>) {
+        match ev {
+            RunEvent::Started { trials: Some(n), .. } => {
+                pb.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} trials  {msg}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                pb.set_length(*n as u64);
+            }
+            RunEvent::Started { trials: None, .. } => pb.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {pos} trials {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            ),
+            RunEvent::TrialFinished { record, .. } => {
+                pb.inc(1);
+                if record.outcome != Outcome::Accepted {
+                    pb.set_message(format!("{} {}#{}", record.outcome.as_str(), record.case, record.trial));
+                }
+            }
+            RunEvent::Cancelled { .. } => pb.set_message("stopping: the running trials end, no new one starts"),
+            RunEvent::Tick { .. } => pb.tick(),
+            RunEvent::Finished => pb.finish_and_clear(),
+            RunEvent::TrialStarted { .. } => {}
         }
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        self.stop_heartbeat();
+        if let Some(pb) = &self.bar {
+            pb.finish_and_clear();
+        }
     }
 }
 
@@ -179,41 +163,30 @@ impl Sink for Progress {
                     });
                     eprintln!("@evalua-progress {line}");
                 }
-                RunEvent::Finished => {}
+                _ => {}
             }
             return Ok(());
         }
         if let Some(pb) = &self.bar {
-            match ev {
-                RunEvent::Started { trials, .. } => pb.set_length(*trials as u64),
-                RunEvent::TrialFinished { record, .. } => {
-                    pb.inc(1);
-                    if record.outcome != Outcome::Accepted {
-                        pb.set_message(format!("{} {}#{}", record.outcome.as_str(), record.case, record.trial));
-                    }
-                }
-                RunEvent::Finished => pb.finish_and_clear(),
-            }
+            Progress::bar(pb, ev);
             return Ok(());
         }
-        let Some(lines) = self.lines.clone() else { return Ok(()) };
+        let Some(l) = self.lines.as_mut() else { return Ok(()) };
         match ev {
-            RunEvent::Started { plan, trials, per_case } => {
-                {
-                    let mut l = lines.lock().unwrap_or_else(|p| p.into_inner());
-                    l.started = Instant::now();
-                    l.trials = *trials;
-                    l.ids = plan.cases.iter().map(|c| c.spec.id.clone()).collect();
-                    l.planned = per_case.to_vec();
-                    l.finished = vec![0; per_case.len()];
-                    l.outcomes = vec![BTreeMap::new(); per_case.len()];
-                    l.cases = per_case.iter().filter(|n| **n > 0).count();
-                    eprintln!("running {} of {} ({} trials)", plural(l.cases, "case"), plan.suite.name, l.trials);
+            RunEvent::Started { suite, trials, per_case, .. } => {
+                l.started = Instant::now();
+                l.next_beat = l.started + l.period;
+                l.trials = *trials;
+                l.planned = per_case.to_vec();
+                l.finished = vec![0; per_case.len()];
+                l.outcomes = vec![BTreeMap::new(); per_case.len()];
+                l.cases = per_case.iter().filter(|n| **n > 0).count();
+                match trials {
+                    Some(n) => eprintln!("running {} of {} ({n} trials)", plural(l.cases, "case"), suite.name),
+                    None => eprintln!("grading with {}", suite.name),
                 }
-                self.start_heartbeat();
             }
             RunEvent::TrialFinished { case, record, .. } => {
-                let mut l = lines.lock().unwrap_or_else(|p| p.into_inner());
                 l.done += 1;
                 let Some(n) = l.finished.get_mut(*case) else { return Ok(()) };
                 *n += 1;
@@ -233,31 +206,27 @@ impl Sink for Progress {
                         "[{:>width$}/{}] {}: {accepted} of {n} accepted{}  ({})",
                         l.cases_done,
                         l.cases,
-                        l.ids[*case],
+                        record.case,
                         if others.is_empty() { String::new() } else { format!(", {}", others.join(", ")) },
                         elapsed(l.started.elapsed())
                     );
                 }
             }
-            RunEvent::Finished => self.stop_heartbeat(),
-        }
-        Ok(())
-    }
-}
-
-/// The tally the run's figures are computed from.
-pub struct Figures(pub Tally);
-
-impl Sink for Figures {
-    fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
-        match ev {
-            RunEvent::Started { plan, .. } => {
-                self.0 = Tally::new(plan.cases.len());
-                let monitors: Vec<String> = plan.suite.monitors.iter().map(|m| m.name.clone()).collect();
-                self.0.declare_monitors(&monitors);
+            RunEvent::Tick { .. } if Instant::now() >= l.next_beat => {
+                l.next_beat = Instant::now() + l.period;
+                match l.trials {
+                    Some(n) => eprintln!(
+                        "… {} of {n} trials done ({} of {} cases), {} elapsed",
+                        l.done,
+                        l.cases_done,
+                        l.cases,
+                        elapsed(l.started.elapsed())
+                    ),
+                    None => eprintln!("… {} trials done, {} elapsed", l.done, elapsed(l.started.elapsed())),
+                }
             }
-            RunEvent::TrialFinished { case, record, .. } => self.0.add(*case, record),
-            RunEvent::Finished => {}
+            RunEvent::Cancelled { .. } => eprintln!("stopping: the running trials end, no new one starts"),
+            _ => {}
         }
         Ok(())
     }
@@ -327,5 +296,71 @@ impl Sink for Otlp {
             e.trial(record, trace, None);
         }
         Ok(())
+    }
+}
+
+/// How a run is followed: the flags every kind of run shares.
+#[derive(Debug, Clone, Default)]
+pub struct Follow {
+    /// `-q`: no progress display.
+    pub quiet: bool,
+    /// `--otlp`, `--otlp-file`, `--otlp-no-content` (and the OTEL_EXPORTER_OTLP_* variables).
+    pub export: crate::otel::export::Options,
+}
+
+/// The sinks every kind of run (a run, a re-grade, a grade of traces) is
+/// followed by, built in one place from the flags: trials.jsonl, the
+/// progress display, the per-test report and the OTLP export.
+pub struct Followers {
+    trials: TrialsFile,
+    progress: Progress,
+    tests: TestsReport,
+    otlp: Otlp,
+}
+
+/// What the sinks leave once the run is over.
+pub struct Followed {
+    pub tests: TestsReport,
+    /// How the OTLP export went, a line per destination.
+    pub exports: Vec<String>,
+}
+
+impl Followers {
+    /// The sinks of the run dir `dir` (suite `suite`, run `run_id`). `kept`:
+    /// a resumed run's trials already in trials.jsonl (appended after, not
+    /// written again); None starts trials.jsonl.
+    pub fn new(
+        follow: &Follow,
+        dir: &RunDir,
+        suite: &str,
+        run_id: &str,
+        kept: Option<HashSet<(String, u32)>>,
+    ) -> Result<Followers> {
+        let trials = match kept {
+            Some(keys) => TrialsFile::resume(dir, keys)?,
+            None => TrialsFile::create(dir)?,
+        };
+        let exporter = if follow.export.any() {
+            Some(crate::otel::export::Exporter::new(&follow.export, suite, run_id)?)
+        } else {
+            None
+        };
+        Ok(Followers {
+            trials,
+            progress: Progress::new(!follow.quiet),
+            tests: TestsReport::default(),
+            otlp: Otlp(exporter),
+        })
+    }
+
+    pub fn sinks(&mut self) -> [&mut dyn Sink; 4] {
+        [&mut self.trials, &mut self.progress, &mut self.tests, &mut self.otlp]
+    }
+
+    /// After the run. A failed export never changes an outcome: it is said, and the run goes on.
+    pub fn finish(self) -> Followed {
+        drop(self.progress);
+        let exports = self.otlp.0.map(|e| e.finish().iter().map(|r| r.to_string()).collect()).unwrap_or_default();
+        Followed { tests: self.tests, exports }
     }
 }

@@ -1,7 +1,7 @@
 //! What every report shares: suite figures as rows with intervals and
 //! denominators, gate lines, values and evidence as short text.
 
-use crate::record::{FirstFailure, Outcome};
+use crate::record::{Ended, FirstFailure, Outcome, Verdict as CheckVerdict};
 use crate::spec::gate::{self, Metric, On, Verdict};
 use crate::stats::safety::SafetyFigure;
 use crate::stats::{RunData, Summary};
@@ -224,4 +224,106 @@ pub fn counted_apart(f: &crate::stats::SuiteFigures) -> String {
         after_start(f.infra_errors_after_start),
         f.skipped_checks,
     )
+}
+
+/// How the trials that were not accepted ended (`crashed`, `deadline`,
+/// `protocol_error`, `final` …), with the first such trial in brief: what a
+/// reader needs to see why trials failed without opening each one.
+#[derive(Debug, Clone)]
+pub struct Ending {
+    pub ended: Ended,
+    pub count: usize,
+    /// The first trial that ended this way (trials.jsonl order).
+    pub case: String,
+    pub trial: u32,
+    /// Its error line: why the agent did not end normally, what the harness
+    /// failed to provide, or (for a trial that ended normally) its first
+    /// failing check.
+    pub why: Option<String>,
+    /// A crash's last line on stderr.
+    pub stderr: Option<String>,
+}
+
+impl Ending {
+    /// The command that prints the trial whole.
+    pub fn show_command(&self, run_dir: &std::path::Path) -> String {
+        format!(
+            "evalua show {} {} {}",
+            crate::util::paths::shell_word(&run_dir.display().to_string()),
+            crate::util::paths::shell_word(&self.case),
+            self.trial
+        )
+    }
+}
+
+/// The run dir as the report files name it: its absolute path, the same
+/// whichever folder `evalua run` or `evalua report` ran in.
+pub fn stable_dir(run: &RunData) -> std::path::PathBuf {
+    std::fs::canonicalize(&run.dir).unwrap_or_else(|_| run.dir.clone())
+}
+
+/// The first line of a text, trimmed and cut to `max` characters.
+fn first_line(s: &str, max: usize) -> Option<String> {
+    let l = s.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(truncate(l, max))
+}
+
+/// The endings of the run's non-accepted trials, most frequent first (then by
+/// name); each with its first trial's error line and, for a crash, the last
+/// line of its stderr. Reads one record (and one trace) per ending.
+pub fn endings(run: &RunData) -> crate::error::Result<Vec<Ending>> {
+    let mut counts: Vec<(Ended, usize, usize)> = Vec::new(); // (ended, count, first index in run.failed)
+    for (j, f) in run.failed.iter().enumerate() {
+        match counts.iter_mut().find(|(e, _, _)| *e == f.ended) {
+            Some(c) => c.1 += 1,
+            None => counts.push((f.ended, 1, j)),
+        }
+    }
+    if counts.is_empty() {
+        return Ok(Vec::new());
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.as_str().cmp(b.0.as_str())));
+    let failed = run.failed()?;
+    let mut out = Vec::new();
+    for (ended, count, j) in counts {
+        let rec = failed.read(&run.failed[j])?;
+        let why = match ended {
+            Ended::Final => rec
+                .checks
+                .iter()
+                .find(|c| c.verdict() == CheckVerdict::Fail)
+                .map(|c| {
+                    let ev = evidence_text(&c.evidence, 160);
+                    if ev.is_empty() {
+                        format!("check '{}' failed", c.name)
+                    } else {
+                        format!("check '{}' failed: {ev}", c.name)
+                    }
+                })
+                .or_else(|| {
+                    rec.checks.iter().find(|c| c.verdict() == CheckVerdict::Error).map(|c| {
+                        format!(
+                            "check '{}' raised: {}",
+                            c.name,
+                            first_line(c.error.as_deref().unwrap_or(""), 200).unwrap_or_default()
+                        )
+                    })
+                }),
+            _ => rec.error.as_deref().or(rec.infra_error.as_deref()).and_then(|e| first_line(e, 240)),
+        };
+        let stderr = if ended == Ended::Crashed {
+            run.trace(&rec)
+                .and_then(|t| t.stderr_tail)
+                .and_then(|s| s.lines().rev().map(str::trim).find(|l| !l.is_empty()).map(|l| truncate(l, 240)))
+        } else {
+            None
+        };
+        out.push(Ending { ended, count, case: rec.case, trial: rec.trial, why, stderr });
+    }
+    Ok(out)
+}
+
+/// `crashed 3, deadline 1, protocol_error 1`.
+pub fn endings_counts(endings: &[Ending]) -> String {
+    endings.iter().map(|e| format!("{} {}", e.ended.as_str(), e.count)).collect::<Vec<_>>().join(", ")
 }

@@ -25,11 +25,6 @@ fn file_hash(p: &Path) -> FileHash {
     }
 }
 
-/// sha256 over every source file of the suite and the embedded stdlib: what graded the run.
-pub fn grader_hash(plan: &Plan) -> String {
-    grader_hash_of(&plan.suite)
-}
-
 /// What identifies the suite in any manifest (a run's or a grade's): its
 /// entry (without a sandbox's schema and database), its source files and its
 /// tool contract's hash.
@@ -52,7 +47,7 @@ pub fn suite_identity(suite: &crate::spec::Suite) -> (SuiteEntry, Vec<FileHash>,
     (entry, sources, tools)
 }
 
-/// [`grader_hash`] of a suite.
+/// sha256 over every source file of the suite and the embedded stdlib: what graded the run.
 pub fn grader_hash_of(suite: &crate::spec::Suite) -> String {
     sha256_hex(
         suite
@@ -172,20 +167,15 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         })
         .collect();
     let agent = suite.agent.as_ref().map(|a| agent_entry(a, &suite.dir));
-    let (entry, sources, tool_contract_sha256) = suite_identity(suite);
+    let base = base(suite, RunKind::Run, run_id, argv, opts.jobs);
     Manifest {
-        evalua_version: env!("CARGO_PKG_VERSION").to_string(),
-        run_id: run_id.to_string(),
-        kind: RunKind::Run,
-        started_at: jiff::Timestamp::now().to_string(),
-        command: argv.to_vec(),
-        suite: SuiteEntry { schema: suite.schema.as_deref().map(file_hash), db: plan.db.manifest_entry(), ..entry },
-        sources,
+        suite: SuiteEntry {
+            schema: suite.schema.as_deref().map(file_hash),
+            db: plan.db.manifest_entry(),
+            ..base.suite
+        },
         datasets: datasets(plan),
-        grader_sha256: grader_hash(plan),
-        tool_contract_sha256,
         agent: agent.unwrap_or(Json::Null),
-        judges: crate::judge::manifest(suite),
         cases,
         budget: suite.budget.clone(),
         default_deadline_s: DEFAULT_DEADLINE_S,
@@ -193,17 +183,10 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         seed: plan.seed,
         partition: opts.partition.map(|p| p.to_string()),
         partition_from: opts.partition_from.clone(),
-        jobs: opts.jobs,
         filters: opts.filters.clone(),
-        gates: suite
-            .gates
-            .iter()
-            .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
-            .collect(),
         invalid_cases: plan.invalid.clone(),
         infra_error_policy:
             "capability figures leave infra_error trials out of n; figures.operational counts them as failures".into(),
-        machine: Machine::this(),
         isolation: IsolationEntry {
             mode: match crate::process::isolation() {
                 crate::process::Isolation::Sandbox => "sandbox".into(),
@@ -216,11 +199,6 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             expose: suite.expose.iter().map(|p| p.display().to_string()).collect(),
             network: suite.network,
         },
-        merged_from: None,
-        monitors: suite.monitors.iter().map(|m| m.name.clone()).collect(),
-        trace_inputs: Vec::new(),
-        warnings: Vec::new(),
-        exports: Vec::new(),
         trial_state: Some(if plan.keep_state {
             StateKeeping::Kept
         } else if matches!(plan.db, crate::sandbox::db::Backend::Postgres(_)) {
@@ -228,7 +206,6 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         } else {
             StateKeeping::Skipped
         }),
-        regraded_from: None,
         planned_trials: Some(super::work(plan, opts.partition).len()),
         judge_checks: {
             // The suite's judge checks (the plan's cases keep no checks).
@@ -237,6 +214,55 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             names.dedup();
             names
         },
+        ..base
+    }
+}
+
+/// Every manifest's start, whatever made the run's trials: the suite (its
+/// identity, grader hash, judges, gates, monitors), the command line and the
+/// machine; what a plan adds (cases, agent, budget, seed, isolation) is empty.
+pub fn base(suite: &crate::spec::Suite, kind: RunKind, run_id: &str, argv: &[String], jobs: usize) -> Manifest {
+    let (entry, sources, tool_contract_sha256) = suite_identity(suite);
+    Manifest {
+        evalua_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id: run_id.to_string(),
+        kind,
+        started_at: jiff::Timestamp::now().to_string(),
+        command: argv.to_vec(),
+        suite: entry,
+        sources,
+        datasets: Vec::new(),
+        grader_sha256: grader_hash_of(suite),
+        tool_contract_sha256,
+        agent: Json::Null,
+        judges: crate::judge::manifest(suite),
+        cases: Vec::new(),
+        budget: Default::default(),
+        default_deadline_s: 0.0,
+        trials: None,
+        seed: 0,
+        partition: None,
+        partition_from: None,
+        jobs,
+        filters: Default::default(),
+        gates: suite
+            .gates
+            .iter()
+            .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
+            .collect(),
+        invalid_cases: Vec::new(),
+        infra_error_policy: String::new(),
+        machine: Machine::this(),
+        isolation: Default::default(),
+        merged_from: None,
+        monitors: suite.monitors.iter().map(|m| m.name.clone()).collect(),
+        trace_inputs: Vec::new(),
+        warnings: Vec::new(),
+        exports: Vec::new(),
+        trial_state: None,
+        regraded_from: None,
+        planned_trials: None,
+        judge_checks: Vec::new(),
         resumes: Vec::new(),
         extra: Default::default(),
     }

@@ -1,9 +1,11 @@
 //! A run: plan the (case, trial) pairs ([`plan`]), screen coding cases on
 //! their initial trees ([`screen`]), write the manifest ([`manifest`]), run
-//! the trials on worker threads ([`scheduler`]) and announce each finished
-//! trial to the run's sinks ([`events`]).
+//! the trials on worker threads ([`scheduler`], the one engine of runs,
+//! re-grades ([`regrade`]) and graded traces ([`graded`])) and announce each
+//! finished trial to the run's sinks ([`events`]).
 
 pub mod events;
+pub mod graded;
 pub mod manifest;
 pub mod partition;
 pub mod plan;
@@ -12,9 +14,10 @@ pub mod resume;
 pub mod scheduler;
 pub mod screen;
 
-pub use events::{RunEvent, Sink};
+pub use events::{CancelReason, RunEvent, Sink};
 pub use partition::{Partition, PartitionArg};
 pub use plan::plan;
 pub use scheduler::{
-    Executed, Kept, RunOptions, TrialFn, default_jobs, execute, execute_resumed, execute_work, run_trial, work,
+    AsMade, Executed, Kept, Place, Placed, Planned, RunOptions, Scheduler, Source, TrialFn, default_jobs, run_trial,
+    work,
 };

@@ -18,11 +18,22 @@ use crate::util::paths::display_path;
 use crate::util::schema;
 use crate::util::time::instant;
 
-/// An input error about a case: say which case, and where it is declared.
+/// An input error about a case: say where it is declared, and which case.
 fn in_case(e: Error, spec: &CaseSpec) -> Error {
     match e {
-        Error::Input(m) => Error::Input(format!("{m} (case '{}' at {})", spec.id, spec.location)),
+        Error::Input(m) => Error::Input(format!("{}: case '{}': {m}", spec.location, spec.id)),
         other => other,
+    }
+}
+
+/// Keep an input error to say with the others; any other error ends the plan.
+fn keep(errors: &mut Vec<String>, e: Error) -> Result<()> {
+    match e {
+        Error::Input(m) => {
+            errors.extend(m.lines().map(String::from));
+            Ok(())
+        }
+        other => Err(other),
     }
 }
 
@@ -35,6 +46,7 @@ fn check_queries(
     suite: &Suite,
     templates: &HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>>,
     used: &HashSet<Option<PathBuf>>,
+    errors: &mut Vec<String>,
 ) -> Result<()> {
     let mut conns: HashMap<Option<PathBuf>, std::rc::Rc<dyn Database>> = HashMap::new();
     for q in suite.queries.iter().filter(|q| used.contains(&q.fixture)) {
@@ -51,10 +63,10 @@ fn check_queries(
             }
         };
         if let Err(e) = conn.prepare(&q.sql) {
-            return Err(Error::Input(format!(
+            errors.push(format!(
                 "{}: check '{}' (case '{}'): the query does not prepare against the case's fixture: {e}",
                 q.at, q.check, q.case,
-            )));
+            ));
         }
     }
     Ok(())
@@ -62,7 +74,7 @@ fn check_queries(
 
 /// Select the cases, build each case's template database and compile the
 /// tools' schemas: everything that can be wrong with the suite fails here,
-/// before any agent runs.
+/// before any agent runs (every input error at once, one a line).
 pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64) -> Result<Plan> {
     let glob = match &filters.case {
         Some(g) => {
@@ -73,10 +85,15 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     let now = jiff::Timestamp::now();
     let default_clock = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
 
+    let mut errors: Vec<String> = Vec::new();
     let mut tools: HashMap<String, Arc<ToolDef>> = HashMap::new();
     for t in &suite.tools {
-        let validator = schema::compile(&t.params).map_err(|e| Error::Input(format!("tool '{}': {e}", t.name)))?;
-        tools.insert(t.name.clone(), Arc::new(ToolDef { spec: t.clone(), validator }));
+        match schema::compile(&t.params) {
+            Ok(validator) => {
+                tools.insert(t.name.clone(), Arc::new(ToolDef { spec: t.clone(), validator }));
+            }
+            Err(e) => errors.push(format!("{}: tool '{}': {e}", t.location, t.name)),
+        }
     }
 
     let all_tools: Arc<Vec<Arc<ToolDef>>> =
@@ -96,6 +113,9 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     let mut work_templates = Templates::default();
     let db = Backend::connect(&suite.db)?;
     let mut templates: HashMap<(Option<PathBuf>, Option<PathBuf>), Option<DbTemplate>> = HashMap::new();
+    // Fixtures whose template could not be built (said once each).
+    let mut broken: HashSet<(Option<PathBuf>, Option<PathBuf>)> = HashSet::new();
+    let mut broken_work: HashSet<crate::spec::WorkdirSpec> = HashSet::new();
     let mut cases = Vec::with_capacity(suite.cases.len());
     // Most cases have no fault rules of their own: they share the suite's.
     let suite_faults = Arc::new(fault::effective(&suite.faults, None));
@@ -114,27 +134,53 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
         if filters.split.as_ref().is_some_and(|s| s != &spec.split) {
             continue;
         }
-        used.insert(spec.fixture.clone());
         let key = (suite.schema.clone(), spec.fixture.clone());
         let template = match templates.get(&key) {
             Some(t) => t.clone(),
+            None if broken.contains(&key) => None,
             None => {
                 let files: Vec<&Path> = key.0.iter().chain(key.1.iter()).map(|p| p.as_path()).collect();
-                let t = db.template(&files, suite.max_fixture_bytes).map_err(|e| in_case(e, &spec))?;
-                templates.insert(key, t.clone());
-                t
+                match db.template(&files, suite.max_fixture_bytes) {
+                    Ok(t) => {
+                        templates.insert(key, t.clone());
+                        t
+                    }
+                    // Said once per fixture; its cases' queries are not prepared.
+                    Err(e) => {
+                        keep(&mut errors, in_case(e, &spec))?;
+                        broken.insert(key);
+                        None
+                    }
+                }
             }
         };
+        if !broken.contains(&(suite.schema.clone(), spec.fixture.clone())) {
+            used.insert(spec.fixture.clone());
+        }
         let clock_text =
             spec.clock.clone().or_else(|| suite.clock.clone()).unwrap_or_else(|| default_clock.to_string());
-        let clock =
-            instant(&clock_text, "UTC").map_err(|e| Error::Input(format!("case '{}': clock: {e}", spec.id)))? as i64;
+        let clock = match instant(&clock_text, "UTC") {
+            Ok(c) => c as i64,
+            Err(e) => {
+                errors.push(format!("{}: case '{}': clock: {e}", spec.location, spec.id));
+                0
+            }
+        };
         let offered = match &spec.tools {
             Some(names) => Arc::new(names.iter().filter_map(|n| tools.get(n).cloned()).collect()),
             None => all_tools.clone(),
         };
         let work = match suite.case_workdir(&spec) {
-            Some(w) => Some(work_templates.get(w, scratch.path()).map_err(|e| in_case(e, &spec))?),
+            // Said once per work tree.
+            Some(w) if broken_work.contains(w) => None,
+            Some(w) => match work_templates.get(w, scratch.path()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    keep(&mut errors, in_case(e, &spec))?;
+                    broken_work.insert(w.clone());
+                    None
+                }
+            },
             None => None,
         };
         cases.push(CasePlan {
@@ -172,7 +218,11 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     cases.shrink_to_fit();
     static PLANS: AtomicU64 = AtomicU64::new(1);
     let id = PLANS.fetch_add(1, Ordering::Relaxed);
-    check_queries(&suite, &templates, &used)?;
+    check_queries(&suite, &templates, &used, &mut errors)?;
+    if !errors.is_empty() {
+        errors.dedup();
+        return Err(Error::Input(errors.join("\n")));
+    }
     let ids = Arc::new(cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
     // A PostgreSQL database's changes cannot be kept as a SQLite changeset:
     // such a run keeps no trial state (the manifest says so; regrade refuses it).

@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::events::Sink;
-use super::scheduler::{RunOptions, execute_work};
+use super::scheduler::{Planned, RunOptions, TrialFn};
 use crate::error::{Error, Result};
 use crate::lua::load;
 use crate::record::manifest::{CaseEntry, Manifest, RegradedFrom, RunKind, StateKeeping};
@@ -214,19 +213,10 @@ impl Regrade {
         m
     }
 
-    /// Re-grade every recorded trial on `jobs` workers, storing traces and
-    /// kept states in `dir` and telling `sinks` in the old run's order.
-    pub fn execute(&self, jobs: usize, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<()> {
+    /// The recorded trials, each graded again by [`trial::regrade::regrade`], in the old run's order.
+    pub fn source(&self, jobs: usize) -> Planned {
         let (plan, old, records) = (self.plan.clone(), self.old.clone(), self.records.clone());
-        execute_work(
-            &self.plan,
-            &self.work,
-            jobs,
-            dir,
-            sinks,
-            Default::default(),
-            Arc::new(move |i, case, _| trial::regrade::regrade(&plan, case, &old, &records[i])),
-        )
-        .map(|_| ())
+        let trial: Arc<TrialFn> = Arc::new(move |i, case, _| trial::regrade::regrade(&plan, case, &old, &records[i]));
+        Planned::new(&self.plan, self.work.clone(), Default::default(), jobs, trial)
     }
 }

@@ -1,37 +1,46 @@
-//! A run: plan the (case, trial) pairs, run them on `--jobs` worker threads,
-//! and announce each finished trial to the run's sinks.
+//! The run engine. Every kind of run goes through [`Scheduler::execute`]: a
+//! run of the agent and a re-grade ([`Planned`]: the plan's (case, trial)
+//! pairs, some kept from an interrupted run) and the grading of recorded
+//! traces (`run::graded`: items streamed in as they are read). What differs
+//! is the [`Source`] of the work; the workers, the watchdog, the trace writer
+//! and the sinks (see `report::sinks::Followers`) are the same.
 //!
-//! Workers claim runs of consecutive trials; each finished trial's trace is
-//! appended to the run dir's trace store by a writer thread (in batches of
-//! whatever has arrived, so a worker never waits on the disk), and only then
-//! is its record announced. The main thread announces records in plan order (a
-//! small reorder buffer), so trials.jsonl is identical for the same seed
-//! whatever `--jobs` is.
+//! Workers claim units of work from the source and make each one's output
+//! (a trial, or a graded item). The trace writer thread takes the outputs in
+//! source order (a reorder buffer), places each (its announced index, case
+//! and trial number: [`Place`]), stores the kept states and traces in batches
+//! of whatever has arrived (so a worker never waits on the disk), and only
+//! then hands the trial on. The main thread announces trials to the sinks in
+//! announced order (a second reorder buffer), so trials.jsonl is identical
+//! for the same seed whatever `--jobs` is, and ticks while it waits.
 //!
-//! A stop request (`util::cancel`) makes workers stop taking trials; the
-//! trials they hold end as `interrupted`, and every finished trial is still
-//! announced (in plan order, past the gaps the trials never started leave).
-//! A resumed run ([`execute_resumed`]) announces the trials it kept from the
-//! interrupted run in their places and runs only the others.
+//! A stop request (`util::cancel`) or a failing sink makes workers stop
+//! taking work ([`RunEvent::Cancelled`]); the trials they hold end as
+//! `interrupted`, and every finished trial is still announced (in order, past
+//! the gaps the trials never started leave). A resumed run announces the
+//! trials it kept from the interrupted run in their places and runs only the
+//! others.
 //!
 //! Workers are detached threads watched by the main thread: a worker whose
-//! running code stays past its published deadline (`util::watch`) by
-//! [`WATCHDOG_MARGIN`] is abandoned and replaced (see [`execute_work`]).
+//! running code stays past its published deadline (`util::watch`) by the
+//! watchdog margin is abandoned and replaced (see [`Scheduler::execute`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use super::events::{RunEvent, Sink};
+use super::events::{CancelReason, RunEvent, Sink};
 use super::partition::Partition;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::record::manifest::Filters;
-use crate::record::{KeptState, RunDir, Trace, TrialRecord};
+use crate::record::{Ended, RunDir, Trace, TrialRecord};
+use crate::spec::Suite;
 use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
 use crate::util::{cancel, watch};
 
+/// What a run was asked for, as the manifest records it.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub trials: Option<u32>,
@@ -55,51 +64,92 @@ const TRACE_BATCH: usize = 256;
 /// Most trials a worker claims at once.
 const CHUNK: usize = 64;
 
-/// Split the work (in plan order) into the runs of consecutive trials a
-/// worker claims at once: about an eighth of a worker's share, at most
-/// [`CHUNK`]. A worker reuses its evaluated suite across cases, and the case
-/// it materialised across that case's consecutive trials (see
-/// `trial::worker`); small runs keep the workers balanced and the reorder
-/// buffers (a trial waits there until every earlier one is announced) short.
-fn chunks(work: &[(usize, u32)], jobs: usize) -> Vec<Range<usize>> {
-    let size = (work.len() / (jobs * 8)).clamp(1, CHUNK);
-    (0..work.len()).step_by(size).map(|start| start..(start + size).min(work.len())).collect()
+/// How far past its deadline a worker may run before the watchdog abandons it.
+pub const WATCHDOG_MARGIN: Duration = Duration::from_secs(5);
+
+/// How often the main thread sends [`RunEvent::Tick`] (and looks at the workers).
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// How a run's work is scheduled: the one set of options of the engine.
+#[derive(Debug, Clone, Copy)]
+pub struct Scheduler {
+    /// Worker threads (at least one).
+    pub jobs: usize,
+    /// How far past its published deadline a worker may run before it is abandoned.
+    pub watchdog: Duration,
+    /// The period of [`RunEvent::Tick`].
+    pub tick: Duration,
 }
 
-/// The planned (case index, trial number) pairs this run runs, in plan order.
-pub fn work(plan: &Plan, partition: Option<Partition>) -> Vec<(usize, u32)> {
-    plan.cases
-        .iter()
-        .enumerate()
-        .flat_map(|(i, c)| (1..=c.trials).map(move |t| (i, t)))
-        .filter(|&(i, t)| partition.is_none_or(|p| p.contains(&plan.cases[i].spec.id, t)))
-        .collect()
-}
-
-/// Run one trial with its agent. A panic in evalua's own code becomes the
-/// trial's infrastructure error: the run goes on and nothing is lost.
-pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
-    guarded(plan, case, number, || trial::run(plan, case, number, crate::agent::drive))
-}
-
-/// `f`, with a panic in evalua's own code turned into the trial's infrastructure error.
-fn guarded(plan: &Plan, case: &CasePlan, number: u32, f: impl FnOnce() -> TrialOutput) -> TrialOutput {
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    match out {
-        Ok(o) => o,
-        Err(p) => {
-            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-            trial::internal_error(plan, case, number, msg.unwrap_or_else(|| "panic".into()))
-        }
+impl Scheduler {
+    pub fn new(jobs: usize) -> Scheduler {
+        Scheduler { jobs: jobs.max(1), watchdog: WATCHDOG_MARGIN, tick: TICK }
     }
 }
 
-/// A trial an earlier, interrupted run finished, kept by `--resume`: its
-/// record (as read back from trials.jsonl) and its trace.
-pub struct Kept {
-    pub record: TrialRecord,
-    pub trace: Trace,
-    pub tests: Vec<TestRow>,
+/// A finished trial, placed: its index in announced order, its case's index,
+/// its output, and its trace as stored (None: serialised by the trace writer).
+pub struct Placed {
+    pub index: usize,
+    pub case: usize,
+    pub out: TrialOutput,
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// What a run starts with, for [`RunEvent::Started`].
+pub struct Start<'a> {
+    pub suite: &'a Suite,
+    pub plan: Option<&'a Plan>,
+    /// Trials to be announced, when known before the run.
+    pub trials: Option<usize>,
+    /// Per case of the plan, how many trials will be announced (empty: not known).
+    pub per_case: Vec<u32>,
+}
+
+/// Where a run's work comes from. Shared by the workers, which are detached
+/// (the watchdog may abandon one): it owns what it uses.
+pub trait Source: Send + Sync + 'static {
+    /// One unit of work, as a worker is handed it.
+    type Unit: Send + 'static;
+    /// What a worker makes of a unit; placed in order by a [`Place`].
+    type Made: Send + 'static;
+    /// What the run starts with.
+    fn start(&self) -> Start<'_>;
+    /// The next run of units, each with its position (0, 1, 2, … over the
+    /// whole run). Empty: nothing more comes. May wait while more may come.
+    fn claim(&self) -> Vec<(usize, Self::Unit)>;
+    /// The (case index, trial number) a unit is known to be before it runs.
+    fn label(&self, unit: &Self::Unit) -> (Option<usize>, Option<u32>);
+    /// Do one unit. Never panics: a panic in evalua's code is the unit's own failure.
+    fn run(&self, pos: usize, unit: Self::Unit) -> Self::Made;
+    /// What a unit becomes when its worker was abandoned (`overran`: by how
+    /// much past its deadline) or died.
+    fn abandoned(&self, pos: usize, overran: Option<Duration>) -> Self::Made;
+    /// The unit at `pos` has been placed (in order).
+    fn placed(&self, _pos: usize) {}
+    /// Trials finished before this run (a resume keeps them), announced in their places.
+    fn kept(&self) -> Vec<Placed> {
+        Vec::new()
+    }
+    /// How many trials the run plans, when known (else: as many as were announced).
+    fn planned(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Places what the workers made, in source order, on the trace writer's
+/// thread: None leaves a unit out (a recorded item that could not be graded).
+pub trait Place<M>: Send {
+    fn place(&mut self, pos: usize, made: M) -> Option<Placed>;
+}
+
+/// Each unit made its own place ([`Planned`]'s workers know it).
+pub struct AsMade;
+
+impl Place<Placed> for AsMade {
+    fn place(&mut self, _pos: usize, made: Placed) -> Option<Placed> {
+        Some(made)
+    }
 }
 
 /// How a run's trials went.
@@ -122,6 +172,30 @@ impl Executed {
     }
 }
 
+/// A trace as stored, or an empty one and the record saying why.
+pub fn trace_bytes(record: &mut TrialRecord, trace: &Trace) -> Vec<u8> {
+    match serde_json::to_vec(trace) {
+        Ok(b) => b,
+        Err(e) => {
+            record.error = Some(format!("could not write the trace: {e}"));
+            Vec::new()
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The planned source: a run of the agent, or a re-grade.
+
+/// The planned (case index, trial number) pairs this run runs, in plan order.
+pub fn work(plan: &Plan, partition: Option<Partition>) -> Vec<(usize, u32)> {
+    plan.cases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| (1..=c.trials).map(move |t| (i, t)))
+        .filter(|&(i, t)| partition.is_none_or(|p| p.contains(&plan.cases[i].spec.id, t)))
+        .collect()
+}
+
 /// Trials planned per case (plan order) in this run's work.
 pub fn per_case(plan: &Plan, work: &[(usize, u32)]) -> Vec<u32> {
     let mut n = vec![0u32; plan.cases.len()];
@@ -131,13 +205,17 @@ pub fn per_case(plan: &Plan, work: &[(usize, u32)]) -> Vec<u32> {
     n
 }
 
-/// A finished trial on its way to the sinks.
-struct Done {
-    index: usize,
-    record: TrialRecord,
-    trace: Trace,
-    tests: Vec<TestRow>,
-    state: Option<KeptState>,
+/// Run one trial with its agent.
+pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
+    trial::run(plan, case, number, crate::agent::drive)
+}
+
+/// A trial an earlier, interrupted run finished, kept by `--resume`: its
+/// record (as read back from trials.jsonl) and its trace.
+pub struct Kept {
+    pub record: TrialRecord,
+    pub trace: Trace,
+    pub tests: Vec<TestRow>,
 }
 
 /// What produces one planned trial's output: given the work item's index,
@@ -146,144 +224,234 @@ struct Done {
 /// abandoned by the watchdog and outlive the run.
 pub type TrialFn = dyn Fn(usize, &CasePlan, u32) -> TrialOutput + Send + Sync;
 
-/// Announces finished trials to the sinks in plan order (a reorder buffer).
-struct Herald<'w> {
-    work: &'w [(usize, u32)],
-    pending: BTreeMap<usize, Done>,
-    /// The next index in plan order to announce.
-    next: usize,
-    announced: usize,
-    interrupted: usize,
+/// The plan's trials: `work` (case index, trial number) in plan order, less
+/// the `kept` ones (by index in `work`), each made by `trial`.
+pub struct Planned {
+    plan: Arc<Plan>,
+    work: Vec<(usize, u32)>,
+    kept: Mutex<BTreeMap<usize, Kept>>,
+    /// The units to run: their index in `work`.
+    todo: Vec<usize>,
+    chunks: Vec<Range<usize>>,
+    next: AtomicUsize,
+    trial: Arc<TrialFn>,
 }
 
-impl Herald<'_> {
-    fn announce(&mut self, d: Done, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>) {
-        let ev =
-            RunEvent::TrialFinished { case: self.work[d.index].0, record: &d.record, trace: &d.trace, tests: &d.tests };
-        for s in sinks.iter_mut() {
-            if let Err(e) = s.event(&ev) {
-                failure.get_or_insert(e);
+impl Planned {
+    /// The plan's work (this partition's share) run with the agent, less what an earlier run `kept`.
+    pub fn run(plan: &Arc<Plan>, partition: Option<Partition>, kept: BTreeMap<usize, Kept>, jobs: usize) -> Planned {
+        let p = plan.clone();
+        Planned::new(plan, work(plan, partition), kept, jobs, Arc::new(move |_, case, n| run_trial(&p, case, n)))
+    }
+
+    pub fn new(
+        plan: &Arc<Plan>,
+        work: Vec<(usize, u32)>,
+        kept: BTreeMap<usize, Kept>,
+        jobs: usize,
+        trial: Arc<TrialFn>,
+    ) -> Planned {
+        let todo: Vec<usize> = (0..work.len()).filter(|i| !kept.contains_key(i)).collect();
+        let chunks = chunks(todo.len(), jobs.max(1).min(todo.len().max(1)));
+        Planned { plan: plan.clone(), work, kept: Mutex::new(kept), todo, chunks, next: AtomicUsize::new(0), trial }
+    }
+}
+
+/// Split `n` units into the runs of consecutive trials a worker claims at
+/// once: about an eighth of a worker's share, at most [`CHUNK`]. A worker
+/// reuses its evaluated suite across cases, and the case it materialised
+/// across that case's consecutive trials (see `trial::worker`); small runs
+/// keep the workers balanced and the reorder buffers (a trial waits there
+/// until every earlier one is announced) short.
+fn chunks(n: usize, jobs: usize) -> Vec<Range<usize>> {
+    let size = (n / (jobs * 8)).clamp(1, CHUNK);
+    (0..n).step_by(size).map(|start| start..(start + size).min(n)).collect()
+}
+
+impl Planned {
+    fn output(&self, pos: usize, out: TrialOutput, with_bytes: bool) -> Placed {
+        let index = self.todo[pos];
+        let mut out = out;
+        let bytes = with_bytes.then(|| trace_bytes(&mut out.record, &out.trace));
+        Placed { index, case: self.work[index].0, out, bytes }
+    }
+}
+
+impl Source for Planned {
+    /// The unit's index in the work.
+    type Unit = usize;
+    type Made = Placed;
+
+    fn start(&self) -> Start<'_> {
+        Start {
+            suite: &self.plan.suite,
+            plan: Some(&self.plan),
+            trials: Some(self.work.len()),
+            per_case: per_case(&self.plan, &self.work),
+        }
+    }
+
+    fn claim(&self) -> Vec<(usize, usize)> {
+        let Some(r) = self.chunks.get(self.next.fetch_add(1, Ordering::Relaxed)) else { return Vec::new() };
+        r.clone().map(|pos| (pos, self.todo[pos])).collect()
+    }
+
+    fn label(&self, i: &usize) -> (Option<usize>, Option<u32>) {
+        let (case, n) = self.work[*i];
+        (Some(case), Some(n))
+    }
+
+    fn run(&self, pos: usize, i: usize) -> Placed {
+        let (case_idx, number) = self.work[i];
+        let (plan, case) = (&self.plan, &self.plan.cases[case_idx]);
+        // A panic in evalua's own code becomes the trial's infrastructure error.
+        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.trial)(i, case, number))) {
+            Ok(o) => o,
+            Err(p) => {
+                let msg =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                trial::internal_error(plan, case, number, msg.unwrap_or_else(|| "panic".into()))
             }
-        }
-        self.announced += 1;
-        if d.record.ended == crate::record::Ended::Interrupted {
-            self.interrupted += 1;
-        }
+        };
+        self.output(pos, out, true)
     }
 
-    /// Announce every trial that is next in plan order.
-    fn flush(&mut self, sinks: &mut [&mut dyn Sink], failure: &mut Option<crate::error::Error>) {
-        while let Some(d) = self.pending.remove(&self.next) {
-            self.announce(d, sinks, failure);
-            self.next += 1;
-        }
+    fn abandoned(&self, pos: usize, overran: Option<Duration>) -> Placed {
+        let (case_idx, number) = self.work[self.todo[pos]];
+        let case = &self.plan.cases[case_idx];
+        let why = match overran {
+            Some(over) => {
+                eprintln!(
+                    "warning: trial {}#{number} overran its time limit by more than {} s; its worker was abandoned and replaced",
+                    case.spec.id,
+                    over.as_secs()
+                );
+                format!(
+                    "the trial overran its time limit by more than {} s in code no limit could stop; its worker was abandoned",
+                    over.as_secs()
+                )
+            }
+            None => "the worker running the trial stopped unexpectedly".to_string(),
+        };
+        self.output(pos, trial::internal_error(&self.plan, case, number, why), true)
+    }
+
+    fn kept(&self) -> Vec<Placed> {
+        let kept = std::mem::take(&mut *self.kept.lock().unwrap_or_else(|p| p.into_inner()));
+        kept.into_iter()
+            .map(|(index, k)| Placed {
+                index,
+                case: self.work[index].0,
+                out: TrialOutput { record: k.record, trace: k.trace, tests: k.tests, state: None },
+                bytes: None,
+            })
+            .collect()
+    }
+
+    fn planned(&self) -> Option<usize> {
+        Some(self.work.len())
     }
 }
 
-/// How far past its deadline a worker may run before the watchdog abandons it.
-pub const WATCHDOG_MARGIN: Duration = Duration::from_secs(5);
+// ---------------------------------------------------------------------------
+// The engine.
 
 /// One worker as the watchdog sees it.
-struct Slot {
+struct Slot<U> {
     /// The deadline the worker's running code promised to keep (`util::watch`).
     beat: Arc<watch::Beat>,
-    state: Mutex<SlotState>,
+    state: Mutex<SlotState<U>>,
     thread: std::sync::OnceLock<std::thread::JoinHandle<()>>,
 }
 
-#[derive(Default)]
-struct SlotState {
-    /// The index (into the trials to run) it runs now.
+struct SlotState<U> {
+    /// The position of the unit it runs now.
     current: Option<usize>,
-    /// The rest of the run of trials it claimed.
-    rest: Range<usize>,
+    /// The rest of the units it claimed.
+    rest: VecDeque<(usize, U)>,
     /// Set by the watchdog: the worker must never report anything again.
     abandoned: bool,
 }
 
-impl Slot {
+impl<U> Slot<U> {
     fn finished(&self) -> bool {
         self.thread.get().is_some_and(|h| h.is_finished())
     }
 }
 
 /// What the workers share; owned, so an abandoned worker holds nothing of the run's stack.
-struct Shared {
-    plan: Arc<Plan>,
-    /// The trials to run (case index, trial number) and each one's index in the work.
-    todo: Vec<(usize, u32)>,
-    index_of: Vec<usize>,
-    chunks: Vec<Range<usize>>,
-    next: AtomicUsize,
-    /// Trials handed back by abandoned workers, claimed before new chunks.
-    requeued: Mutex<Vec<Range<usize>>>,
-    /// Take no further trial (a sink failed).
+struct Shared<S: Source> {
+    source: Arc<S>,
+    /// Units handed back by abandoned workers, claimed before new ones.
+    requeued: Mutex<Vec<(usize, S::Unit)>>,
+    /// Take no further unit (a sink failed).
     stop: AtomicBool,
-    trial: Arc<TrialFn>,
 }
 
-impl Shared {
-    fn claim(&self) -> Option<Range<usize>> {
-        // A stop request: take no further trial.
-        if self.stop.load(Ordering::SeqCst) || cancel::requested() {
-            return None;
+impl<S: Source> Shared<S> {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst) || cancel::requested()
+    }
+
+    fn claim(&self) -> VecDeque<(usize, S::Unit)> {
+        if self.stopped() {
+            return VecDeque::new();
         }
-        if let Some(r) = self.requeued.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            return Some(r);
+        let requeued = self.requeued.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match requeued {
+            Some(u) => VecDeque::from([u]),
+            None => self.source.claim().into(),
         }
-        self.chunks.get(self.next.fetch_add(1, Ordering::Relaxed)).cloned()
     }
 }
 
-/// What a worker sends the trace writer: its position among the trials to
-/// run, the finished trial and its trace; None tells the writer no more comes.
-type ToWriter = Option<(usize, Done, Vec<u8>)>;
+/// What a worker sends the trace writer: the unit's position and what it
+/// made; None tells the writer no more comes.
+type ToWriter<M> = Option<(usize, M)>;
 
-/// A worker thread: claims runs of trials and runs them; its finished trials
-/// go to the trace writers. It is detached: the watchdog may abandon it.
-fn spawn_worker(shared: Arc<Shared>, to_writers: mpsc::SyncSender<ToWriter>) -> Arc<Slot> {
+/// A unit a worker started: (case index, trial number) when known.
+type Started = (Option<usize>, Option<u32>);
+
+/// A worker thread: claims units and runs them; what it makes goes to the
+/// trace writer. It is detached: the watchdog may abandon it.
+fn spawn_worker<S: Source>(
+    shared: Arc<Shared<S>>,
+    to_writer: mpsc::SyncSender<ToWriter<S::Made>>,
+    started: mpsc::Sender<Started>,
+) -> Arc<Slot<S::Unit>> {
     let slot = Arc::new(Slot {
         beat: Arc::new(watch::Beat::default()),
-        state: Mutex::new(SlotState::default()),
+        state: Mutex::new(SlotState { current: None, rest: VecDeque::new(), abandoned: false }),
         thread: std::sync::OnceLock::new(),
     });
     let me = slot.clone();
     let handle = std::thread::spawn(move || {
         watch::install(me.beat.clone());
         loop {
-            let t = {
+            let (pos, unit) = {
                 let mut st = me.state.lock().unwrap_or_else(|p| p.into_inner());
                 if st.abandoned {
                     return;
                 }
-                match st.rest.next() {
-                    // Stopped (a signal, a failing sink): the claimed rest is never started.
-                    Some(_) if cancel::requested() || shared.stop.load(Ordering::SeqCst) => return,
-                    Some(t) => {
-                        st.current = Some(t);
-                        t
+                if st.rest.is_empty() {
+                    drop(st);
+                    let claimed = shared.claim();
+                    if claimed.is_empty() {
+                        return;
                     }
-                    None => match shared.claim() {
-                        Some(r) => {
-                            st.rest = r;
-                            continue;
-                        }
-                        None => return,
-                    },
+                    me.state.lock().unwrap_or_else(|p| p.into_inner()).rest = claimed;
+                    continue;
                 }
-            };
-            let (case_idx, number) = shared.todo[t];
-            let i = shared.index_of[t];
-            let (plan, case) = (&shared.plan, &shared.plan.cases[case_idx]);
-            let mut out = guarded(plan, case, number, || (shared.trial)(i, case, number));
-            let bytes = match serde_json::to_vec(&out.trace) {
-                Ok(b) => b,
-                Err(e) => {
-                    out.record.error = Some(format!("could not write the trace: {e}"));
-                    Vec::new()
+                // Stopped (a signal, a failing sink): the claimed rest is never started.
+                if shared.stopped() {
+                    return;
                 }
+                let Some((pos, unit)) = st.rest.pop_front() else { continue };
+                st.current = Some(pos);
+                (pos, unit)
             };
-            let done = Done { index: i, record: out.record, trace: out.trace, tests: out.tests, state: out.state };
+            let _ = started.send(shared.source.label(&unit));
+            let made = shared.source.run(pos, unit);
             // Under the slot's lock: the watchdog cannot abandon this worker
             // between the check and the send.
             let mut st = me.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -291,7 +459,7 @@ fn spawn_worker(shared: Arc<Shared>, to_writers: mpsc::SyncSender<ToWriter>) -> 
                 return;
             }
             st.current = None;
-            if to_writers.send(Some((t, done, bytes))).is_err() {
+            if to_writer.send(Some((pos, made))).is_err() {
                 return;
             }
         }
@@ -300,254 +468,267 @@ fn spawn_worker(shared: Arc<Shared>, to_writers: mpsc::SyncSender<ToWriter>) -> 
     slot
 }
 
-/// The record of a trial whose worker the watchdog abandoned (or that died).
-fn abandoned(plan: &Plan, case: &CasePlan, number: u32, over: Option<Duration>) -> TrialOutput {
-    let why = match over {
-        Some(over) => format!(
-            "the trial overran its time limit by more than {} s in code no limit could stop; its worker was abandoned",
-            over.as_secs()
-        ),
-        None => "the worker running the trial stopped unexpectedly".to_string(),
-    };
-    trial::internal_error(plan, case, number, why)
-}
-
-/// Run every planned trial (of this partition), storing traces in `dir`,
-/// and tell `sinks` as trials finish.
-pub fn execute(plan: &Arc<Plan>, opts: &RunOptions, dir: &RunDir, sinks: &mut [&mut dyn Sink]) -> Result<Executed> {
-    execute_resumed(plan, opts, dir, sinks, BTreeMap::new())
-}
-
-/// As [`execute`], with the trials an earlier run finished: `kept` by their
-/// index in [`work`]. They are announced in their places; the others run.
-pub fn execute_resumed(
-    plan: &Arc<Plan>,
-    opts: &RunOptions,
-    dir: &RunDir,
-    sinks: &mut [&mut dyn Sink],
-    kept: BTreeMap<usize, Kept>,
-) -> Result<Executed> {
-    let work = work(plan, opts.partition);
-    let p = plan.clone();
-    execute_work(plan, &work, opts.jobs, dir, sinks, kept, Arc::new(move |_, case, number| run_trial(&p, case, number)))
-}
-
-/// Produce the output of every work item (case index, trial number) with
-/// `trial` on `jobs` workers, storing each trial's kept state and trace in
-/// `dir`, and tell `sinks` in work order; `kept` trials (by work index) are
-/// announced in their places without running.
-pub fn execute_work(
-    plan: &Arc<Plan>,
-    work: &[(usize, u32)],
-    jobs: usize,
-    dir: &RunDir,
-    sinks: &mut [&mut dyn Sink],
-    kept: BTreeMap<usize, Kept>,
-    trial: Arc<TrialFn>,
-) -> Result<Executed> {
-    execute_watched(plan, work, jobs, dir, sinks, kept, trial, WATCHDOG_MARGIN)
-}
-
-/// [`execute_work`] with a given watchdog margin.
-///
-/// The watchdog: a worker whose running code stays past its published
-/// deadline (see `util::watch`) by more than `margin` is abandoned. Its trial
-/// is recorded as an infrastructure error, the rest of its claimed trials go
-/// back to the queue, and a new worker takes its place; the abandoned thread
-/// keeps running whatever it is stuck in, but it can never report a trial nor
-/// claim another one, and it holds nothing the run's stack owns. A worker
-/// that dies mid-trial is handled the same way.
-#[allow(clippy::too_many_arguments)]
-fn execute_watched(
-    plan: &Arc<Plan>,
-    work: &[(usize, u32)],
-    jobs: usize,
-    dir: &RunDir,
-    sinks: &mut [&mut dyn Sink],
-    mut kept: BTreeMap<usize, Kept>,
-    trial: Arc<TrialFn>,
-    margin: Duration,
-) -> Result<Executed> {
-    let per_case = per_case(plan, work);
-    for s in sinks.iter_mut() {
-        s.event(&RunEvent::Started { plan, trials: work.len(), per_case: &per_case })?;
+/// Serialise the traces the sources left to the writer, on up to `jobs` threads.
+fn serialise(batch: &mut [Placed], jobs: usize) {
+    let mut missing: Vec<&mut Placed> = batch.iter_mut().filter(|p| p.bytes.is_none()).collect();
+    if missing.is_empty() {
+        return;
     }
-    // The trials to run: the work, less what was kept.
-    let todo: Vec<(usize, u32)> =
-        work.iter().enumerate().filter(|(i, _)| !kept.contains_key(i)).map(|(_, w)| *w).collect();
-    let index_of: Vec<usize> = (0..work.len()).filter(|i| !kept.contains_key(i)).collect();
-    let jobs = jobs.max(1).min(todo.len().max(1));
-    let chunks = chunks(&todo, jobs);
-    let shared = Arc::new(Shared {
-        plan: plan.clone(),
-        todo,
-        index_of,
-        chunks,
-        next: AtomicUsize::new(0),
-        requeued: Mutex::new(Vec::new()),
-        stop: AtomicBool::new(false),
-        trial,
-    });
-    let (tx, rx) = mpsc::sync_channel::<Done>(1024);
-    let (trace_tx, trace_rx) = mpsc::sync_channel::<ToWriter>(1024);
-    let mut failure = None;
-    let (mut announced, mut interrupted) = (0usize, 0usize);
-    std::thread::scope(|scope| {
-        {
-            let tx = tx.clone();
-            scope.spawn(move || {
-                // Traces are stored in the order the trials were planned (a
-                // small reorder buffer, by position among the trials to run), so
-                // the same seed gives the same trace pack whatever `--jobs` is.
-                let mut pending: BTreeMap<usize, (Done, Vec<u8>)> = BTreeMap::new();
-                let mut next_pos = 0usize;
-                let mut open = true;
-                while open || !pending.is_empty() {
-                    let ready = pending.first_key_value().is_some_and(|(i, _)| *i == next_pos);
-                    if open && !ready {
-                        match trace_rx.recv() {
-                            Ok(Some((pos, done, bytes))) => {
-                                pending.insert(pos, (done, bytes));
-                            }
-                            // None: every worker is done (abandoned ones never send again).
-                            Ok(None) | Err(_) => open = false,
-                        }
-                    }
-                    while open && pending.len() < TRACE_BATCH * 4 {
-                        match trace_rx.try_recv() {
-                            Ok(Some((pos, done, bytes))) => {
-                                pending.insert(pos, (done, bytes));
-                            }
-                            Err(mpsc::TryRecvError::Empty) => break,
-                            Ok(None) | Err(mpsc::TryRecvError::Disconnected) => open = false,
-                        }
-                    }
-                    // The next traces in plan order; every one left once no more can come.
-                    let mut batch = Vec::new();
-                    while let Some(entry) = pending.first_entry() {
-                        if open && (*entry.key() != next_pos || batch.len() == TRACE_BATCH) {
-                            break;
-                        }
-                        let (i, item) = entry.remove_entry();
-                        next_pos = i + 1;
-                        batch.push(item);
-                    }
-                    if batch.is_empty() {
-                        continue;
-                    }
-                    // Each trial's kept state, then the traces, are stored before their records are announced.
-                    for (done, _) in batch.iter_mut() {
-                        if let Some(kept) = done.state.take()
-                            && let Err(e) = dir.write_state(&done.record.case, done.record.trial, &kept)
-                        {
-                            done.record.error = Some(format!("could not keep the trial's state: {e}"));
-                        }
-                    }
-                    let stored = {
-                        let items: Vec<(&str, u32, &[u8])> = batch
-                            .iter()
-                            .filter(|(_, bytes)| !bytes.is_empty())
-                            .map(|(d, bytes)| (d.record.case.as_str(), d.record.trial, bytes.as_slice()))
-                            .collect();
-                        dir.write_traces(&items)
-                    };
-                    for (mut done, _) in batch {
-                        if let Err(e) = &stored {
-                            done.record.error = Some(format!("could not write the trace: {e}"));
-                        }
-                        if tx.send(done).is_err() {
-                            return;
-                        }
-                    }
+    let size = missing.len().div_ceil(jobs.max(1));
+    std::thread::scope(|s| {
+        for part in missing.chunks_mut(size) {
+            s.spawn(move || {
+                for p in part.iter_mut() {
+                    p.bytes = Some(trace_bytes(&mut p.out.record, &p.out.trace));
                 }
             });
         }
-        drop(tx);
-        let mut slots: Vec<Arc<Slot>> = (0..jobs).map(|_| spawn_worker(shared.clone(), trace_tx.clone())).collect();
-        // Some while workers may still send to the trace writer.
-        let mut to_writers = Some(trace_tx);
-        let mut herald = Herald { work, pending: BTreeMap::new(), next: 0, announced: 0, interrupted: 0 };
-        for (i, k) in std::mem::take(&mut kept) {
-            herald.pending.insert(i, Done { index: i, record: k.record, trace: k.trace, tests: k.tests, state: None });
-        }
-        herald.flush(sinks, &mut failure);
-        loop {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(done) => {
-                    herald.pending.insert(done.index, done);
-                    herald.flush(sinks, &mut failure);
-                    if failure.is_some() {
-                        // Stop taking trials; the workers finish the ones they hold.
-                        shared.stop.store(true, Ordering::SeqCst);
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                // Every trace writer stopped: everything sent was received.
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-            let Some(trace_tx) = &to_writers else { continue };
-            // The watchdog. try_lock: a worker holding its lock is reporting, not stuck.
-            let now = Instant::now();
-            for slot in slots.iter_mut() {
-                let dead = slot.finished();
-                let overdue = slot.beat.deadline().is_some_and(|d| now >= d + margin);
-                if !dead && !overdue {
-                    continue;
-                }
-                let mut st = match slot.state.try_lock() {
-                    Ok(st) => st,
-                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-                    Err(std::sync::TryLockError::WouldBlock) => continue,
-                };
-                let Some(t) = st.current.filter(|_| !st.abandoned) else { continue };
-                st.abandoned = true;
-                let rest = std::mem::take(&mut st.rest);
-                drop(st);
-                if !rest.is_empty() {
-                    shared.requeued.lock().unwrap_or_else(|p| p.into_inner()).push(rest);
-                }
-                let (case_idx, number) = shared.todo[t];
-                let case = &plan.cases[case_idx];
-                let out = abandoned(plan, case, number, (!dead).then_some(margin));
-                let bytes = serde_json::to_vec(&out.trace).unwrap_or_default();
-                let done = Done {
-                    index: shared.index_of[t],
-                    record: out.record,
-                    trace: out.trace,
-                    tests: out.tests,
-                    state: None,
-                };
-                if !dead {
-                    eprintln!(
-                        "warning: trial {}#{number} overran its time limit by more than {} s; its worker was abandoned and replaced",
-                        case.spec.id,
-                        margin.as_secs()
-                    );
-                }
-                let _ = trace_tx.send(Some((t, done, bytes)));
-                *slot = spawn_worker(shared.clone(), trace_tx.clone());
-            }
-            // Every live worker is done (and has sent all it finished, ahead
-            // of this in the queue): let the trace writer finish.
-            if slots.iter().all(|s| s.finished()) {
-                let _ = trace_tx.send(None);
-                to_writers = None;
-            }
-        }
-        // Stopped early: trials that never started leave gaps; announce the
-        // finished ones past them anyway, still in plan order.
-        for (_, d) in std::mem::take(&mut herald.pending) {
-            herald.announce(d, sinks, &mut failure);
-        }
-        (announced, interrupted) = (herald.announced, herald.interrupted);
     });
-    if let Some(e) = failure {
-        return Err(e);
-    }
+}
+
+/// Announces placed trials to the sinks in announced order (a reorder buffer).
+struct Herald {
+    pending: BTreeMap<usize, Placed>,
+    /// The next index to announce.
+    next: usize,
+    announced: usize,
+    interrupted: usize,
+}
+
+fn tell(sinks: &mut [&mut dyn Sink], ev: &RunEvent<'_>, failure: &mut Option<Error>) {
     for s in sinks.iter_mut() {
-        s.event(&RunEvent::Finished)?;
+        if let Err(e) = s.event(ev) {
+            failure.get_or_insert(e);
+        }
     }
-    Ok(Executed { planned: work.len(), announced, interrupted, stopped: cancel::requested() })
+}
+
+impl Herald {
+    fn announce(&mut self, d: Placed, sinks: &mut [&mut dyn Sink], failure: &mut Option<Error>) {
+        let o = &d.out;
+        let ev = RunEvent::TrialFinished { case: d.case, record: &o.record, trace: &o.trace, tests: &o.tests };
+        tell(sinks, &ev, failure);
+        self.announced += 1;
+        if o.record.ended == Ended::Interrupted {
+            self.interrupted += 1;
+        }
+    }
+
+    /// Announce every trial that is next in order.
+    fn flush(&mut self, sinks: &mut [&mut dyn Sink], failure: &mut Option<Error>) {
+        while let Some(d) = self.pending.remove(&self.next) {
+            self.announce(d, sinks, failure);
+            self.next += 1;
+        }
+    }
+}
+
+impl Scheduler {
+    /// Make every unit of `source` on the workers, place what they made with
+    /// `place` (in source order), store each trial's kept state and trace in
+    /// `dir`, and tell `sinks` in announced order.
+    ///
+    /// The watchdog: a worker whose running code stays past its published
+    /// deadline (see `util::watch`) by more than `self.watchdog` is
+    /// abandoned. Its unit becomes [`Source::abandoned`], the rest of its
+    /// claimed units go back to the queue, and a new worker takes its place;
+    /// the abandoned thread keeps running whatever it is stuck in, but it can
+    /// never report a unit nor claim another one, and it holds nothing the
+    /// run's stack owns. A worker that dies mid-unit is handled the same way.
+    pub fn execute<S: Source>(
+        &self,
+        dir: &RunDir,
+        source: Arc<S>,
+        place: &mut dyn Place<S::Made>,
+        sinks: &mut [&mut dyn Sink],
+    ) -> Result<Executed> {
+        let begun = Instant::now();
+        {
+            let start = source.start();
+            let ev = RunEvent::Started {
+                suite: start.suite,
+                plan: start.plan,
+                trials: start.trials,
+                per_case: &start.per_case,
+            };
+            for s in sinks.iter_mut() {
+                s.event(&ev)?;
+            }
+        }
+        let jobs = self.jobs.max(1);
+        let kept = source.kept();
+        let shared =
+            Arc::new(Shared { source: source.clone(), requeued: Mutex::new(Vec::new()), stop: AtomicBool::new(false) });
+        let (tx, rx) = mpsc::sync_channel::<Placed>(1024);
+        let (trace_tx, trace_rx) = mpsc::sync_channel::<ToWriter<S::Made>>(1024);
+        let (started_tx, started_rx) = mpsc::channel::<Started>();
+        let mut failure = None;
+        let mut herald = Herald { pending: BTreeMap::new(), next: 0, announced: 0, interrupted: 0 };
+        std::thread::scope(|scope| {
+            {
+                let (tx, source) = (tx.clone(), &source);
+                scope.spawn(move || {
+                    // What the workers made is placed and stored in source order
+                    // (a small reorder buffer, by position), so the same seed gives
+                    // the same trace pack whatever `--jobs` is.
+                    let mut pending: BTreeMap<usize, S::Made> = BTreeMap::new();
+                    let mut next_pos = 0usize;
+                    let mut open = true;
+                    while open || !pending.is_empty() {
+                        let ready = pending.first_key_value().is_some_and(|(i, _)| *i == next_pos);
+                        if open && !ready {
+                            match trace_rx.recv() {
+                                Ok(Some((pos, made))) => {
+                                    pending.insert(pos, made);
+                                }
+                                // None: every worker is done (abandoned ones never send again).
+                                Ok(None) | Err(_) => open = false,
+                            }
+                        }
+                        while open && pending.len() < TRACE_BATCH * 4 {
+                            match trace_rx.try_recv() {
+                                Ok(Some((pos, made))) => {
+                                    pending.insert(pos, made);
+                                }
+                                Err(mpsc::TryRecvError::Empty) => break,
+                                Ok(None) | Err(mpsc::TryRecvError::Disconnected) => open = false,
+                            }
+                        }
+                        // The next units in order; every one left once no more can come.
+                        let mut batch = Vec::new();
+                        let mut taken = 0;
+                        while let Some(entry) = pending.first_entry() {
+                            if open && (*entry.key() != next_pos || taken == TRACE_BATCH) {
+                                break;
+                            }
+                            let (pos, made) = entry.remove_entry();
+                            next_pos = pos + 1;
+                            taken += 1;
+                            let placed = place.place(pos, made);
+                            source.placed(pos);
+                            batch.extend(placed);
+                        }
+                        if batch.is_empty() {
+                            continue;
+                        }
+                        serialise(&mut batch, jobs);
+                        // Each trial's kept state, then the traces, are stored before their records are announced.
+                        for d in batch.iter_mut() {
+                            if let Some(kept) = d.out.state.take()
+                                && let Err(e) = dir.write_state(&d.out.record.case, d.out.record.trial, &kept)
+                            {
+                                d.out.record.error = Some(format!("could not keep the trial's state: {e}"));
+                            }
+                        }
+                        let stored = {
+                            let items: Vec<(&str, u32, &[u8])> = batch
+                                .iter()
+                                .filter_map(|d| d.bytes.as_deref().filter(|b| !b.is_empty()).map(|b| (d, b)))
+                                .map(|(d, b)| (d.out.record.case.as_str(), d.out.record.trial, b))
+                                .collect();
+                            dir.write_traces(&items)
+                        };
+                        for mut d in batch {
+                            if let Err(e) = &stored {
+                                d.out.record.error = Some(format!("could not write the trace: {e}"));
+                            }
+                            d.bytes = None;
+                            if tx.send(d).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut slots: Vec<Arc<Slot<S::Unit>>> =
+                (0..jobs).map(|_| spawn_worker(shared.clone(), trace_tx.clone(), started_tx.clone())).collect();
+            // Some while workers may still send to the trace writer.
+            let mut to_writer = Some(trace_tx);
+            for d in kept {
+                herald.pending.insert(d.index, d);
+            }
+            herald.flush(sinks, &mut failure);
+            let (mut running, mut cancelled) = (0usize, false);
+            let mut next_tick = Instant::now() + self.tick;
+            loop {
+                let received = rx.recv_timeout(self.tick);
+                // Trials started before this one finished are told first.
+                while let Ok((case, trial)) = started_rx.try_recv() {
+                    running += 1;
+                    tell(sinks, &RunEvent::TrialStarted { case, trial }, &mut failure);
+                }
+                match received {
+                    Ok(d) => {
+                        running = running.saturating_sub(1);
+                        herald.pending.insert(d.index, d);
+                        herald.flush(sinks, &mut failure);
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    // The trace writer stopped: everything sent was received.
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+                if !cancelled && (failure.is_some() || cancel::requested()) {
+                    cancelled = true;
+                    // Stop taking work; the workers finish the units they hold.
+                    shared.stop.store(true, Ordering::SeqCst);
+                    let reason = if failure.is_some() { CancelReason::SinkFailed } else { CancelReason::Signal };
+                    tell(sinks, &RunEvent::Cancelled { reason }, &mut failure);
+                }
+                let now = Instant::now();
+                if now >= next_tick {
+                    next_tick = now + self.tick;
+                    let ev = RunEvent::Tick { elapsed: begun.elapsed(), running, finished: herald.announced };
+                    tell(sinks, &ev, &mut failure);
+                }
+                let Some(trace_tx) = &to_writer else { continue };
+                // The watchdog. try_lock: a worker holding its lock is reporting, not stuck.
+                for slot in slots.iter_mut() {
+                    let dead = slot.finished();
+                    let overdue = slot.beat.deadline().is_some_and(|d| now >= d + self.watchdog);
+                    if !dead && !overdue {
+                        continue;
+                    }
+                    let mut st = match slot.state.try_lock() {
+                        Ok(st) => st,
+                        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                        Err(std::sync::TryLockError::WouldBlock) => continue,
+                    };
+                    let Some(pos) = st.current.filter(|_| !st.abandoned) else { continue };
+                    st.abandoned = true;
+                    let rest = std::mem::take(&mut st.rest);
+                    drop(st);
+                    shared.requeued.lock().unwrap_or_else(|p| p.into_inner()).extend(rest.into_iter().rev());
+                    let made = source.abandoned(pos, (!dead).then_some(self.watchdog));
+                    let _ = trace_tx.send(Some((pos, made)));
+                    *slot = spawn_worker(shared.clone(), trace_tx.clone(), started_tx.clone());
+                }
+                // Every live worker is done (and has sent all it finished, ahead
+                // of this in the queue): let the trace writer finish.
+                if slots.iter().all(|s| s.finished()) {
+                    let _ = trace_tx.send(None);
+                    to_writer = None;
+                }
+            }
+            // Stopped early: trials that never started leave gaps; announce the
+            // finished ones past them anyway, still in order.
+            for (_, d) in std::mem::take(&mut herald.pending) {
+                herald.announce(d, sinks, &mut failure);
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        for s in sinks.iter_mut() {
+            s.event(&RunEvent::Finished)?;
+        }
+        Ok(Executed {
+            planned: source.planned().unwrap_or(herald.announced),
+            announced: herald.announced,
+            interrupted: herald.interrupted,
+            stopped: cancel::requested(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -564,11 +745,17 @@ mod tests {
         run_trial(plan, case, number)
     }
 
-    struct Collect(Vec<(u32, Outcome, Option<String>)>);
+    #[derive(Default)]
+    struct Collect(Vec<(u32, Outcome, Option<String>)>, usize, usize);
     impl Sink for Collect {
         fn event(&mut self, e: &RunEvent<'_>) -> Result<()> {
-            if let RunEvent::TrialFinished { record, .. } = e {
-                self.0.push((record.trial, record.outcome, record.error.clone()));
+            match e {
+                RunEvent::TrialFinished { record, .. } => {
+                    self.0.push((record.trial, record.outcome, record.error.clone()))
+                }
+                RunEvent::TrialStarted { .. } => self.1 += 1,
+                RunEvent::Tick { .. } => self.2 += 1,
+                _ => {}
             }
             Ok(())
         }
@@ -587,22 +774,13 @@ mod tests {
         let plan =
             Arc::new(crate::run::plan(crate::lua::load::load(&suite).unwrap(), None, &Default::default(), 1).unwrap());
         let run_dir = RunDir::create(Some(&dir.path().join("out")), "s", "r").unwrap();
-        let mut sink = Collect(Vec::new());
+        let mut sink = Collect::default();
         let started = Instant::now();
         let p = plan.clone();
-        let work = work(&plan, None);
         let trial: Arc<TrialFn> = Arc::new(move |_, case, number| stuck_on_two(&p, case, number));
-        execute_watched(
-            &plan,
-            &work,
-            2,
-            &run_dir,
-            &mut [&mut sink],
-            BTreeMap::new(),
-            trial,
-            Duration::from_millis(500),
-        )
-        .unwrap();
+        let source = Arc::new(Planned::new(&plan, work(&plan, None), BTreeMap::new(), 2, trial));
+        let scheduler = Scheduler { watchdog: Duration::from_millis(500), ..Scheduler::new(2) };
+        scheduler.execute(&run_dir, source, &mut AsMade, &mut [&mut sink]).unwrap();
         assert!(started.elapsed() < Duration::from_secs(15), "the run did not wait for the stuck worker");
         assert_eq!(sink.0.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6], "every trial, in plan order");
         for (n, outcome, error) in &sink.0 {
@@ -613,5 +791,46 @@ mod tests {
                 assert_eq!(*outcome, Outcome::Accepted, "trial {n}: {error:?}");
             }
         }
+        assert_eq!(sink.1, 6, "every trial's start is told, the abandoned one's too");
+        assert!(sink.2 > 0, "the run ticked while the stuck worker held it");
+    }
+
+    /// Fails at the second finished trial, and notes whether the run said it stops.
+    #[derive(Default)]
+    struct FailSecond(usize, Vec<CancelReason>);
+    impl Sink for FailSecond {
+        fn event(&mut self, e: &RunEvent<'_>) -> Result<()> {
+            match e {
+                RunEvent::TrialFinished { .. } => {
+                    self.0 += 1;
+                    if self.0 == 2 {
+                        return Err(Error::Environment("disk full".into()));
+                    }
+                }
+                RunEvent::Cancelled { reason } => self.1.push(*reason),
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failing_sink_cancels_the_run_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = dir.path().join("s.lua");
+        std::fs::write(
+            &suite,
+            "local evalua = require('evalua')\nlocal s = evalua.suite { name = 's', trials = 20 }\n\
+             s:case { id = 'c', input = 'x', agent = evalua.agent.scripted(function() return 'ok' end), expect = { function(t) return true end } }\nreturn s\n",
+        )
+        .unwrap();
+        let plan =
+            Arc::new(crate::run::plan(crate::lua::load::load(&suite).unwrap(), None, &Default::default(), 1).unwrap());
+        let run_dir = RunDir::create(Some(&dir.path().join("out")), "s", "r").unwrap();
+        let mut sink = FailSecond::default();
+        let source = Arc::new(Planned::run(&plan, None, BTreeMap::new(), 1));
+        let err = Scheduler::new(1).execute(&run_dir, source, &mut AsMade, &mut [&mut sink]);
+        assert!(err.is_err_and(|e| e.to_string().contains("disk full")));
+        assert_eq!(sink.1, [CancelReason::SinkFailed], "the run says once that it stops taking trials");
     }
 }

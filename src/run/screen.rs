@@ -151,3 +151,166 @@ pub fn screen(plan: &mut Plan, skip: bool, jobs: usize) -> Result<()> {
     }
     Ok(())
 }
+
+/// A command agent's program and script, resolved as the sandbox will (the
+/// program on PATH among the folders a sandboxed process sees, a relative path
+/// in the trial's work dir, an absolute one as it is): each one that cannot
+/// be found is an error naming the file, at the line of the declaration that
+/// gave the agent (the suite's, or a case's own). `evalua check` says them;
+/// a run would record every trial as crashed instead.
+pub fn agent_programs(suite: &crate::spec::Suite) -> Vec<String> {
+    use crate::spec::{AgentSpec, WorkdirSpec};
+    let mut errors = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let empty = tempfile::tempdir().ok();
+    let view = crate::process::View {
+        read_only: suite.expose.clone(),
+        writable: Vec::new(),
+        no_network: !suite.network,
+        protect: vec![suite.dir.clone()],
+    };
+    let path_var = std::env::var_os("PATH");
+    for case in &suite.cases {
+        let Some(AgentSpec::Command(c)) = suite.case_agent(case) else { continue };
+        let at = if case.agent.is_some() { case.location.as_str() } else { suite.location.as_str() };
+        // The trial's work dir starts as a copy of its template, or empty.
+        let (cwd, from) = match suite.case_workdir(case) {
+            Some(WorkdirSpec::Dir { path }) => (Some(path.clone()), format!("the copy of {}", display_path(path))),
+            // A git work tree is only known once checked out: its files are not checked here.
+            Some(WorkdirSpec::Git { .. }) => (None, String::new()),
+            None => (empty.as_ref().map(|d| d.path().to_path_buf()), "an empty folder".to_string()),
+        };
+        if !seen.insert((at.to_string(), c.cmd.clone(), cwd.clone())) {
+            continue;
+        }
+        if let Some(why) = command_missing(&c.cmd, cwd.as_deref(), &from, &suite.dir, path_var.as_ref(), &view) {
+            errors.push(format!(
+                "{at}: {}the agent's command {}: {why}",
+                case_label(case, at, suite),
+                cmd_text(&c.cmd)
+            ));
+        }
+    }
+    errors
+}
+
+fn case_label(case: &crate::spec::CaseSpec, at: &str, suite: &crate::spec::Suite) -> String {
+    if at == suite.location { String::new() } else { format!("case '{}': ", case.id) }
+}
+
+fn cmd_text(cmd: &[String]) -> String {
+    let words: Vec<String> = cmd.iter().map(|w| crate::util::paths::shell_word(w)).collect();
+    format!("`{}`", words.join(" "))
+}
+
+/// Programs that run a script named by their first argument (the script is
+/// the first word after the options).
+fn runs_a_script(program: &str) -> bool {
+    let name = std::path::Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or(program);
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    matches!(
+        base,
+        "python"
+            | "pypy"
+            | "node"
+            | "nodejs"
+            | "ruby"
+            | "perl"
+            | "bash"
+            | "sh"
+            | "dash"
+            | "zsh"
+            | "ksh"
+            | "php"
+            | "lua"
+            | "luajit"
+            | "Rscript"
+            | "tsx"
+            | "ts-node"
+    )
+}
+
+/// The script a script-running program is given, if any (not `-m module`,
+/// `-c code`, `-e code`, nor `-` for stdin).
+fn script_of(cmd: &[String]) -> Option<&str> {
+    let program = cmd.first()?;
+    if !runs_a_script(program) {
+        return None;
+    }
+    let mut words = cmd.iter().skip(1);
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "-m" | "-c" | "-e" | "-p" | "--eval" | "--print" | "-" => return None,
+            // Options that take the next word.
+            "-W" | "-X" | "-r" | "--require" | "--import" | "--loader" | "-I" | "-O" => {
+                words.next();
+            }
+            o if o.starts_with('-') => {}
+            script => return Some(script),
+        }
+    }
+    None
+}
+
+/// Why the sandbox would not find `cmd`'s program or script, if it would not.
+fn command_missing(
+    cmd: &[String],
+    cwd: Option<&std::path::Path>,
+    cwd_is: &str,
+    suite_dir: &std::path::Path,
+    path_var: Option<&std::ffi::OsString>,
+    view: &crate::process::View,
+) -> Option<String> {
+    use crate::process::Isolation;
+    use std::path::Path;
+    let program = cmd.first()?;
+    let hint = |rel: &str| {
+        if suite_dir.join(rel).exists() {
+            format!(" (it is beside the suite: give evalua.path({rel:?}))")
+        } else {
+            String::new()
+        }
+    };
+    let relative_to_workdir = !Path::new(program).is_absolute() && program.contains('/');
+    match (crate::process::isolation(), cwd) {
+        (_, None) if relative_to_workdir => {}
+        (Isolation::Sandbox, Some(cwd)) => {
+            if let Some(why) = crate::process::sandbox_refuses(cmd, cwd, path_var, view) {
+                let why = if relative_to_workdir {
+                    format!("the program `{program}` is not in the trial's work dir ({cwd_is}){}", hint(program))
+                } else {
+                    why
+                };
+                return Some(why);
+            }
+        }
+        (Isolation::Sandbox, None) => {
+            let anywhere = std::env::temp_dir();
+            if !relative_to_workdir && let Some(why) = crate::process::sandbox_refuses(cmd, &anywhere, path_var, view) {
+                return Some(why);
+            }
+        }
+        (Isolation::None, cwd) => {
+            let found = if relative_to_workdir {
+                cwd.is_none_or(|d| d.join(program).is_file())
+            } else {
+                crate::run::manifest::resolve_executable(program).is_some()
+            };
+            if !found {
+                return Some(format!("the program `{program}` is not found{}", hint(program)));
+            }
+        }
+    }
+    let script = script_of(cmd)?;
+    let p = Path::new(script);
+    if p.is_absolute() {
+        return (!p.is_file()).then(|| format!("the script {script} does not exist"));
+    }
+    let cwd = cwd?;
+    (!cwd.join(p).is_file()).then(|| {
+        format!(
+            "the script {script} does not exist in the trial's work dir ({cwd_is}), where the agent starts{}",
+            hint(script)
+        )
+    })
+}

@@ -48,15 +48,18 @@ impl Templates {
             return Ok(t.clone());
         }
         let dir = scratch.join(format!("template-{}", self.built.len() + 1));
-        match spec {
-            WorkdirSpec::Dir { path } => {
-                if !path.is_dir() {
-                    return Err(Error::Input(format!("sandbox.workdir: {} is not a folder", display_path(path))));
-                }
-                copy_tree(path, &dir)
-                    .map_err(|e| Error::Input(format!("sandbox.workdir: cannot copy {}: {e}", display_path(path))))?;
+        let made = match spec {
+            WorkdirSpec::Dir { path } if !path.is_dir() => {
+                Err(Error::Input(format!("sandbox.workdir: {} is not a folder", display_path(path))))
             }
-            WorkdirSpec::Git { bundle, rev } => clone_bundle(bundle, rev.as_deref(), &dir)?,
+            WorkdirSpec::Dir { path } => copy_tree(path, &dir)
+                .map_err(|e| Error::Input(format!("sandbox.workdir: cannot copy {}: {e}", display_path(path)))),
+            WorkdirSpec::Git { bundle, rev } => clone_bundle(bundle, rev.as_deref(), &dir),
+        };
+        if let Err(e) = made {
+            // The next template is built in the same place.
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
         }
         let hash = tree_hash(&dir).map_err(|e| Error::Input(format!("sandbox.workdir {}: {e}", describe(spec))))?;
         let files = tree::walk(&dir, Git::Skip).map(|s| s.len()).unwrap_or(0);

@@ -61,6 +61,9 @@ pub struct ToolSpec {
     /// An attack case must not call it: requests are counted as attempts (SPEC §13).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forbidden_in_attack: bool,
+    /// `file:line` of its `suite:tool` (not part of the tool's contract).
+    #[serde(skip)]
+    pub location: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -886,14 +886,22 @@ pub struct Caveats {
 }
 
 /// The caveats of a run, and each as a sentence.
-pub fn caveats(summary: &Summary, gates: &[Gate], judge_checks: &[String], cov: &Coverage) -> (Caveats, Vec<String>) {
+///
+/// `resume` is the command that finishes the run (`evalua run SUITE --resume RUN_DIR`).
+pub fn caveats(
+    summary: &Summary,
+    gates: &[Gate],
+    judge_checks: &[String],
+    cov: &Coverage,
+    resume: &str,
+) -> (Caveats, Vec<String>) {
     let mut c = Caveats::default();
     let mut warnings = Vec::new();
     if !cov.complete() {
         c.incomplete = true;
         warnings.push(format!(
             "the run is incomplete: {} of {} planned trials recorded{}; the figures cover only what ran and no gate \
-             passes (resume it with `evalua run SUITE --resume RUN_DIR`, or decide on what ran with --allow-incomplete)",
+             passes (resume it with `{resume}`, or decide on what ran with --allow-incomplete)",
             cov.recorded.saturating_sub(cov.interrupted),
             cov.planned,
             if cov.interrupted > 0 { format!(", {} interrupted", cov.interrupted) } else { String::new() }

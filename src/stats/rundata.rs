@@ -32,6 +32,8 @@ pub struct FailedAt {
     /// Listed with the errors counted apart: a grader or infra error, or a
     /// graded trial an infrastructure failure cut short.
     pub counted_apart: bool,
+    /// How the agent's run ended (the reports count non-accepted trials by it).
+    pub ended: Ended,
     offset: u64,
     len: u32,
 }
@@ -252,7 +254,13 @@ impl RunData {
             recorded: self.recorded.len(),
             interrupted: self.interrupted,
         };
-        (self.caveats, self.warnings) = caveats(&self.summary, &self.gate_specs, &m.judge_checks, &self.coverage);
+        let resume = {
+            use crate::util::paths::{display_path, shell_word};
+            let suite = if m.suite.path.is_empty() { "SUITE".to_string() } else { shell_word(&m.suite.path) };
+            format!("evalua run {suite} --resume {}", shell_word(&display_path(&self.dir)))
+        };
+        (self.caveats, self.warnings) =
+            caveats(&self.summary, &self.gate_specs, &m.judge_checks, &self.coverage, &resume);
         self.gates = decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete);
     }
 }
@@ -313,6 +321,7 @@ pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
                 trial: rec.trial,
                 counted_apart: matches!(rec.outcome, Outcome::GraderError | Outcome::InfraError)
                     || rec.infra_error.is_some(),
+                ended: rec.ended,
                 offset,
                 len: u32::try_from(len)
                     .map_err(|_| Error::Input(format!("{}:{line}: a record of {len} bytes", path.display())))?,

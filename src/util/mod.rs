@@ -5,6 +5,7 @@ pub mod cancel;
 pub mod dataset;
 pub mod digest;
 pub mod memory;
+pub mod names;
 pub mod paths;
 pub mod regex;
 pub mod schema;

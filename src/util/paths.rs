@@ -16,6 +16,16 @@ pub fn display_path(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// A word as a POSIX shell reads it back (for commands printed to copy):
+/// quoted only when it must be.
+pub fn shell_word(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// Resolve `rel` against `base`, lexically (no symlink resolution).
 pub fn resolve(base: &Path, rel: &str) -> PathBuf {
     let joined = if Path::new(rel).is_absolute() { PathBuf::from(rel) } else { base.join(rel) };

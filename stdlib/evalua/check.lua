@@ -385,7 +385,50 @@ check._executed = executed
 local function names_of(calls)
   local out = {}
   for i, c in ipairs(calls) do out[i] = c.name end
+  return evalua.array(out)
+end
+
+-- Whether a call's result says it went wrong although its handler returned:
+-- an `error` that is not null (or false), `is_error = true`, `ok = false` or
+-- `success = false` (how many tools, and
+-- recorded traces, report a failure they did not raise).
+local function result_says_error(c)
+  local r = c.result
+  if type(r) ~= "table" then return false end
+  local e = r.error
+  if e ~= nil and e ~= evalua.null and e ~= false then return true end
+  return r.is_error == true or r.ok == false or r.success == false
+end
+
+-- Which calls a trajectory check counts (`calls = ...`):
+--   "executed" (the default): calls whose handler ran (status executed);
+--   "requested": every call the agent asked for, whatever became of it;
+--   "succeeded": executed calls whose result does not report an error.
+local CALL_KINDS = {
+  executed = function(c) return c.status == "executed" end,
+  requested = function() return true end,
+  succeeded = function(c) return c.status == "executed" and not result_says_error(c) end,
+}
+
+local function calls_opt(what, v, level)
+  if v == nil then return "executed" end
+  if CALL_KINDS[v] == nil then
+    error(what .. ": 'calls' must be \"executed\" (the default), \"requested\" or \"succeeded\", got " .. tostring(v), level + 1)
+  end
+  return v
+end
+
+local function counted(t, kind, name)
+  local keep, out = CALL_KINDS[kind], {}
+  for _, c in ipairs(t.calls) do
+    if keep(c) and (name == nil or c.name == name) then out[#out + 1] = c end
+  end
   return out
+end
+
+-- A ratio as evidence shows it: four decimals, not 0.3333333333333333.
+local function ratio(x)
+  return math.floor(x * 10000 + 0.5) / 10000
 end
 
 -- Length of the longest common subsequence of two lists of names.
@@ -405,13 +448,17 @@ end
 --- Executed calls against an expected list of tool names.
 --- mode "exact": the same sequence; "in_order": the list is a subsequence
 --- (extra calls allowed); "any_order": each expected call appears (multiset).
---- Recall = expected calls matched / expected; precision = matched / executed.
+--- Recall = expected calls matched / expected; precision = matched / counted.
+--- `calls` says which calls count: "executed" (the default), "requested"
+--- (every call, whatever its status) or "succeeded" (executed, and the
+--- result reports no error).
 function check.tools(list, opts)
   if type(list) ~= "table" then error("check.tools: expects a list of tool names", 2) end
   for i, n in ipairs(list) do
     if type(n) ~= "string" then error("check.tools: item " .. i .. " must be a tool name", 2) end
   end
-  opts = opts_of("check.tools", opts, { "mode", "min_recall", "min_precision" }, 2)
+  opts = opts_of("check.tools", opts, { "mode", "min_recall", "min_precision", "calls" }, 2)
+  local kind = calls_opt("check.tools", opts.calls, 2)
   local mode = opts.mode or "in_order"
   if mode ~= "exact" and mode ~= "in_order" and mode ~= "any_order" then
     error("check.tools: 'mode' must be \"exact\", \"in_order\" or \"any_order\", got " .. tostring(mode), 2)
@@ -421,7 +468,7 @@ function check.tools(list, opts)
   local min_recall = opts.min_recall or 1
   local min_precision = opts.min_precision or 0
   return make("tools", "tools " .. mode .. ": " .. table.concat(list, ", "), opts, function(t)
-    local got = names_of(executed(t))
+    local got = names_of(counted(t, kind))
     local matched
     if mode == "any_order" then
       local pool = {}
@@ -435,7 +482,7 @@ function check.tools(list, opts)
     end
     local recall = #list == 0 and 1 or matched / #list
     local precision = #got == 0 and (#list == 0 and 1 or 0) or matched / #got
-    local ev = { mode = mode, expected = list, executed = got, recall = recall, precision = precision }
+    local ev = { mode = mode, expected = evalua.array(list), [kind] = got, recall = ratio(recall), precision = ratio(precision) }
     if mode == "exact" then
       local same = #got == #list
       for i = 1, #list do if got[i] ~= list[i] then same = false end end
@@ -520,18 +567,29 @@ function check.args(tool, fields, opts)
   end, { tools = { tool } })
 end
 
---- Every executed `b` comes after an executed `a`.
+--- Every executed `b` comes after an `a`: by default an executed `a`;
+--- `calls = "succeeded"` requires an `a` whose result reports no error (a
+--- failed identity check is not "before"), `calls = "requested"` takes any
+--- requested `a` (and counts every requested `b`).
 function check.before(a, b, opts)
   if type(a) ~= "string" or type(b) ~= "string" then error("check.before: expects two tool names", 2) end
-  opts = opts_of("check.before", opts, {}, 2)
+  opts = opts_of("check.before", opts, { "calls" }, 2)
+  local kind = calls_opt("check.before", opts.calls, 2)
+  local first_ok = CALL_KINDS[kind]
+  -- The `b` calls that need an `a` first: executed ones, or with "requested" every one.
+  local b_counts = kind == "requested" and CALL_KINDS.requested or CALL_KINDS.executed
+  local what = kind == "executed" and "executed" or (kind == "succeeded" and "successful" or "requested")
   return make("before", a .. " before " .. b, opts, function(t)
-    local seen_a = false
+    local seen_a, tried_a = false, nil
     for i, c in ipairs(t.calls) do
-      if c.status == "executed" then
-        if c.name == a then seen_a = true end
-        if c.name == b and not seen_a then
-          return false, { reason = b .. " executed (call " .. i .. ") before any executed " .. a }
-        end
+      if c.name == a then
+        if first_ok(c) then seen_a = true elseif tried_a == nil then tried_a = i end
+      end
+      if c.name == b and b_counts(c) and not seen_a then
+        local ev = { reason = string.format("%s %s (call %d) before any %s %s", b,
+          kind == "requested" and "requested" or "executed", i, what, a) }
+        if tried_a then ev.unsuccessful_call = tried_a end
+        return false, ev
       end
     end
     return true, "ok"

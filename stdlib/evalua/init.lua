@@ -58,6 +58,20 @@ local function fail(level, msg)
   error(msg, level + 1)
 end
 
+-- Run `f(...)`; if it raises, report the error (`where` is the declaration's
+-- `file:line`, for a message that names no line of its own) and return
+-- false. While a suite is checked the host collects the report and loading
+-- goes on without the failed declaration, so that one `evalua check` says
+-- every independent error; elsewhere the report raises the error. An error
+-- raised inside `f` at level 2 from a function `f` calls directly points at
+-- `pcall` (no line): `where` then says where.
+local function attempt(where, f, ...)
+  local r = table.pack(pcall(f, ...))
+  if r[1] then return true, table.unpack(r, 2, r.n) end
+  host.report(where, r[2])
+  return false
+end
+
 local function check_keys(what, t, allowed, level)
   if type(t) ~= "table" then
     fail(level + 1, what .. " expects a table, got " .. type(t))
@@ -85,6 +99,12 @@ local function expect_type(what, key, v, ty, level)
   end
 end
 
+-- A value as an error message shows it: NaN as `NaN (0/0)`, not `-nan`.
+local function shown(v)
+  if type(v) == "number" and v ~= v then return "NaN (0/0)" end
+  return tostring(v)
+end
+
 -- A number that is neither NaN nor infinite.
 local function finite(v)
   return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge
@@ -101,7 +121,7 @@ local function expect_number(what, key, v, level, lo, hi, integer)
     if lo ~= nil and hi ~= nil then range = string.format(" between %s and %s", tostring(lo), tostring(hi))
     elseif lo ~= nil then range = string.format(" of at least %s", tostring(lo)) else range = "" end
     fail(level + 1, string.format("%s: '%s' must be a finite %s%s, got %s", what, key,
-      integer and "integer" or "number", range, tostring(v)))
+      integer and "integer" or "number", range, shown(v)))
   end
 end
 M._expect_number = expect_number
@@ -529,13 +549,13 @@ local function check_budget(what, b, level)
   check_keys(what .. ".budget", b, BUDGET_KEYS, level + 1)
   for k, v in pairs(b) do
     if type(v) ~= "number" or v < 0 then
-      fail(level + 1, string.format("%s.budget.%s must be a non-negative number, got %s", what, k, tostring(v)))
+      fail(level + 1, string.format("%s.budget.%s must be a non-negative number, got %s", what, k, shown(v)))
     end
   end
   local w = what .. ".budget"
   if b.deadline_s ~= nil and not (finite(b.deadline_s) and b.deadline_s > 0 and b.deadline_s <= MAX_DEADLINE_S) then
     fail(level + 1, string.format("%s: 'deadline_s' must be a number of seconds above 0 and at most %d (a week), got %s",
-      w, MAX_DEADLINE_S, tostring(b.deadline_s)))
+      w, MAX_DEADLINE_S, shown(b.deadline_s)))
   end
   expect_number(w, "max_tool_calls", b.max_tool_calls, level + 1, 0, U32_MAX, true)
   expect_number(w, "max_turns", b.max_turns, level + 1, 0, U32_MAX, true)
@@ -679,98 +699,154 @@ end
 -- Called through host.located, like grader_tests: `return evalua.suite { ... }`
 -- (a tail call) still names the suite's line in its errors.
 local function suite(where, spec)
-  check_keys("evalua.suite", spec, SUITE_KEYS, 2)
-  if type(spec.name) ~= "string" or spec.name == "" then
-    fail(2, "evalua.suite: 'name' is required (a non-empty string)")
+  if type(spec) ~= "table" then fail(2, "evalua.suite expects a table, got " .. type(spec)) end
+  -- Each key is checked on its own: while a suite is checked, a bad key is
+  -- reported and left out, and the rest is still checked (`attempt`).
+  local dropped = { agent = false, tools = {}, monitors = {} }
+  local function check(key, f)
+    if not attempt(where, f) and key then spec[key] = nil end
   end
-  if not spec.name:match("^[%w_%-%.]+$") then
-    fail(2, "evalua.suite: 'name' may hold only letters, digits, '_', '-' and '.': " .. spec.name)
+  for k in pairs(spec) do
+    if type(k) ~= "string" or not SUITE_KEYS[k] then
+      check(nil, function() check_keys("evalua.suite", { [k] = true }, SUITE_KEYS, 2) end)
+      spec[k] = nil
+    end
   end
-  expect_type("evalua.suite", "version", spec.version, "string", 2)
-  expect_type("evalua.suite", "description", spec.description, "string", 2)
-  check_positive_integer("evalua.suite", "trials", spec.trials, 2)
-  check_positive_integer("evalua.suite", "held_out_max_runs", spec.held_out_max_runs, 2)
-  check_budget("evalua.suite", spec.budget, 2)
+  check(nil, function()
+    if type(spec.name) ~= "string" or spec.name == "" then
+      fail(2, "evalua.suite: 'name' is required (a non-empty string)")
+    end
+    if not spec.name:match("^[%w_%-%.]+$") then
+      fail(2, "evalua.suite: 'name' may hold only letters, digits, '_', '-' and '.': " .. spec.name)
+    end
+  end)
+  if type(spec.name) ~= "string" or not spec.name:match("^[%w_%-%.]+$") then spec.name = "suite" end
+  check("version", function() expect_type("evalua.suite", "version", spec.version, "string", 2) end)
+  check("description", function() expect_type("evalua.suite", "description", spec.description, "string", 2) end)
+  check("trials", function() check_positive_integer("evalua.suite", "trials", spec.trials, 2) end)
+  check("held_out_max_runs", function() check_positive_integer("evalua.suite", "held_out_max_runs", spec.held_out_max_runs, 2) end)
+  check("budget", function() check_budget("evalua.suite", spec.budget, 2) end)
   if spec.sandbox ~= nil then
-    check_keys("evalua.suite.sandbox", spec.sandbox, SANDBOX_KEYS, 2)
+    check("sandbox", function() expect_type("evalua.suite", "sandbox", spec.sandbox, "table", 2) end)
+  end
+  if spec.sandbox ~= nil then
     local sb = spec.sandbox
-    if sb.db ~= nil and sb.db ~= "sqlite" and sb.db ~= "postgres" then
-      fail(2, "evalua.suite.sandbox.db: \"sqlite\" or \"postgres\", got " .. tostring(sb.db))
-    end
-    if sb.url_env ~= nil then
-      expect_type("evalua.suite.sandbox", "url_env", sb.url_env, "string", 2)
-      if sb.db ~= "postgres" then
-        fail(2, "evalua.suite.sandbox.url_env: only with db = \"postgres\" (it names the variable holding the server's URL)")
-      end
-      if not sb.url_env:match("^[%a_][%w_]*$") then
-        fail(2, "evalua.suite.sandbox.url_env: an environment variable's name, got " .. string.format("%q", sb.url_env))
+    for k in pairs(sb) do
+      if type(k) ~= "string" or not SANDBOX_KEYS[k] then
+        check(nil, function() check_keys("evalua.suite.sandbox", { [k] = true }, SANDBOX_KEYS, 2) end)
+        sb[k] = nil
       end
     end
-    if sb.schema ~= nil then
-      expect_type("evalua.suite.sandbox", "schema", sb.schema, "string", 2)
-      local p = host.abspath(sb.schema)
-      if not host.exists(p) then fail(2, "evalua.suite.sandbox.schema: file not found: " .. p) end
-      sb.schema = p
+    local function sb_check(key, f)
+      if not attempt(where, f) then sb[key] = nil end
     end
-    if sb.clock ~= nil then
-      expect_type("evalua.suite.sandbox", "clock", sb.clock, "string", 2)
-      local ok, err = host.instant(sb.clock, "UTC")
-      if not ok then fail(2, "evalua.suite.sandbox.clock: " .. err) end
-    end
-    if sb.workdir ~= nil then
-      sb.workdir = normalize_workdir("evalua.suite.sandbox.workdir", sb.workdir, 2)
-    end
-    expect_number("evalua.suite.sandbox", "max_fixture_mb", sb.max_fixture_mb, 2, 0, 1024 * 1024)
+    sb_check("db", function()
+      if sb.db ~= nil and sb.db ~= "sqlite" and sb.db ~= "postgres" then
+        fail(2, "evalua.suite.sandbox.db: \"sqlite\" or \"postgres\", got " .. tostring(sb.db))
+      end
+    end)
+    sb_check("url_env", function()
+      if sb.url_env ~= nil then
+        expect_type("evalua.suite.sandbox", "url_env", sb.url_env, "string", 2)
+        if sb.db ~= "postgres" then
+          fail(2, "evalua.suite.sandbox.url_env: only with db = \"postgres\" (it names the variable holding the server's URL)")
+        end
+        if not sb.url_env:match("^[%a_][%w_]*$") then
+          fail(2, "evalua.suite.sandbox.url_env: an environment variable's name, got " .. string.format("%q", sb.url_env))
+        end
+      end
+    end)
+    sb_check("schema", function()
+      if sb.schema ~= nil then
+        expect_type("evalua.suite.sandbox", "schema", sb.schema, "string", 2)
+        local p = host.abspath(sb.schema)
+        if not host.exists(p) then fail(2, "evalua.suite.sandbox.schema: file not found: " .. p) end
+        sb.schema = p
+      end
+    end)
+    sb_check("clock", function()
+      if sb.clock ~= nil then
+        expect_type("evalua.suite.sandbox", "clock", sb.clock, "string", 2)
+        local ok, err = host.instant(sb.clock, "UTC")
+        if not ok then fail(2, "evalua.suite.sandbox.clock: " .. err) end
+      end
+    end)
+    sb_check("workdir", function()
+      if sb.workdir ~= nil then
+        sb.workdir = normalize_workdir("evalua.suite.sandbox.workdir", sb.workdir, 2)
+      end
+    end)
+    sb_check("max_fixture_mb", function()
+      expect_number("evalua.suite.sandbox", "max_fixture_mb", sb.max_fixture_mb, 2, 0, 1024 * 1024)
+    end)
     -- Paths (files or folders, relative to the suite) every process of the suite may read.
-    expect_list_of_strings("evalua.suite.sandbox", "expose", sb.expose, 2)
-    if sb.expose ~= nil then
-      local abs = {}
-      for i, rel in ipairs(sb.expose) do
-        local p = host.abspath(rel)
-        if not host.exists(p) then fail(2, string.format("evalua.suite.sandbox.expose[%d]: not found: %s", i, p)) end
-        if p == "/" then fail(2, "evalua.suite.sandbox.expose: exposing / would expose everything") end
-        abs[i] = p
+    sb_check("expose", function()
+      expect_list_of_strings("evalua.suite.sandbox", "expose", sb.expose, 2)
+      if sb.expose ~= nil then
+        local abs = {}
+        for i, rel in ipairs(sb.expose) do
+          local p = host.abspath(rel)
+          if not host.exists(p) then fail(2, string.format("evalua.suite.sandbox.expose[%d]: not found: %s", i, p)) end
+          if p == "/" then fail(2, "evalua.suite.sandbox.expose: exposing / would expose everything") end
+          abs[i] = p
+        end
+        sb.expose = abs
       end
-      sb.expose = abs
+    end)
+    sb_check("network", function() expect_type("evalua.suite.sandbox", "network", sb.network, "boolean", 2) end)
+  end
+  check("agent", function() check_agent("evalua.suite", spec.agent, 2) end)
+  if spec.agent == nil then dropped.agent = true end
+  check("gate", function()
+    if spec.gate ~= nil then
+      expect_type("evalua.suite", "gate", spec.gate, "table", 2)
+      local err = host.gate_error(spec.gate)
+      if err then fail(2, "evalua.suite.gate: " .. err) end
     end
-    expect_type("evalua.suite.sandbox", "network", sb.network, "boolean", 2)
-  end
-  check_agent("evalua.suite", spec.agent, 2)
-  if spec.gate ~= nil then
-    expect_type("evalua.suite", "gate", spec.gate, "table", 2)
-    local err = host.gate_error(spec.gate)
-    if err then fail(2, "evalua.suite.gate: " .. err) end
-  end
-  local faults = normalize_faults("evalua.suite", spec.faults, 2)
-  if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
-    fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
-  end
+  end)
+  local faults
+  check("faults", function() faults = normalize_faults("evalua.suite", spec.faults, 2) end)
+  check("skip", function()
+    if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
+      fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
+    end
+  end)
   -- Monitors: checks that name a failure mode, run on every trial and every graded item.
   local monitors, monitor_index = {}, {}
   if spec.monitors ~= nil then
-    expect_type("evalua.suite", "monitors", spec.monitors, "table", 2)
+    check("monitors", function() expect_type("evalua.suite", "monitors", spec.monitors, "table", 2) end)
+  end
+  if spec.monitors ~= nil then
     local names = {}
     for name, c in pairs(spec.monitors) do
-      if type(name) ~= "string" or not name:match("^[%a_][%w_%-%.]*$") then
-        fail(2, "evalua.suite.monitors: a monitor is `name = check` with a name of letters, digits, '_', '-', '.'; got key " .. tostring(name))
-      end
-      if not (type(c) == "function" or (type(c) == "table" and (type(c.run) == "function" or c.__lazy))) then
-        fail(2, "evalua.suite.monitors." .. name .. ": a monitor is a check (a function or a table with a 'run' function), got " .. type(c))
-      end
-      names[#names + 1] = name
+      local ok = attempt(where, function()
+        if type(name) ~= "string" or not name:match("^[%a_][%w_%-%.]*$") then
+          fail(2, "evalua.suite.monitors: a monitor is `name = check` with a name of letters, digits, '_', '-', '.'; got key " .. tostring(name))
+        end
+        if not (type(c) == "function" or (type(c) == "table" and (type(c.run) == "function" or c.__lazy))) then
+          fail(2, "evalua.suite.monitors." .. name .. ": a monitor is a check (a function or a table with a 'run' function), got " .. type(c))
+        end
+      end)
+      if ok then names[#names + 1] = name elseif type(name) == "string" then dropped.monitors[name] = true end
     end
     table.sort(names)
     for _, name in ipairs(names) do
-      local m = normalize_check(spec.monitors[name], 0, 2)
-      m.name = name
-      monitors[#monitors + 1] = m
-      monitor_index[name] = m
+      local ok, m = attempt(where, normalize_check, spec.monitors[name], 0, 1)
+      if ok then
+        m.name = name
+        monitors[#monitors + 1] = m
+        monitor_index[name] = m
+      else
+        dropped.monitors[name] = true
+      end
     end
   end
   for _, k in ipairs { "trace_adapter", "match" } do
-    if spec[k] ~= nil and type(spec[k]) ~= "function" then
-      fail(2, "evalua.suite: '" .. k .. "' must be a function, got " .. type(spec[k]))
-    end
+    check(k, function()
+      if spec[k] ~= nil and type(spec[k]) ~= "function" then
+        fail(2, "evalua.suite: '" .. k .. "' must be a function, got " .. type(spec[k]))
+      end
+    end)
   end
   local s = setmetatable({
     skip = spec.skip or nil,
@@ -788,6 +864,7 @@ local function suite(where, spec)
     _tool_index = {},
     _monitors = monitors,
     _monitor_index = monitor_index,
+    _dropped = dropped,
     trace_adapter = spec.trace_adapter,
     match = spec.match,
     _where = where,
@@ -796,8 +873,7 @@ local function suite(where, spec)
 end
 M.suite = host.located(suite)
 
---- Declare a tool the agent may request.
-function Suite:tool(spec)
+local function declare_tool(self, spec, where)
   check_keys("suite:tool", spec, TOOL_KEYS, 2)
   if type(spec.name) ~= "string" or not spec.name:match("^[%a_][%w_%-%.]*$") then
     fail(2, "suite:tool: 'name' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.name))
@@ -831,17 +907,28 @@ function Suite:tool(spec)
     requires = spec.requires or {},
     forbidden_in_attack = spec.forbidden_in_attack or false,
     run = spec.run,
-    _where = host.caller(2),
+    _where = where,
   }
   self._tools[#self._tools + 1] = tool
   self._tool_index[spec.name] = tool
   return tool
 end
 
+--- Declare a tool the agent may request.
+function Suite:tool(spec)
+  local where = host.caller(2)
+  if not VALIDATING then return declare_tool(self, spec, where) end
+  local ok, tool = attempt(where, declare_tool, self, spec, where)
+  if ok then return tool end
+  -- Names that mention it are not reported again.
+  if type(spec) == "table" and type(spec.name) == "string" then self._dropped.tools[spec.name] = true end
+  return nil
+end
+
 -- Validate a case declaration and build its checks: the case table a trial
 -- sees. Errors are raised `level` frames up (the suite's line); `where` is
 -- the declaration's `file:line`.
-local function normalize_case(self, spec, level, where)
+local function normalize_case(self, spec, level, where, collect)
   check_keys("suite:case", spec, CASE_KEYS, level)
   if type(spec.id) ~= "string" or not spec.id:match("^[%w_%-%.]+$") then
     fail(level, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
@@ -869,9 +956,25 @@ local function normalize_case(self, spec, level, where)
     end
   end
   expect_list_of_strings(what, "tools", spec.tools, level)
+  local offered = spec.tools
   for _, name in ipairs(spec.tools or {}) do
-    if not self._tool_index[name] then
-      fail(level, what .. ": 'tools' names an undeclared tool '" .. name .. "'")
+    if not self._tool_index[name] and not self._dropped.tools[name] then
+      local names, all = {}, {}
+      for _, t in ipairs(self._tools) do names[#names + 1] = t.name; all[#all + 1] = t.name end
+      -- A tool whose declaration failed is still what the user meant.
+      for n in pairs(self._dropped.tools) do all[#all + 1] = n end
+      local near = host.nearest(name, all)
+      local msg = string.format("%s: 'tools' names an undeclared tool '%s'%s; the suite's tools: %s", what, name,
+        near and (" (did you mean '" .. near .. "'?)") or "", #names > 0 and table.concat(names, ", ") or "none declared")
+      -- Each unknown name is its own error; the case is still checked.
+      if collect then host.report(where, msg) else fail(level, msg) end
+      offered = nil
+    end
+  end
+  if offered == nil and spec.tools ~= nil then
+    offered = {}
+    for _, name in ipairs(spec.tools) do
+      if self._tool_index[name] then offered[#offered + 1] = name end
     end
   end
   if spec.clock ~= nil then
@@ -920,7 +1023,7 @@ local function normalize_case(self, spec, level, where)
     fixture = fixture,
     trials = spec.trials,
     weight = spec.weight or 1,
-    tools = spec.tools,
+    tools = offered,
     agent = spec.agent,
     user = spec.user,
     metadata = spec.metadata,
@@ -935,13 +1038,13 @@ end
 
 -- Declare a case (suite:case, suite:goldens); `level` counts the frames from
 -- here to the suite's line.
-local function declare_case(self, spec, level)
+local function declare_case(self, spec, level, where)
   if not VALIDATING then
     -- A trial's evaluation: the host keeps the declaration for later.
     host.declare(spec)
     return nil
   end
-  local case = normalize_case(self, spec, level + 1, host.caller(level))
+  local case = normalize_case(self, spec, level + 1, where or host.caller(level), where ~= nil)
   local err = host.declare(case)
   if err then fail(level, "suite:case: " .. err) end
   return case
@@ -949,6 +1052,11 @@ end
 
 --- Declare a case.
 function Suite:case(spec)
+  if VALIDATING then
+    local where = host.caller(2)
+    local ok, c = attempt(where, declare_case, self, spec, 2, where)
+    return ok and c or nil
+  end
   local c = declare_case(self, spec, 3)   -- not a tail call: errors name the caller's line
   return c
 end
@@ -962,7 +1070,7 @@ local DATASET_KEYS = set { "map", "format", "on_error" }
 --- to the suite file; the format comes from its extension unless given. A bad
 --- row stops the load (`file:line`), unless `on_error = "skip"`, which leaves
 --- it out and counts it.
-function Suite:dataset(path, opts)
+local function declare_dataset(self, path, opts)
   if type(path) ~= "string" then
     fail(2, "suite:dataset: expects a file path (relative to the suite), got " .. type(path))
   end
@@ -997,6 +1105,12 @@ function Suite:dataset(path, opts)
   if err then fail(2, "suite:dataset: " .. err) end
 end
 
+function Suite:dataset(path, opts)
+  local where = host.caller(2)
+  if not VALIDATING then return declare_dataset(self, path, opts) end
+  attempt(where, declare_dataset, self, path, opts)
+end
+
 -- (host) The case table a trial runs, built from its declaration.
 function M._materialize(suite, spec)
   local case = normalize_case(suite, spec, 2, "?")
@@ -1012,7 +1126,7 @@ local GOLDEN_KEYS = set {
 --- `{ version = N, cases = { { id, input, failure_modes, source_traces, ... } } }`.
 --- Each becomes a case tagged "golden" whose trials must not re-fire its
 --- failure modes (the suite's monitors of those names), plus `opts.expect`.
-function Suite:goldens(goldens, opts)
+local function declare_goldens(self, goldens, opts, where)
   opts = opts or {}
   check_keys("suite:goldens", opts, GOLDEN_KEYS, 2)
   if type(goldens) ~= "table" or type(goldens.cases) ~= "table" then
@@ -1020,7 +1134,12 @@ function Suite:goldens(goldens, opts)
   end
   expect_type("suite:goldens", "expect", opts.expect, "table", 2)
   local declared = {}
-  for i, g in ipairs(goldens.cases) do
+  local monitor_names = {}
+  for _, m in ipairs(self._monitors) do monitor_names[#monitor_names + 1] = m.name end
+  local nearable = { table.unpack(monitor_names) }
+  for n in pairs(self._dropped.monitors) do nearable[#nearable + 1] = n end
+  -- Each golden is declared on its own: one that is wrong is reported, the others still declared.
+  local function one(i, g)
     local what = string.format("suite:goldens: cases[%d]", i)
     if type(g) ~= "table" then fail(2, what .. " must be a table") end
     if type(g.id) ~= "string" then fail(2, what .. ": 'id' must be a string") end
@@ -1030,8 +1149,11 @@ function Suite:goldens(goldens, opts)
     local expect = {}
     for _, c in ipairs(opts.expect or {}) do expect[#expect + 1] = c end
     for _, mode in ipairs(g.failure_modes or {}) do
-      if not self._monitor_index[mode] then
-        fail(2, string.format("%s ('%s') names failure mode '%s', which is not a monitor of this suite", what, g.id, mode))
+      if not self._monitor_index[mode] and not self._dropped.monitors[mode] then
+        local near = host.nearest(mode, nearable)
+        fail(2, string.format("%s ('%s') names failure mode '%s', which is not a monitor of this suite%s; its monitors: %s",
+          what, g.id, mode, near and (" (did you mean '" .. near .. "'?)") or "",
+          #monitor_names > 0 and table.concat(monitor_names, ", ") or "none"))
       end
       expect[#expect + 1] = {
         name = "does not re-fire " .. mode,
@@ -1051,10 +1173,29 @@ function Suite:goldens(goldens, opts)
       split = opts.split, weight = opts.weight, difficulty = opts.difficulty, workdir = opts.workdir,
       metadata = { golden_version = goldens.version, failure_modes = g.failure_modes, source_traces = g.source_traces,
                    tool_sequence = g.tool_sequence },
-    }, 3)
+    }, 3, where)
     declared[#declared + 1] = case
   end
+  for i, g in ipairs(goldens.cases) do
+    if VALIDATING then
+      -- one(1) <- pcall(2): level 2 in `one` points at pcall (no line), and `where` says where.
+      attempt(where, one, i, g)
+    else
+      one(i, g)
+    end
+  end
   return declared
+end
+
+--- Declare golden cases from a goldens module (written by `evalua promote`):
+--- `{ version = N, cases = { { id, input, failure_modes, source_traces, ... } } }`.
+--- Each becomes a case tagged "golden" whose trials must not re-fire its
+--- failure modes (the suite's monitors of those names), plus `opts.expect`.
+function Suite:goldens(goldens, opts)
+  local where = host.caller(2)
+  if not VALIDATING then return declare_goldens(self, goldens, opts, where) end
+  local ok, declared = attempt(where, declare_goldens, self, goldens, opts, where)
+  return ok and declared or {}
 end
 
 SuiteMeta.__index = host.readonly(Suite, "evalua.Suite")

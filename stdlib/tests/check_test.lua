@@ -134,6 +134,42 @@ return {
     { name = "verify was denied", expect = "fail", calls = { call("verify", {}, "denied"), call("refund") } },
     { name = "verify first", expect = "pass", calls = { call("verify"), call("refund"), call("refund") } },
   }),
+  -- A retried failed call: counted only when `calls = "requested"`.
+  evalua.grader_tests(check.tools({ "lookup", "lookup", "refund" }, { mode = "exact" }), {
+    { name = "the failed try is not executed", expect = "fail",
+      calls = { call("lookup", {}, "failed"), call("lookup"), call("refund") } },
+  }),
+  evalua.grader_tests(check.tools({ "lookup", "lookup", "refund" }, { mode = "exact", calls = "requested" }), {
+    { name = "a call missing", expect = "fail", calls = { call("lookup"), call("refund") } },
+    { name = "the failed try and its retry", expect = "pass",
+      calls = { call("lookup", {}, "failed"), call("lookup"), call("refund") } },
+  }),
+  evalua.grader_tests(check.tools({ "lookup", "refund" }, { mode = "exact", calls = "succeeded" }), {
+    { name = "a result reporting an error", expect = "fail",
+      calls = { call("lookup", {}, "executed", "read", { result = { error = "not found" } }), call("refund") } },
+    { name = "both succeeded", expect = "pass",
+      calls = { call("lookup", {}, "executed", "read", { result = { error = evalua.null } }), call("refund") } },
+  }),
+  -- A failed identity check is "before" by default, not with `calls = "succeeded"`.
+  evalua.grader_tests(check.before("verify", "refund"), {
+    { name = "refund before any verify", expect = "fail", calls = { call("refund") } },
+    { name = "a verify that reported failure still counts", expect = "pass",
+      calls = { call("verify", {}, "executed", "read", { result = { ok = false } }), call("refund") } },
+  }),
+  evalua.grader_tests(check.before("verify", "refund", { calls = "succeeded" }), {
+    { name = "the verify reported failure", expect = "fail",
+      calls = { call("verify", {}, "executed", "read", { result = { ok = false } }), call("refund") } },
+    { name = "is_error", expect = "fail",
+      calls = { call("verify", {}, "executed", "read", { result = { is_error = true } }), call("refund") } },
+    { name = "a failed try, then a verify that succeeded", expect = "pass",
+      calls = { call("verify", {}, "executed", "read", { result = { error = "mismatch" } }),
+                call("verify", {}, "executed", "read", { result = { verified = true } }), call("refund") } },
+  }),
+  evalua.grader_tests(check.before("verify", "refund", { calls = "requested" }), {
+    { name = "a refund requested (and denied) first", expect = "fail",
+      calls = { call("refund", {}, "denied"), call("verify"), call("refund") } },
+    { name = "a verify requested first", expect = "pass", calls = { call("verify", {}, "failed"), call("refund") } },
+  }),
   evalua.grader_tests(check.no_loops { max_repeats = 2 }, {
     { name = "the same request three times", expect = "fail", calls = {
       call("lookup", { id = 1 }), call("lookup", { id = 1 }), call("lookup", { id = 1 }, "failed") } },

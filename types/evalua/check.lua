@@ -85,11 +85,19 @@ function check.json_schema(schema, opts) end
 ---------------------------------------------------------------------------
 -- The trajectory
 
+--- Which calls a trajectory check counts: `"executed"` (the default: the handler ran), `"requested"` (every call, whatever its status) or `"succeeded"` (executed, and the result reports no error).
+---@alias evalua.check.Calls "executed"|"requested"|"succeeded"
+
+--- Options of `check.before`.
+---@class evalua.check.BeforeOpts: evalua.CheckOpts
+---@field calls? evalua.check.Calls which `a` counts as before (default `"executed"`: even one whose result reports a failure; `"succeeded"`: only a successful one)
+
 --- Options of `check.tools`.
 ---@class evalua.check.ToolsOpts: evalua.CheckOpts
 ---@field mode? "exact"|"in_order"|"any_order" `"exact"`: the same sequence; `"in_order"` (default): a subsequence; `"any_order"`: a multiset
 ---@field min_recall? number expected calls matched / expected, at least (default 1)
----@field min_precision? number matched / executed calls, at least (default 0)
+---@field min_precision? number matched / counted calls, at least (default 0)
+---@field calls? evalua.check.Calls which calls count (default `"executed"`)
 
 --- Executed calls against an expected list of tool names; evidence reports recall and precision.
 ---@param list string[] the expected tool names
@@ -107,10 +115,10 @@ function check.tools(list, opts) end
 ---@return evalua.Check
 function check.args(tool, fields, opts) end
 
---- Every executed `b` comes after an executed `a`.
+--- Every executed `b` comes after an executed `a` (or, with `calls = "succeeded"`, a successful `a`).
 ---@param a string the tool that must come first
 ---@param b string the tool that must come after
----@param opts? evalua.CheckOpts
+---@param opts? evalua.check.BeforeOpts
 ---@return evalua.Check
 function check.before(a, b, opts) end
 

@@ -115,6 +115,20 @@ function host.caller(level) end
 ---@return function
 function host.located(f) end
 
+--- A declaration's error: `msg` with its own `file:line`, else prefixed with `where`. While a suite is
+--- checked the error is collected and loading goes on (every independent error is said at once);
+--- elsewhere it is raised.
+---@param where string the declaration's `file:line`
+---@param msg any the error raised
+function host.report(where, msg) end
+
+--- The name among `names` nearest to `name` (a typo of it: a few letters changed, added, dropped or
+--- swapped), or nil.
+---@param name string
+---@param names string[]
+---@return string|nil
+function host.nearest(name, names) end
+
 --- `file:line` where function `f` is defined.
 ---@param f function
 ---@return string location

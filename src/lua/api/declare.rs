@@ -33,6 +33,12 @@ pub trait Declarations {
     /// A dataset file. Ok(Some(msg)) as for [`Declarations::case`]; a bad
     /// row is an error raised from here, naming the data file's line.
     fn dataset(&self, lua: &Lua, dataset: DatasetDecl) -> mlua::Result<Option<String>>;
+    /// A declaration's error (`file:line: message`), reported so that
+    /// loading goes on and every independent error is said at once. False:
+    /// not collected here, raise it.
+    fn error(&self, _msg: String) -> bool {
+        false
+    }
 }
 
 /// The state's [`Declarations`], as app data.
@@ -71,6 +77,30 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
                 )
             },
         )?,
+    )?;
+    // `report(where, msg)`: a declaration failed; say where (the message's own
+    // `file:line`, else `where`) and go on loading when the state's owner
+    // collects errors (`evalua check` says every one at once), else raise.
+    h.raw_set(
+        "report",
+        lua.create_function(|lua, (at, msg): (String, Value)| {
+            let msg = match msg {
+                Value::String(s) => s.to_string_lossy(),
+                Value::Error(e) => crate::lua::engine::describe(&e),
+                other => format!("{other:?}"),
+            };
+            let msg = msg.lines().next().unwrap_or("").to_string();
+            let msg = if crate::util::names::has_location(&msg) { msg } else { format!("{at}: {msg}") };
+            let collected = lua.app_data_ref::<Declare>().map(|d| d.0.clone()).is_some_and(|d| d.error(msg.clone()));
+            if collected { Ok(()) } else { Err(mlua::Error::runtime(msg)) }
+        })?,
+    )?;
+    // `nearest(name, names)`: the name of `names` nearest to `name` (a typo of it), or nil.
+    h.raw_set(
+        "nearest",
+        lua.create_function(|_, (name, names): (String, Vec<String>)| {
+            Ok(crate::util::names::nearest(&name, names.iter().map(String::as_str)).map(String::from))
+        })?,
     )?;
     Ok(())
 }

@@ -81,8 +81,15 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
                 let mut all = mlua::MultiValue::new();
                 all.push_back(Value::String(lua.create_string(&at)?));
                 all.extend(args);
-                f.call::<mlua::MultiValue>(all)
-                    .map_err(|e| mlua::Error::runtime(format!("{at}: {}", engine::describe(&e))))
+                f.call::<mlua::MultiValue>(all).map_err(|e| {
+                    // A message that names its own line (a declaration's report) keeps it.
+                    let msg = engine::describe(&e);
+                    if crate::util::names::has_location(&msg) {
+                        mlua::Error::runtime(msg)
+                    } else {
+                        mlua::Error::runtime(format!("{at}: {msg}"))
+                    }
+                })
             })
         })?,
     )?;
