@@ -42,6 +42,46 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Subcommand)]
+enum LabelsCommand {
+    /// Agreement between annotators: Cohen's kappa per pair, Krippendorff's alpha, per criterion and overall
+    Agree {
+        #[arg(value_name = "STORE")]
+        store: PathBuf,
+        /// One JSON document on stdout ("schema": "evalua.labels/1"); the text goes to stderr
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hold out a deterministic, stratified share of the items (writes STORE.split.json)
+    Split {
+        #[arg(value_name = "STORE")]
+        store: PathBuf,
+        /// The share of items held out, between 0 and 1
+        #[arg(long = "held-out", value_name = "F")]
+        held_out: f64,
+        #[arg(long, value_name = "N")]
+        seed: u64,
+        /// Replace an existing split that differs
+        #[arg(long)]
+        force: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the items in the calibration format (majority verdict per criterion; ties left out)
+    Export {
+        #[arg(value_name = "STORE")]
+        store: PathBuf,
+        /// The file to write (default: stdout)
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Export the held-out items instead of the others (counted in the ledger)
+        #[arg(long)]
+        held_out: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 #[derive(Args, Clone)]
 struct Select {
     /// Only cases whose id matches this glob (e.g. 'refund_*')
@@ -306,6 +346,17 @@ enum Command {
         /// Call the judge even when a cached verdict exists
         #[arg(long)]
         no_cache: bool,
+        /// Use the label store's held-out items (its split) instead of the others; counted in the ledger
+        #[arg(long)]
+        held_out: bool,
+        /// Measure the judges on the held-out items and compare with their last measurement (kappa, false-pass rate, intervals); decides a judge_kappa gate
+        #[arg(long)]
+        recheck: bool,
+    },
+    /// Human labels (a label store, labels/<suite>.jsonl): agreement, held-out split, calibration export
+    Labels {
+        #[command(subcommand)]
+        command: LabelsCommand,
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
@@ -343,6 +394,12 @@ enum Command {
         /// Link each trial to its trace in a trace store: a URL with {trace_id}, {conversation_id}, {run_id}, {case}, {trial} (or EVALUA_TRACE_URL)
         #[arg(long, value_name = "URL")]
         trace_url: Option<String>,
+        /// Label trials as NAME (or EVALUA_ANNOTATOR): verdicts per rubric criterion, failure-mode tags, notes
+        #[arg(long, value_name = "NAME")]
+        annotator: Option<String>,
+        /// Write every run's labels to this store (default: labels/<suite>.jsonl beside each run's suite)
+        #[arg(long, value_name = "STORE")]
+        labels: Option<PathBuf>,
     },
     /// Serve MCP on stdio for coding agents: list suites and cases, check, run, show a trial, compare, grade
     Mcp {
@@ -567,10 +624,22 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 argv: std::env::args().collect(),
             })
         }
-        Command::Calibrate { suite, labels, rubric, no_cache, machine: _ } => {
+        Command::Calibrate { suite, labels, rubric, no_cache, held_out, recheck, machine: _ } => {
             evalua::judge::cache::set_disabled(no_cache);
-            cmd::calibrate::calibrate(&suite, &labels, rubric.as_deref())
+            let part =
+                if held_out { evalua::judge::labels::Part::HeldOut } else { evalua::judge::labels::Part::Calibration };
+            let opts = evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part, recheck };
+            cmd::calibrate::calibrate(&suite, &labels, &opts)
         }
+        Command::Labels { command } => match command {
+            LabelsCommand::Agree { store, json } => cmd::labels::agree(&store, json),
+            LabelsCommand::Split { store, held_out, seed, force, json } => {
+                cmd::labels::split(&store, held_out, seed, force, json)
+            }
+            LabelsCommand::Export { store, out, held_out, json } => {
+                cmd::labels::export(&store, out.as_ref(), held_out, json)
+            }
+        },
         Command::Check { suites, skip_invalid, isolation, machine: _ } => {
             isolate(isolation);
             cmd::check::check(&suites, skip_invalid)
@@ -582,9 +651,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::List { suite, select, machine: _ } => cmd::list::list(&suite, &select.filters()),
         Command::Mcp { root } => cmd::mcp::mcp(root.as_deref()),
         Command::Init { dir, action } => cmd::init::init(&dir, &action),
-        Command::View { dirs, port, open, trace_url } => {
+        Command::View { dirs, port, open, trace_url, annotator, labels } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));
-            cmd::view::view(dirs, port, open, trace_url)
+            let annotator = annotator.or_else(|| std::env::var("EVALUA_ANNOTATOR").ok().filter(|a| !a.is_empty()));
+            cmd::view::view(dirs, port, open, trace_url, annotator, labels)
         }
     }
 }

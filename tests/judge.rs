@@ -87,7 +87,7 @@ fn refusal(text: &str) -> (u16, Value) {
     )
 }
 
-fn message(body: &Value, role: &str) -> String {
+pub fn message(body: &Value, role: &str) -> String {
     body["messages"]
         .as_array()
         .into_iter()
@@ -105,7 +105,7 @@ fn nonce(user: &str) -> String {
 }
 
 /// The text of the data block `id` in a judge request.
-fn block(user: &str, id: &str) -> Option<String> {
+pub fn block(user: &str, id: &str) -> Option<String> {
     let n = nonce(user);
     let open = format!("<data-{n} id=\"{id}\">\n");
     let start = user.find(&open)? + open.len();
@@ -133,12 +133,12 @@ fn outside_data(user: &str) -> String {
 }
 
 /// How many criteria a rubric request lists.
-fn criteria_count(user: &str) -> usize {
+pub fn criteria_count(user: &str) -> usize {
     let head = user.split("The data blocks").next().unwrap_or("");
     head.lines().filter(|l| l.split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok())).count()
 }
 
-fn verdict(passed: &[u32], failed: &[u32], unsure: &[u32]) -> String {
+pub fn verdict(passed: &[u32], failed: &[u32], unsure: &[u32]) -> String {
     let n = passed.iter().chain(failed).chain(unsure).copied().max().unwrap_or(1);
     let mut evidence = vec![json!({ "criterion": 1, "quote": "refunded 19.90" })];
     if n >= 2 {
@@ -158,7 +158,7 @@ fn is_pairwise(body: &Value) -> bool {
 
 /// The judge the tests talk to: it grades by markers in the agent's answer,
 /// and "obeys" an injected instruction only if it reaches it outside the data.
-fn judge_server() -> Mock {
+pub fn judge_server() -> Mock {
     mock(|body| {
         let user = message(body, "user");
         if is_pairwise(body) {
@@ -217,14 +217,14 @@ fn judge_server() -> Mock {
     })
 }
 
-fn model_lua(url: &str, name: &str) -> String {
+pub fn model_lua(url: &str, name: &str) -> String {
     format!(
         "judge.model {{ model = \"{name}\", base_url = \"{url}\", api_key_env = \"EVALUA_TEST_JUDGE_KEY\", max_retries = 1, timeout_s = 120 }}"
     )
 }
 
 /// A suite whose scripted agent answers the text after `ANSWER:` in the case input.
-fn suite(url: &str, cases: &str) -> String {
+pub fn suite(url: &str, cases: &str) -> String {
     format!(
         r#"local evalua = require("evalua")
 local judge = require("evalua.judge")
@@ -241,11 +241,11 @@ return suite
     )
 }
 
-fn run(dir: &Path, args: &[&str]) -> Output {
+pub fn run(dir: &Path, args: &[&str]) -> Output {
     evalua_env(dir, args, &[("EVALUA_TEST_JUDGE_KEY", KEY)])
 }
 
-fn evalua_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub fn evalua_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = crate::common::bin();
     c.current_dir(dir).args(args);
     for k in [

@@ -1,10 +1,12 @@
 //! Integration tests: they drive the real binary on real suites.
 
 mod action;
+mod annotate;
 mod architecture;
 mod bad_input;
 mod browser;
 mod budgets;
+mod cascade;
 mod checks;
 mod cluster;
 mod coding;
@@ -20,6 +22,7 @@ mod grader_tests;
 mod injection;
 mod isolation;
 mod judge;
+mod labels;
 mod lua_defs;
 mod machine;
 mod mcp;

@@ -19,11 +19,11 @@ use crate::common::*;
 use crate::synth::{self, Synth};
 
 /// A running `evalua view`, stopped when dropped.
-struct Viewer {
+pub struct Viewer {
     child: Child,
-    base: String,
-    port: u16,
-    agent: ureq::Agent,
+    pub base: String,
+    pub port: u16,
+    pub agent: ureq::Agent,
 }
 
 impl Drop for Viewer {
@@ -34,12 +34,19 @@ impl Drop for Viewer {
 }
 
 impl Viewer {
-    fn start(cwd: &Path, dirs: &[&str]) -> Viewer {
+    pub fn start(cwd: &Path, dirs: &[&str]) -> Viewer {
+        Viewer::start_with(cwd, dirs, &[])
+    }
+
+    /// With more arguments (`--annotator NAME`, `--labels STORE`).
+    pub fn start_with(cwd: &Path, dirs: &[&str], args: &[&str]) -> Viewer {
         let mut child = bin()
             .current_dir(cwd)
+            .env_remove("EVALUA_ANNOTATOR")
             .arg("view")
             .args(dirs)
             .args(["--port", "0"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -61,23 +68,23 @@ impl Viewer {
         Viewer { child, base, port, agent }
     }
 
-    fn get(&self, path: &str) -> (u16, String) {
+    pub fn get(&self, path: &str) -> (u16, String) {
         let mut r = self.agent.get(format!("{}{path}", self.base)).call().unwrap();
         (r.status().as_u16(), r.body_mut().read_to_string().unwrap())
     }
 
-    fn json(&self, path: &str) -> Value {
+    pub fn json(&self, path: &str) -> Value {
         let (status, body) = self.get(path);
         assert_eq!(status, 200, "{path}: {body}");
         serde_json::from_str(&body).unwrap()
     }
 
-    fn runs(&self) -> Vec<Value> {
+    pub fn runs(&self) -> Vec<Value> {
         self.json("/api/runs")["runs"].as_array().unwrap().clone()
     }
 }
 
-fn enc(s: &str) -> String {
+pub fn enc(s: &str) -> String {
     s.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -483,7 +490,7 @@ fn run_ends_by_naming_report_html_and_evalua_view() {
 
 // ---------------------------------------------------------------- in Chromium
 
-fn wait_js(d: &Driver, script: &str, want: &Value) -> Value {
+pub fn wait_js(d: &Driver, script: &str, want: &Value) -> Value {
     let t0 = Instant::now();
     loop {
         let got = d.js(script);

@@ -9,6 +9,7 @@ pub mod export;
 pub mod grade;
 pub mod init;
 pub mod json;
+pub mod labels;
 pub mod list;
 pub mod mcp;
 pub mod merge;

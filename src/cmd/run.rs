@@ -275,6 +275,7 @@ fn held_out_ledger(plan: &crate::trial::Plan, run_id: &str) -> Result<()> {
         cases,
         time: jiff::Timestamp::now().to_string(),
         run_id: run_id.to_string(),
+        kind: None,
     };
     let path = ledger::path(&plan.suite.dir);
     let runs = ledger::append(&path, &entry)?;

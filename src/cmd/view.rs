@@ -6,8 +6,15 @@ use std::path::PathBuf;
 use crate::error::Result;
 use crate::view;
 
-pub fn view(dirs: Vec<PathBuf>, port: Option<u16>, open: bool, trace_url: Option<String>) -> Result<u8> {
+pub fn view(
+    dirs: Vec<PathBuf>,
+    port: Option<u16>,
+    open: bool,
+    trace_url: Option<String>,
+    annotator: Option<String>,
+    labels: Option<PathBuf>,
+) -> Result<u8> {
     let dirs = if dirs.is_empty() { vec![PathBuf::from("runs")] } else { dirs };
-    view::serve(view::Options { dirs, port, open, trace_url })?;
+    view::serve(view::Options { dirs, port, open, trace_url, annotator, labels })?;
     Ok(0)
 }

@@ -11,6 +11,7 @@
 pub mod cache;
 pub mod calibrate;
 pub mod client;
+pub mod labels;
 pub mod prompt;
 pub mod records;
 pub mod resolve;

@@ -343,6 +343,12 @@ pub fn prompt_hash(spec: &JudgeSpec) -> String {
     match spec {
         JudgeSpec::Rubric { criteria, .. } => rubric_prompt_hash(criteria),
         JudgeSpec::Pairwise { question, .. } => pairwise_prompt_hash(question),
+        // Both stages' prompts and the rule between them.
+        JudgeSpec::Cascade { first, then, escalate, .. } => sha256_hex(
+            json!({ "version": PROMPT_VERSION, "first": prompt_hash(first), "then": prompt_hash(then), "escalate": escalate })
+                .to_string()
+                .as_bytes(),
+        ),
     }
 }
 

@@ -68,6 +68,14 @@ pub fn calibration(suite_dir: &Path, spec: &JudgeSpec) -> Calibration {
     Calibration::Missing
 }
 
+/// The kappa of a judge's current calibration record: its held-out recheck's
+/// when it has one, else its calibration's (None without a current record or a defined kappa).
+pub fn calibration_kappa(suite_dir: &Path, spec: &JudgeSpec) -> Option<f64> {
+    let Calibration::Current(p) = calibration(suite_dir, spec) else { return None };
+    let v: Json = serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+    v["held_out"]["kappa"].as_f64().or_else(|| v["kappa"].as_f64())
+}
+
 /// Every distinct judge check of a suite: (spec, the cases that use it).
 pub fn suite_judges(suite: &Suite) -> Vec<(JudgeSpec, Vec<String>)> {
     suite.judges.iter().map(|j| (j.spec.clone(), j.cases.clone())).collect()
@@ -80,21 +88,31 @@ pub fn manifest(suite: &Suite) -> Json {
             .into_iter()
             .map(|(spec, cases)| {
                 let reachable = !spec.models().is_empty() && spec.models().iter().all(|m| resolve(m).is_ok());
-                json!({
+                let mut v = json!({
                     "name": spec.name(),
-                    "type": match spec { JudgeSpec::Rubric { .. } => "rubric", JudgeSpec::Pairwise { .. } => "pairwise" },
+                    "type": spec.kind(),
                     "judge": spec.model_id(),
                     "models": spec.models().iter().map(|m| json!({
                         "provider": m.provider, "model": m.model,
                         "base_url": resolve(m).ok().map(|j| j.endpoint.base_url),
                         "temperature": m.temperature, "seed": m.seed,
                     })).collect::<Vec<_>>(),
+                    "criteria": spec.criteria(),
                     "prompt_sha256": prompt_hash(&spec),
                     "reachable": reachable,
                     "calibration": calibration(&suite.dir, &spec).as_str(),
+                    "calibration_kappa": calibration_kappa(&suite.dir, &spec),
                     "cases": cases,
                     "cache": if cache::disabled() { "off".to_string() } else { display_path(&cache::dir(&suite.dir)) },
-                })
+                });
+                if let JudgeSpec::Cascade { first, then, escalate, .. } = &spec {
+                    v["stages"] = json!({
+                        "first": { "name": first.name(), "judge": first.model_id(), "prompt_sha256": prompt_hash(first) },
+                        "then": { "name": then.name(), "judge": then.model_id(), "prompt_sha256": prompt_hash(then) },
+                        "escalate": escalate,
+                    });
+                }
+                v
             })
             .collect(),
     )
@@ -105,7 +123,7 @@ pub fn manifest(suite: &Suite) -> Json {
 pub fn calibration_warnings(suite: &Suite) -> Vec<String> {
     let mut out = Vec::new();
     for (spec, _) in suite_judges(suite) {
-        if !matches!(spec, JudgeSpec::Rubric { .. })
+        if !matches!(spec, JudgeSpec::Rubric { .. } | JudgeSpec::Cascade { .. })
             || spec.models().is_empty()
             || !spec.models().iter().all(|m| resolve(m).is_ok())
         {

@@ -401,3 +401,129 @@ fn pairwise_with(
         calls: Vec::new(),
     }
 }
+
+/// A rubric stage of a cascade, on a trial's data.
+pub fn rubric_of(spec: &crate::spec::JudgeSpec, data: &TrialData, cache_dir: &Path) -> Conclusion {
+    match spec {
+        crate::spec::JudgeSpec::Rubric { criteria, models, panel, .. } => {
+            rubric(criteria, models, *panel, data, cache_dir)
+        }
+        other => {
+            let msg = format!("a cascade stage must be a judge.rubric, not a {}", other.kind());
+            Conclusion {
+                status: Status::Undecided(msg.clone()),
+                evidence: json!({ "error": msg }),
+                marks: None,
+                calls: Vec::new(),
+            }
+        }
+    }
+}
+
+/// Why `first`'s conclusion sends the item to the second judge under `mode`
+/// ("uncertain", "disagree", "always_on_fail"), or None.
+pub fn escalates(mode: &str, first: &Conclusion) -> Option<String> {
+    match mode {
+        "uncertain" => match &first.status {
+            Status::Undecided(why) => Some(format!("uncertain: {why}")),
+            _ => None,
+        },
+        "always_on_fail" => {
+            (first.status == Status::Failed).then(|| "always_on_fail: the first judge failed it".into())
+        }
+        "disagree" => {
+            // A vote that gave no verdict, or a criterion the panel did not vote on unanimously.
+            let votes = first.evidence["votes"].as_array().cloned().unwrap_or_default();
+            if votes.iter().any(|v| v.get("error").is_some()) {
+                return Some("disagree: a judge of the panel gave no valid verdict".into());
+            }
+            first.evidence["criteria"].as_array().into_iter().flatten().enumerate().find_map(|(i, c)| {
+                let v = &c["votes"];
+                let kinds = ["pass", "fail", "undeterminable", "error"]
+                    .iter()
+                    .filter(|k| v[**k].as_u64().unwrap_or(0) > 0)
+                    .count();
+                (kinds > 1).then(|| format!("disagree: the panel's votes differ on criterion {}", i + 1))
+            })
+        }
+        _ => None,
+    }
+}
+
+fn status_word(s: &Status) -> &'static str {
+    match s {
+        Status::Passed => "passed",
+        Status::Failed => "failed",
+        Status::Undecided(_) => "undecided",
+        Status::Skipped(_) => "skipped",
+    }
+}
+
+/// What a stage did: its judge, calls, tokens and cost (a cached answer costs nothing).
+fn stage(name: &str, judge: &str, c: &Conclusion) -> Json {
+    let cost: f64 = c.calls.iter().filter_map(|k| k.call.cost_usd).sum();
+    json!({
+        "stage": name,
+        "judge": judge,
+        "verdict": status_word(&c.status),
+        "calls": c.calls.len(),
+        "input_tokens": c.calls.iter().map(|k| k.call.input_tokens).sum::<u64>(),
+        "output_tokens": c.calls.iter().map(|k| k.call.output_tokens).sum::<u64>(),
+        "cost_usd": cost,
+    })
+}
+
+/// `judge.cascade`: the first judge grades the item; the second only when
+/// `escalate` selects it, and then its verdict decides. The evidence records
+/// `decided_by` ("first" or "then"), whether and why it was escalated, each
+/// stage's calls and cost, and, when escalated, the first judge's evidence.
+pub fn cascade(
+    first: &crate::spec::JudgeSpec,
+    then: &crate::spec::JudgeSpec,
+    escalate: &str,
+    data: &TrialData,
+    cache_dir: &Path,
+) -> Conclusion {
+    let a = rubric_of(first, data, cache_dir);
+    combine(first, then, escalate, a, || rubric_of(then, data, cache_dir))
+}
+
+/// The cascade's conclusion from the first stage's, asking `second` only on escalation.
+pub fn combine(
+    first: &crate::spec::JudgeSpec,
+    then: &crate::spec::JudgeSpec,
+    escalate: &str,
+    a: Conclusion,
+    second: impl FnOnce() -> Conclusion,
+) -> Conclusion {
+    if let Status::Skipped(why) = &a.status {
+        return Conclusion::skipped(format!("cascade: the first judge is not reachable: {why}"));
+    }
+    let mut stages = vec![stage("first", &first.model_id(), &a)];
+    let Some(reason) = escalates(escalate, &a) else {
+        let mut evidence = a.evidence;
+        evidence["decided_by"] = json!("first");
+        evidence["escalated"] = json!(false);
+        evidence["escalate"] = json!(escalate);
+        evidence["stages"] = json!(stages);
+        return Conclusion { status: a.status, evidence, marks: a.marks, calls: a.calls };
+    };
+    let b = second();
+    let mut calls = a.calls;
+    calls.extend(b.calls.iter().cloned());
+    if let Status::Skipped(why) = &b.status {
+        let mut c =
+            Conclusion::skipped(format!("cascade: escalated ({reason}), but the second judge is not reachable: {why}"));
+        c.calls = calls;
+        return c;
+    }
+    stages.push(stage("then", &then.model_id(), &b));
+    let mut evidence = b.evidence;
+    evidence["decided_by"] = json!("then");
+    evidence["escalated"] = json!(true);
+    evidence["escalated_because"] = json!(reason);
+    evidence["escalate"] = json!(escalate);
+    evidence["stages"] = json!(stages);
+    evidence["first"] = a.evidence;
+    Conclusion { status: b.status, evidence, marks: b.marks, calls }
+}

@@ -19,6 +19,10 @@ pub struct Entry {
     pub cases: Vec<String>,
     pub time: String,
     pub run_id: String,
+    /// What was used: absent for a run of held-out cases; `"labels"` for the
+    /// held-out items of a label store (SPEC §15; `cases` then holds item ids).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 /// The ledger of the suite in `suite_dir`.
@@ -37,6 +41,7 @@ pub fn append(ledger: &Path, entry: &Entry) -> Result<usize> {
                 && e.suite == entry.suite
                 && e.version == entry.version
                 && e.cases == entry.cases
+                && e.kind == entry.kind
             {
                 same += 1;
             }

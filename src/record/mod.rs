@@ -4,6 +4,7 @@
 //! and read in one place: [`rundir`].
 
 pub mod journal;
+pub mod labels;
 pub mod ledger;
 pub mod manifest;
 pub mod rundir;

@@ -256,7 +256,41 @@ impl Verdict {
     }
 }
 
+/// A judge cascade's verdict, as its check's evidence records it
+/// (`judge.cascade`, SPEC §15): which judge decided, and what each stage did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CascadeEvidence {
+    /// "first" or "then".
+    pub decided_by: String,
+    pub escalated: bool,
+    #[serde(default)]
+    pub stages: Vec<CascadeStage>,
+}
+
+/// One stage of a cascade on one item.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CascadeStage {
+    /// "first" or "then".
+    pub stage: String,
+    /// The stage's model id.
+    pub judge: String,
+    #[serde(default)]
+    pub calls: u32,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
 impl CheckResult {
+    /// The cascade this check's verdict came from, if it was a `judge.cascade`.
+    pub fn cascade(&self) -> Option<CascadeEvidence> {
+        self.evidence.get("decided_by")?;
+        CascadeEvidence::deserialize(&self.evidence).ok()
+    }
+
     pub fn verdict(&self) -> Verdict {
         match self.passed {
             Some(true) => Verdict::Pass,

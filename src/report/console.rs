@@ -190,6 +190,25 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
             let _ = writeln!(out, "  {name:<width$}  {} / {}  {}{iv}", m.violations, m.n, pct(m.rate));
         }
     }
+    if !summary.judge_cascades.is_empty() {
+        let _ = writeln!(out, "judge cascades (escalated / items, 95% Wilson interval; each judge's calls and cost):");
+        for (name, c) in &summary.judge_cascades {
+            let iv = super::text::bounds_text(c.low, c.high, pct).map(|b| format!(" {b}")).unwrap_or_default();
+            let judges: Vec<String> = c
+                .judges
+                .iter()
+                .map(|j| format!("{} {}: {} items, {} calls, ${:.4}", j.stage, j.judge, j.items, j.calls, j.cost_usd))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {name}  {} / {}  {}{iv} escalated; {}",
+                c.escalated,
+                c.items,
+                pct(c.escalation_rate),
+                judges.join("; ")
+            );
+        }
+    }
     let safety = super::text::safety_rows(summary);
     if !safety.is_empty() {
         let _ = writeln!(out, "safety (apart from the capability figures; 95% intervals resample cases):");

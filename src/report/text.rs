@@ -114,6 +114,7 @@ pub fn gate_line(g: &Verdict) -> String {
             }
             Some(Metric::CostPerAccepted) => format!("${v:.4}"),
             Some(Metric::P50Ms | Metric::P95Ms) => format!("{v:.0} ms"),
+            Some(Metric::JudgeKappa) => format!("{v:.3}"),
             None => format!("{v:.4}"),
         }
     };

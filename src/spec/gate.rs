@@ -24,6 +24,10 @@ pub enum Metric {
     CostPerAccepted,
     P50Ms,
     P95Ms,
+    /// `judge_kappa`: the agreement of the suite's judges with human labels
+    /// (a calibration gate: decided by `calibrate --recheck`, and in a run
+    /// from the judges' current calibration records).
+    JudgeKappa,
 }
 
 impl fmt::Display for Metric {
@@ -39,6 +43,7 @@ impl fmt::Display for Metric {
             Metric::CostPerAccepted => f.write_str("cost_per_accepted_usd"),
             Metric::P50Ms => f.write_str("p50_ms"),
             Metric::P95Ms => f.write_str("p95_ms"),
+            Metric::JudgeKappa => f.write_str("judge_kappa"),
         }
     }
 }
@@ -52,7 +57,7 @@ impl Serialize for Metric {
 impl Metric {
     /// Higher is better (a minimum) or lower is better (a maximum).
     pub fn is_minimum(self) -> bool {
-        matches!(self, Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted)
+        matches!(self, Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::JudgeKappa)
     }
 }
 
@@ -72,7 +77,7 @@ pub struct Gate {
     pub on: On,
 }
 
-pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms";
+pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms, judge_kappa";
 
 /// A gate's figure from its name (`"pass^3"`, `"critical_failures"`, …).
 pub fn metric(name: &str) -> Result<Metric, String> {
@@ -88,6 +93,7 @@ pub fn metric(name: &str) -> Result<Metric, String> {
         "cost_per_accepted_usd" => Metric::CostPerAccepted,
         "p50_ms" => Metric::P50Ms,
         "p95_ms" => Metric::P95Ms,
+        "judge_kappa" => Metric::JudgeKappa,
         _ => {
             if let Some(rest) = name.strip_prefix("pass^") {
                 Metric::PassHat(k(rest)?)
@@ -176,6 +182,14 @@ pub fn decide(g: &Gate, point: Option<f64>, interval: Option<(f64, f64)>) -> Ver
         On::Upper => interval.map(|i| i.1),
     };
     let (passed, note) = match value {
+        None if g.metric == Metric::JudgeKappa => (
+            false,
+            Some(
+                "no reachable judge has a calibration record with a kappa for its model and prompt \
+                 (evalua calibrate SUITE --labels STORE)"
+                    .to_string(),
+            ),
+        ),
         None => (
             false,
             Some("the figure is undefined for this run (e.g. k larger than the trials of some case)".to_string()),

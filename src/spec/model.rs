@@ -117,6 +117,15 @@ pub enum JudgeSpec {
         #[serde(default = "default_pass")]
         pass: String,
     },
+    /// `judge.cascade`: `first` grades every item, `then` only those
+    /// `escalate` selects. Both are rubrics of the same criteria.
+    Cascade {
+        name: String,
+        first: Box<JudgeSpec>,
+        then: Box<JudgeSpec>,
+        /// "uncertain", "disagree" or "always_on_fail".
+        escalate: String,
+    },
 }
 
 fn default_pass() -> String {
@@ -126,19 +135,40 @@ fn default_pass() -> String {
 impl JudgeSpec {
     pub fn name(&self) -> &str {
         match self {
-            JudgeSpec::Rubric { name, .. } | JudgeSpec::Pairwise { name, .. } => name,
+            JudgeSpec::Rubric { name, .. } | JudgeSpec::Pairwise { name, .. } | JudgeSpec::Cascade { name, .. } => name,
         }
     }
-    pub fn models(&self) -> &[ModelSpec] {
+    /// Every model the judge may call (a cascade's: both stages').
+    pub fn models(&self) -> Vec<&ModelSpec> {
         match self {
-            JudgeSpec::Rubric { models, .. } | JudgeSpec::Pairwise { models, .. } => models,
+            JudgeSpec::Rubric { models, .. } | JudgeSpec::Pairwise { models, .. } => models.iter().collect(),
+            JudgeSpec::Cascade { first, then, .. } => first.models().into_iter().chain(then.models()).collect(),
+        }
+    }
+    /// A rubric's (or a cascade's) criteria.
+    pub fn criteria(&self) -> Option<&[String]> {
+        match self {
+            JudgeSpec::Rubric { criteria, .. } => Some(criteria),
+            JudgeSpec::Cascade { first, .. } => first.criteria(),
+            JudgeSpec::Pairwise { .. } => None,
+        }
+    }
+    /// "rubric", "pairwise" or "cascade".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            JudgeSpec::Rubric { .. } => "rubric",
+            JudgeSpec::Pairwise { .. } => "pairwise",
+            JudgeSpec::Cascade { .. } => "cascade",
         }
     }
     /// The judge's identity for calibration: its model(s), not where they are served.
     pub fn model_id(&self) -> String {
-        let ids: Vec<String> = self.models().iter().map(ModelSpec::id).collect();
+        let ids: Vec<String> = self.models().iter().map(|m| m.id()).collect();
         match self {
             JudgeSpec::Rubric { panel: true, .. } => format!("panel[{}]", ids.join(",")),
+            JudgeSpec::Cascade { first, then, escalate, .. } => {
+                format!("cascade[{} then {} on {escalate}]", first.model_id(), then.model_id())
+            }
             _ => ids.join(","),
         }
     }

@@ -101,6 +101,45 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// A judge cascade's items, escalations and stages over the run.
+#[derive(Debug, Clone, Default)]
+pub struct CascadeTally {
+    pub items: u32,
+    pub escalated: u32,
+    /// Per stage ("first", "then"): its judge, the items it graded, calls, tokens, cost.
+    pub stages: Vec<StageFigures>,
+}
+
+/// What one stage of a cascade did over a run (summary.json `judge_cascades`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageFigures {
+    pub stage: String,
+    pub judge: String,
+    /// Items it graded.
+    pub items: u32,
+    /// Model calls it made (none for a cached answer).
+    pub calls: u32,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+/// A judge cascade in summary.json: how often it escalated, and each judge's share.
+#[derive(Debug, Clone, Serialize)]
+pub struct CascadeFigures {
+    pub items: u32,
+    pub escalated: u32,
+    pub escalation_rate: Option<f64>,
+    /// 95% Wilson interval of the escalation rate.
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    /// Items decided by each judge.
+    pub decided_by_first: u32,
+    pub decided_by_then: u32,
+    pub judges: Vec<StageFigures>,
+    pub cost_usd: f64,
+}
+
 /// A monitor's violations over the trials it decided.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MonitorTally {
@@ -153,6 +192,8 @@ pub struct Tally {
     pub infra_after_start: u32,
     /// Some record carried the safety view (SPEC §13).
     pub safety_seen: bool,
+    /// Per judge cascade (by check name).
+    pub cascades: BTreeMap<String, CascadeTally>,
 }
 
 impl Tally {
@@ -206,6 +247,30 @@ impl Tally {
                     self.not_applicable_checks += 1;
                 }
                 CheckVerdict::Error => t.errors += 1,
+            }
+            if let Some(cas) = c.cascade() {
+                let ct = self.cascades.entry(c.name.clone()).or_default();
+                ct.items += 1;
+                ct.escalated += cas.escalated as u32;
+                for s in &cas.stages {
+                    let i = match ct.stages.iter().position(|x| x.stage == s.stage && x.judge == s.judge) {
+                        Some(i) => i,
+                        None => {
+                            ct.stages.push(StageFigures {
+                                stage: s.stage.clone(),
+                                judge: s.judge.clone(),
+                                ..Default::default()
+                            });
+                            ct.stages.len() - 1
+                        }
+                    };
+                    let st = &mut ct.stages[i];
+                    st.items += 1;
+                    st.calls += s.calls;
+                    st.input_tokens += s.input_tokens;
+                    st.output_tokens += s.output_tokens;
+                    st.cost_usd += s.cost_usd;
+                }
             }
             if let Some(m) = &c.monitor {
                 let mt = self.monitors.entry(m.clone()).or_default();
@@ -651,6 +716,14 @@ pub struct Summary {
     /// Safety figures, apart from the capability ones (suites with attack cases).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safety: Option<Safety>,
+    /// Judge cascades (`judge.cascade`): escalation rate, each judge's calls and cost.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub judge_cascades: BTreeMap<String, CascadeFigures>,
+    /// The lowest kappa of the reachable rubric judges' calibration records
+    /// (the held-out recheck's when there is one), as the manifest took them;
+    /// none when a reachable judge has no record (what a `judge_kappa` gate is decided on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_kappa: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -786,6 +859,26 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
                     high: iv.map(|i| i.1),
                 };
                 (name.clone(), rate)
+            })
+            .collect(),
+        judge_kappa: None,
+        judge_cascades: tally
+            .cascades
+            .iter()
+            .map(|(name, c)| {
+                let iv = wilson(c.escalated, c.items);
+                let f = CascadeFigures {
+                    items: c.items,
+                    escalated: c.escalated,
+                    escalation_rate: (c.items > 0).then(|| c.escalated as f64 / c.items as f64),
+                    low: iv.map(|i| i.0),
+                    high: iv.map(|i| i.1),
+                    decided_by_first: c.items - c.escalated,
+                    decided_by_then: c.escalated,
+                    cost_usd: c.stages.iter().map(|s| s.cost_usd).sum(),
+                    judges: c.stages.clone(),
+                };
+                (name.clone(), f)
             })
             .collect(),
         tools: tally
@@ -970,6 +1063,7 @@ pub fn gate_figure(summary: &Summary, metric: Metric) -> (Option<f64>, Option<(f
         Metric::CostPerAccepted => (Some(f.cost_per_accepted_usd.unwrap_or(f64::INFINITY)), iv),
         Metric::P50Ms => (f.p50_ms, None),
         Metric::P95Ms => (f.p95_ms, None),
+        Metric::JudgeKappa => (summary.judge_kappa, None),
     }
 }
 

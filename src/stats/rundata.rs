@@ -243,6 +243,7 @@ impl RunData {
     pub fn refigure(&mut self, tally: &Tally) {
         let m = &self.manifest;
         self.summary = summarize(&self.infos, tally, m.seed);
+        self.summary.judge_kappa = judge_kappa(&m.judges);
         let planned_total = m.cases.iter().map(|c| c.trials as usize).sum::<usize>();
         self.coverage = Coverage {
             // Older manifests do not say; a partition's share is then what it recorded.
@@ -263,6 +264,20 @@ impl RunData {
             caveats(&self.summary, &self.gate_specs, &m.judge_checks, &self.coverage, &resume);
         self.gates = decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete);
     }
+}
+
+/// The lowest calibration kappa of the manifest's reachable rubric (and
+/// cascade) judges; None when one has no kappa, or none is reachable.
+pub fn judge_kappa(judges: &serde_json::Value) -> Option<f64> {
+    let mut min: Option<f64> = None;
+    for j in judges.as_array().into_iter().flatten() {
+        if !(j["type"] == "rubric" || j["type"] == "cascade") || j["reachable"] != true {
+            continue;
+        }
+        let k = j["calibration_kappa"].as_f64()?;
+        min = Some(min.map_or(k, |m: f64| m.min(k)));
+    }
+    min
 }
 
 /// Whether a run dir's run finished: it wrote summary.json, and did not say

@@ -5,7 +5,7 @@
 //! so the full record is read again only when a trial is opened. About 100
 //! bytes per trial, plus the names, each stored once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
@@ -77,6 +77,8 @@ pub struct TrialIndex {
     pub ended_count: Vec<u32>,
     pub outcome_count: [u32; 5],
     at: HashMap<(u32, u32), u32>,
+    /// A graded item's source (conversation or trace id), by row number: its id for labelling.
+    pub sources: HashMap<u32, Box<str>>,
 }
 
 fn outcome_no(o: Outcome) -> usize {
@@ -133,6 +135,9 @@ impl TrialIndex {
         self.outcome_count[outcome_no(rec.outcome)] += 1;
         let n = self.rows.len() as u32;
         self.at.entry((case as u32, rec.trial)).or_insert(n);
+        if let Some(id) = crate::view::labels::source_id(rec) {
+            self.sources.insert(n, id.into());
+        }
         self.by_case[case].push(n);
         self.rows.push(Row {
             case: case as u32,
@@ -148,6 +153,11 @@ impl TrialIndex {
             errored: errored.into(),
             modes: modes.into(),
         });
+    }
+
+    /// The number of the row of (case number, trial).
+    pub fn row_no(&self, case: usize, trial: u32) -> Option<usize> {
+        self.at.get(&(case as u32, trial)).map(|&i| i as usize)
     }
 
     /// The row of (case number, trial).
@@ -177,6 +187,9 @@ pub struct Filter {
     /// How the agent's run ended.
     #[serde(default)]
     pub ended: Option<String>,
+    /// `unlabelled` / `labelled`: by the viewer's annotator, on every criterion of the trial.
+    #[serde(default)]
+    pub labels: Option<String>,
 }
 
 fn given(s: &Option<String>) -> Option<&str> {
@@ -191,6 +204,10 @@ pub struct Compiled {
     check: Option<Option<u32>>,
     mode: Option<Option<u32>>,
     ended: Option<Option<u32>>,
+    /// `labels`: keep the trials the annotator labelled (true) or not (false)…
+    pub labels: Option<bool>,
+    /// …which are these (case, trial) pairs (the server fills it in).
+    pub labelled: HashSet<(u32, u32)>,
     /// Whether anything below the case level is filtered.
     pub by_trial: bool,
 }
@@ -252,8 +269,15 @@ impl Filter {
         let check = given(&self.check).map(|c| ix.checks.get(c));
         let mode = given(&self.mode).map(|m| ix.modes.get(m));
         let ended = given(&self.ended).map(|e| ix.ended.get(e));
-        let by_trial = outcomes != [true; 5] || check.is_some() || mode.is_some() || ended.is_some();
-        Ok(Compiled { cases, outcomes, check, mode, ended, by_trial })
+        let labels = match given(&self.labels) {
+            None => None,
+            Some("unlabelled") => Some(false),
+            Some("labelled") => Some(true),
+            Some(other) => return Err(format!("labels {other:?}: use unlabelled or labelled")),
+        };
+        let by_trial =
+            outcomes != [true; 5] || check.is_some() || mode.is_some() || ended.is_some() || labels.is_some();
+        Ok(Compiled { cases, outcomes, check, mode, ended, labels, labelled: HashSet::new(), by_trial })
     }
 }
 
@@ -273,6 +297,7 @@ impl Compiled {
             && within(self.check, &r.failed)
             && within(self.mode, &r.modes)
             && within(self.ended, std::slice::from_ref(&r.ended))
+            && self.labels.is_none_or(|want| self.labelled.contains(&(r.case, r.trial)) == want)
     }
 }
 

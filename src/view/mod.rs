@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod index;
+pub mod labels;
 pub mod list;
 pub mod pages;
 pub mod server;

@@ -49,6 +49,10 @@ pub struct RunBoot<'a> {
     pub facets: &'a Facets,
     /// Other runs of the suite, for "compare with" (id, label).
     pub others: Vec<(String, String)>,
+    /// Who labels (None: labelling is off).
+    pub annotator: Option<&'a str>,
+    /// The session token a label post carries.
+    pub token: &'a str,
 }
 
 pub struct RunHead<'a> {
@@ -112,6 +116,7 @@ pub fn run_page(h: &RunHead, boot: &RunBoot) -> String {
 <label>failed check <select id="f-check" name="check"><option value="">any</option></select></label>
 <label>failure mode <select id="f-mode" name="mode"><option value="">any</option></select></label>
 <label>ended <select id="f-ended" name="ended"><option value="">any</option></select></label>
+<label title="by the annotator of this viewer session (--annotator), on every criterion">labels <select id="f-labels" name="labels"><option value="">any</option><option value="unlabelled">not labelled by me</option><option value="labelled">labelled by me</option></select></label>
 <button id="f-clear" type="button">clear</button>
 </form>
 <p><span id="count" class="count"></span> <span class="tabs"><button type="button" id="tab-list" class="on">list</button><button type="button" id="tab-grid">cases × trials</button></span></p>

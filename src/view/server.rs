@@ -15,12 +15,13 @@ use axum::extract::{Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::catalog::{self, Root, RunRef, plain_relative};
-use super::index::Filter;
+use super::index::{Compiled, Filter, TrialIndex};
+use super::labels::{self as labelling, Labelling, RunContext};
 use super::list::{Listing, RunRow};
 use super::pages;
 use super::state::{Cache, Kind, Loaded};
@@ -41,6 +42,10 @@ pub struct Options {
     pub open: bool,
     /// A URL template for a trial's trace in a trace store.
     pub trace_url: Option<String>,
+    /// Who labels in this session (`--annotator`, `EVALUA_ANNOTATOR`); None: labelling is off.
+    pub annotator: Option<String>,
+    /// `--labels STORE`: every run's labels go there (default: beside each run's suite).
+    pub labels: Option<PathBuf>,
 }
 
 struct App {
@@ -49,6 +54,9 @@ struct App {
     listing: Listing,
     trace_url: Option<String>,
     hosts: [String; 2],
+    /// `Origin` values of this server's own pages.
+    origins: [String; 2],
+    labelling: Labelling,
 }
 
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -86,7 +94,13 @@ pub fn serve(o: Options) -> Result<()> {
     listener.set_nonblocking(true).map_err(|e| Error::Environment(e.to_string()))?;
     let port = addr.port();
     let (runs, _) = catalog::discover(&roots);
+    let annotator = o.annotator.as_deref().map(labelling::check_annotator).transpose().map_err(Error::Input)?;
+    let canon: Vec<PathBuf> = roots.iter().map(|r| r.canon.clone()).collect();
+    let labelling = Labelling::new(annotator, o.labels, &canon)
+        .map_err(|e| Error::Environment(format!("cannot make a session token: {e}")))?;
     let app = Arc::new(App {
+        labelling,
+        origins: [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")],
         roots,
         cache: Cache::default(),
         listing: Listing::default(),
@@ -95,7 +109,11 @@ pub fn serve(o: Options) -> Result<()> {
     });
     let url = format!("http://127.0.0.1:{port}/");
     let dirs: Vec<String> = app.roots.iter().map(|r| r.given.display().to_string()).collect();
-    println!("evalua view: {} run dir(s) under {} at {url} (Ctrl-C to stop)", runs.len(), dirs.join(", "));
+    let labelling = match &app.labelling.annotator {
+        Some(a) => format!("; labelling as {a} (open a trial: p / f / u, n for the next unlabelled one)"),
+        None => String::new(),
+    };
+    println!("evalua view: {} run dir(s) under {} at {url} (Ctrl-C to stop){labelling}", runs.len(), dirs.join(", "));
     use std::io::Write;
     let _ = std::io::stdout().flush();
     if o.open {
@@ -137,6 +155,8 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/trials", get(api_trials))
         .route("/api/grid", get(api_grid))
         .route("/api/trial", get(api_trial))
+        .route("/api/next", get(api_next))
+        .route("/api/label", post(api_label))
         .route("/assets/view.js", get(|| async { asset("text/javascript; charset=utf-8", JS.to_string()) }))
         .route(
             "/assets/view.css",
@@ -268,6 +288,8 @@ async fn run_page(State(app): State<Arc<App>>, Query(q): Query<RunQ>) -> Respons
                 version: l.version,
                 facets: &facets,
                 others: others.clone(),
+                annotator: app.labelling.annotator.as_deref(),
+                token: &app.labelling.token,
             };
             pages::run_page(&pages::RunHead { row: &row, overview, files: files.clone() }, &boot)
         });
@@ -321,6 +343,8 @@ struct ListQ {
     #[serde(default)]
     ended: Option<String>,
     #[serde(default)]
+    labels: Option<String>,
+    #[serde(default)]
     page: Option<usize>,
     #[serde(default)]
     per: Option<usize>,
@@ -335,8 +359,53 @@ impl ListQ {
             check: self.check.clone(),
             mode: self.mode.clone(),
             ended: self.ended.clone(),
+            labels: self.labels.clone(),
         }
     }
+}
+
+impl App {
+    /// The labelling context of a loaded run.
+    fn context(&self, r: &RunRef, l: &Loaded) -> RunContext {
+        self.labelling.context(&l.run.manifest, &r.dir)
+    }
+
+    /// Compile a filter; a `labels` filter gets the trials this annotator labelled.
+    fn compile(&self, r: &RunRef, l: &Loaded, f: &Filter) -> std::result::Result<Compiled, String> {
+        let mut c = f.compile(&l.index)?;
+        if c.labels.is_some() {
+            let ctx = self.context(r, l);
+            let (Some(me), Ok(store)) = (&self.labelling.annotator, &ctx.store) else {
+                return Err(match &ctx.store {
+                    Err(why) if self.labelling.annotator.is_some() => format!("labels filter: {why}"),
+                    _ => "the labels filter needs an annotator: start evalua view with --annotator NAME".into(),
+                });
+            };
+            c.labelled =
+                labelled_by(&l.index, &ctx, &self.labelling.index(store).lock().unwrap_or_else(|e| e.into_inner()), me);
+        }
+        Ok(c)
+    }
+}
+
+/// The (case, trial) pairs `me` gave a verdict on every criterion of.
+fn labelled_by(
+    ix: &TrialIndex,
+    ctx: &RunContext,
+    store: &labelling::StoreIndex,
+    me: &str,
+) -> std::collections::HashSet<(u32, u32)> {
+    let offers: Vec<Vec<Option<String>>> =
+        ix.case_ids.iter().map(|c| ctx.offers(c, None).into_iter().map(|(_, c)| c).collect()).collect();
+    let mut out = std::collections::HashSet::new();
+    for (n, r) in ix.rows.iter().enumerate() {
+        let case = &ix.case_ids[r.case as usize];
+        let item = ctx.item_id(case, r.trial, ix.sources.get(&(n as u32)).map(|s| &**s));
+        if store.done(&item, me, &offers[r.case as usize]) {
+            out.insert((r.case, r.trial));
+        }
+    }
+    out
 }
 
 async fn api_trials(State(app): State<Arc<App>>, Query(q): Query<ListQ>) -> Response {
@@ -351,7 +420,7 @@ async fn listing(app: Arc<App>, q: ListQ, grid: bool) -> Response {
     blocking(app, move |app| {
         let Some(r) = app.run(&q.r) else { return json_err(StatusCode::NOT_FOUND, "no such run") };
         let out = app.cache.with(&r, |l| {
-            let f = q.filter().compile(&l.index)?;
+            let f = app.compile(&r, l, &q.filter())?;
             let page = q.page.unwrap_or(0);
             Ok::<_, String>(if grid {
                 serde_json::to_value(l.index.grid(&f, page))
@@ -386,15 +455,204 @@ async fn api_trial(State(app): State<Arc<App>>, Query(q): Query<TrialQ>) -> Resp
         let Some(r) = app.run(&q.r) else { return json_err(StatusCode::NOT_FOUND, "no such run") };
         let found = app.cache.with(&r, |l| {
             let case = l.run.case_index(&q.case)?;
-            Some(l.record(case, q.trial)?.map(|(rec, modes)| (rec, modes, l.run.run_id().to_string())))
+            let ctx = app.context(&r, l);
+            Some(l.record(case, q.trial)?.map(|(rec, modes)| (rec, modes, l.run.run_id().to_string(), ctx)))
         });
         match found {
-            Ok(Some(Ok((rec, modes, run_id)))) => {
-                json_ok(&trial::view(&r.dir, &run_id, rec, modes, app.trace_url.as_deref()))
+            Ok(Some(Ok((rec, modes, run_id, ctx)))) => {
+                let labels = labelling::trial_labels(&app.labelling, &ctx, &rec);
+                let mut v = serde_json::to_value(trial::view(&r.dir, &run_id, rec, modes, app.trace_url.as_deref()))
+                    .unwrap_or_default();
+                v["labels"] = serde_json::to_value(labels).unwrap_or_default();
+                json_ok(&v)
             }
             Ok(Some(Err(e))) | Err(e) => json_err(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
             Ok(None) => json_err(StatusCode::NOT_FOUND, "no such trial in this run"),
         }
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct NextQ {
+    r: String,
+    #[serde(default)]
+    case: Option<String>,
+    #[serde(default)]
+    tag: Option<String>,
+    #[serde(default)]
+    outcome: Option<String>,
+    #[serde(default)]
+    check: Option<String>,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    ended: Option<String>,
+    /// The trial open now (the queue goes on from it).
+    #[serde(default)]
+    from_case: Option<String>,
+    #[serde(default)]
+    from_trial: Option<u32>,
+    /// `next` (default) or `prev`.
+    #[serde(default)]
+    dir: Option<String>,
+}
+
+/// The next (or previous) trial in file order that matches the run page's
+/// filters and that this annotator has not labelled on every criterion.
+async fn api_next(State(app): State<Arc<App>>, Query(q): Query<NextQ>) -> Response {
+    blocking(app, move |app| {
+        let Some(r) = app.run(&q.r) else { return json_err(StatusCode::NOT_FOUND, "no such run") };
+        let filter = Filter {
+            case: q.case.clone(),
+            tag: q.tag.clone(),
+            outcome: q.outcome.clone(),
+            check: q.check.clone(),
+            mode: q.mode.clone(),
+            ended: q.ended.clone(),
+            labels: Some("unlabelled".into()),
+        };
+        let back = q.dir.as_deref() == Some("prev");
+        let out = app.cache.with(&r, |l| {
+            let f = app.compile(&r, l, &filter)?;
+            let rows = &l.index.rows;
+            let at = q
+                .from_case
+                .as_deref()
+                .and_then(|c| l.run.case_index(c))
+                .zip(q.from_trial)
+                .and_then(|(c, t)| l.index.row_no(c, t));
+            let hit = if back {
+                let end = at.unwrap_or(rows.len());
+                (0..end).rev().find(|&i| f.matches(&rows[i]))
+            } else {
+                let start = at.map_or(0, |i| i + 1);
+                (start..rows.len()).find(|&i| f.matches(&rows[i]))
+            };
+            let left = rows.iter().filter(|r| f.matches(r)).count();
+            Ok::<_, String>(match hit {
+                Some(i) => json!({
+                    "case": l.index.case_ids[rows[i].case as usize],
+                    "trial": rows[i].trial,
+                    "left": left,
+                }),
+                None => json!({ "case": null, "trial": null, "left": left }),
+            })
+        });
+        match out {
+            Ok(Ok(v)) => json_ok(&v),
+            Ok(Err(e)) => json_err(StatusCode::BAD_REQUEST, &e),
+            Err(e) => json_err(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
+        }
+    })
+    .await
+}
+
+/// A label, as the page posts it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabelPost {
+    r: String,
+    case: String,
+    trial: u32,
+    #[serde(default)]
+    criterion: Option<String>,
+    verdict: crate::record::labels::Verdict,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    note: String,
+}
+
+/// Tags one label may carry.
+const MAX_TAGS: usize = 50;
+
+/// Refused unless the request comes from this viewer's own page: its
+/// session token in `X-Evalua-Token`, a JSON body, and no foreign `Origin`.
+fn refuse_write(app: &App, headers: &axum::http::HeaderMap) -> Option<Response> {
+    let h = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
+    if let Some(origin) = h("origin")
+        && !app.origins.iter().any(|o| o == origin)
+    {
+        return Some(json_err(StatusCode::FORBIDDEN, "a write from another origin is refused"));
+    }
+    if h("sec-fetch-site").is_some_and(|s| s == "cross-site") {
+        return Some(json_err(StatusCode::FORBIDDEN, "a cross-site write is refused"));
+    }
+    if !h("x-evalua-token").is_some_and(|t| app.labelling.token_ok(t)) {
+        return Some(json_err(
+            StatusCode::FORBIDDEN,
+            "a write needs this viewer session's token (the page carries it): reload the page",
+        ));
+    }
+    if !h("content-type").is_some_and(|t| t.split(';').next().is_some_and(|t| t.trim() == "application/json")) {
+        return Some(json_err(StatusCode::UNSUPPORTED_MEDIA_TYPE, "a label is posted as application/json"));
+    }
+    None
+}
+
+async fn api_label(State(app): State<Arc<App>>, headers: axum::http::HeaderMap, body: axum::body::Bytes) -> Response {
+    if let Some(refused) = refuse_write(&app, &headers) {
+        return refused;
+    }
+    blocking(app, move |app| {
+        let Some(me) = app.labelling.annotator.clone() else {
+            return json_err(StatusCode::CONFLICT, "labelling is off: start evalua view with --annotator NAME");
+        };
+        let p: LabelPost = match serde_json::from_slice(&body) {
+            Ok(p) => p,
+            Err(e) => return json_err(StatusCode::BAD_REQUEST, &format!("not a label: {e}")),
+        };
+        let tags: Vec<String> = p.tags.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
+        if tags.len() > MAX_TAGS {
+            return json_err(StatusCode::BAD_REQUEST, &format!("at most {MAX_TAGS} tags"));
+        }
+        let Some(r) = app.run(&p.r) else { return json_err(StatusCode::NOT_FOUND, "no such run") };
+        let found = app.cache.with(&r, |l| {
+            let case = l.run.case_index(&p.case)?;
+            let ctx = app.context(&r, l);
+            Some(l.record(case, p.trial)?.map(|(rec, _)| (rec, ctx)))
+        });
+        let (rec, ctx) = match found {
+            Ok(Some(Ok(x))) => x,
+            Ok(Some(Err(e))) | Err(e) => return json_err(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
+            Ok(None) => return json_err(StatusCode::NOT_FOUND, "no such trial in this run"),
+        };
+        let store = match &ctx.store {
+            Ok(s) => s.clone(),
+            Err(why) => return json_err(StatusCode::CONFLICT, why),
+        };
+        let offers = ctx.offers(&rec.case, Some(&rec));
+        let Some((rubric, _)) = offers.iter().find(|(_, c)| c == &p.criterion) else {
+            return json_err(StatusCode::BAD_REQUEST, "not a criterion of this trial's case");
+        };
+        let (trace, _) = trial::load_trace(&r.dir, &rec);
+        let source = labelling::source_id(&rec);
+        let item = ctx.item_id(&rec.case, rec.trial, source.as_deref());
+        let trace_id = match rec.source.as_ref() {
+            Some(s) => s.trace_id.clone(),
+            None => Some(crate::otel::export::trace_id(&ctx.trajectories_run_id, &rec.case, rec.trial)),
+        };
+        let label = crate::record::labels::Label {
+            item,
+            annotator: me,
+            criterion: p.criterion.clone(),
+            verdict: p.verdict,
+            tags,
+            note: p.note.clone(),
+            data: labelling::item_data(&rec, trace.as_ref().ok(), rubric.as_deref()),
+            run: Some(ctx.trajectories_run_id.clone()),
+            trace_id,
+            at: jiff::Timestamp::now().to_string(),
+        };
+        if let Err(e) = crate::record::labels::append(&store, &label) {
+            let status = match e {
+                Error::Input(_) => StatusCode::BAD_REQUEST,
+                Error::Environment(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            return json_err(status, &e.to_string());
+        }
+        json_ok(&labelling::trial_labels(&app.labelling, &ctx, &rec))
     })
     .await
 }

@@ -114,39 +114,43 @@ pub fn encode(s: &str) -> String {
     o
 }
 
-pub fn view(run_dir: &Path, run_id: &str, rec: TrialRecord, modes: Vec<String>, trace_url: Option<&str>) -> TrialView {
-    let (mut trace, mut trace_error, mut trace_file) = (None, None, None);
-    let mut show = |t: &Trace| {
-        let mut v = serde_json::to_value(t).unwrap_or_default();
-        cut(&mut v);
-        trace = Some(v);
-    };
+/// A trial's trace from the run dir (its trace pack, or a file of its own
+/// from before traces were packed), and the file it came from if its own.
+pub fn load_trace(run_dir: &Path, rec: &TrialRecord) -> (Result<Trace, String>, Option<String>) {
     if rec.trace.is_empty() {
-        trace_error = Some("the record names no trace".to_string());
-    } else if !plain_relative(&rec.trace) {
-        trace_error = Some(format!("the record's trace path {:?} is not inside the run dir", rec.trace));
-    } else if rec.trace == traces::PACK {
+        return (Err("the record names no trace".to_string()), None);
+    }
+    if !plain_relative(&rec.trace) {
+        return (Err(format!("the record's trace path {:?} is not inside the run dir", rec.trace)), None);
+    }
+    if rec.trace == traces::PACK {
         // The trace pack: read through its index, once the pack is known to lie inside the run dir.
         let read = confine(run_dir, traces::PACK)
             .map_err(|e| format!("{}: {e}", traces::PACK))
             .and_then(|_| RunDir::open(run_dir).map_err(|e| e.to_string()))
-            .and_then(|d| d.load_trace(&rec));
-        match read {
-            Ok(t) => show(&t),
-            Err(e) => trace_error = Some(e),
+            .and_then(|d| d.load_trace(rec));
+        return (read, None);
+    }
+    // A run dir written before traces were packed: one file per trial.
+    match read_confined(run_dir, &rec.trace) {
+        None => (Err(format!("{} is missing (or leads out of the run dir)", rec.trace)), None),
+        Some(bytes) => (
+            serde_json::from_slice::<Trace>(&bytes).map_err(|e| format!("{}: not a trace: {e}", rec.trace)),
+            Some(rec.trace.clone()),
+        ),
+    }
+}
+
+pub fn view(run_dir: &Path, run_id: &str, rec: TrialRecord, modes: Vec<String>, trace_url: Option<&str>) -> TrialView {
+    let (mut trace, mut trace_error) = (None, None);
+    let (read, trace_file) = load_trace(run_dir, &rec);
+    match read {
+        Ok(t) => {
+            let mut v = serde_json::to_value(&t).unwrap_or_default();
+            cut(&mut v);
+            trace = Some(v);
         }
-    } else {
-        // A run dir written before traces were packed: one file per trial.
-        match read_confined(run_dir, &rec.trace) {
-            None => trace_error = Some(format!("{} is missing (or leads out of the run dir)", rec.trace)),
-            Some(bytes) => {
-                trace_file = Some(rec.trace.clone());
-                match serde_json::from_slice::<Trace>(&bytes) {
-                    Ok(t) => show(&t),
-                    Err(e) => trace_error = Some(format!("{}: not a trace: {e}", rec.trace)),
-                }
-            }
-        }
+        Err(e) => trace_error = Some(e),
     }
     // What the run kept of the trial's final state (SPEC §10): beside the trace.
     let stem = state_name(&rec.case, rec.trial);

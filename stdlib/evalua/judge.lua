@@ -148,9 +148,59 @@ function judge.pairwise(spec)
   }
 end
 
+local CASCADE_KEYS = set { "name", "critical", "first", "then", "second", "escalate" }
+local ESCALATE = set { "uncertain", "disagree", "always_on_fail" }
+
+-- A stage as written: a check built by judge.rubric (in a trial, its lazy record).
+local function stage_of(v, what)
+  if type(v) == "table" and v.__lazy then v = v.__lazy(table.unpack(v, 1, v.n)) end
+  if type(v) ~= "table" or type(v.judge) ~= "table" or v.judge.type ~= "rubric" then
+    error("judge.cascade: '" .. what .. "' must be a judge.rubric { ... }", 3)
+  end
+  return v.judge
+end
+
+--- judge.cascade { first = judge.rubric {...}, ["then"] = judge.rubric {...}, escalate = "uncertain" | "disagree" | "always_on_fail" }
+--- (`then` is a Lua keyword: write ["then"] = ..., or second = ...)
+function judge.cascade(spec)
+  if type(spec) ~= "table" then error("judge.cascade expects a table", 2) end
+  for k in pairs(spec) do
+    if not CASCADE_KEYS[k] then error("judge.cascade: unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  if not ESCALATE[spec.escalate] then
+    error("judge.cascade: escalate must be \"uncertain\", \"disagree\" or \"always_on_fail\", got " .. tostring(spec.escalate), 2)
+  end
+  if spec["then"] ~= nil and spec.second ~= nil then
+    error("judge.cascade: give the second judge once: [\"then\"] = ... or second = ...", 2)
+  end
+  if spec.first == nil or (spec["then"] == nil and spec.second == nil) then
+    error("judge.cascade: give first = judge.rubric {...} and [\"then\"] = judge.rubric {...} (or second = ...)", 2)
+  end
+  local first = stage_of(spec.first, "first")
+  local second = stage_of(spec["then"] or spec.second, spec.second and "second" or "then")
+  local same = #first.criteria == #second.criteria
+  for i, c in ipairs(first.criteria) do same = same and second.criteria[i] == c end
+  if not same then
+    error("judge.cascade: 'first' and 'then' must grade the same criteria, in the same order", 2)
+  end
+  if spec.escalate == "disagree" and not first.panel then
+    error("judge.cascade: escalate = \"disagree\" needs a panel as the first judge (panel = { ... }): one judge cannot disagree with itself", 2)
+  end
+  local name = spec.name or ("cascade: " .. first.criteria[1]:sub(1, 50))
+  local jspec = { type = "cascade", name = name, first = first, ["then"] = second, escalate = spec.escalate }
+  return {
+    name = name,
+    critical = spec.critical or false,
+    kind = "judge",
+    judge = jspec,
+    run = function(t) return host.judge_cascade(jspec, t) end,
+  }
+end
+
 if not host.validating() then
   judge.rubric = evalua._lazy(judge.rubric)
   judge.pairwise = evalua._lazy(judge.pairwise)
+  judge.cascade = evalua._lazy(judge.cascade)
 end
 
 return judge

@@ -43,6 +43,14 @@ function host.judge_rubric(spec, t) end
 ---@return string? message
 function host.judge_pairwise(spec, a, b, t) end
 
+--- Run a judge cascade on the trial `t`: `spec.first` on every item, `spec.then` on those `spec.escalate` selects.
+---@param spec table `{ type = "cascade", name, first, then, escalate }` (`first` and `then`: rubric specs)
+---@param t evalua.Trial
+---@return any verdict
+---@return any evidence
+---@return string? message
+function host.judge_cascade(spec, t) end
+
 --- Whether a judge model is reachable by configuration (a base URL or its API key variable set), and why not.
 ---@param model table a `judge.model { ... }` table
 ---@return boolean reachable

@@ -65,4 +65,20 @@ function judge.rubric(spec) end
 ---@return evalua.Check
 function judge.pairwise(spec) end
 
+---@class evalua.judge.CascadeSpec
+---@field first evalua.Check a `judge.rubric` (the cheap judge): grades every item
+---@field then? evalua.Check a `judge.rubric` of the same criteria (the bigger judge): grades only the escalated items. `then` is a Lua keyword: write `["then"] = judge.rubric {...}`
+---@field second? evalua.Check the same as `["then"]`, spelled without brackets
+---@field escalate "uncertain"|"disagree"|"always_on_fail" which items go on: the first judge could not decide (undeterminable, invalid answer); its panel's votes differ (`first` must be a panel); or every fail
+---@field name? string the check's name (default: `cascade: ` and the first criterion)
+---@field critical? boolean
+
+--- Two judges in a row: the first grades every item, the second only those
+--- `escalate` selects, and then its verdict decides. The evidence records
+--- `decided_by` ("first" or "then") and each stage's calls and cost;
+--- summary.json gives the escalation rate and each judge's calls and cost.
+---@param spec evalua.judge.CascadeSpec
+---@return evalua.Check
+function judge.cascade(spec) end
+
 return judge

@@ -99,6 +99,18 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
             conclude(lua, c)
         })?,
     )?;
+    h.raw_set(
+        "judge_cascade",
+        lua.create_function(|lua, (spec, t): (Value, Table)| {
+            let JudgeSpec::Cascade { first, then, escalate, .. } = spec_of(lua, &spec)? else {
+                return Err(mlua::Error::runtime("judge_cascade: not a cascade spec"));
+            };
+            let data = trial_data(lua, &t)?;
+            let dir = judge::cache::dir(&engine::suite_dir(lua));
+            let c = blocking(lua, || judge::verdict::cascade(&first, &then, &escalate, &data, &dir));
+            conclude(lua, c)
+        })?,
+    )?;
     // Whether a model spec is reachable by configuration, and why not.
     h.raw_set(
         "judge_reachable",

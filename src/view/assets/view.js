@@ -171,7 +171,7 @@
   function runPage() {
     var boot = JSON.parse($("boot").textContent);
     var params = new URLSearchParams(location.search);
-    var FIELDS = ["case", "tag", "outcome", "check", "mode", "ended"];
+    var FIELDS = ["case", "tag", "outcome", "check", "mode", "ended", "labels"];
     var state = { page: +(params.get("page") || 0), gpage: +(params.get("gpage") || 0), view: params.get("view") === "grid" ? "grid" : "list" };
     var version = boot.version, status = boot.status, openTrial = params.get("t");
     var NAMES = { a: "accepted", f: "failed", c: "critical", g: "grader error", i: "infra error" };
@@ -319,6 +319,7 @@
         if (rec.error) box.appendChild(el("p", { class: "err" }, "error: " + rec.error));
         if (v.failure_modes.length) box.appendChild(el("p", { class: "fail" }, "failure modes: " + v.failure_modes.join(", ")));
         if (v.trace_error) box.appendChild(el("p", { class: "hint" }, v.trace_error));
+        renderLabels(box, v.labels, rec);
         if (tr && tr.input) section(box, "Task", pre(tr.input));
 
         var checks = el("table", { class: "checks" });
@@ -381,6 +382,196 @@
         if (top < 0 || top > window.innerHeight * 0.6) box.scrollIntoView({ block: "start" });
       }).catch(function (e) { showError(box, e); });
     }
+    // -- labelling: one row per rubric criterion of the trial's case, and the trial as a whole
+    var lab = null;      // the open trial's labels: { cs, trial, L, focus, drafts }
+    var saved = 0;       // labels saved in this page (tests and benchmarks wait on it)
+    window.__evalua_label_ms = [];
+    function critOf(i) { return lab.L.criteria[i].criterion; }
+    function mineOf(i) {
+      var c = critOf(i);
+      for (var k = 0; k < lab.L.mine.length; k++) if (lab.L.mine[k].criterion === c) return lab.L.mine[k];
+      return null;
+    }
+    function firstOpen() {
+      for (var i = 0; i < lab.L.criteria.length; i++) if (!mineOf(i)) return i;
+      return 0;
+    }
+    function drawLabels() {
+      var rows = document.querySelectorAll("#labtab tr.lab");
+      rows.forEach(function (tr, i) {
+        var m = mineOf(i), d = lab.drafts[i];
+        tr.classList.toggle("focus", i === lab.focus);
+        tr.setAttribute("data-verdict", m ? m.verdict : "");
+        tr.querySelectorAll("button.v").forEach(function (b) {
+          b.classList.toggle("on", !!m && b.getAttribute("data-v") === m.verdict);
+        });
+        var chips = tr.querySelector(".chips");
+        chips.textContent = "";
+        d.tags.forEach(function (t) {
+          var x = el("button", { type: "button", class: "x", title: "remove this tag" }, "×");
+          x.addEventListener("click", function () {
+            d.tags = d.tags.filter(function (y) { return y !== t; });
+            if (mineOf(i)) post(i, mineOf(i).verdict); else drawLabels();
+          });
+          chips.appendChild(el("span", { class: "tag" }, t, x));
+        });
+        var note = tr.querySelector("input.note-in");
+        if (document.activeElement !== note) note.value = d.note;
+        tr.querySelector(".saved").textContent = m ? "saved " + new Date(m.at).toLocaleTimeString() : (d.tags.length || d.note ? "not saved: give a verdict" : "");
+      });
+      var done = lab.L.criteria.filter(function (_, i) { return !!mineOf(i); }).length;
+      $("labstate").textContent = done + " of " + lab.L.criteria.length + " labelled by you";
+      $("labels").setAttribute("data-saved", String(saved));
+    }
+    function renderLabels(box, L, rec) {
+      var sec = el("section", { id: "labels", class: "labels" });
+      sec.appendChild(el("h4", null, "Your labels"));
+      box.appendChild(sec);
+      if (!L || !L.enabled) {
+        lab = null;
+        sec.appendChild(el("p", { class: "hint", id: "labels-off" }, L ? L.why : "labelling is off"));
+        return;
+      }
+      lab = { cs: rec.case, trial: rec.trial, L: L, focus: 0, drafts: [] };
+      L.criteria.forEach(function (_, i) {
+        var m = mineOf(i);
+        lab.drafts.push({ tags: m ? m.tags.slice() : [], note: m ? m.note : "" });
+      });
+      lab.focus = firstOpen();
+      sec.appendChild(el("p", { class: "meta" }, "as ", el("b", null, L.annotator), " · ", el("span", { id: "labstate" }),
+        " · store ", el("code", null, L.store), " · item ", el("code", null, L.item),
+        L.others ? " · " + L.others + " other annotator" + (L.others > 1 ? "s" : "") + " labelled this trial (not shown: labels stay independent)" : ""));
+      var dl = el("datalist", { id: "tagsugg" });
+      L.tags.forEach(function (t) { dl.appendChild(el("option", { value: t })); });
+      sec.appendChild(dl);
+      var tab = el("table", { id: "labtab", class: "labtab" });
+      L.criteria.forEach(function (c, i) {
+        var buttons = el("td", { class: "vs" });
+        [["pass", "pass (p)"], ["fail", "fail (f)"], ["unsure", "can't tell (u)"]].forEach(function (b) {
+          var btn = el("button", { type: "button", class: "v v-" + b[0], "data-v": b[0] }, b[1]);
+          btn.addEventListener("click", function () { lab.focus = i; post(i, b[0]); });
+          buttons.appendChild(btn);
+        });
+        var tagIn = el("input", { class: "tag-in", list: "tagsugg", placeholder: "failure mode (t)", size: "22" });
+        var noteIn = el("input", { class: "note-in", placeholder: "note (c)", size: "28" });
+        tagIn.addEventListener("change", function () { if (tagIn.value.trim()) commitField(tagIn); });
+        noteIn.addEventListener("change", function () { commitField(noteIn); });
+        [tagIn, noteIn].forEach(function (x) { x.addEventListener("focus", function () { lab.focus = i; drawLabels(); }); });
+        var name = c.criterion === null ? el("i", null, "the trial as a whole") : el("span", null, c.criterion);
+        var tr = el("tr", { class: "lab", "data-i": i },
+          el("td", { class: "crit" }, name, c.rubric ? el("div", { class: "meta" }, c.rubric) : null),
+          buttons,
+          el("td", null, el("span", { class: "chips" }), tagIn),
+          el("td", null, noteIn),
+          el("td", { class: "saved meta" }));
+        tr.addEventListener("click", function (e) { if (e.target === tr || e.target.tagName === "TD") { lab.focus = i; drawLabels(); } });
+        tab.appendChild(tr);
+      });
+      sec.appendChild(tab);
+      sec.appendChild(el("p", { class: "meta keys" },
+        "keys: p pass · f fail · u can't tell · j / k (↓ / ↑) criterion · t failure mode · c note · Enter saves a field, Esc leaves it · n / N next / previous unlabelled trial of the filtered list"));
+      sec.appendChild(el("p", { class: "meta", id: "queue" }));
+      if (L.warning_count) {
+        var w = el("details", { class: "warn" }, el("summary", null, L.warning_count + " line(s) of the store are not labels and were skipped"));
+        L.warnings.forEach(function (x) { w.appendChild(el("div", null, x)); });
+        sec.appendChild(w);
+      }
+      drawLabels();
+    }
+    function post(i, verdict, started) {
+      var d = lab.drafts[i], mine = lab, t0 = started || performance.now();
+      var body = { r: boot.id, case: lab.cs, trial: lab.trial, criterion: critOf(i), verdict: verdict, tags: d.tags, note: d.note };
+      return fetch("/api/label", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Evalua-Token": boot.token, Accept: "application/json" },
+        body: JSON.stringify(body),
+      }).then(function (r) {
+        return r.json().then(function (j) {
+          if (!r.ok) throw new Error(j && j.error ? j.error : "HTTP " + r.status);
+          return j;
+        });
+      }).then(function (L) {
+        if (lab !== mine) return;      // another trial was opened meanwhile
+        lab.L = L;
+        saved += 1;
+        drawLabels();
+        window.__evalua_label_ms.push(performance.now() - t0);
+      }).catch(function (e) {
+        if (lab === mine) { $("queue").textContent = "not saved: " + e.message; $("queue").className = "err"; }
+      });
+    }
+    function verdict(v) {
+      if (!lab) return;
+      var i = lab.focus, t0 = performance.now();
+      if (i < lab.L.criteria.length - 1) lab.focus = i + 1;
+      drawLabels();
+      post(i, v, t0);
+    }
+    function commitField(input) {
+      var tr = input.closest("tr.lab");
+      if (!tr || !lab) return;
+      var i = +tr.getAttribute("data-i"), d = lab.drafts[i];
+      if (input.classList.contains("tag-in")) {
+        var t = input.value.trim();
+        input.value = "";
+        if (t && d.tags.indexOf(t) < 0) d.tags.push(t);
+      } else {
+        d.note = input.value;
+      }
+      var m = mineOf(i);
+      if (m) post(i, m.verdict); else drawLabels();
+    }
+    function move(by) {
+      if (!lab) return;
+      lab.focus = Math.max(0, Math.min(lab.L.criteria.length - 1, lab.focus + by));
+      drawLabels();
+    }
+    function focusField(cls) {
+      if (!lab) return;
+      var tr = document.querySelector("#labtab tr.lab[data-i='" + lab.focus + "']");
+      var x = tr && tr.querySelector("input." + cls);
+      if (x) x.focus();
+    }
+    function nextTrial(dir) {
+      var q = filters(); q.r = boot.id; q.dir = dir;
+      delete q.labels;
+      var m = openTrial && /^(.*)#(\d+)$/.exec(openTrial);
+      if (m) { q.from_case = m[1]; q.from_trial = m[2]; }
+      return getJSON("/api/next?" + qs(q)).then(function (j) {
+        if (j.case === null) {
+          var where = $("queue") || $("traj");
+          where.textContent = "No " + (dir === "prev" ? "earlier" : "later") + " trial of this list is left to label (" + j.left + " unlabelled in all).";
+          return;
+        }
+        return showTrial(j.case, j.trial).then(function () {
+          if ($("queue")) $("queue").textContent = j.left + " trial(s) of this list not labelled by you yet";
+        });
+      }).catch(function (e) { showError($("traj"), e); });
+    }
+    document.addEventListener("keydown", function (e) {
+      var t = e.target, tag = t && t.tagName;
+      if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") {
+        if (lab && t.classList && (t.classList.contains("tag-in") || t.classList.contains("note-in"))) {
+          if (e.key === "Enter") { e.preventDefault(); commitField(t); t.blur(); }
+          else if (e.key === "Escape") { e.preventDefault(); t.blur(); }
+        }
+        return;
+      }
+      if (e.ctrlKey || e.metaKey || e.altKey || !boot.annotator) return;
+      var k = e.key;
+      if (k === "n" || k === "N") { e.preventDefault(); nextTrial(k === "N" ? "prev" : "next"); return; }
+      if (!lab) return;
+      if (k === "p") verdict("pass");
+      else if (k === "f") verdict("fail");
+      else if (k === "u" || k === "?") verdict("unsure");
+      else if (k === "j" || k === "ArrowDown") move(1);
+      else if (k === "k" || k === "ArrowUp") move(-1);
+      else if (k === "t") focusField("tag-in");
+      else if (k === "c") focusField("note-in");
+      else return;
+      e.preventDefault();
+    });
+
     function clickTrial(e) {
       var t = e.target.closest("[data-case][data-trial]");
       if (t) showTrial(t.getAttribute("data-case"), +t.getAttribute("data-trial"));
@@ -425,6 +616,10 @@
     });
     $("tab-list").addEventListener("click", function () { setView("list"); });
     $("tab-grid").addEventListener("click", function () { setView("grid"); });
+    if (!boot.annotator) {
+      $("f-labels").disabled = true;
+      $("f-labels").parentNode.title = "start evalua view with --annotator NAME to label trials";
+    }
     var cw = $("cmpwith");
     boot.others.forEach(function (o) { cw.appendChild(el("option", { value: o[0] }, o[1])); });
     cw.disabled = boot.others.length === 0;
