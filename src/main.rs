@@ -461,6 +461,11 @@ impl Command {
             Command::Test { machine, .. } => ("test", machine.json),
             Command::List { machine, .. } => ("list", machine.json),
             Command::Compare { json, .. } => ("compare", *json),
+            Command::Labels { command } => match command {
+                LabelsCommand::Agree { json, .. }
+                | LabelsCommand::Split { json, .. }
+                | LabelsCommand::Export { json, .. } => ("labels", *json),
+            },
             _ => return None,
         };
         on.then_some(name)
@@ -480,7 +485,7 @@ fn usage_error_json(e: &clap::Error) -> Option<ExitCode> {
     {
         return None;
     }
-    const COMMANDS: [&str; 8] = ["run", "check", "list", "compare", "grade", "regrade", "test", "calibrate"];
+    const COMMANDS: [&str; 9] = ["run", "check", "list", "compare", "grade", "regrade", "test", "calibrate", "labels"];
     let command = args.iter().find(|a| COMMANDS.contains(&a.as_str()))?;
     let text = e.render().to_string();
     eprint!("{text}");

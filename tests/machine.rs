@@ -262,7 +262,12 @@ fn init_writes_a_project_that_runs_and_tests_at_once() {
     ] {
         assert!(p.join(f).is_file(), "{f} missing");
     }
-    // evalua run works at once (its gates hold), and evalua test passes.
+    // evalua check accepts it, evalua run works at once (its gates hold), and evalua test passes.
+    let o = evalua(&p, &["check", "suites/tickets.lua", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let d = doc(&o, "check");
+    assert_eq!((d["suites"][0]["ok"].as_bool(), d["suites"][0]["cases"].as_u64()), (Some(true), Some(1)), "{d}");
+    assert_eq!(d["suites"][0]["tools"], 1, "one tool: {d}");
     let o = evalua(&p, &["run", "suites/tickets.lua", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let d = doc(&o, "run");
@@ -312,6 +317,41 @@ fn init_writes_a_project_that_runs_and_tests_at_once() {
         std::fs::read_to_string(q.join(".gitignore")).unwrap(),
         "target\n/runs\n.evalua/judge-cache/\n__pycache__/\n"
     );
+}
+
+#[test]
+fn labels_json_is_a_document_also_when_it_fails() {
+    let line = |item: &str, who: &str, verdict: &str| crate::labels::line(item, who, Some("c"), verdict, "x");
+    let mut lines: Vec<String> = Vec::new();
+    for i in 0..6 {
+        lines.push(line(&format!("i{i}"), "ana", if i < 3 { "pass" } else { "fail" }));
+        lines.push(line(&format!("i{i}"), "bo", if i < 4 { "pass" } else { "fail" }));
+    }
+    lines.insert(2, "not json".into());
+    let dir = project(&[("labels/s.jsonl", &(lines.join("\n") + "\n"))]);
+    let o = evalua(dir.path(), &["labels", "agree", "labels/s.jsonl", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let d = doc(&o, "labels");
+    assert_eq!(d["command"], "agree");
+    assert_eq!(d["annotators"], serde_json::json!(["ana", "bo"]), "{d}");
+    // The skipped line is a warning with its file:line, in the document and on stderr.
+    assert!(d["warnings"][0].as_str().unwrap().starts_with("labels/s.jsonl:3:"), "{d}");
+    assert!(stderr(&o).contains("warning: labels/s.jsonl:3:"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Krippendorff"), "the text went to stderr: {}", stderr(&o));
+    let o = evalua(dir.path(), &["labels", "split", "labels/s.jsonl", "--held-out", "0.5", "--seed", "1", "--json"]);
+    let d = doc(&o, "labels");
+    assert_eq!((d["command"].as_str(), d["items"].as_u64()), (Some("split"), Some(6)), "{d}");
+    // Failures: a missing store, a fraction out of range, a flag that does not parse.
+    for (args, says) in [
+        (vec!["labels", "agree", "labels/none.jsonl", "--json"], "labels/none.jsonl"),
+        (vec!["labels", "split", "labels/s.jsonl", "--held-out", "2", "--seed", "1", "--json"], "--held-out 2"),
+        (vec!["labels", "agree", "labels/s.jsonl", "--json", "--no-such-flag"], "--no-such-flag"),
+    ] {
+        let o = evalua(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let d = doc(&o, "labels");
+        assert!(d["errors"][0]["message"].as_str().unwrap().contains(says), "{args:?}: {d}");
+    }
 }
 
 fn walk(root: &Path) -> Vec<String> {
