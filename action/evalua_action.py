@@ -6,6 +6,9 @@ inputs from the environment (the action maps `inputs.*` to `EVALUA_*` variables)
 and the GitHub runner's own variables (GITHUB_*). Standard library only: the
 runner's python3 is enough.
 
+  install         a given binary ($EVALUA_GIVEN_BIN), or `pip install` of $EVALUA_WHEEL (a
+                  wheel, a requirement or a source folder; default the action's own source,
+                  $ACTION_PATH) into a fresh venv under $RUNNER_TEMP -> EVALUA_BIN in $GITHUB_ENV
   find-baseline   the newest artifact named $EVALUA_BASELINE_ARTIFACT on the base branch
                   -> output `run-id` (empty when there is none)
   run             evalua run for each suite (with --baseline when one is given)
@@ -329,6 +332,45 @@ def find_comment(repo, number, marker, token):
     return None
 
 
+def cmd_install():
+    given = env("EVALUA_GIVEN_BIN")
+    if given:
+        binary = os.path.realpath(given)
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+            log("evalua: input `binary`: %s is not an executable file" % given)
+            return 2
+    else:
+        what = env("EVALUA_WHEEL") or env("ACTION_PATH")
+        if not what:
+            log("evalua: nothing to install: give the input `wheel` or `binary`")
+            return 2
+        venv = os.path.join(env("RUNNER_TEMP", ".") or ".", "evalua-venv")
+        log("evalua: pip install %s into %s" % (what, venv))
+        if subprocess.call([sys.executable, "-m", "venv", venv]) != 0:
+            log("evalua: could not make the venv %s" % venv)
+            return 2
+        pip = [os.path.join(venv, "bin", "pip"), "install", "--disable-pip-version-check", "-q", what]
+        if subprocess.call(pip) != 0:
+            log("evalua: pip install %s failed (see above)" % what)
+            return 2
+        binary = os.path.join(venv, "bin", "evalua")
+    try:
+        p = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, universal_newlines=True)
+    except OSError as e:
+        log("evalua: %s does not run: %s" % (binary, e))
+        return 2
+    if p.returncode != 0 or not p.stdout.startswith("evalua "):
+        log("evalua: %s --version exited %d: not evalua" % (binary, p.returncode))
+        return 2
+    log("evalua: %s (%s)" % (p.stdout.strip(), binary))
+    path = env("GITHUB_ENV")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("EVALUA_BIN=%s\n" % binary)
+    set_output("binary", binary)
+    return 0
+
+
 def cmd_conclude():
     code = env("EVALUA_EXIT_CODE", "2")
     try:
@@ -346,6 +388,7 @@ def cmd_conclude():
 
 def main(argv):
     cmds = {
+        "install": cmd_install,
         "find-baseline": cmd_find_baseline,
         "run": cmd_run,
         "comment": cmd_comment,

@@ -178,6 +178,8 @@ impl Runner {
             ("GITHUB_EVENT_PATH".into(), event.display().to_string()),
             ("GITHUB_STEP_SUMMARY".into(), dir.path().join("summary.md").display().to_string()),
             ("GITHUB_OUTPUT".into(), dir.path().join("output").display().to_string()),
+            ("GITHUB_ENV".into(), dir.path().join("env").display().to_string()),
+            ("RUNNER_TEMP".into(), dir.path().display().to_string()),
             ("EVALUA_BIN".into(), env!("CARGO_BIN_EXE_evalua").into()),
             ("EVALUA_RUNS_DIR".into(), dir.path().join("runs").display().to_string()),
             ("EVALUA_TOKEN".into(), token.into()),
@@ -375,7 +377,7 @@ fn the_action_calls_only_steps_the_script_has() {
     let script = std::fs::read_to_string(repo().join("action/evalua_action.py")).unwrap();
     let steps: Vec<&str> =
         yml.split("evalua_action.py\" ").skip(1).map(|rest| rest.split_whitespace().next().unwrap_or("")).collect();
-    assert_eq!(steps, ["find-baseline", "run", "comment", "conclude"], "{yml}");
+    assert_eq!(steps, ["install", "find-baseline", "run", "comment", "conclude"], "{yml}");
     for s in steps {
         assert!(script.contains(&format!("\"{s}\": cmd_")), "the script has no step {s}");
     }
@@ -388,4 +390,39 @@ fn the_action_calls_only_steps_the_script_has() {
     {
         assert!(yml.contains(&format!("inputs.{name}")), "input {name} is declared but never used");
     }
+}
+
+#[test]
+fn the_install_step_takes_a_given_binary_and_refuses_what_is_not_evalua() {
+    let r = Runner::new("http://127.0.0.1:9", "");
+    // A binary given as a relative path: the later steps get it absolute, through GITHUB_ENV.
+    let bin = Path::new(env!("CARGO_BIN_EXE_evalua"));
+    let rel = pathdiff(bin, &repo());
+    let o = r.step("install", &[("EVALUA_GIVEN_BIN", rel.as_str())]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains(&format!("evalua {}", env!("CARGO_PKG_VERSION"))), "{}", text(&o));
+    let genv = std::fs::read_to_string(r.dir.path().join("env")).unwrap();
+    assert_eq!(genv.trim(), format!("EVALUA_BIN={}", bin.canonicalize().unwrap().display()));
+    assert_eq!(PathBuf::from(&r.outputs()["binary"]), bin.canonicalize().unwrap());
+
+    // Not a file, and a program that is not evalua: the job stops there, saying why.
+    let o = r.step("install", &[("EVALUA_GIVEN_BIN", "no/such/evalua")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("no/such/evalua is not an executable file"), "{}", text(&o));
+    let o = r.step("install", &[("EVALUA_GIVEN_BIN", "/bin/false")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not evalua"), "{}", text(&o));
+    // Nothing to install from.
+    let o = r.step("install", &[("EVALUA_WHEEL", ""), ("ACTION_PATH", "")]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("give the input `wheel` or `binary`"), "{}", text(&o));
+}
+
+/// `path` relative to `base` (both absolute), with `..` where needed.
+fn pathdiff(path: &Path, base: &Path) -> String {
+    let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out: Vec<String> = vec!["..".into(); b.len() - common];
+    out.extend(p[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
+    out.join("/")
 }
