@@ -2,7 +2,7 @@
 //! (tests/clients/mcp_client.py, in the venv of `EVALUA_SDK_PYTHON`): the
 //! tools are listed, suites/refunds.lua runs through `run_suite` with
 //! progress notifications, a failing trial is read back with `show_trial`,
-//! and every path that leaves the project root is refused.
+//! recorded traces are graded with `grade_traces`, and every path that leaves the project root is refused.
 
 use std::path::Path;
 
@@ -44,6 +44,7 @@ fn an_mcp_client_lists_runs_reads_a_failing_trial_and_cannot_leave_the_root() {
     let root = project.path().join("project");
     copy_tree(&repo().join("suites"), &root.join("suites"));
     copy_tree(&repo().join("graders"), &root.join("graders"));
+    copy_tree(&repo().join("tests/fixtures/traces/pydantic_ai"), &root.join("traces/pydantic_ai"));
     std::fs::write(root.join("evalua.toml"), "").unwrap();
     std::fs::write(
         root.join("suites/broken.lua"),
@@ -114,6 +115,17 @@ fn an_mcp_client_lists_runs_reads_a_failing_trial_and_cannot_leave_the_root() {
     assert!(text.contains(f["case"].as_str().unwrap()), "{text}");
     assert!(text.contains("calls") || text.contains("checks"), "{text}");
     assert_eq!(seen["compare"]["structured"]["schema"], "evalua.compare/1", "{}", seen["compare"]);
+
+    // Recorded traces graded: a new run dir inside the root, with its figures.
+    let g = &seen["grade"];
+    assert_eq!(g["is_error"], false, "{g}");
+    assert_eq!(g["structured"]["schema"], "evalua.grade/1", "{g}");
+    let graded = &g["structured"]["run"];
+    assert_eq!(graded["kind"], "graded", "{g}");
+    assert!(graded["counts"]["trials"].as_u64().unwrap() > 0, "{g}");
+    assert!(graded["figures"]["accepted"]["value"].is_number(), "{g}");
+    let gdir = Path::new(graded["run_dir"].as_str().unwrap());
+    assert!(gdir.starts_with(root.canonicalize().unwrap()) && gdir.join("summary.json").is_file(), "{g}");
 
     // Every way out is refused, before anything runs.
     for a in seen["attacks"].as_array().unwrap() {

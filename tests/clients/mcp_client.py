@@ -4,7 +4,7 @@
 
 Lists the tools, runs suites/refunds.lua through run_suite (counting progress
 notifications), reads a failing trial with show_trial, compares the run with
-itself, and tries paths that leave the project root. Prints one JSON object
+itself, grades recorded traces with grade_traces, and tries paths that leave the project root. Prints one JSON object
 with what it saw; the Rust test asserts on it.
 """
 import asyncio
@@ -59,6 +59,8 @@ async def main(binary, root):
                     "show_trial", {"run_dir": entry["run_dir"], "case": f["case"], "trial": f["trial"]}))
                 out["compare"] = result(await s.call_tool(
                     "compare_runs", {"base": entry["run_dir"], "candidate": entry["run_dir"]}))
+            out["grade"] = result(await s.call_tool(
+                "grade_traces", {"suite": "suites/refunds_prod.lua", "traces": ["traces/pydantic_ai"]}))
             attacks = [
                 ("check_suite", {"suite": "../outside.lua"}),
                 ("check_suite", {"suite": "/etc/passwd"}),
