@@ -212,11 +212,13 @@ enum Command {
         follow: Follow,
     },
     /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
+    #[command(override_usage = "evalua grade SUITE.lua --traces PATH... [OPTIONS]")]
     Grade {
         #[command(flatten)]
         machine: Machine,
+        /// The suite (also accepted after the trace paths: `--traces FILE SUITE.lua`)
         #[arg(value_name = "SUITE.lua")]
-        suite: PathBuf,
+        suite: Option<PathBuf>,
         /// Trace files or folders (OTLP JSON or JSON lines, flat span lines), or evalua run dirs
         #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
         traces: Vec<PathBuf>,
@@ -246,6 +248,9 @@ enum Command {
         /// Only items flagged with this failure mode (a monitor's name)
         #[arg(long, value_name = "NAME")]
         mode: Option<String>,
+        /// Golden cases kept per cluster: its first N distinct inputs (other wordings of the same failure)
+        #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..))]
+        per_cluster: u32,
     },
     /// Re-render report.md, report.html and junit.xml from a run dir (or print a pull-request comment)
     Report {
@@ -543,6 +548,25 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// `evalua grade`'s suite: the positional one, or, when `--traces` took it
+/// (`--traces FILE SUITE.lua`: the flag takes every path after it), the
+/// `.lua` file among the trace paths (a trace is never Lua).
+fn grade_suite(suite: Option<PathBuf>, mut traces: Vec<PathBuf>) -> Result<(PathBuf, Vec<PathBuf>)> {
+    if let Some(s) = suite {
+        return Ok((s, traces));
+    }
+    let lua = traces.iter().rposition(|p| p.extension().is_some_and(|e| e == "lua"));
+    match lua {
+        Some(i) if traces.len() > 1 => {
+            let s = traces.remove(i);
+            Ok((s, traces))
+        }
+        _ => Err(evalua::error::Error::Input(
+            "evalua grade: which suite? give it first: evalua grade SUITE.lua --traces PATH...".into(),
+        )),
+    }
+}
+
 fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Run {
@@ -589,16 +613,21 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 follow,
             })
         }
-        Command::Grade { suite, traces, out, jobs, follow, machine: _ } => cmd::grade::grade(cmd::grade::GradeArgs {
-            suite,
-            traces,
-            out,
-            jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
-            follow: follow.options()?,
-            argv: std::env::args().collect(),
-        }),
+        Command::Grade { suite, traces, out, jobs, follow, machine: _ } => {
+            let (suite, traces) = grade_suite(suite, traces)?;
+            cmd::grade::grade(cmd::grade::GradeArgs {
+                suite,
+                traces,
+                out,
+                jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
+                follow: follow.options()?,
+                argv: std::env::args().collect(),
+            })
+        }
         Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),
-        Command::Promote { dir, into, mode } => cmd::promote::promote(&dir, &into, mode.as_deref()),
+        Command::Promote { dir, into, mode, per_cluster } => {
+            cmd::promote::promote(&dir, &into, mode.as_deref(), per_cluster as usize)
+        }
         Command::Report { dir, allow_incomplete, format, baseline, allow_revision_change, artifact_url } => {
             match format {
                 ReportFormat::Files => cmd::report::report(&dir, allow_incomplete),

@@ -283,6 +283,7 @@ function evalua.user.script(turns) end
 ---@field sandbox? evalua.Sandbox the per-trial state: database schema and frozen clock
 ---@field agent? evalua.Agent the agent under test (from `evalua.agent.*`; a case may override it)
 ---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
+---@field grade? { gate?: evalua.Gate } what `evalua grade` uses instead: its own gates (a trace is one trial, so pass^2 and up have no value there)
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
 ---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured
 ---@field monitors? table<string, evalua.Check|evalua.CheckFn> checks that name a failure mode, run on every trial of `run` and every item of `grade`; a failure labels the trial (`failure_modes`)

@@ -737,6 +737,13 @@ fn read_suite(
     let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
     let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
     let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
+    let grade_gates = match opt::<Table>(t, "grade")? {
+        Some(g) => match g.get::<Value>("gate").map_err(|e| e.to_string())? {
+            Value::Nil => None,
+            v => Some(gate::parse(&convert::to_json(lua, &v)?)?),
+        },
+        None => None,
+    };
 
     let mut tools = Vec::new();
     let tools_t: Table = t.get("_tools").map_err(|e| e.to_string())?;
@@ -784,6 +791,7 @@ fn read_suite(
         expose: opt::<Vec<String>>(&sandbox, "expose")?.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
         network: opt::<bool>(&sandbox, "network")?.unwrap_or(true),
         gates,
+        grade_gates,
         agent: read_agent(lua, opt(t, "agent")?)?,
         tools,
         cases: declared.cases,

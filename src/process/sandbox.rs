@@ -135,6 +135,12 @@ fn is_system(p: &Path) -> bool {
     SYSTEM.iter().any(|s| p.starts_with(s))
 }
 
+/// Whether a sandboxed process sees folder `d` (of its PATH): a system
+/// folder, or one inside a path the suite exposes.
+pub fn sees(d: &Path, expose: &[PathBuf]) -> bool {
+    is_system(d) || expose.iter().any(|r| d.starts_with(r))
+}
+
 /// The read-only paths the command line names: the program (for one in a
 /// `bin/` folder, its whole prefix, e.g. a virtualenv) and, for any argument
 /// that is an absolute path to an existing file (a script), its folder (so

@@ -102,7 +102,7 @@ pub fn mismatch(old: &Manifest, new: &Manifest) -> Option<String> {
         })
         .or_else(|| differ("the graders and modules (sha256)", short(&old.grader_sha256), short(&new.grader_sha256)))
         .or_else(|| differ("the tools (sha256)", short(&old.tool_contract_sha256), short(&new.tool_contract_sha256)))
-        .or_else(|| differ("the agent", json(&old.agent), json(&new.agent)))
+        .or_else(|| agent_difference("the agent", &old.agent, &new.agent))
         .or_else(|| differ("the budget", json(&serde_json::json!(old.budget)), json(&serde_json::json!(new.budget))))
         .or_else(|| differ("--seed", old.seed.to_string(), new.seed.to_string()))
         .or_else(|| differ("--trials", opt(old.trials.map(|t| t.to_string())), opt(new.trials.map(|t| t.to_string()))))
@@ -133,9 +133,124 @@ pub fn mismatch(old: &Manifest, new: &Manifest) -> Option<String> {
             };
             return Some(format!("case '{}': {what} changed", a.id));
         }
-        if a.agent != b.agent {
-            return Some(format!("case '{}': its agent changed", a.id));
+        let none = serde_json::Value::Null;
+        if let Some(d) =
+            agent_difference("its agent", a.agent.as_ref().unwrap_or(&none), b.agent.as_ref().unwrap_or(&none))
+        {
+            return Some(format!("case '{}': {d}", a.id));
         }
+    }
+    None
+}
+
+/// A value in a short line: at most 60 characters.
+fn brief(v: &serde_json::Value) -> String {
+    let s = match v {
+        serde_json::Value::String(s) => format!("{s:?}"),
+        serde_json::Value::Null => "none".to_string(),
+        v => v.to_string(),
+    };
+    crate::util::names::truncate(&s, 60)
+}
+
+/// The first place two JSON values differ: (path, then, now).
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Option<(String, String, String)> {
+    use serde_json::Value as J;
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match (a, b) {
+        _ if a == b => None,
+        (J::Object(x), J::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .find_map(|k| first_difference(x.get(k).unwrap_or(&J::Null), y.get(k).unwrap_or(&J::Null), &join(k)))
+        }
+        (J::Array(x), J::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().find_map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]")))
+        }
+        _ => Some((path.to_string(), brief(a), brief(b))),
+    }
+}
+
+/// A program's file as recorded: (path, sha256).
+fn recorded(f: &serde_json::Value) -> (String, Option<String>) {
+    (f["path"].as_str().unwrap_or("").to_string(), f["sha256"].as_str().map(String::from))
+}
+
+/// What a program recorded then runs now: a shim recorded by an older
+/// evalua is followed to its interpreter and hashed now.
+fn runs_now(path: &str, sha: Option<String>) -> (String, Option<String>) {
+    match crate::run::manifest::resolve_program(path, &[]) {
+        Some((real, Some(_))) => {
+            let sha = std::fs::read(&real).ok().map(|b| crate::util::digest::sha256_hex(&b));
+            (real.display().to_string(), sha)
+        }
+        _ => (path.to_string(), sha),
+    }
+}
+
+/// How two manifests' agent entries differ, in one short line naming the
+/// one field that changed; None when they run the same thing. Programs are
+/// compared by what they run (the real file's hash; its path when it has
+/// none), not by how the command spells or finds them: a pyenv shim and the
+/// interpreter it starts are the same program.
+pub fn agent_difference(what: &str, old: &serde_json::Value, new: &serde_json::Value) -> Option<String> {
+    let short = |s: &Option<String>| s.as_deref().map(|s| s.get(..12).unwrap_or(s).to_string()).unwrap_or("?".into());
+    let declared = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("program");
+            o.remove("file");
+        }
+        v
+    };
+    if let Some((path, then, now)) = first_difference(&declared(old), &declared(new), "") {
+        let field = if path.is_empty() { String::new() } else { format!(" {path}") };
+        return Some(format!("{what}{field}: {then} then, {now} now"));
+    }
+    let (po, pn) = (&old["program"], &new["program"]);
+    if !po["executable"].is_null() || !pn["executable"].is_null() {
+        let (op, osha) = recorded(&po["executable"]);
+        let (op, osha) = runs_now(&op, osha);
+        let (np, nsha) = recorded(&pn["executable"]);
+        let same = match (&osha, &nsha) {
+            (Some(a), Some(b)) => a == b,
+            _ => op == np,
+        };
+        if !same {
+            return Some(format!(
+                "{what}'s program: {op} (sha256 {}) then, {np} (sha256 {}) now",
+                short(&osha),
+                short(&nsha)
+            ));
+        }
+    }
+    for key in ["files"] {
+        let list = |v: &serde_json::Value| -> Vec<(String, Option<String>)> {
+            v[key].as_array().map(|a| a.iter().map(recorded).collect()).unwrap_or_default()
+        };
+        let (a, b) = (list(po), list(pn));
+        for (path, sha) in &a {
+            match b.iter().find(|(p, _)| p == path) {
+                Some((_, now)) if now != sha => {
+                    return Some(format!(
+                        "{what}'s file {path} changed (sha256 {} then, {} now)",
+                        short(sha),
+                        short(now)
+                    ));
+                }
+                None => return Some(format!("{what}'s file {path} is not named now")),
+                _ => {}
+            }
+        }
+        if let Some((path, _)) = b.iter().find(|(p, _)| !a.iter().any(|(q, _)| q == p)) {
+            return Some(format!("{what}'s file {path} is new"));
+        }
+    }
+    let (fo, fnew) = (recorded(&old["file"]), recorded(&new["file"]));
+    if fo != fnew {
+        return Some(format!("{what}'s script {}: sha256 {} then, {} now", fnew.0, short(&fo.1), short(&fnew.1)));
     }
     None
 }

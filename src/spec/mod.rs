@@ -308,6 +308,10 @@ pub struct Suite {
     /// `sandbox.network` (default true): processes share the host's network.
     pub network: bool,
     pub gates: Vec<Gate>,
+    /// `grade = { gate = … }`: the gates `evalua grade` decides instead of
+    /// `gates` (a graded trace is one trial: figures over several trials a
+    /// case, pass^2 and up, are undefined there).
+    pub grade_gates: Option<Vec<Gate>>,
     pub agent: Option<AgentSpec>,
     pub tools: Vec<ToolSpec>,
     pub cases: Vec<CaseSpec>,

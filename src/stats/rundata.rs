@@ -263,6 +263,20 @@ impl RunData {
         (self.caveats, self.warnings) =
             caveats(&self.summary, &self.gate_specs, &m.judge_checks, &self.coverage, &resume);
         self.gates = decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete);
+        // Graded traces are one trial each (unless `match` gives a case several):
+        // a figure over k trials a case has no value there. Such a gate is said
+        // to be undefined, and not decided, instead of failing every grade.
+        if m.kind == crate::record::manifest::RunKind::Graded {
+            let most = m.cases.iter().map(|c| c.trials).max().unwrap_or(0);
+            for v in self.gates.iter_mut().filter(|v| v.value.is_none()) {
+                v.passed = true;
+                v.undefined = true;
+                v.note = Some(format!(
+                    "undefined for these items: no case has enough graded items (at most {most} a case) for this figure; \
+                     not decided (gates for grading: grade = {{ gate = … }} in evalua.suite)"
+                ));
+            }
+        }
     }
 }
 
