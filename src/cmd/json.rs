@@ -15,6 +15,7 @@ use serde_json::{Map, Value as Json, json};
 
 use crate::error::Error;
 use crate::record::Outcome;
+use crate::record::files;
 use crate::report::text::figure_rows;
 use crate::stats::RunData;
 
@@ -184,12 +185,12 @@ pub fn run_entry(data: &RunData) -> Json {
         "regraded_from": data.manifest.regraded_from.as_ref().map(|r| json!({ "run_id": r.run_id, "dir": r.dir })),
         "warnings": data.warnings,
         "files": {
-            "summary": abs.join("summary.json"),
-            "trials": abs.join("trials.jsonl"),
-            "report_md": abs.join("report.md"),
-            "report_html": abs.join("report.html"),
-            "junit": abs.join("junit.xml"),
-            "compare": abs.join("compare.json").is_file().then(|| abs.join("compare.json")),
+            "summary": abs.join(files::SUMMARY),
+            "trials": abs.join(files::TRIALS),
+            "report_md": abs.join(files::REPORT_MD),
+            "report_html": abs.join(files::REPORT_HTML),
+            "junit": abs.join(files::JUNIT),
+            "compare": abs.join(files::COMPARE_JSON).is_file().then(|| abs.join(files::COMPARE_JSON)),
         },
     })
 }
@@ -216,7 +217,7 @@ pub const FAILING_SHOWN: usize = 100;
 /// What `run --baseline` found against its baseline (the run dir's
 /// compare.json, in brief): null when the run was compared with nothing.
 fn comparison(data: &RunData) -> Json {
-    let path = data.dir.join("compare.json");
+    let path = data.dir.join(files::COMPARE_JSON);
     let Some(c) = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str::<Json>(&t).ok()) else {
         return Json::Null;
     };

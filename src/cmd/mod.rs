@@ -6,6 +6,7 @@ pub mod calibrate;
 pub mod check;
 pub mod compare;
 pub mod export;
+pub mod flags;
 pub mod grade;
 pub mod init;
 pub mod json;

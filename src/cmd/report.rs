@@ -2,6 +2,7 @@
 //! dir. An incomplete run (interrupted, or killed before it wrote its
 //! summary) says so first, and its gates fail unless `--allow-incomplete`.
 
+use crate::record::files;
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
@@ -13,7 +14,7 @@ pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
     report::write_all(&data)?;
     if !data.summary_present {
         // A run killed before its end: give it the summary it never wrote.
-        crate::record::rundir::write_json(&dir.join("summary.json"), &data.summary_file())?;
+        crate::record::rundir::write_json(&dir.join(files::SUMMARY), &data.summary_file())?;
     }
     if let Some(line) = report::text::incomplete_line(&data) {
         println!("{line}");
@@ -24,7 +25,7 @@ pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
     for w in &data.warnings {
         println!("warning: {w}");
     }
-    println!("wrote {}/report.md, report.html, junit.xml", dir.display());
+    println!("wrote {}/{}", dir.display(), files::REPORTS.join(", "));
     Ok(if data.gates_passed() { 0 } else { 1 })
 }
 
@@ -64,15 +65,15 @@ pub fn github(a: GithubArgs) -> Result<u8> {
 /// relative to the current directory as it was given, or to the run dir's
 /// parent; None without a compare.json.
 fn recorded_baseline(dir: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(dir.join("compare.json")).ok()?;
+    let text = std::fs::read_to_string(dir.join(files::COMPARE_JSON)).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     let base = PathBuf::from(v.get("base")?.get("dir")?.as_str()?);
-    if base.join("manifest.json").is_file() {
+    if base.join(files::MANIFEST).is_file() {
         return Some(base);
     }
     eprintln!(
         "warning: {}: its baseline {} is not here: no comparison (pass --baseline)",
-        dir.join("compare.json").display(),
+        dir.join(files::COMPARE_JSON).display(),
         base.display()
     );
     None

@@ -3,6 +3,7 @@
 //! and the journal a running trial writes them from. The run dir is written
 //! and read in one place: [`rundir`].
 
+pub mod files;
 pub mod journal;
 pub mod labels;
 pub mod ledger;

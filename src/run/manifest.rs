@@ -290,7 +290,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         } else {
             StateKeeping::Skipped
         }),
-        planned_trials: Some(super::work(plan, opts.partition).len()),
+        planned_trials: Some(super::scheduler::work(plan, opts.partition).len()),
         judge_checks: {
             // The suite's judge checks (the plan's cases keep no checks).
             let mut names: Vec<String> = suite.judges.iter().flat_map(|j| j.checks.iter().cloned()).collect();

@@ -11,6 +11,7 @@
 //! is put in plan order again, so a resumed run's trials.jsonl equals an
 //! uninterrupted run's apart from timings.
 
+use crate::record::files;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 
@@ -49,7 +50,7 @@ pub struct Line {
 /// writing it, so it has no newline) is dropped; any other unreadable line is
 /// an error with `file:line`.
 pub fn read_lines(dir: &RunDir) -> Result<(Vec<Line>, bool)> {
-    let path = dir.file("trials.jsonl");
+    let path = dir.file(files::TRIALS);
     let mut text = String::new();
     match std::fs::File::open(&path) {
         Ok(mut f) => {
@@ -303,14 +304,15 @@ pub fn prepare(
     let (lines, torn) = read_lines(dir)?;
     if torn {
         eprintln!(
-            "warning: {shown}/trials.jsonl: its last line was cut short (evalua was killed while writing it); that trial runs again"
+            "warning: {shown}/{}: its last line was cut short (evalua was killed while writing it); that trial runs again",
+            files::TRIALS
         );
     }
     let work = work(plan, opts.partition);
     let index: HashMap<(&str, u32), usize> =
         work.iter().enumerate().map(|(i, &(c, t))| ((plan.cases[c].spec.id.as_str(), t), i)).collect();
     let mut keep: BTreeMap<usize, Line> = BTreeMap::new();
-    let path = dir.file("trials.jsonl");
+    let path = dir.file(files::TRIALS);
     for l in lines {
         let r = &l.record;
         let Some(&i) = index.get(&(r.case.as_str(), r.trial)) else {
@@ -341,7 +343,7 @@ pub fn prepare(
     dir.rewrite_trials(&kept_lines)?;
     // The old summary and reports describe the old records: remove them
     // until this run writes its own.
-    for f in ["summary.json", "report.md", "report.html", "junit.xml"] {
+    for f in std::iter::once(files::SUMMARY).chain(files::REPORTS) {
         let _ = std::fs::remove_file(dir.file(f));
     }
     let entry = Resume {

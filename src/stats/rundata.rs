@@ -2,6 +2,7 @@
 //! from the run dir alone, recomputing the figures from trials.jsonl with the
 //! same estimators and seeded bootstrap as the run.
 
+use crate::record::files;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -172,7 +173,7 @@ impl RunData {
     pub fn open(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
         let run_dir = RunDir::open(dir)?;
         let manifest = run_dir.read_manifest()?;
-        let mpath = run_dir.file("manifest.json");
+        let mpath = run_dir.file(files::MANIFEST);
         let infos: Vec<CaseInfo> = manifest
             .cases
             .iter()
@@ -193,7 +194,7 @@ impl RunData {
             );
         }
         let index: HashMap<String, usize> = infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-        let summary_present = run_dir.file("summary.json").is_file();
+        let summary_present = run_dir.file(files::SUMMARY).is_file();
         let summary = summarize(&infos, &Tally::new(infos.len()), manifest.seed);
         let mut run = RunData {
             dir: dir.to_path_buf(),
@@ -226,7 +227,7 @@ impl RunData {
         let Some(&i) = self.index.get(&rec.case) else {
             return Err(Error::Input(format!(
                 "{}:{line}: a record of case '{}', which the manifest does not list",
-                self.run_dir.file("trials.jsonl").display(),
+                self.run_dir.file(files::TRIALS).display(),
                 rec.case
             )));
         };
@@ -314,7 +315,7 @@ struct CompleteFlag {
 
 /// Read whether the run in `dir` finished (see [`Completion`]).
 pub fn completion(dir: &Path) -> Result<Completion> {
-    let path = dir.join("summary.json");
+    let path = dir.join(files::SUMMARY);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Completion::NoSummary),
@@ -338,7 +339,7 @@ pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
     let mut tally = Tally::new(run.infos.len());
     tally.declare_monitors(&run.manifest.monitors);
     // A run killed before its first trial ended may have no trials.jsonl at all.
-    let path = run.run_dir.file("trials.jsonl");
+    let path = run.run_dir.file(files::TRIALS);
     let lines: Box<dyn Iterator<Item = Result<RecordAt>>> =
         if path.exists() { Box::new(run.run_dir.records_at()?) } else { Box::new(std::iter::empty()) };
     for item in lines {
