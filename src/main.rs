@@ -318,6 +318,8 @@ fn usage_error_json(e: &clap::Error) -> Option<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // Before any thread: descriptors evalua inherited never reach a child.
+    evalua::process::init_fds();
     configure_allocator();
     evalua::util::tls::install();
     std::panic::set_hook(Box::new(|info| {
