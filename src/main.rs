@@ -206,6 +206,9 @@ enum Command {
         skip_invalid: bool,
         #[command(flatten)]
         isolation: flags::Isolation,
+        /// Also check that this named agent can run (known, its model endpoint configured)
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
     Test {
@@ -410,9 +413,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 cmd::labels::export(&store, out.as_ref(), held_out, json)
             }
         },
-        Command::Check { suites, skip_invalid, isolation, machine: _ } => {
+        Command::Check { suites, skip_invalid, isolation, agent, machine: _ } => {
             isolate(isolation);
-            cmd::check::check(&suites, skip_invalid)
+            cmd::check::check(&suites, skip_invalid, agent.as_deref())
         }
         Command::Test { paths, isolation, machine: _ } => {
             isolate(isolation);

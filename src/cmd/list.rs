@@ -39,5 +39,8 @@ pub fn list(path: &Path, filters: &Filters) -> Result<u8> {
     }
     super::json::set("suite_name", serde_json::json!(plan.suite.name));
     println!("{t}");
+    if plan.suite.agents.len() > 1 {
+        println!("agents: {} (pick one with `evalua run --agent NAME`)", plan.suite.agent_names());
+    }
     Ok(0)
 }

@@ -242,6 +242,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
                 agent: c.spec.agent.as_ref().map(|a| agent_entry(a, &suite.dir, &suite.expose)),
+                reference: c.spec.reference.clone(),
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
                     tree_sha256: w.hash.clone(),
@@ -250,7 +251,12 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             }
         })
         .collect();
-    let agent = suite.agent.as_ref().map(|a| agent_entry(a, &suite.dir, &suite.expose));
+    // The agent the run uses (`--agent`, else the default), with its name (SPEC §14).
+    let agent = plan.agent_name().and_then(|n| suite.agent_named(n).map(|a| (n, a))).map(|(n, a)| {
+        let mut v = agent_entry(a, &suite.dir, &suite.expose);
+        v["name"] = Json::String(n.to_string());
+        v
+    });
     let base = base(suite, RunKind::Run, run_id, argv, opts.jobs);
     Manifest {
         suite: SuiteEntry {
