@@ -14,6 +14,7 @@ pub mod labels;
 pub mod list;
 pub mod mcp;
 pub mod merge;
+pub mod mock_judge;
 pub mod promote;
 pub mod regrade;
 pub mod report;
