@@ -8,7 +8,7 @@
 #   ci_stop_all               # stops exactly what ci_start_all started
 #
 # Exports after ci_install_all / ci_start_all (see .ci/README.md):
-#   EVALUA_PHOENIX_BIN  EVALUA_SDK_PYTHON  EVALUA_PG_URL  SLURM_CONF  EVALUA_SLURM
+#   EVALUA_PHOENIX_BIN  EVALUA_SDK_PYTHON  EVALUA_MATURIN  EVALUA_PG_URL  SLURM_CONF  EVALUA_SLURM
 #   EVALUA_REQUIRE_PG  EVALUA_REQUIRE_SLURM  EVALUA_K8S_VALIDATE_VENV  EVALUA_REQUIRE_K8S_VALIDATE
 #   EVALUA_REQUIRE_BWRAP  PHOENIX_ALLOW_EXTERNAL_RESOURCES  PHOENIX_TELEMETRY_ENABLED
 #   PHOENIX_LOG_MIGRATIONS  EVALUA_CI_RUN (this run's temp dir: data, logs, pid files)
@@ -131,12 +131,21 @@ ci_k8s_validate_install() {
   export EVALUA_REQUIRE_K8S_VALIDATE=1
 }
 
+# maturin (pinned in requirements-maturin.txt): .ci/run builds evalua's wheel with it.
+ci_maturin_install() {
+  mkdir -p "$EVALUA_CI_HOME" || return 1
+  ci_venv "$EVALUA_CI_HOME/maturin-venv" "$EVALUA_CI_DIR/requirements-maturin.txt" || return 1
+  export EVALUA_MATURIN="$EVALUA_CI_HOME/maturin-venv/bin/maturin"
+  "$EVALUA_MATURIN" --version >/dev/null
+}
+
 ci_install_all() {
   # shellcheck disable=SC2046
   ci_step "apt install" ci_apt_install $(ci_apt_packages)
   ci_step "pip: phoenix venv" ci_phoenix_install
   ci_step "pip: sdk venv" ci_sdk_install
   ci_step "pip: k8s validator venv" ci_k8s_validate_install
+  ci_step "pip: maturin venv" ci_maturin_install
 }
 
 # ---------------------------------------------------------------------------------------

@@ -110,13 +110,25 @@ enum Command {
         #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..))]
         per_cluster: u32,
     },
-    /// Re-render report.md, report.html and junit.xml from a run dir
+    /// Re-render report.md, report.html and junit.xml from a run dir (or print a pull-request comment)
     Report {
         #[arg(value_name = "RUN_DIR")]
         dir: PathBuf,
         /// On an incomplete run, decide the gates on the trials that ran instead of failing them
         #[arg(long)]
         allow_incomplete: bool,
+        /// `files`: write report.md, report.html, junit.xml; `github`: print a pull-request comment (Markdown) and write nothing
+        #[arg(long, value_enum, default_value = "files")]
+        format: ReportFormat,
+        /// With --format github: compare with this run (default: the baseline of `run --baseline`, from compare.json)
+        #[arg(long, value_name = "BASE_RUN")]
+        baseline: Option<PathBuf>,
+        /// With --baseline: compare even if the suite file or its cases changed
+        #[arg(long)]
+        allow_revision_change: bool,
+        /// With --format github: link the comment to the run dir uploaded as this CI artifact
+        #[arg(long, value_name = "URL")]
+        artifact_url: Option<String>,
     },
     /// Compare two runs case by case: improved / regressed / unchanged / unresolved
     Compare {
@@ -159,6 +171,8 @@ enum Command {
     },
     /// Run the suite's judge on human-labelled items: kappa, confusion matrix, false pass / false fail rates
     Calibrate {
+        #[command(flatten)]
+        machine: flags::Machine,
         #[arg(value_name = "SUITE.lua")]
         suite: PathBuf,
         /// JSON Lines: one labelled item per line (see docs/guide.md, "Judges")
@@ -191,6 +205,8 @@ enum Command {
     },
     /// Load and validate a suite (ids, fixtures, schemas, checks); no agent runs
     Check {
+        #[command(flatten)]
+        machine: flags::Machine,
         #[arg(required = true, value_name = "SUITE.lua")]
         suites: Vec<PathBuf>,
         /// Report cases whose tests do not hold on their initial tree as warnings, not errors
@@ -204,6 +220,8 @@ enum Command {
     },
     /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
     Test {
+        #[command(flatten)]
+        machine: flags::Machine,
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
         #[command(flatten)]
@@ -229,8 +247,24 @@ enum Command {
         #[arg(long, value_name = "STORE")]
         labels: Option<PathBuf>,
     },
+    /// Serve MCP on stdio for coding agents: list suites and cases, check, run, show a trial, compare, grade
+    Mcp {
+        /// The project root: every path a tool is given must lie inside it (default: the current directory)
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+    },
+    /// Write a starting project: a suite, a Python agent, a grader with its tests, editor types, a CI workflow
+    Init {
+        #[arg(value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// The GitHub Action the workflow uses
+        #[arg(long, value_name = "OWNER/REPO@REF", default_value = cmd::init::DEFAULT_ACTION)]
+        action: String,
+    },
     /// List the cases with split, tags and difficulty
     List {
+        #[command(flatten)]
+        machine: flags::Machine,
         #[arg(value_name = "SUITE.lua")]
         suite: PathBuf,
         #[command(flatten)]
@@ -238,29 +272,111 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ReportFormat {
+    Files,
+    Github,
+}
+
 /// Set how processes are isolated (`--isolation`).
 fn isolate(i: flags::Isolation) {
     evalua::process::set_isolation(i.get());
+}
+
+impl Command {
+    /// The command's name when `--json` was given: its document's schema is `evalua.<name>/1`.
+    fn json(&self) -> Option<&'static str> {
+        let (name, on) = match self {
+            Command::Run(a) => ("run", a.machine.json),
+            Command::Grade(a) => ("grade", a.machine.json),
+            Command::Regrade(a) => ("regrade", a.machine.json),
+            Command::Calibrate { machine, .. } => ("calibrate", machine.json),
+            Command::Check { machine, .. } => ("check", machine.json),
+            Command::Test { machine, .. } => ("test", machine.json),
+            Command::List { machine, .. } => ("list", machine.json),
+            Command::Compare { json, .. } => ("compare", *json),
+            Command::Labels { command } => match command {
+                LabelsCommand::Agree { json, .. }
+                | LabelsCommand::Split { json, .. }
+                | LabelsCommand::Export { json, .. } => ("labels", *json),
+            },
+            _ => return None,
+        };
+        on.then_some(name)
+    }
+}
+
+/// Arguments that do not parse, with `--json` among them: the usage error as
+/// the command's JSON document (exit 2), so a machine reads it as it reads the rest.
+fn usage_error_json(e: &clap::Error) -> Option<ExitCode> {
+    use clap::error::ErrorKind;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--json")
+        || matches!(
+            e.kind(),
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        )
+    {
+        return None;
+    }
+    const COMMANDS: [&str; 9] = ["run", "check", "list", "compare", "grade", "regrade", "test", "calibrate", "labels"];
+    let command = args.iter().find(|a| COMMANDS.contains(&a.as_str()))?;
+    let text = e.render().to_string();
+    eprint!("{text}");
+    let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
+    println!("{}", serde_json::to_string_pretty(&cmd::json::failed(command, 2, first)).unwrap_or_default());
+    Some(ExitCode::from(2))
 }
 
 fn main() -> ExitCode {
     // Before any thread: descriptors evalua inherited never reach a child.
     evalua::process::init_fds();
     configure_allocator();
+    evalua::util::tls::install();
     std::panic::set_hook(Box::new(|info| {
         eprintln!("evalua: internal error (please report it): {info}");
     }));
-    let cli = Cli::parse();
-    match dispatch(cli) {
-        Ok(code) => ExitCode::from(code),
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match usage_error_json(&e) {
+            Some(code) => return code,
+            None => e.exit(),
+        },
+    };
+    // --json: stdout is the document's alone; every human line goes to stderr.
+    let mut json_out = None;
+    if let Some(name) = cli.command.json() {
+        match evalua::util::stdio::divert() {
+            Ok(f) => json_out = Some(f),
+            Err(e) => {
+                eprintln!("error: --json: cannot set stdout aside: {e}");
+                return ExitCode::from(3);
+            }
+        }
+        cmd::json::begin(name);
+    }
+    let result = dispatch(cli);
+    let (code, error) = match result {
+        Ok(code) => (code, None),
         Err(e) => {
             // Several errors at once (`evalua check`): each on its own line.
             for line in e.to_string().lines() {
                 eprintln!("error: {line}");
             }
-            ExitCode::from(e.exit_code())
+            (e.exit_code(), Some(e))
+        }
+    };
+    if let Some(mut out) = json_out
+        && let Some(doc) = cmd::json::finish(code, error.as_ref())
+    {
+        use std::io::Write;
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
+        if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush()) {
+            eprintln!("error: --json: cannot write the document: {e}");
+            return ExitCode::from(3);
         }
     }
+    ExitCode::from(code)
 }
 
 fn dispatch(cli: Cli) -> Result<u8> {
@@ -271,14 +387,25 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Promote { dir, into, mode, per_cluster } => {
             cmd::promote::promote(&dir, &into, mode.as_deref(), per_cluster as usize)
         }
-        Command::Report { dir, allow_incomplete } => cmd::report::report(&dir, allow_incomplete),
+        Command::Report { dir, allow_incomplete, format, baseline, allow_revision_change, artifact_url } => {
+            match format {
+                ReportFormat::Files => cmd::report::report(&dir, allow_incomplete),
+                ReportFormat::Github => cmd::report::github(cmd::report::GithubArgs {
+                    dir,
+                    allow_incomplete,
+                    baseline,
+                    allow_revision_change,
+                    artifact_url,
+                }),
+            }
+        }
         Command::Compare { base, cand, allow_revision_change, json, markdown } => {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
         Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
         Command::Regrade(a) => cmd::regrade::regrade(a),
-        Command::Calibrate { suite, labels, rubric, no_cache, held_out, recheck } => {
+        Command::Calibrate { suite, labels, rubric, no_cache, held_out, recheck, machine: _ } => {
             evalua::judge::cache::set_disabled(no_cache.no_cache);
             let part =
                 if held_out { evalua::judge::labels::Part::HeldOut } else { evalua::judge::labels::Part::Calibration };
@@ -295,15 +422,17 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 cmd::labels::export(&store, out.as_ref(), held_out, json)
             }
         },
-        Command::Check { suites, skip_invalid, isolation, agent } => {
+        Command::Check { suites, skip_invalid, isolation, agent, machine: _ } => {
             isolate(isolation);
             cmd::check::check(&suites, skip_invalid, agent.as_deref())
         }
-        Command::Test { paths, isolation } => {
+        Command::Test { paths, isolation, machine: _ } => {
             isolate(isolation);
             cmd::test::test(&paths)
         }
-        Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
+        Command::List { suite, select, machine: _ } => cmd::list::list(&suite, &select.filters()),
+        Command::Mcp { root } => cmd::mcp::mcp(root.as_deref()),
+        Command::Init { dir, action } => cmd::init::init(&dir, &action),
         Command::View { dirs, port, open, trace_url, annotator, labels } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));
             let annotator = annotator.or_else(|| std::env::var("EVALUA_ANNOTATOR").ok().filter(|a| !a.is_empty()));

@@ -620,6 +620,30 @@ fn calibrate_names_each_disagreement_with_the_judges_reason() {
 }
 
 #[test]
+fn calibrate_json_gives_each_rubric_s_figures() {
+    let m = judge_server();
+    let rubric = r#"judge.rubric { "The message states the refunded amount", name = "amount", model = J }"#;
+    let cases = format!(r#"case("good", "GOOD", {{ {rubric} }})"#);
+    let dir = project(&[("s.lua", &suite(&m.url, &cases)), ("labels.jsonl", &labels_file())]);
+    let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "labels.jsonl", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let d: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    assert_eq!(d["schema"], "evalua.calibrate/1");
+    let r = &d["rubrics"][0];
+    assert_eq!(r["rubric"], "amount");
+    assert_eq!(r["compared"], 10);
+    assert!((r["kappa"].as_f64().unwrap() - 0.4).abs() < 1e-9, "{r}");
+    assert_eq!(r["confusion"]["human_fail"]["judge_pass"], 2);
+    assert!(stderr(&o).contains("Cohen's kappa: 0.400"), "the text went to stderr: {}", stderr(&o));
+    // A bad labels line: the error names it.
+    std::fs::write(dir.path().join("bad.jsonl"), "not json\n").unwrap();
+    let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "bad.jsonl", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let d: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((d["errors"][0]["file"].as_str(), d["errors"][0]["line"].as_u64()), (Some("bad.jsonl"), Some(1)), "{d}");
+}
+
+#[test]
 fn calibrate_says_when_kappa_is_undefined() {
     let m = judge_server();
     let rubric = r#"judge.rubric { "The message states the refunded amount", name = "amount", model = J }"#;

@@ -1,5 +1,6 @@
 //! Integration tests: they drive the real binary on real suites.
 
+mod action;
 mod annotate;
 mod architecture;
 mod bad_input;
@@ -26,7 +27,9 @@ mod isolation_services;
 mod judge;
 mod labels;
 mod lua_defs;
+mod machine;
 mod mcp;
+mod mcp_server;
 mod models;
 mod named_agents;
 mod partition;

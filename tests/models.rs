@@ -973,6 +973,8 @@ fn model_proxy_serves_responses_models_and_count_tokens_and_refuses_oversized_bo
     .unwrap();
     let (oai, ant, dummy) = (proxy.openai_base_url(), proxy.anthropic_base_url(), proxy.dummy_key.clone());
     let answers: Vec<(u16, Value)> = evalua::model::block_on(async move {
+        // reqwest is built without a TLS provider of its own (rustls on ring, util::tls): install it first.
+        evalua::util::tls::install();
         let c = reqwest::Client::new();
         let bearer = format!("Bearer {dummy}");
         let mut out = Vec::new();

@@ -11,15 +11,18 @@ pub fn calibrate(suite: &Path, labels: &Path, opts: &Options) -> Result<u8> {
     let s = load::load(suite)?;
     let done = judge::calibrate::run(&s, labels, opts)?;
     for w in &done.warnings {
-        eprintln!("warning: {w}");
+        super::json::warn(w.clone());
     }
     for n in &done.notes {
         println!("{n}");
     }
     for c in &done.rubrics {
         print!("{}", c.text);
+        super::json::push("rubrics", c.json.clone());
     }
+    super::json::set("notes", serde_json::json!(done.notes));
     if let Some((line, held)) = &done.gate {
+        super::json::set("gate", serde_json::json!({ "line": line, "passed": held }));
         println!("{line}");
         if !held {
             return Ok(1);

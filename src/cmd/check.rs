@@ -64,6 +64,19 @@ pub fn check(suites: &[PathBuf], skip_invalid: bool, agent: Option<&str>) -> Res
         }
         let trials: u32 = plan.cases.iter().map(|c| c.trials).sum();
         let checks: u64 = plan.cases.iter().map(|c| c.spec.checks as u64).sum();
+        super::json::push(
+            "suites",
+            serde_json::json!({
+                "suite": plan.suite.name,
+                "path": display_path(&plan.suite.path),
+                "ok": true,
+                "cases": plan.cases.len(),
+                "tools": plan.suite.tools.len(),
+                "checks": checks,
+                "trials": trials,
+                "invalid_cases": plan.invalid,
+            }),
+        );
         println!(
             "ok: {} ({} cases, {} tools, {} checks, {} trials per run{})",
             display_path(&plan.suite.path),

@@ -11,7 +11,18 @@ pub fn compare(base: &Path, cand: &Path, allow: bool, json: bool, md: bool) -> R
     let c = rundata::load(cand)?;
     let cmp = compare_runs(&b, &c, allow)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&cmp).unwrap_or_default());
+        // The comparison's keys go into the command's document (`--json`, evalua.compare/1);
+        // the table goes to stderr.
+        // (The comparison's warnings are the document's `warnings`.)
+        if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&cmp) {
+            for (k, v) in m.into_iter().filter(|(k, _)| k != "warnings") {
+                super::json::set(&k, v);
+            }
+        }
+        for w in &cmp.warnings {
+            super::json::warn(w.clone());
+        }
+        print!("{}", console(&Comparison { warnings: Vec::new(), ..cmp }));
     } else if md {
         print!("{}", markdown(&cmp));
     } else {

@@ -117,6 +117,14 @@ impl Isolation {
     }
 }
 
+/// `--json`: output for machines (SPEC §16).
+#[derive(Args, Clone, Copy, Debug, Default)]
+pub struct Machine {
+    /// Print one JSON document on stdout (schema "evalua.<command>/1"; docs/reference/cli.md); human text goes to stderr
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `--no-cache`.
 #[derive(Args, Clone, Copy, Debug, Default)]
 pub struct NoCache {

@@ -22,6 +22,8 @@ use crate::util::paths::display_path;
 /// `evalua grade`'s flags, as parsed.
 #[derive(clap::Args, Debug)]
 pub struct GradeArgs {
+    #[command(flatten)]
+    pub machine: flags::Machine,
     /// The suite (also accepted after the trace paths: `--traces FILE SUITE.lua`)
     #[arg(value_name = "SUITE.lua")]
     pub suite: Option<PathBuf>,
@@ -92,7 +94,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
 
     let warnings = graded.warnings;
     for w in warnings.iter().take(SHOWN_WARNINGS) {
-        eprintln!("warning: {w}");
+        super::json::warn(w.clone());
     }
     if warnings.len() > SHOWN_WARNINGS {
         eprintln!("warning: … and {} more (all listed in manifest.json)", warnings.len() - SHOWN_WARNINGS);
@@ -117,5 +119,6 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     for l in &followed.exports {
         println!("{l}");
     }
+    super::json::set("run", super::json::run_entry(&data));
     Ok(if data.gates_passed() { 0 } else { 1 })
 }

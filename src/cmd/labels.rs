@@ -1,7 +1,8 @@
 //! `evalua labels agree | split | export STORE`: what a label store (SPEC
 //! §15) says about its annotators, its held-out share, and the calibration
 //! items it makes. `--json` prints one document (`"schema":
-//! "evalua.labels/1"`) on stdout, the human text on stderr.
+//! "evalua.labels/1"`, through `cmd::json` like every other command's, so an
+//! error is a document too) on stdout, the human text on stderr.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -14,14 +15,23 @@ use crate::record::labels::{self, Split, Store};
 use crate::stats::agree::{Agreement, Estimate, Majority, Ratings};
 use crate::util::paths::display_path;
 
-const SCHEMA: &str = "evalua.labels/1";
 /// Disagreeing items listed per scope in the text (`--json` lists all).
 const SHOWN_DISAGREEMENTS: usize = 20;
+
+/// The document's keys (`--json`; `schema`, `exit_code`, `errors` and
+/// `warnings` are added by `cmd::json` as for every command).
+fn set_all(doc: serde_json::Value) {
+    if let serde_json::Value::Object(m) = doc {
+        for (k, v) in m {
+            super::json::set(&k, v);
+        }
+    }
+}
 
 fn read_heads(path: &Path) -> Result<Store<serde::de::IgnoredAny>> {
     let store: Store<serde::de::IgnoredAny> = labels::read(path)?;
     for w in &store.warnings {
-        eprintln!("warning: {w}");
+        super::json::warn(w.clone());
     }
     Ok(store)
 }
@@ -123,20 +133,17 @@ pub fn agree(path: &Path, json_out: bool) -> Result<u8> {
     );
     if json_out {
         eprint!("{t}");
-        let doc = json!({
-            "schema": SCHEMA,
+        set_all(json!({
             "command": "agree",
             "store": shown,
             "lines": store.lines,
-            "warnings": store.warnings,
             "labels": current.len(),
             "items": r.items.len(),
             "annotators": r.annotators,
             "criteria": per,
             "overall": overall,
             "resamples": crate::stats::agree::RESAMPLES,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        }));
     } else {
         print!("{t}");
     }
@@ -198,12 +205,11 @@ pub fn split(path: &Path, fraction: f64, seed: u64, force: bool, json_out: bool)
     t.push_str("calibrate uses the other items; --held-out (and --recheck) use these, counted in the ledger\n");
     if json_out {
         eprint!("{t}");
-        let doc = json!({
-            "schema": SCHEMA, "command": "split", "store": display_path(path), "file": shown,
+        set_all(json!({
+            "command": "split", "store": display_path(path), "file": shown,
             "seed": seed, "fraction": fraction, "items": strata.len(), "held_out": split.held_out,
             "strata": by.iter().map(|(n, h, a)| json!({ "majority": n, "held_out": h, "items": a })).collect::<Vec<_>>(),
-        });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        }));
     } else {
         print!("{t}");
     }
@@ -237,7 +243,7 @@ pub fn export(path: &Path, out: Option<&PathBuf>, held_out: bool, json_out: bool
     let part = if held_out { Part::HeldOut } else { Part::Calibration };
     let f = store_items::read(path, part)?;
     for w in &f.warnings {
-        eprintln!("warning: {w}");
+        super::json::warn(w.clone());
     }
     let mut text = String::new();
     for (_, v) in &f.items {
@@ -263,12 +269,11 @@ pub fn export(path: &Path, out: Option<&PathBuf>, held_out: bool, json_out: bool
     );
     eprintln!("{summary}");
     if json_out {
-        let doc = json!({
-            "schema": SCHEMA, "command": "export", "store": display_path(path),
+        set_all(json!({
+            "command": "export", "store": display_path(path),
             "out": out.map(|o| display_path(o)), "part": if held_out { "held_out" } else { "calibration" },
-            "lines": f.items.len(), "counts": f.counts, "warnings": f.warnings,
-        });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            "lines": f.items.len(), "counts": f.counts,
+        }));
     }
     Ok(0)
 }

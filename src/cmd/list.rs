@@ -13,7 +13,20 @@ pub fn list(path: &Path, filters: &Filters) -> Result<u8> {
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header(vec!["case", "split", "tags", "difficulty", "trials", "checks", "declared at"]);
+    super::json::set("suite", serde_json::json!(crate::util::paths::display_path(&plan.suite.path)));
     for c in &plan.cases {
+        super::json::push(
+            "cases",
+            serde_json::json!({
+                "id": c.spec.id,
+                "split": c.spec.split,
+                "tags": c.spec.tags,
+                "difficulty": c.spec.difficulty,
+                "trials": c.trials,
+                "checks": c.spec.checks,
+                "location": c.spec.location,
+            }),
+        );
         t.add_row(vec![
             c.spec.id.clone(),
             c.spec.split.clone(),
@@ -24,6 +37,7 @@ pub fn list(path: &Path, filters: &Filters) -> Result<u8> {
             c.spec.location.clone(),
         ]);
     }
+    super::json::set("suite_name", serde_json::json!(plan.suite.name));
     println!("{t}");
     if plan.suite.agents.len() > 1 {
         println!("agents: {} (pick one with `evalua run --agent NAME`)", plan.suite.agent_names());

@@ -15,6 +15,8 @@ use crate::run::{AsMade, Scheduler, regrade};
 /// `evalua regrade`'s flags, as parsed.
 #[derive(clap::Args, Debug)]
 pub struct RegradeArgs {
+    #[command(flatten)]
+    pub machine: flags::Machine,
     #[arg(value_name = "RUN_DIR")]
     pub dir: PathBuf,
     /// The suite whose checks to run (default: the suite file the run recorded)
@@ -43,7 +45,7 @@ pub fn regrade(a: RegradeArgs) -> Result<u8> {
     let started = Instant::now();
     let r = regrade::prepare(&a.dir, a.suite.as_deref(), a.allow_fixture_change, &argv)?;
     for w in &r.warnings {
-        eprintln!("warning: {w}");
+        super::json::warn(w.clone());
     }
     let run_id = new_run_id();
     let dir = RunDir::create(a.out.as_deref(), &r.plan.suite.name, &run_id)?;
@@ -70,6 +72,7 @@ pub fn regrade(a: RegradeArgs) -> Result<u8> {
         short(&manifest.grader_sha256),
     );
     println!("compare: evalua compare {} {}", shown(&a.dir), shown(&dir.path));
+    super::json::set("run", super::json::run_entry(&data));
     Ok(if data.gates_passed() { 0 } else { 1 })
 }
 

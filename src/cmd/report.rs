@@ -3,10 +3,10 @@
 //! summary) says so first, and its gates fail unless `--allow-incomplete`.
 
 use crate::record::files;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::Result;
-use crate::report;
+use crate::report::{self, compare, github};
 use crate::stats::rundata;
 
 pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
@@ -27,4 +27,54 @@ pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
     }
     println!("wrote {}/{}", dir.display(), files::REPORTS.join(", "));
     Ok(if data.gates_passed() { 0 } else { 1 })
+}
+
+pub struct GithubArgs {
+    pub dir: PathBuf,
+    pub allow_incomplete: bool,
+    /// `--baseline`: compare with this run; else the one `run --baseline` compared with.
+    pub baseline: Option<PathBuf>,
+    pub allow_revision_change: bool,
+    pub artifact_url: Option<String>,
+}
+
+/// `evalua report RUN_DIR --format github`: print a pull-request comment body
+/// (Markdown) and write nothing. Exit code as `report`: 1 when a gate failed.
+pub fn github(a: GithubArgs) -> Result<u8> {
+    let data = rundata::load_with(&a.dir, a.allow_incomplete)?;
+    let base = match &a.baseline {
+        Some(b) => Some(rundata::load(b)?),
+        None => recorded_baseline(&a.dir).and_then(|b| match rundata::load(&b) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!("warning: the baseline recorded in compare.json cannot be read ({e}): no comparison");
+                None
+            }
+        }),
+    };
+    let cmp = match &base {
+        Some(b) => Some(compare::compare(b, &data, a.allow_revision_change || a.baseline.is_none())?),
+        None => None,
+    };
+    let links = github::Links { artifact: a.artifact_url.clone() };
+    print!("{}", github::render(&data, cmp.as_ref(), &links));
+    Ok(if data.gates_passed() { 0 } else { 1 })
+}
+
+/// The base run dir `run --baseline` compared with (compare.json's `base.dir`),
+/// relative to the current directory as it was given, or to the run dir's
+/// parent; None without a compare.json.
+fn recorded_baseline(dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dir.join(files::COMPARE_JSON)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let base = PathBuf::from(v.get("base")?.get("dir")?.as_str()?);
+    if base.join(files::MANIFEST).is_file() {
+        return Some(base);
+    }
+    eprintln!(
+        "warning: {}: its baseline {} is not here: no comparison (pass --baseline)",
+        dir.join(files::COMPARE_JSON).display(),
+        base.display()
+    );
+    None
 }

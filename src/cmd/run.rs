@@ -29,6 +29,8 @@ use crate::util::paths::display_path;
 /// `evalua run`'s flags, as parsed (main.rs embeds this struct in its command enum).
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub machine: flags::Machine,
     #[arg(required = true, value_name = "SUITE.lua")]
     pub suites: Vec<PathBuf>,
     /// Trials per case (overrides the suite and the cases)
@@ -86,7 +88,7 @@ pub struct RunArgs {
 /// Say on stderr which dataset rows `on_error = "skip"` left out.
 pub fn warn_skipped_rows(suite: &crate::spec::Suite) {
     for d in suite.datasets.iter().filter(|d| d.skipped > 0) {
-        eprintln!("warning: {}: {} of {} rows skipped as bad (on_error = \"skip\")", d.path, d.skipped, d.rows);
+        super::json::warn(format!("{}: {} of {} rows skipped as bad (on_error = \"skip\")", d.path, d.skipped, d.rows));
         for why in &d.skipped_rows {
             eprintln!("  {why}");
         }
@@ -154,6 +156,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         if let Some(why) = &s.skip {
             // e.g. a model-driven suite with no model configured: not a failure.
             println!("skipped: {}: {why}", display_path(&s.path));
+            super::json::push("skipped", serde_json::json!({ "suite": display_path(&s.path), "reason": why }));
             continue;
         }
         if partition.is_some()
@@ -187,6 +190,10 @@ pub fn run(a: RunArgs) -> Result<u8> {
     for mut plan in plans {
         if cancel::requested() {
             println!("not run (the run was stopped): {}", display_path(&plan.suite.path));
+            super::json::push(
+                "skipped",
+                serde_json::json!({ "suite": display_path(&plan.suite.path), "reason": "the run was stopped" }),
+            );
             code = 1;
             continue;
         }
@@ -194,7 +201,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
             plan.suite.gates.push(gate::require_judge());
         }
         for w in crate::judge::calibration_warnings(&plan.suite) {
-            eprintln!("warning: {w}");
+            super::json::warn(w);
         }
         let opts = RunOptions {
             trials,
@@ -264,6 +271,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         }
         println!("report: {}", display_path(&dir.file(files::REPORT_HTML)));
         println!("report: {}", display_path(&dir.file(files::REPORT_MD)));
+        super::json::push("runs", super::json::run_entry(&data));
         if !data.gates_passed() {
             code = 1;
         }

@@ -78,6 +78,22 @@ pub fn test(paths: &[PathBuf]) -> Result<u8> {
     let mut failures = Vec::new();
     for (shown, results) in &loaded {
         println!("\nrunning {} example{} from {shown}", results.len(), if results.len() == 1 { "" } else { "s" });
+        super::json::push(
+            "files",
+            serde_json::json!({
+                "file": shown,
+                "examples": results.iter().map(|r| serde_json::json!({
+                    "grader": r.grader,
+                    "example": r.example,
+                    "location": r.location,
+                    "expected": r.expected.as_str(),
+                    "got": r.got.as_str(),
+                    "error": match &r.got { Got::Error(e) => Some(e.as_str()), _ => None },
+                    "ok": r.ok(),
+                    "checks": r.checks,
+                })).collect::<Vec<_>>(),
+            }),
+        );
         for r in results {
             let status = if r.ok() { "ok" } else { "FAILED" };
             println!("test {} :: {} ... {status}", r.grader, r.example);
@@ -105,6 +121,8 @@ pub fn test(paths: &[PathBuf]) -> Result<u8> {
             println!("    {} :: {}", r.grader, r.example);
         }
     }
+    super::json::set("passed", serde_json::json!(passed));
+    super::json::set("failed", serde_json::json!(failed));
     println!(
         "\ntest result: {}. {passed} passed; {failed} failed; {} file{}; finished in {:.2}s",
         if failed == 0 { "ok" } else { "FAILED" },

@@ -283,6 +283,8 @@ pub struct Calibrated {
     /// `--recheck`: kappa now (None: undefined), and whether kappa or the
     /// false-pass rate got worse beyond their intervals.
     pub recheck: Option<(Option<f64>, bool)>,
+    /// The figures for `calibrate --json`.
+    pub json: Json,
 }
 
 /// What to calibrate, on which labels.
@@ -745,6 +747,28 @@ fn calibrated(
             let _ = writeln!(t, "    … and {} more, all in the record", n - SHOWN_DISAGREEMENTS);
         }
     }
+    let mut json = json!({
+        "rubric": name,
+        "what": what.trim(),
+        "type": spec.kind(),
+        "judge": judge_id,
+        "prompt_sha256": prompt_hash,
+        "items": items.len(),
+        "labels": m.labelled,
+        "compared": cm.n(),
+        "undeterminable": m.undeterminable,
+        "judge_errors": m.errors,
+        "first_judge_error": m.first_error,
+        "confusion": {
+            "human_pass": { "judge_pass": cm.pass_pass, "judge_fail": cm.pass_fail },
+            "human_fail": { "judge_pass": cm.fail_pass, "judge_fail": cm.fail_fail },
+        },
+        "kappa": kappa.as_ref().ok(),
+        "kappa_note": kappa.as_ref().err(),
+        "false_pass_rate": rate(cm.fail_pass, human_fail),
+        "false_fail_rate": rate(cm.pass_fail, human_pass),
+        "record": null,
+    });
 
     if ctx.recheck {
         let path = calibration_path(&ctx.suite.dir, &judge_id, &prompt_hash);
@@ -782,7 +806,9 @@ fn calibrated(
         }
         crate::record::rundir::write_json(&path, &record)?;
         let _ = writeln!(t, "  record: {} (held_out)", display_path(&path));
-        return Ok(Calibrated { text: t, record: Some(path), compared: cm.n(), recheck: Some(outcome) });
+        json["record"] = json!(path);
+        json["recheck"] = json!({ "kappa": outcome.0, "worse_beyond_interval": outcome.1 });
+        return Ok(Calibrated { text: t, record: Some(path), compared: cm.n(), recheck: Some(outcome), json });
     }
     let mut record_path = None;
     if cm.n() > 0 {
@@ -831,7 +857,8 @@ fn calibrated(
     } else {
         let _ = writeln!(t, "  no record written: no label could be compared");
     }
-    Ok(Calibrated { text: t, record: record_path, compared: cm.n(), recheck: None })
+    json["record"] = json!(record_path);
+    Ok(Calibrated { text: t, record: record_path, compared: cm.n(), recheck: None, json })
 }
 
 /// An earlier measurement of a judge of this rubric to compare a recheck with.

@@ -40,6 +40,7 @@ where
 pub(crate) fn client() -> &'static reqwest::Client {
     static C: OnceLock<reqwest::Client> = OnceLock::new();
     C.get_or_init(|| {
+        crate::util::tls::install();
         reqwest::Client::builder()
             .user_agent(concat!("evalua/", env!("CARGO_PKG_VERSION")))
             // A redirect is an error, never followed: the real key (an

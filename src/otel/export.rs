@@ -308,6 +308,7 @@ impl Exporter {
         let mut destinations = Vec::new();
         if let Some(url) = &opts.endpoint {
             use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+            crate::util::tls::install();
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)

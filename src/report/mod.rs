@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod console;
+pub mod github;
 pub mod html;
 pub mod junit;
 pub mod md;

@@ -45,6 +45,11 @@ impl Sink for TrialsFile {
 /// 10 s (`EVALUA_HEARTBEAT_S` changes the period), driven by the run's ticks;
 /// nothing with `-q`.
 pub struct Progress {
+    /// `EVALUA_PROGRESS=jsonl` (set by `evalua mcp` for its child runs): a
+    /// `@evalua-progress {"done", "total", "message"}` line on stderr per
+    /// finished trial, for a program to read; shown also with `-q`. Trials
+    /// done so far, and the total when known.
+    jsonl: Option<(usize, Option<usize>)>,
     bar: Option<indicatif::ProgressBar>,
     lines: Option<Lines>,
 }
@@ -77,11 +82,14 @@ fn elapsed(d: Duration) -> String {
 
 impl Progress {
     pub fn new(show: bool) -> Self {
+        if std::env::var("EVALUA_PROGRESS").is_ok_and(|v| v == "jsonl") {
+            return Progress { jsonl: Some((0, None)), bar: None, lines: None };
+        }
         if !show {
-            return Progress { bar: None, lines: None };
+            return Progress { jsonl: None, bar: None, lines: None };
         }
         if std::io::stderr().is_terminal() {
-            return Progress { bar: Some(indicatif::ProgressBar::new(0)), lines: None };
+            return Progress { jsonl: None, bar: Some(indicatif::ProgressBar::new(0)), lines: None };
         }
         let period = std::env::var("EVALUA_HEARTBEAT_S")
             .ok()
@@ -101,7 +109,7 @@ impl Progress {
             period,
             next_beat: Instant::now() + period,
         };
-        Progress { bar: None, lines: Some(lines) }
+        Progress { jsonl: None, bar: None, lines: Some(lines) }
     }
 
     fn bar(pb: &indicatif::ProgressBar, ev: &RunEvent<'_>) {
@@ -143,6 +151,22 @@ impl Drop for Progress {
 
 impl Sink for Progress {
     fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
+        if let Some((done, total)) = &mut self.jsonl {
+            match ev {
+                RunEvent::Started { trials, .. } => *total = *trials,
+                RunEvent::TrialFinished { record, .. } => {
+                    *done += 1;
+                    let line = serde_json::json!({
+                        "done": *done,
+                        "total": *total,
+                        "message": format!("{}#{} {}", record.case, record.trial, record.outcome.as_str()),
+                    });
+                    eprintln!("@evalua-progress {line}");
+                }
+                _ => {}
+            }
+            return Ok(());
+        }
         if let Some(pb) = &self.bar {
             Progress::bar(pb, ev);
             return Ok(());

@@ -9,6 +9,8 @@ pub mod names;
 pub mod paths;
 pub mod regex;
 pub mod schema;
+pub mod stdio;
 pub mod time;
+pub mod tls;
 pub mod tree;
 pub mod watch;

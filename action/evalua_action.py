@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""The script behind evalua's GitHub Action (action.yml at the repository root).
+
+Each step of the composite action calls one subcommand; all of them read their
+inputs from the environment (the action maps `inputs.*` to `EVALUA_*` variables)
+and the GitHub runner's own variables (GITHUB_*). Standard library only: the
+runner's python3 is enough.
+
+  install         a given binary ($EVALUA_GIVEN_BIN), or `pip install` of $EVALUA_WHEEL (a
+                  wheel, a requirement or a source folder; default the action's own source,
+                  $ACTION_PATH) into a fresh venv under $RUNNER_TEMP -> EVALUA_BIN in $GITHUB_ENV
+  find-baseline   the newest artifact named $EVALUA_BASELINE_ARTIFACT on the base branch
+                  -> output `run-id` (empty when there is none)
+  run             evalua run for each suite (with --baseline when one is given)
+                  -> outputs `exit-code` (the worst of the runs), `run-dirs`
+  comment         the body from `evalua report RUN_DIR --format github`, into
+                  $GITHUB_STEP_SUMMARY and, on a pull request, into ONE sticky comment
+                  (created the first time, updated after), through the REST API
+  conclude        exit with the runs' exit code: the job fails exactly when a gate failed
+                  (or evalua could not run)
+
+The token is never printed: it goes only into the Authorization header, and
+error messages carry the status and GitHub's message (with the token cut out,
+should GitHub ever echo it), never a request's headers. (No `::add-mask::`
+either: that would print it, and the runner masks its own tokens and secrets.)
+Without a token, or with one that may not write (a pull request from a fork),
+the comment step says so and leaves the result in the step summary only; it
+never fails the job.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+MARKER_PREFIX = "<!-- evalua-action:"
+# A comment body may hold 65,536 characters; keep room for the marker and a note.
+MAX_BODY = 65000
+
+
+def env(name, default=""):
+    v = os.environ.get(name)
+    return default if v is None else v
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def warn(msg):
+    # A workflow command: shown as an annotation on the run.
+    print("::warning::" + msg.replace("\n", " "), flush=True)
+
+
+def set_output(name, value):
+    path = env("GITHUB_OUTPUT")
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        if "\n" in value:
+            f.write("%s<<EVALUA_EOF\n%s\nEVALUA_EOF\n" % (name, value))
+        else:
+            f.write("%s=%s\n" % (name, value))
+
+
+def append_summary(text):
+    path = env("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(text)
+        if not text.endswith("\n"):
+            f.write("\n")
+
+
+def evalua_bin():
+    return env("EVALUA_BIN", "evalua") or "evalua"
+
+
+def runs_root():
+    return env("EVALUA_RUNS_DIR") or os.path.join(env("RUNNER_TEMP", ".") or ".", "evalua-runs")
+
+
+def suites():
+    text = env("EVALUA_SUITES")
+    return [s for s in text.replace(",", "\n").split() if s]
+
+
+def stem(suite):
+    base = os.path.basename(suite)
+    return base[:-4] if base.endswith(".lua") else base
+
+
+def out_dirs(suite_list):
+    """One run dir per suite under the runs root, named after the suite file (made unique)."""
+    seen = {}
+    dirs = []
+    for s in suite_list:
+        name = stem(s)
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        dirs.append(os.path.join(runs_root(), name if n == 0 else "%s-%d" % (name, n + 1)))
+    return dirs
+
+
+def baseline_for(base, out_dir, single):
+    """The baseline run dir of one suite: BASE/<name> (the same layout this action
+    uploads), or BASE itself when it is a run dir and only one suite runs."""
+    if not base:
+        return None
+    candidate = os.path.join(base, os.path.basename(out_dir))
+    if os.path.isfile(os.path.join(candidate, "manifest.json")):
+        return candidate
+    if single and os.path.isfile(os.path.join(base, "manifest.json")):
+        return base
+    # A downloaded artifact may hold the runs root one level down.
+    for sub in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        nested = os.path.join(base, sub, os.path.basename(out_dir))
+        if os.path.isfile(os.path.join(nested, "manifest.json")):
+            return nested
+    return None
+
+
+# ------------------------------------------------------------------------------------------
+# GitHub REST API
+
+
+class ApiError(Exception):
+    def __init__(self, status, message):
+        super().__init__("HTTP %s: %s" % (status, message))
+        self.status = status
+
+
+def api(method, path, token, body=None):
+    base = env("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+    url = path if path.startswith("http") else base + path
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Accept", "application/vnd.github+json")
+    req.add_header("X-GitHub-Api-Version", "2022-11-28")
+    req.add_header("User-Agent", "evalua-action")
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            raw = resp.read()
+            return json.loads(raw.decode("utf-8")) if raw else None, resp.headers
+    except urllib.error.HTTPError as e:
+        try:
+            msg = json.loads(e.read().decode("utf-8")).get("message", "")
+        except Exception:
+            msg = e.reason or ""
+        raise ApiError(e.code, scrub(str(msg), token)) from None
+    except (urllib.error.URLError, OSError) as e:
+        raise ApiError("-", scrub(str(getattr(e, "reason", e)), token)) from None
+
+
+def scrub(text, token):
+    return text.replace(token, "***") if token else text
+
+
+def next_link(headers):
+    for part in (headers.get("Link") or "").split(","):
+        seg = part.split(";")
+        if len(seg) >= 2 and 'rel="next"' in seg[1]:
+            return seg[0].strip().strip("<>")
+    return None
+
+
+def event():
+    path = env("GITHUB_EVENT_PATH")
+    if not path or not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def pull_number(ev):
+    pr = ev.get("pull_request") or {}
+    return pr.get("number") or (ev.get("number") if "pull_request" in ev else None)
+
+
+# ------------------------------------------------------------------------------------------
+# Subcommands
+
+
+def cmd_find_baseline():
+    token = env("EVALUA_TOKEN")
+    name = env("EVALUA_BASELINE_ARTIFACT")
+    repo = env("GITHUB_REPOSITORY")
+    ev = event()
+    branch = env("EVALUA_BASELINE_BRANCH") or ((ev.get("pull_request") or {}).get("base") or {}).get("ref") or ""
+    if not branch:
+        branch = (ev.get("repository") or {}).get("default_branch") or ""
+    set_output("run-id", "")
+    if not (name and repo):
+        return 0
+    if not token:
+        warn("evalua: no token to look up the baseline artifact %r: running without a baseline" % name)
+        return 0
+    path = "/repos/%s/actions/artifacts?name=%s&per_page=100" % (repo, urllib.parse.quote(name))
+    try:
+        found, _ = api("GET", path, token)
+    except ApiError as e:
+        warn("evalua: cannot list artifacts (%s): running without a baseline" % e)
+        return 0
+    for a in (found or {}).get("artifacts", []):
+        run = a.get("workflow_run") or {}
+        if a.get("expired") or (branch and run.get("head_branch") != branch):
+            continue
+        if str(run.get("id", "")) == env("GITHUB_RUN_ID"):
+            continue
+        log("evalua: baseline: artifact %s of run %s (branch %s)" % (name, run.get("id"), run.get("head_branch")))
+        set_output("run-id", str(run.get("id", "")))
+        return 0
+    log("evalua: no artifact %r on branch %r yet: running without a baseline" % (name, branch))
+    return 0
+
+
+def cmd_run():
+    suite_list = suites()
+    if not suite_list:
+        log("evalua: no suites given (input `suites`)")
+        set_output("exit-code", "2")
+        return 0
+    dirs = out_dirs(suite_list)
+    base = env("EVALUA_BASELINE")
+    extra = shlex.split(env("EVALUA_ARGS"))
+    worst = 0
+    for suite, out in zip(suite_list, dirs):
+        if os.path.exists(out):
+            log("evalua: %s already exists: pick another runs-dir" % out)
+            worst = max(worst, 2)
+            continue
+        argv = [evalua_bin(), "run", suite, "--out", out] + extra
+        b = baseline_for(base, out, len(suite_list) == 1)
+        if b:
+            argv += ["--baseline", b]
+        elif base:
+            log("evalua: no baseline run of %s under %s: running without one" % (suite, base))
+        log("evalua: " + " ".join(shlex.quote(a) for a in argv))
+        code = subprocess.call(argv)
+        log("evalua: %s exited %d" % (suite, code))
+        worst = max(worst, code)
+    set_output("exit-code", str(worst))
+    set_output("run-dirs", "\n".join(d for d in dirs if os.path.isfile(os.path.join(d, "manifest.json"))))
+    return 0
+
+
+def body_of(run_dirs, artifact):
+    parts = []
+    for d in run_dirs:
+        argv = [evalua_bin(), "report", d, "--format", "github"]
+        if artifact:
+            argv += ["--artifact-url", artifact]
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        if p.returncode not in (0, 1) or not p.stdout.strip():
+            parts.append("**evalua:** no report for `%s`: %s\n" % (d, (p.stderr.strip().splitlines() or ["?"])[-1]))
+        else:
+            parts.append(p.stdout)
+        if p.stderr.strip():
+            log(p.stderr.strip())
+    body = "\n---\n\n".join(parts) if parts else "**evalua:** no run finished; see the job's log.\n"
+    if len(body) > MAX_BODY:
+        body = body[:MAX_BODY] + "\n\n… (cut: the whole report is in the step summary and the artifact)\n"
+    return body
+
+
+def cmd_comment():
+    token = env("EVALUA_TOKEN")
+    key = env("EVALUA_COMMENT_KEY", "evalua") or "evalua"
+    marker = "%s%s -->" % (MARKER_PREFIX, key)
+    run_dirs = [d for d in env("EVALUA_RUN_DIRS").splitlines() if d.strip()]
+    artifact = env("EVALUA_ARTIFACT_URL")
+    if not artifact and env("GITHUB_RUN_ID") and env("GITHUB_REPOSITORY"):
+        artifact = "%s/%s/actions/runs/%s" % (
+            env("GITHUB_SERVER_URL", "https://github.com").rstrip("/"),
+            env("GITHUB_REPOSITORY"),
+            env("GITHUB_RUN_ID"),
+        )
+    body = body_of(run_dirs, artifact)
+    append_summary(body)
+    set_output("comment-url", "")
+
+    ev = event()
+    number = pull_number(ev)
+    if env("EVALUA_COMMENT", "true").lower() in ("false", "0", "no", "off"):
+        return 0
+    if not number:
+        log("evalua: not a pull request: the report is in the step summary only")
+        return 0
+    if not token:
+        warn("evalua: no token (a pull request from a fork gets none): the report is in the step summary only")
+        append_summary("\n_evalua: no token to comment with (a fork's pull request): this summary is the report._\n")
+        return 0
+    repo = env("GITHUB_REPOSITORY")
+    full = "%s\n%s" % (marker, body)
+    try:
+        existing = find_comment(repo, number, marker, token)
+        if existing:
+            got, _ = api("PATCH", "/repos/%s/issues/comments/%s" % (repo, existing), token, {"body": full})
+            log("evalua: updated comment %s" % existing)
+        else:
+            got, _ = api("POST", "/repos/%s/issues/%s/comments" % (repo, number), token, {"body": full})
+            log("evalua: created a comment on #%s" % number)
+        set_output("comment-url", (got or {}).get("html_url", ""))
+    except ApiError as e:
+        if e.status in (401, 403, 404):
+            why = "the token may not comment (a pull request from a fork gets a read-only one)"
+        else:
+            why = "the API failed"
+        warn("evalua: cannot comment on #%s (%s; %s): the report is in the step summary only" % (number, e, why))
+        append_summary("\n_evalua: could not comment on the pull request (%s): this summary is the report._\n" % why)
+    return 0
+
+
+def find_comment(repo, number, marker, token):
+    """The id of this action's comment on the pull request (the first that starts with the marker)."""
+    url = "/repos/%s/issues/%s/comments?per_page=100" % (repo, number)
+    while url:
+        page, headers = api("GET", url, token)
+        for c in page or []:
+            if (c.get("body") or "").startswith(marker):
+                return c.get("id")
+        url = next_link(headers)
+    return None
+
+
+def cmd_install():
+    given = env("EVALUA_GIVEN_BIN")
+    if given:
+        binary = os.path.realpath(given)
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+            log("evalua: input `binary`: %s is not an executable file" % given)
+            return 2
+    else:
+        what = env("EVALUA_WHEEL") or env("ACTION_PATH")
+        if not what:
+            log("evalua: nothing to install: give the input `wheel` or `binary`")
+            return 2
+        venv = os.path.join(env("RUNNER_TEMP", ".") or ".", "evalua-venv")
+        log("evalua: pip install %s into %s" % (what, venv))
+        if subprocess.call([sys.executable, "-m", "venv", venv]) != 0:
+            log("evalua: could not make the venv %s" % venv)
+            return 2
+        pip = [os.path.join(venv, "bin", "pip"), "install", "--disable-pip-version-check", "-q", what]
+        if subprocess.call(pip) != 0:
+            log("evalua: pip install %s failed (see above)" % what)
+            return 2
+        binary = os.path.join(venv, "bin", "evalua")
+    try:
+        p = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, universal_newlines=True)
+    except OSError as e:
+        log("evalua: %s does not run: %s" % (binary, e))
+        return 2
+    if p.returncode != 0 or not p.stdout.startswith("evalua "):
+        log("evalua: %s --version exited %d: not evalua" % (binary, p.returncode))
+        return 2
+    log("evalua: %s (%s)" % (p.stdout.strip(), binary))
+    path = env("GITHUB_ENV")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("EVALUA_BIN=%s\n" % binary)
+    set_output("binary", binary)
+    return 0
+
+
+def cmd_conclude():
+    code = env("EVALUA_EXIT_CODE", "2")
+    try:
+        n = int(code)
+    except ValueError:
+        n = 2
+    if n == 0:
+        log("evalua: every gate held")
+    elif n == 1:
+        log("evalua: a gate failed")
+    else:
+        log("evalua: evalua could not run the suites (exit %d); see the log above" % n)
+    return n
+
+
+def main(argv):
+    cmds = {
+        "install": cmd_install,
+        "find-baseline": cmd_find_baseline,
+        "run": cmd_run,
+        "comment": cmd_comment,
+        "conclude": cmd_conclude,
+    }
+    if len(argv) != 2 or argv[1] not in cmds:
+        log("usage: evalua_action.py {%s}" % "|".join(cmds))
+        return 2
+    return cmds[argv[1]]()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
