@@ -228,10 +228,6 @@ enum Command {
 }
 
 /// Set how processes are isolated (`--isolation`).
-fn isolate(i: flags::Isolation) {
-    evalua::process::set_isolation(i.get());
-}
-
 fn main() -> ExitCode {
     configure_allocator();
     std::panic::set_hook(Box::new(|info| {
@@ -266,10 +262,14 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
         Command::Regrade(a) => cmd::regrade::regrade(a),
         Command::Calibrate { suite, labels, rubric, no_cache, held_out, recheck } => {
-            evalua::judge::cache::set_disabled(no_cache.no_cache);
             let part =
                 if held_out { evalua::judge::labels::Part::HeldOut } else { evalua::judge::labels::Part::Calibration };
-            let opts = evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part, recheck };
+            let opts = evalua::judge::calibrate::Options {
+                rubric: rubric.as_deref(),
+                part,
+                recheck,
+                judge_cache: !no_cache.no_cache,
+            };
             cmd::calibrate::calibrate(&suite, &labels, &opts)
         }
         Command::Labels { command } => match command {
@@ -281,14 +281,8 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 cmd::labels::export(&store, out.as_ref(), held_out, json)
             }
         },
-        Command::Check { suites, skip_invalid, isolation } => {
-            isolate(isolation);
-            cmd::check::check(&suites, skip_invalid)
-        }
-        Command::Test { paths, isolation } => {
-            isolate(isolation);
-            cmd::test::test(&paths)
-        }
+        Command::Check { suites, skip_invalid, isolation } => cmd::check::check(&suites, skip_invalid, isolation.get()),
+        Command::Test { paths, isolation } => cmd::test::test(&paths, isolation.get()),
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
         Command::View { dirs, port, open, trace_url, annotator, labels } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));

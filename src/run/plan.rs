@@ -227,5 +227,6 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     // A PostgreSQL database's changes cannot be kept as a SQLite changeset:
     // such a run keeps no trial state (the manifest says so; regrade refuses it).
     let keep_state = matches!(db, Backend::Sqlite);
-    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new(), db, safety, keep_state })
+    let switches = Default::default();
+    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new(), db, safety, keep_state, switches })
 }
