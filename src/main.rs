@@ -229,6 +229,8 @@ enum Command {
 
 /// Set how processes are isolated (`--isolation`).
 fn main() -> ExitCode {
+    // Before any thread: descriptors evalua inherited never reach a child.
+    evalua::process::init_fds();
     configure_allocator();
     std::panic::set_hook(Box::new(|info| {
         eprintln!("evalua: internal error (please report it): {info}");

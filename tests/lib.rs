@@ -20,6 +20,7 @@ mod golden;
 mod grader_tests;
 mod injection;
 mod isolation;
+mod isolation_attacks;
 mod judge;
 mod labels;
 mod lua_defs;

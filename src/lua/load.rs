@@ -34,6 +34,9 @@ use crate::util::paths::display_path;
 const LOAD_INSTRUCTIONS: u64 = 200_000_000;
 const LOAD_SECONDS: u64 = 20;
 pub const CASE_INSTRUCTIONS: u64 = 200_000;
+/// How far past its deadline loading may run before evalua gives up (the
+/// run's watchdog gives a worker as much).
+const LOAD_WATCHDOG_MARGIN: Duration = Duration::from_secs(5);
 pub const CASE_TIME: Duration = Duration::from_millis(2);
 /// Limits on mapping one dataset row (`map` and the case's checks).
 const ROW_INSTRUCTIONS: u64 = 10_000_000;
@@ -101,7 +104,18 @@ pub fn load_checked(path: &Path) -> Result<(Suite, Vec<String>)> {
         .map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
     let loader = Rc::new(Loader::default());
     lua.set_app_data(declare::Declare(loader.clone()));
-    let evaluated = eval_suite(&lua, &path);
+    // The limits stop Lua code; the C functions a suite can reach are
+    // bounded too. Should one still stay past the load's deadline, the
+    // thread cannot be stopped: evalua gives up on the suite.
+    let shown = display_path(&path);
+    let overrun = move || {
+        eprintln!(
+            "error: {shown}: loading the suite overran its time limit by more than {} s in code no limit could stop",
+            LOAD_WATCHDOG_MARGIN.as_secs()
+        );
+        std::process::exit(2);
+    };
+    let evaluated = crate::util::watch::watched(LOAD_WATCHDOG_MARGIN, overrun, || eval_suite(&lua, &path));
     lua.remove_app_data::<declare::Declare>();
     let mut declared = std::mem::take(&mut *loader.0.borrow_mut());
     let t = match evaluated {

@@ -51,16 +51,25 @@ pub struct Trial<'p> {
 }
 
 /// What the suite's processes see in the sandbox besides their work dir:
-/// `sandbox.expose`; never the suite's folder nor the run's scratch folder
-/// through a file their command line names.
+/// `sandbox.expose`, never a protected path (`Plan::protected`), and nothing
+/// their command line names (a command agent turns that on for its own
+/// command: [`agent_view`]).
 pub fn view_of(plan: &Plan) -> crate::process::View {
     crate::process::View {
         isolation: plan.switches.isolation,
         read_only: plan.suite.expose.clone(),
         writable: Vec::new(),
         no_network: !plan.suite.network,
-        protect: vec![plan.suite.dir.clone(), plan.scratch.path().to_path_buf()],
+        expose_named: false,
+        protect: plan.protected.clone(),
+        shield: vec![crate::process::real_path(&plan.suite.dir)],
     }
+}
+
+/// What a command agent (and its `setup`) sees: [`view_of`], plus what its
+/// command line, declared by the suite, names.
+pub fn agent_view(plan: &Plan) -> crate::process::View {
+    crate::process::View { expose_named: true, ..view_of(plan) }
 }
 
 /// Closes a trial's databases when the trial ends, however it ends (a

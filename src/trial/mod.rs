@@ -16,7 +16,7 @@ pub mod regrade;
 pub mod user;
 pub mod worker;
 
-pub use context::{AgentEnd, Trial, agent_turn, view_of};
+pub use context::{AgentEnd, Trial, agent_turn, agent_view, view_of};
 pub(crate) use grading::case_checks;
 pub use grading::run_checks;
 pub use lifecycle::{TestRow, TrialOutput, internal_error, run, test_rows_of};
