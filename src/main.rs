@@ -190,6 +190,9 @@ enum Command {
         skip_invalid: bool,
         #[command(flatten)]
         isolation: flags::Isolation,
+        /// Also check that this named agent can run (known, its model endpoint configured)
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Run graders on their must-pass / must-fail examples (*_test.lua files; default graders/)
     Test {
@@ -283,7 +286,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 cmd::labels::export(&store, out.as_ref(), held_out, json)
             }
         },
-        Command::Check { suites, skip_invalid, isolation } => cmd::check::check(&suites, skip_invalid, isolation.get()),
+        Command::Check { suites, skip_invalid, isolation, agent } => {
+            cmd::check::check(&suites, skip_invalid, isolation.get(), agent.as_deref())
+        }
         Command::Test { paths, isolation } => cmd::test::test(&paths, isolation.get()),
         Command::List { suite, select } => cmd::list::list(&suite, &select.filters()),
         Command::View { dirs, port, open, trace_url, annotator, labels } => {

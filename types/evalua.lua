@@ -281,9 +281,11 @@ function evalua.user.script(turns) end
 ---@field trials? integer trials per case (default 1; a case's `trials` or `--trials` overrides)
 ---@field budget? evalua.Budget limits per trial
 ---@field sandbox? evalua.Sandbox the per-trial state: database schema and frozen clock
----@field agent? evalua.Agent the agent under test (from `evalua.agent.*`; a case may override it)
+---@field agent? evalua.Agent|string the agent under test (from `evalua.agent.*`; a case may override it), or with `agents` the default agent's name
+---@field agents? table<string, evalua.Agent> named agents (SPEC §14): `evalua run --agent NAME` picks one; the manifest records `agent.name`
+---@field default_agent? string with `agents`: the default agent's name (needed when there are several)
 ---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
----@field grade? { gate?: evalua.Gate } what `evalua grade` uses instead: its own gates (a trace is one trial, so pass^2 and up have no value there)
+---@field grade? { gate?: evalua.Gate, reexecute?: boolean } what `evalua grade` uses: its own gates instead of `gate` (a trace is one trial, so pass^2 and up have no value there); `reexecute = true` runs recorded tool calls again on a fresh sandbox
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
 ---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured
 ---@field monitors? table<string, evalua.Check|evalua.CheckFn> checks that name a failure mode, run on every trial of `run` and every item of `grade`; a failure labels the trial (`failure_modes`)
@@ -355,6 +357,7 @@ function evalua.user.script(turns) end
 ---@field weight? number
 ---@field difficulty? string
 ---@field workdir? string|evalua.GitWorkdir
+---@field reference? evalua.ReferenceSpec
 
 --- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
 ---@class evalua.Budget
@@ -487,6 +490,20 @@ function Suite:goldens(goldens, opts) end
 ---@field clock? string this case's frozen clock (ISO 8601), overriding the sandbox's
 ---@field workdir? string|evalua.GitWorkdir this case's initial work tree, overriding `sandbox.workdir`
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]|false> this case's faults by tool: they replace the suite's for that tool (`false`: none)
+---@field reference? evalua.ReferenceSpec what a reference solution takes: trials' tool calls and tokens are reported as ratios to it
+
+--- A case's reference solution, as declared: at least one of `calls` and `tokens`.
+---@class evalua.ReferenceSpec
+---@field calls? integer|(string|{ name: string, args?: table })[] the reference's tool calls: a number, or the list of its calls (tool names or `{ name, args }`)
+---@field tokens? integer input + output tokens the reference takes
+---@field max_ratio? number an accepted trial above this many times the reference (calls or tokens) is listed in the reports, and `check.efficiency`'s default limit (default 2)
+
+--- A case's reference solution, as `t.case.reference` holds it.
+---@class evalua.Reference
+---@field calls? integer the reference's tool calls (counted from the list when a list was given)
+---@field tokens? integer its tokens
+---@field max_ratio number the ratio above which a trial takes too much (default 2)
+---@field call_list? { name: string, args?: table }[] the reference's calls, when they were listed
 
 --- A declared case, as returned by `suite:case` and seen as `ctx.case` / `t.case`.
 ---@class evalua.Case
@@ -504,6 +521,7 @@ function Suite:goldens(goldens, opts) end
 ---@field metadata? table its free data
 ---@field clock? string its own frozen clock, if set
 ---@field checks evalua.Check[] its checks, normalized (`expect` then `prohibited`), with unique names
+---@field reference? evalua.Reference its reference solution, if declared
 
 ---------------------------------------------------------------------------
 -- Checks

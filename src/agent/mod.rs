@@ -13,7 +13,7 @@ use crate::trial::{AgentEnd, Trial};
 
 /// Run the case's agent to its end.
 pub fn drive(trial: &Trial<'_>) -> AgentEnd {
-    match trial.plan.suite.case_agent(&trial.case.spec) {
+    match trial.agent_choice.spec {
         Some(AgentSpec::Scripted { .. }) => scripted::run(trial),
         Some(AgentSpec::Command(spec)) => command::run(trial, spec),
         Some(AgentSpec::Replay { path }) => replay::run(trial, path),

@@ -22,7 +22,12 @@ fn keep(errors: &mut Vec<String>, e: Error) -> Result<()> {
     }
 }
 
-pub fn check(suites: &[PathBuf], skip_invalid: bool, isolation: crate::process::Isolation) -> Result<u8> {
+pub fn check(
+    suites: &[PathBuf],
+    skip_invalid: bool,
+    isolation: crate::process::Isolation,
+    agent: Option<&str>,
+) -> Result<u8> {
     let jobs = run::default_jobs();
     let mut errors = Vec::new();
     for path in suites {
@@ -53,6 +58,12 @@ pub fn check(suites: &[PathBuf], skip_invalid: bool, isolation: crate::process::
             continue;
         };
         plan.switches.isolation = isolation;
+        if let Some(name) = agent
+            && let Err(e) = run::select_agent(&mut plan, Some(name))
+        {
+            keep(&mut errors, e)?;
+            continue;
+        }
         if let Err(e) = run::screen::screen(&mut plan, skip_invalid, jobs) {
             keep(&mut errors, e)?;
             continue;
@@ -71,6 +82,9 @@ pub fn check(suites: &[PathBuf], skip_invalid: bool, isolation: crate::process::
                 n => format!("; {n} invalid cases skipped"),
             }
         );
+        if plan.suite.agents.len() > 1 || agent.is_some() {
+            println!("  agents: {}", plan.suite.agent_names());
+        }
     }
     if errors.is_empty() {
         return Ok(0);

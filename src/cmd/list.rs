@@ -25,5 +25,8 @@ pub fn list(path: &Path, filters: &Filters) -> Result<u8> {
         ]);
     }
     println!("{t}");
+    if plan.suite.agents.len() > 1 {
+        println!("agents: {} (pick one with `evalua run --agent NAME`)", plan.suite.agent_names());
+    }
     Ok(0)
 }

@@ -78,6 +78,9 @@ pub struct RunArgs {
     pub isolation: flags::Isolation,
     #[command(flatten)]
     pub follow: flags::Follow,
+    /// Which of the suite's agents plays (`agents = { NAME = … }`; default: the suite's default agent)
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 /// Say on stderr which dataset rows `on_error = "skip"` left out.
@@ -107,14 +110,14 @@ fn continuing(a: &RunArgs) -> Option<(&PathBuf, Mode)> {
 /// the manifest by `resume::prepare`).
 ///
 /// `--partition auto` reads the engine's variables here, before anything runs.
-fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>)> {
+fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>, Option<String>)> {
     let a_filters = a.select.filters();
     let given = match a.partition {
         Some(p) => Some(p.resolve(&|name| std::env::var(name).ok()).map_err(Error::Input)?),
         None => None,
     };
     let Some((dir, mode)) = continuing(a) else {
-        return Ok((a.trials, a.seed.unwrap_or(1), a_filters, given));
+        return Ok((a.trials, a.seed.unwrap_or(1), a_filters, given, a.agent.clone()));
     };
     if a.suites.len() != 1 {
         return Err(Error::Input(format!("{}: give the one suite of the run dir", mode.flag())));
@@ -130,7 +133,9 @@ fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>)
         (None, None) => None,
     };
     let filters = if a_filters == Filters::default() { m.filters.clone() } else { a_filters };
-    Ok((a.trials.or(m.trials), a.seed.unwrap_or(m.seed), filters, partition))
+    // The run's named agent, unless the command line names one (the manifest check then compares them).
+    let agent = a.agent.clone().or_else(|| m.agent.get("name").and_then(|v| v.as_str()).map(str::to_string));
+    Ok((a.trials.or(m.trials), a.seed.unwrap_or(m.seed), filters, partition, agent))
 }
 
 pub fn run(a: RunArgs) -> Result<u8> {
@@ -141,7 +146,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         eprintln!("warning: cannot handle SIGINT/SIGTERM ({e}): an interrupted run will have no summary");
     }
     let many = a.suites.len() > 1;
-    let (trials, seed, filters, partition) = flags_of(&a)?;
+    let (trials, seed, filters, partition, agent) = flags_of(&a)?;
     let mut plans = Vec::new();
     for path in &a.suites {
         let s = load::load(path)?;
@@ -164,6 +169,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         }
         warn_skipped_rows(&s);
         let mut plan = run::plan(s, trials, &filters, seed)?;
+        run::select_agent(&mut plan, agent.as_deref())?;
         plan.keep_state &= !a.no_state;
         plan.switches = switches;
         run::screen::require_sandbox(&plan)?;

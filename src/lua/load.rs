@@ -20,9 +20,10 @@ use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
 use crate::spec::{
-    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DatasetSpec, DbSpec, FaultRule,
-    Faults, JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, ProxySpec, QueryUse, Sources,
-    Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec, WorkdirSpec,
+    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DEFAULT_AGENT_NAME, DatasetSpec,
+    DbSpec, FaultRule, Faults, JudgeSpec, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, NamedAgent,
+    ProxySpec, QueryUse, Reference, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec,
+    WorkdirSpec,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -426,6 +427,13 @@ fn model_spec(lua: &Lua, v: &Value) -> std::result::Result<ModelSpec, String> {
 }
 
 fn read_agent(lua: &Lua, v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String> {
+    read_agent_with(lua, v, true)
+}
+
+/// An agent declaration; `resolve`: a model agent's endpoint must resolve now
+/// (not for a named agent that is not the default: it resolves when a run
+/// picks it, so a suite whose `model` agent needs a key still loads without one).
+fn read_agent_with(lua: &Lua, v: Option<Table>, resolve: bool) -> std::result::Result<Option<AgentSpec>, String> {
     let Some(a) = v else { return Ok(None) };
     let kind: String = opt(&a, "kind")?.unwrap_or_default();
     match kind.as_str() {
@@ -447,18 +455,44 @@ fn read_agent(lua: &Lua, v: Option<Table>) -> std::result::Result<Option<AgentSp
             model_proxy: proxy_spec(lua, &a)?,
         }))),
         "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
-        "openai" | "anthropic" => Ok(Some(AgentSpec::Model(model_agent(lua, &a, &kind)?))),
+        "openai" | "anthropic" => Ok(Some(AgentSpec::Model(model_agent(lua, &a, &kind, resolve)?))),
         other => Err(format!("agent kind '{other}' is not supported")),
     }
 }
 
+/// The suite's default agent and every agent by name (see `named_agents` in
+/// the stdlib): `agent = …` alone is one agent named "default".
+fn read_agents(lua: &Lua, t: &Table) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAgent>), String> {
+    let default: Option<String> = opt(t, "default_agent")?;
+    let Some(named) = opt::<Table>(t, "_agents")? else {
+        let agent = read_agent(lua, opt(t, "agent")?)?;
+        let agents =
+            agent.iter().map(|a| NamedAgent { name: DEFAULT_AGENT_NAME.to_string(), spec: a.clone() }).collect();
+        return Ok((agent, agents));
+    };
+    let mut agents = Vec::new();
+    for pair in named.pairs::<String, Table>() {
+        let (name, a) = pair.map_err(|e| format!("agents: {e}"))?;
+        let is_default = default.as_deref() == Some(name.as_str());
+        let spec = read_agent_with(lua, Some(a), is_default)
+            .map_err(|e| format!("agent '{name}': {e}"))?
+            .ok_or_else(|| format!("agent '{name}': not an agent"))?;
+        agents.push(NamedAgent { name, spec });
+    }
+    agents.sort_by(|a, b| a.name.cmp(&b.name));
+    let agent = default.as_deref().and_then(|d| agents.iter().find(|a| a.name == d)).map(|a| a.spec.clone());
+    Ok((agent, agents))
+}
+
 /// `evalua.agent.openai{}` / `anthropic{}`: the endpoint must resolve now
 /// (a model named, a key variable where one is needed), not in every trial.
-fn model_agent(lua: &Lua, t: &Table, provider: &str) -> std::result::Result<ModelAgentSpec, String> {
+fn model_agent(lua: &Lua, t: &Table, provider: &str, resolve: bool) -> std::result::Result<ModelAgentSpec, String> {
     let what = format!("evalua.agent.{provider}");
     let mut model = model_spec(lua, &Value::Table(t.clone())).map_err(|e| format!("{what}: {e}"))?;
     model.provider = provider.to_string();
-    crate::model::Endpoint::resolve(&model, true).map_err(|e| format!("{what}: {e}"))?;
+    if resolve {
+        crate::model::Endpoint::resolve(&model, true).map_err(|e| format!("{what}: {e}"))?;
+    }
     let (system, system_path) = match opt::<String>(t, "system_path")? {
         Some(p) => {
             let text = std::fs::read_to_string(&p)
@@ -614,6 +648,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         digest: String::new(),
         location,
         faults: faults_spec(lua, opt(ct, "faults")?)?,
+        reference: opt::<Table>(ct, "reference")?.map(|r| reference_spec(&r)).transpose()?,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
@@ -621,6 +656,15 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
     spec.digest = sha256_hex(declared.as_bytes());
     let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
     Ok(ReadCase { spec, judges, checks })
+}
+
+/// `reference = { … }` as the DSL normalised it (`calls` a count).
+fn reference_spec(r: &Table) -> std::result::Result<Reference, String> {
+    Ok(Reference {
+        calls: opt::<f64>(r, "calls")?.map(|v| v as u32),
+        tokens: opt::<f64>(r, "tokens")?.map(|v| v as u64),
+        max_ratio: opt::<f64>(r, "max_ratio")?.unwrap_or(Reference::DEFAULT_MAX_RATIO),
+    })
 }
 
 /// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
@@ -785,7 +829,8 @@ fn read_suite(
         });
     }
 
-    let suite = Suite {
+    let (agent, agents) = read_agents(lua, t)?;
+    let mut suite = Suite {
         path: path.to_path_buf(),
         dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
         name: t.get("name").map_err(|e| e.to_string())?,
@@ -806,7 +851,13 @@ fn read_suite(
         network: opt::<bool>(&sandbox, "network")?.unwrap_or(true),
         gates,
         grade_gates,
-        agent: read_agent(lua, opt(t, "agent")?)?,
+        agent: None,
+        agents: Vec::new(),
+        default_agent: opt::<String>(t, "default_agent")?,
+        grade_reexecute: match opt::<Table>(t, "grade")? {
+            Some(g) => opt::<bool>(&g, "reexecute")?.unwrap_or(false),
+            None => false,
+        },
         tools,
         cases: declared.cases,
         datasets: declared.datasets,
@@ -826,6 +877,8 @@ fn read_suite(
         trace_adapter: opt::<mlua::Function>(t, "trace_adapter")?.is_some(),
         matcher: opt::<mlua::Function>(t, "match")?.is_some(),
     };
+    suite.agent = agent;
+    suite.agents = agents;
     // What failed to declare was reported where it was declared: the names
     // of tools whose `suite:tool` failed are not reported again, and an
     // `agent` that was wrong does not make every case agentless.
@@ -837,6 +890,17 @@ fn read_suite(
     let agent_dropped =
         dropped.as_ref().is_some_and(|d| d.get::<bool>("agent").unwrap_or(false)) && suite.agent.is_none();
     let mut errors = check_tool_names(&suite, &dropped_tools);
+    if !suite.network
+        && let Some(a) = suite.agents.iter().find(|a| match &a.spec {
+            AgentSpec::Command(c) => c.tools == ToolsVia::Mcp || c.model_proxy.is_some(),
+            _ => false,
+        })
+    {
+        errors.push(format!(
+            "{}: agent '{}': sandbox.network = false, but it reaches its tools or models over the network; keep the network or use tools = \"protocol\" without model_proxy",
+            suite.location, a.name
+        ));
+    }
     for case in &suite.cases {
         if !suite.network
             && let Some(AgentSpec::Command(c)) = suite.case_agent(case)

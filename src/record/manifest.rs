@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use crate::spec::Budget;
 use crate::spec::gate::On;
+use crate::spec::{Budget, Reference};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
@@ -242,6 +242,9 @@ pub struct CaseEntry {
     /// The case's own agent (when it overrides the suite's), with the hashes of what it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<Json>,
+    /// The case's reference solution, for the efficiency figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Reference>,
 }
 
 fn one() -> f64 {

@@ -190,6 +190,29 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
             let _ = writeln!(out, "  {name:<width$}  {} / {}  {}{iv}", m.violations, m.n, pct(m.rate));
         }
     }
+    let efficiency = super::text::efficiency_rows(summary);
+    if let Some(e) = &summary.efficiency {
+        let _ = writeln!(
+            out,
+            "efficiency against the reference solutions ({}; median ratio, 95% interval):",
+            plural(e.cases, "case")
+        );
+        let width = efficiency.iter().map(|r| r.0.len()).max().unwrap_or(0);
+        for (label, all, accepted) in &efficiency {
+            let _ = writeln!(out, "  {label:<width$}  all trials {all}   accepted {accepted}");
+        }
+        let over = &e.over_reference;
+        if over.count > 0 {
+            let shown: Vec<String> = over.trials.iter().take(5).map(|o| format!("{}#{}", o.case, o.trial)).collect();
+            let _ = writeln!(
+                out,
+                "  {} accepted trial(s) took more than their case's max_ratio × the reference: {}{} (report.md lists them)",
+                over.count,
+                shown.join(", "),
+                if over.count > shown.len() { ", …" } else { "" }
+            );
+        }
+    }
     if !summary.judge_cascades.is_empty() {
         let _ = writeln!(out, "judge cascades (escalated / items, 95% Wilson interval; each judge's calls and cost):");
         for (name, c) in &summary.judge_cascades {

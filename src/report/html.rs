@@ -321,6 +321,32 @@ pub fn overview(run: &RunData) -> String {
         }
         o.push_str("</table>");
     }
+    if let Some(e) = &s.efficiency {
+        let _ = write!(
+            o,
+            "<h3>Efficiency against the reference solutions</h3><p class=meta>{}: median ratio of a trial's tool calls and tokens to its case's reference, 95% interval (cases resampled, then their trials).</p><table class=figs><tr><th>measure</th><th>all trials</th><th>accepted trials</th></tr>",
+            esc(&plural(e.cases, "case"))
+        );
+        for (label, all, accepted) in super::text::efficiency_rows(s) {
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(label), esc(&all), esc(&accepted));
+        }
+        o.push_str("</table>");
+        let over = &e.over_reference;
+        if over.count > 0 {
+            let _ = write!(
+                o,
+                "<p><b>{} accepted trial(s) took more than their case's max_ratio times the reference:</b></p><ul>",
+                over.count
+            );
+            for t in &over.trials {
+                let _ = write!(o, "<li>{}</li>", esc(&super::text::over_reference_text(t)));
+            }
+            if over.count > over.trials.len() {
+                let _ = write!(o, "<li>… and {} more (summary.json)</li>", over.count - over.trials.len());
+            }
+            o.push_str("</ul>");
+        }
+    }
     o.push_str("</div>");
     if k_max(s) > 1 {
         let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(s));

@@ -119,6 +119,62 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         let _ = writeln!(o);
     }
 
+    if let Some(e) = &s.efficiency {
+        let _ = writeln!(o, "## Efficiency against the reference solutions\n");
+        let _ = writeln!(
+            o,
+            "{} declare a reference solution. Median ratio of each trial's tool calls and tokens to its case's \
+             reference: per case, then the weighted median over cases; 95% intervals resample cases, then each \
+             case's trials. All trials = every trial that ran (infrastructure errors left out).\n",
+            plural(e.cases, "case")
+        );
+        let _ = writeln!(o, "| measure | all trials | accepted trials |\n|---|---|---|");
+        for (label, all, accepted) in super::text::efficiency_rows(s) {
+            let _ = writeln!(o, "| {label} | {all} | {accepted} |");
+        }
+        let _ = writeln!(o);
+        let cell_ratio = |r: &Option<crate::stats::efficiency::Ratio>| {
+            r.as_ref().map(super::text::ratio_text).unwrap_or_else(|| "–".into())
+        };
+        let _ = writeln!(
+            o,
+            "| case | reference calls | reference tokens | calls (all) | calls (accepted) | executed (accepted) | tokens (accepted) |\n|---|---|---|---|---|---|---|"
+        );
+        for c in &s.cases {
+            let Some(ce) = &c.efficiency else { continue };
+            let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                cell(&c.id),
+                opt(ce.reference.calls.map(|v| v.to_string())),
+                opt(ce.reference.tokens.map(|v| v.to_string())),
+                cell_ratio(&ce.all.calls),
+                cell_ratio(&ce.accepted.calls),
+                cell_ratio(&ce.accepted.executed_calls),
+                cell_ratio(&ce.accepted.tokens)
+            );
+        }
+        let _ = writeln!(o);
+        let over = &e.over_reference;
+        if over.count == 0 {
+            let _ = writeln!(o, "No accepted trial took more than its case's `max_ratio` times the reference.\n");
+        } else {
+            let _ = writeln!(
+                o,
+                "**{} accepted trial(s) took more than their case's `max_ratio` times the reference** (calls requested or tokens):\n",
+                over.count
+            );
+            for t in &over.trials {
+                let _ = writeln!(o, "- {}", cell(&super::text::over_reference_text(t)));
+            }
+            if over.count > over.trials.len() {
+                let _ = writeln!(o, "- … and {} more", over.count - over.trials.len());
+            }
+            let _ = writeln!(o);
+        }
+    }
+
     let safety = safety_rows(s);
     if !safety.is_empty() {
         let _ = writeln!(o, "## Safety (apart from the capability figures)\n");

@@ -254,6 +254,51 @@ pub fn counted_apart(f: &crate::stats::SuiteFigures) -> String {
     )
 }
 
+/// A ratio to the reference with its interval: `1.50× [1.00×, 2.00×]`.
+pub fn ratio_text(r: &crate::stats::efficiency::Ratio) -> String {
+    format!("{:.2}× [{:.2}×, {:.2}×]", r.median, r.lower, r.upper)
+}
+
+/// The efficiency figures as rows: (what, over all trials that ran, over the
+/// accepted ones), each a median ratio with its interval and denominators.
+/// Empty when no case declares a reference.
+pub fn efficiency_rows(summary: &Summary) -> Vec<(&'static str, String, String)> {
+    let Some(e) = &summary.efficiency else { return Vec::new() };
+    let text = |r: &Option<crate::stats::efficiency::Ratio>| match r {
+        Some(r) => format!(
+            "{} ({} trials, {} cases)",
+            ratio_text(r),
+            r.trials,
+            r.cases.map(|c| c.to_string()).unwrap_or_else(|| "–".into())
+        ),
+        None => "–".to_string(),
+    };
+    let mut rows = Vec::new();
+    for (label, all, acc) in [
+        ("tool calls requested", &e.all.calls, &e.accepted.calls),
+        ("tool calls executed", &e.all.executed_calls, &e.accepted.executed_calls),
+        ("tokens", &e.all.tokens, &e.accepted.tokens),
+    ] {
+        if all.is_some() || acc.is_some() {
+            rows.push((label, text(all), text(acc)));
+        }
+    }
+    rows
+}
+
+/// An accepted trial over its reference in one line:
+/// `case#3: 9 calls (3.00× the reference's 3), 1200 tokens (1.20×); above 2×`.
+pub fn over_reference_text(o: &crate::stats::efficiency::OverReference) -> String {
+    let mut parts = vec![format!("{} calls", o.calls)];
+    if let Some(r) = o.calls_ratio {
+        parts[0].push_str(&format!(" ({r:.2}× the reference)"));
+    }
+    if let Some(r) = o.tokens_ratio {
+        parts.push(format!("{} tokens ({r:.2}×)", o.tokens));
+    }
+    format!("{}#{}: {}; above {}×", o.case, o.trial, parts.join(", "), o.max_ratio)
+}
+
 /// How the trials that were not accepted ended (`crashed`, `deadline`,
 /// `protocol_error`, `final` …), with the first such trial in brief: what a
 /// reader needs to see why trials failed without opening each one.

@@ -111,6 +111,7 @@ impl Place<Done> for Cases<'_> {
                 weight: spec.map(|c| c.weight).unwrap_or(1.0),
                 tags: spec.map(|c| c.tags.clone()).unwrap_or_default(),
                 difficulty: spec.and_then(|c| c.difficulty.clone()),
+                reference: spec.and_then(|c| c.reference.clone()),
             });
             trials.push(0);
             infos.len() - 1
@@ -210,6 +211,7 @@ pub fn grade(
             difficulty: i.difficulty,
             workdir: None,
             agent: None,
+            reference: i.reference,
         })
         .collect();
     Ok(Graded { executed, cases, inputs, warnings })

@@ -245,6 +245,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
                 agent: c.spec.agent.as_ref().map(|a| agent_entry(a, plan)),
+                reference: c.spec.reference.clone(),
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
                     tree_sha256: w.hash.clone(),
@@ -253,7 +254,12 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             }
         })
         .collect();
-    let agent = suite.agent.as_ref().map(|a| agent_entry(a, plan));
+    // The agent the run uses (`--agent`, else the default), with its name (SPEC §14).
+    let agent = plan.agent_name().and_then(|n| suite.agent_named(n).map(|a| (n, a))).map(|(n, a)| {
+        let mut v = agent_entry(a, plan);
+        v["name"] = Json::String(n.to_string());
+        v
+    });
     let base = base(suite, RunKind::Run, run_id, argv, opts.jobs, plan.switches.judge_cache);
     Manifest {
         suite: SuiteEntry {

@@ -240,8 +240,21 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
             display_path(&suite.path),
         )));
     }
-    let switches = Default::default();
-    Ok(Plan { id, suite, cases, ids, seed, scratch, protected, invalid: Vec::new(), db, safety, keep_state, switches })
+    Ok(Plan {
+        id,
+        suite,
+        cases,
+        ids,
+        seed,
+        scratch,
+        protected,
+        invalid: Vec::new(),
+        db,
+        safety,
+        keep_state,
+        agent: None,
+        switches: Default::default(),
+    })
 }
 
 /// What no process of the run may see, whoever names it: the scratch
@@ -277,4 +290,37 @@ pub fn protected_paths<'a>(
         }
     }
     out
+}
+
+/// Pick the suite's agent named `name` for the run (`--agent NAME`): an
+/// unknown name is an input error listing the known ones; a model agent's
+/// endpoint must resolve, and a model must be reachable by configuration
+/// (a key or a base URL), said in one line.
+pub fn select_agent(plan: &mut Plan, name: Option<&str>) -> Result<()> {
+    let suite = &plan.suite;
+    let where_ = display_path(&suite.path);
+    if let Some(name) = name
+        && suite.agent_named(name).is_none()
+    {
+        return Err(Error::Input(format!(
+            "{where_}: --agent {name}: the suite has no agent named '{name}' (known: {})",
+            suite.agent_names()
+        )));
+    }
+    let chosen = name.or(suite.default_agent.as_deref());
+    if let Some(n) = chosen
+        && let Some(crate::spec::AgentSpec::Model(m)) = suite.agent_named(n)
+    {
+        let what = format!("{where_}: agent '{n}' (evalua.agent.{})", m.model.provider);
+        crate::model::Endpoint::resolve(&m.model, true).map_err(|e| Error::Input(format!("{what}: {e}")))?;
+        let explicit = m.model.base_url.as_deref().is_some_and(|u| !u.is_empty());
+        if !explicit && !crate::model::configured(&m.model.provider) {
+            let pre = if m.model.provider == "anthropic" { "ANTHROPIC" } else { "OPENAI" };
+            return Err(Error::Input(format!(
+                "{what}: no model endpoint is configured: set {pre}_API_KEY, or EVALUA_{pre}_BASE_URL for another compatible server"
+            )));
+        }
+    }
+    plan.agent = name.map(str::to_string);
+    Ok(())
 }

@@ -103,7 +103,16 @@ pub fn mismatch(old: &Manifest, new: &Manifest) -> Option<String> {
         })
         .or_else(|| differ("the graders and modules (sha256)", short(&old.grader_sha256), short(&new.grader_sha256)))
         .or_else(|| differ("the tools (sha256)", short(&old.tool_contract_sha256), short(&new.tool_contract_sha256)))
-        .or_else(|| agent_difference("the agent", &old.agent, &new.agent))
+        .or_else(|| {
+            // A run dir from before agents had names records none: compare the rest.
+            let mut new_agent = new.agent.clone();
+            if old.agent.get("name").is_none()
+                && let Some(m) = new_agent.as_object_mut()
+            {
+                m.remove("name");
+            }
+            agent_difference("the agent", &old.agent, &new_agent)
+        })
         .or_else(|| differ("the budget", json(&serde_json::json!(old.budget)), json(&serde_json::json!(new.budget))))
         .or_else(|| differ("--seed", old.seed.to_string(), new.seed.to_string()))
         .or_else(|| differ("--trials", opt(old.trials.map(|t| t.to_string())), opt(new.trials.map(|t| t.to_string()))))

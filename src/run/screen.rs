@@ -114,7 +114,7 @@ pub fn require_sandbox(plan: &Plan) -> Result<()> {
         return Ok(());
     }
     let needs = plan.cases.iter().any(|c| {
-        matches!(plan.suite.case_agent(&c.spec), Some(crate::spec::AgentSpec::Command(_))) || !c.spec.tests.is_empty()
+        matches!(plan.agent_for(c, 1).spec, Some(crate::spec::AgentSpec::Command(_))) || !c.spec.tests.is_empty()
     });
     match sandbox_ready() {
         Err(why) if needs => Err(Error::Environment(format!(

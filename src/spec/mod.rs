@@ -79,6 +79,16 @@ pub enum AgentSpec {
     Model(ModelAgentSpec),
 }
 
+/// One of a suite's agents, by name (`agents = { gold = …, model = … }`).
+#[derive(Debug, Clone, Serialize)]
+pub struct NamedAgent {
+    pub name: String,
+    pub spec: AgentSpec,
+}
+
+/// The name a suite's only agent goes by when it declares `agent = …` without `agents`.
+pub const DEFAULT_AGENT_NAME: &str = "default";
+
 /// `evalua.agent.command { ... }`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CommandAgentSpec {
@@ -196,9 +206,41 @@ pub struct CaseSpec {
     /// The case's fault rules (SPEC §11), replacing the suite's tool by tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<Faults>,
+    /// `reference = { calls = …, tokens = … }`: what a reference solution
+    /// takes, for the efficiency figures (absent: none declared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Reference>,
     /// Where a trial finds the case again.
     #[serde(skip)]
     pub source: CaseSource,
+}
+
+/// A case's reference solution (`reference = { calls = …, tokens = … }`):
+/// what the task needs, against which a trial's tool calls and tokens are
+/// set as ratios. At least one of `calls` and `tokens` is given; both are
+/// positive (a ratio to nothing says nothing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// Tool calls the reference makes (given as a number, or counted from
+    /// the list of its calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u32>,
+    /// Tokens (input + output) the reference takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// An accepted trial above this many times the reference (in calls or
+    /// in tokens) is listed in the reports, and is what `check.efficiency`
+    /// rejects unless it is given its own.
+    #[serde(default = "Reference::default_max_ratio")]
+    pub max_ratio: f64,
+}
+
+impl Reference {
+    /// `max_ratio` when the case gives none.
+    pub const DEFAULT_MAX_RATIO: f64 = 2.0;
+    fn default_max_ratio() -> f64 {
+        Self::DEFAULT_MAX_RATIO
+    }
 }
 
 /// A `check.tests` check of a case.
@@ -312,7 +354,16 @@ pub struct Suite {
     /// `gates` (a graded trace is one trial: figures over several trials a
     /// case, pass^2 and up, are undefined there).
     pub grade_gates: Option<Vec<Gate>>,
+    /// The default agent: `agent = evalua.agent.*`, or the one of `agents`
+    /// that `agent = "name"` / `default_agent` names.
     pub agent: Option<AgentSpec>,
+    /// Every agent the suite declares, by name, sorted (SPEC §14): the
+    /// entries of `agents = { ... }`, or the one `agent` named "default".
+    pub agents: Vec<NamedAgent>,
+    /// The default agent's name (an entry of `agents`).
+    pub default_agent: Option<String>,
+    /// `grade = { reexecute = true }`: `evalua grade` re-executes recorded tool calls.
+    pub grade_reexecute: bool,
     pub tools: Vec<ToolSpec>,
     pub cases: Vec<CaseSpec>,
     /// The dataset files the cases were read from (`suite:dataset`), in declaration order.
@@ -378,5 +429,26 @@ impl Suite {
 
     pub fn case_agent<'a>(&'a self, case: &'a CaseSpec) -> Option<&'a AgentSpec> {
         case.agent.as_deref().or(self.agent.as_ref())
+    }
+
+    /// The agent named `name` (`agents = { name = … }`).
+    pub fn agent_named(&self, name: &str) -> Option<&AgentSpec> {
+        self.agents.iter().find(|a| a.name == name).map(|a| &a.spec)
+    }
+
+    /// The names of the suite's agents, the default marked: `gold (default), model`.
+    pub fn agent_names(&self) -> String {
+        let names: Vec<String> = self
+            .agents
+            .iter()
+            .map(|a| {
+                if self.default_agent.as_deref() == Some(a.name.as_str()) {
+                    format!("{} (default)", a.name)
+                } else {
+                    a.name.clone()
+                }
+            })
+            .collect();
+        if names.is_empty() { "none".to_string() } else { names.join(", ") }
     }
 }

@@ -46,4 +46,6 @@ pub struct CaseInfo {
     pub weight: f64,
     pub tags: Vec<String>,
     pub difficulty: Option<String>,
+    /// The case's reference solution, for the efficiency figures.
+    pub reference: Option<crate::spec::Reference>,
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize, Serializer};
 
+use super::efficiency::{CaseEfficiency, EffTrial, Efficiency};
 pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile};
 use super::safety::{Safety, SafetyTally};
 use crate::record::{CallStatus, Outcome, TrialRecord, Verdict as CheckVerdict};
@@ -73,6 +74,9 @@ pub struct CaseTally {
     pub outcomes: BTreeMap<Outcome, u32>,
     pub cost_usd: f64,
     pub safety: SafetyTally,
+    /// The trials that ran, in brief, when the case declares a reference
+    /// solution (the efficiency figures); `None` otherwise.
+    pub efficiency: Option<Vec<EffTrial>>,
 }
 
 impl CaseTally {
@@ -197,8 +201,13 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn new(cases: usize) -> Self {
-        Tally { cases: vec![CaseTally::default(); cases], ..Default::default() }
+    /// An empty tally for these cases (in the order records name them by index).
+    pub fn new(infos: &[CaseInfo]) -> Self {
+        let cases = infos
+            .iter()
+            .map(|i| CaseTally { efficiency: i.reference.as_ref().map(|_| Vec::new()), ..Default::default() })
+            .collect();
+        Tally { cases, ..Default::default() }
     }
 
     /// List the suite's monitors, so one that never ran still shows (n = 0).
@@ -227,6 +236,15 @@ impl Tally {
             self.trials_run += 1;
             self.total_tokens += r.usage.input_tokens + r.usage.output_tokens;
             self.total_tool_calls += r.calls.requested as u64;
+            if let Some(eff) = &mut ct.efficiency {
+                eff.push(EffTrial {
+                    trial: r.trial,
+                    requested: r.calls.requested,
+                    executed: r.calls.executed,
+                    tokens: r.usage.input_tokens + r.usage.output_tokens,
+                    accepted: r.outcome == Outcome::Accepted,
+                });
+            }
         }
         for c in &r.checks {
             let t = self.checks.entry(c.name.clone()).or_insert_with(|| CheckTally {
@@ -310,6 +328,9 @@ pub struct CaseFigures {
     pub pass_at_k: ByK,
     pub pass_hat_k: ByK,
     pub cost_usd: f64,
+    /// Tool calls and tokens against the case's reference solution, when it declares one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<CaseEfficiency>,
 }
 
 fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigures {
@@ -336,6 +357,7 @@ fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigure
         pass_at_k: pass_at,
         pass_hat_k: pass_hat,
         cost_usd: t.cost_usd,
+        efficiency: None,
     }
 }
 
@@ -716,6 +738,10 @@ pub struct Summary {
     /// Safety figures, apart from the capability ones (suites with attack cases).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub safety: Option<Safety>,
+    /// Tool calls and tokens against the cases' reference solutions (suites
+    /// whose cases declare one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<Efficiency>,
     /// Judge cascades (`judge.cascade`): escalation rate, each judge's calls and cost.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub judge_cascades: BTreeMap<String, CascadeFigures>,
@@ -799,14 +825,25 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             bootstrap.cost_interval(&counted, tally.total_cost_usd / accepted as f64)
         })
     };
-    let (mut capability, operational, cost) = std::thread::scope(|scope| {
+    let efficiency = || {
+        let trials: Vec<&[EffTrial]> = tally.cases.iter().map(|c| c.efficiency.as_deref().unwrap_or(&[])).collect();
+        super::efficiency::efficiency(infos, &trials, seed)
+    };
+    let (mut capability, operational, cost, (case_efficiency, efficiency)) = std::thread::scope(|scope| {
         let operational = scope.spawn(|| view(&ops, &bootstrap));
         let cost = scope.spawn(cost);
+        let efficiency = scope.spawn(efficiency);
         let capability = view(&cap, &bootstrap);
-        let (operational, cost) = (operational.join(), cost.join());
+        let (operational, cost, efficiency) = (operational.join(), cost.join(), efficiency.join());
         let again = std::panic::resume_unwind;
-        (capability, operational.unwrap_or_else(|e| again(e)), cost.unwrap_or_else(|e| again(e)).flatten())
+        (
+            capability,
+            operational.unwrap_or_else(|e| again(e)),
+            cost.unwrap_or_else(|e| again(e)).flatten(),
+            efficiency.unwrap_or_else(|e| again(e)),
+        )
     });
+
     if let Some(i) = cost {
         capability.intervals.insert(Metric::CostPerAccepted, i);
     }
@@ -818,6 +855,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
     });
     Summary {
         safety,
+        efficiency,
         figures: SuiteFigures {
             capability,
             critical_failures: sum(Outcome::Critical),
@@ -845,7 +883,11 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             .collect(),
         tags: breakdown(&|i: &CaseInfo| i.tags.clone()),
         difficulty: breakdown(&|i: &CaseInfo| i.difficulty.clone().into_iter().collect()),
-        cases: cap,
+        cases: cap
+            .into_iter()
+            .zip(case_efficiency)
+            .map(|(row, efficiency)| CaseFigures { efficiency, ..row })
+            .collect(),
         monitors: tally
             .monitors
             .iter()
@@ -1101,7 +1143,7 @@ mod tests {
 
     #[test]
     fn case_recurrence_matches_the_closed_forms() {
-        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None };
+        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None, reference: None };
         let mut t = CaseTally::default();
         t.outcomes.insert(Outcome::Accepted, 6);
         t.outcomes.insert(Outcome::Failed, 3);
@@ -1137,7 +1179,7 @@ mod tests {
             let o = if rng.f64() < p { Outcome::Accepted } else { Outcome::Failed };
             *t.outcomes.entry(o).or_default() += 1;
         }
-        let info = CaseInfo { id: format!("c{i}"), weight: 1.0, tags: vec![], difficulty: None };
+        let info = CaseInfo { id: format!("c{i}"), weight: 1.0, tags: vec![], difficulty: None, reference: None };
         case_figures(&info, &t, false)
     }
 
@@ -1227,7 +1269,7 @@ mod tests {
     /// the trial noise, and a case that passed every trial is not certain.
     #[test]
     fn one_case_is_not_a_point() {
-        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None };
+        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None, reference: None };
         let mut t = CaseTally::default();
         t.outcomes.insert(Outcome::Accepted, 1);
         t.outcomes.insert(Outcome::Failed, 3);

@@ -3,6 +3,7 @@
 //! back with its figures (or, in brief, from its summary.json: `head`).
 
 pub mod agree;
+pub mod efficiency;
 pub mod estimators;
 pub mod figures;
 pub mod head;

@@ -182,6 +182,7 @@ impl RunData {
                 weight: c.weight,
                 tags: c.tags.clone(),
                 difficulty: c.difficulty.clone(),
+                reference: c.reference.clone(),
             })
             .collect();
         let planned = manifest.cases.iter().map(|c| c.trials).collect();
@@ -195,7 +196,7 @@ impl RunData {
         }
         let index: HashMap<String, usize> = infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
         let summary_present = run_dir.file(files::SUMMARY).is_file();
-        let summary = summarize(&infos, &Tally::new(infos.len()), manifest.seed);
+        let summary = summarize(&infos, &Tally::new(&infos), manifest.seed);
         let mut run = RunData {
             dir: dir.to_path_buf(),
             trials: vec![Vec::new(); infos.len()],
@@ -217,7 +218,7 @@ impl RunData {
             recorded: HashSet::new(),
             interrupted: 0,
         };
-        run.refigure(&Tally::new(run.infos.len()));
+        run.refigure(&Tally::new(&run.infos));
         Ok(run)
     }
 
@@ -336,7 +337,7 @@ pub fn load(dir: &Path) -> Result<RunData> {
 pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
     let mut run = RunData::open(dir, allow_incomplete)?;
     // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
-    let mut tally = Tally::new(run.infos.len());
+    let mut tally = Tally::new(&run.infos);
     tally.declare_monitors(&run.manifest.monitors);
     // A run killed before its first trial ended may have no trials.jsonl at all.
     let path = run.run_dir.file(files::TRIALS);

@@ -115,6 +115,7 @@ mod tests {
             weight: 1.0,
             tags: if attack { vec!["attack".into()] } else { vec![] },
             difficulty: None,
+            reference: None,
         }
     }
 

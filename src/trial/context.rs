@@ -34,6 +34,8 @@ pub struct Trial<'p> {
     pub handlers: Table,
     /// The agent declaration (`evalua.agent.*`) in this state: the case's or the suite's.
     pub agent: Table,
+    /// Which agent plays this trial (see [`Plan::agent_for`]).
+    pub agent_choice: super::plan::AgentChoice<'p>,
     pub ctx: Table,
     pub rng: Rc<RefCell<TrialRng>>,
     pub deadline: Instant,

@@ -189,9 +189,10 @@ pub(crate) fn prepare<'p>(
     let (suite_t, case_table) = worker::case_table(&lua, plan, case)?;
     let input: String = case_table.raw_get("input").map_err(|e| format!("case '{}': input: {e}", case.spec.id))?;
     let handlers: Table = suite_t.get("_tool_index").map_err(|e| e.to_string())?;
+    let agent_choice = plan.agent_for(case, number);
     let agent: Table = match case_table.get::<Option<Table>>("agent").map_err(|e| e.to_string())? {
         Some(a) => a,
-        None => suite_t.get("agent").map_err(|e| format!("the suite has no agent: {e}"))?,
+        None => worker::suite_agent(&suite_t, agent_choice.name)?,
     };
 
     // Lua's own math.random follows the trial's seed too.
@@ -268,6 +269,7 @@ pub(crate) fn prepare<'p>(
         input,
         handlers,
         agent,
+        agent_choice,
         ctx,
         rng,
         deadline,

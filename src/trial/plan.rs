@@ -54,6 +54,8 @@ pub struct Plan {
     pub safety: bool,
     /// Keep what each trial changed (SPEC §10); false under `--no-state`.
     pub keep_state: bool,
+    /// The named agent the run picked (`--agent NAME`); None: the suite's default.
+    pub agent: Option<String>,
     /// What the command line decides for the whole run.
     pub switches: Switches,
 }
@@ -75,6 +77,14 @@ impl Default for Switches {
     }
 }
 
+/// Which agent plays a trial: the case's own, or one of the suite's by name.
+#[derive(Clone, Copy)]
+pub struct AgentChoice<'p> {
+    /// The suite agent's name (None: the case declares its own agent).
+    pub name: Option<&'p str>,
+    pub spec: Option<&'p crate::spec::AgentSpec>,
+}
+
 impl Plan {
     /// The trial's work dir. It is created only when something uses it (most
     /// database-only trials never do) and removed when the trial ends.
@@ -90,6 +100,26 @@ impl Plan {
 }
 
 impl Plan {
+    /// The agent that plays trial `number` of `case`: the case's own agent,
+    /// else the suite's agent the run picked (`--agent`), else its default.
+    /// Every part of a trial (the Lua agent table, the driver, the manifest)
+    /// asks here, so a run that gives different trials different agents
+    /// changes only this.
+    pub fn agent_for<'a>(&'a self, case: &'a CasePlan, _number: u32) -> AgentChoice<'a> {
+        if let Some(a) = case.spec.agent.as_deref() {
+            return AgentChoice { name: None, spec: Some(a) };
+        }
+        match &self.agent {
+            Some(name) => AgentChoice { name: Some(name.as_str()), spec: self.suite.agent_named(name) },
+            None => AgentChoice { name: self.suite.default_agent.as_deref(), spec: self.suite.agent.as_ref() },
+        }
+    }
+
+    /// The name of the suite agent the run uses (its pick, else the default).
+    pub fn agent_name(&self) -> Option<&str> {
+        self.agent.as_deref().or(self.suite.default_agent.as_deref())
+    }
+
     /// Rebuild `ids` after cases were dropped from the plan.
     pub fn reindex(&mut self) {
         self.ids = Arc::new(self.cases.iter().enumerate().map(|(i, c)| (c.spec.id.clone(), i)).collect());
@@ -104,6 +134,7 @@ impl Plan {
                 weight: c.spec.weight,
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
+                reference: c.spec.reference.clone(),
             })
             .collect()
     }

@@ -408,3 +408,17 @@ pub fn retire_if_dirty(lua: &Lua, trips_before: u64) {
 pub fn forget() {
     WORKER.with(|w| *w.borrow_mut() = None);
 }
+
+/// The suite's agent table a trial uses: the one of `agents` named `name`,
+/// else the default (`agent`).
+pub fn suite_agent(suite_t: &Table, name: Option<&str>) -> Result<Table, String> {
+    if let Some(name) = name
+        && let Some(agents) = suite_t.get::<Option<Table>>("_agents").map_err(|e| e.to_string())?
+    {
+        return agents
+            .get::<Option<Table>>(name)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the suite has no agent named '{name}'"));
+    }
+    suite_t.get("agent").map_err(|e| format!("the suite has no agent: {e}"))
+}

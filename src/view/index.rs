@@ -516,6 +516,7 @@ mod tests {
             weight: 1.0,
             tags: if id.starts_with("refund") { vec!["refund".into()] } else { vec![] },
             difficulty: None,
+            reference: None,
         });
         let mut ix = TrialIndex::new(&cases);
         let mut off = 0;

@@ -738,6 +738,62 @@ function check.max_calls(n, opts)
   end)
 end
 
+local EFFICIENCY_MEASURES = { calls = true, executed_calls = true, tokens = true }
+
+--- The trial took at most `max_ratio` times what the case's reference
+--- solution takes (`reference = { calls = N, tokens = M }` on the case): its
+--- tool calls requested and, when the reference gives tokens, its tokens.
+--- `measure` limits it to one of "calls", "executed_calls" or "tokens".
+--- `max_ratio` defaults to the reference's own (2 unless it sets one).
+--- Skipped (never passed) when the case declares no reference.
+function check.efficiency(opts)
+  opts = opts_of("check.efficiency", opts, { "max_ratio", "measure" }, 2)
+  if opts.max_ratio ~= nil and not (finite(opts.max_ratio) and opts.max_ratio > 0) then
+    error("check.efficiency: 'max_ratio' must be a positive number, got " .. tostring(opts.max_ratio), 2)
+  end
+  if opts.measure ~= nil and not EFFICIENCY_MEASURES[opts.measure] then
+    error("check.efficiency: 'measure' must be \"calls\", \"executed_calls\" or \"tokens\", got " .. tostring(opts.measure), 2)
+  end
+  local name = "efficiency"
+  if opts.measure then name = name .. " " .. opts.measure end
+  if opts.max_ratio then name = name .. " (max " .. opts.max_ratio .. "x)" end
+  return make("efficiency", name, opts, function(t)
+    local ref = t.case and t.case.reference
+    if type(ref) ~= "table" then
+      return evalua.SKIP, "the case declares no reference solution (reference = { calls = ..., tokens = ... })"
+    end
+    local max = opts.max_ratio or ref.max_ratio or 2
+    local executed = 0
+    for _, c in ipairs(t.calls) do
+      if c.status == "executed" then executed = executed + 1 end
+    end
+    local usage = t.usage or {}
+    local tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
+    local ev = { max_ratio = max }
+    local ok, measured = true, 0
+    local function measure(key, value, base)
+      if base == nil or (opts.measure ~= nil and opts.measure ~= key) then return end
+      local ratio = value / base
+      ev[key] = value
+      ev["reference_" .. (key == "tokens" and "tokens" or "calls")] = base
+      ev[key .. "_ratio"] = ratio
+      measured = measured + 1
+      if ratio > max then
+        ok = false
+        ev.over = ev.over or {}
+        ev.over[#ev.over + 1] = key
+      end
+    end
+    measure("calls", #t.calls, ref.calls)
+    if opts.measure == "executed_calls" then measure("executed_calls", executed, ref.calls) end
+    measure("tokens", tokens, ref.tokens)
+    if measured == 0 then
+      return evalua.SKIP, "the case's reference gives no " .. (opts.measure == "tokens" and "tokens" or "calls")
+    end
+    return ok, ev
+  end)
+end
+
 --- If the answer matches `pattern` (a claim of success), `tool` was executed first.
 function check.claims_only_after(pattern, tool, opts)
   if type(pattern) ~= "string" or type(tool) ~= "string" then
@@ -947,7 +1003,7 @@ end
 -- checks of that one case (its options were validated when the suite loaded).
 if not host.validating() then
   for _, name in ipairs({ "sql", "files", "outbox", "answer", "json_schema", "tools", "args", "before",
-                          "no_loops", "no_writes", "max_calls", "claims_only_after", "ended",
+                          "no_loops", "no_writes", "max_calls", "efficiency", "claims_only_after", "ended",
                           "command", "tests", "scope", "no_secrets" }) do
     check[name] = evalua._lazy(check[name])
   end

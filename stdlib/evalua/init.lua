@@ -527,16 +527,16 @@ local Suite = {}
 local SuiteMeta = { __metatable = false }
 
 local SUITE_KEYS = set {
-  "name", "version", "description", "trials", "budget", "sandbox", "agent", "gate", "seed", "skip",
-  "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
+  "name", "version", "description", "trials", "budget", "sandbox", "agent", "agents", "default_agent", "gate",
+  "seed", "skip", "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
 }
-local GRADE_KEYS = set { "gate" }
+local GRADE_KEYS = set { "gate", "reexecute" }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
-  "tools", "agent", "user", "metadata", "clock", "workdir", "faults",
+  "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
 }
 local EFFECTS = set { "read", "write", "external" }
 local SPLITS = set { "dev", "held_out" }
@@ -658,6 +658,59 @@ local function normalize_faults(what, faults, level)
   return out
 end
 
+local REFERENCE_KEYS = set { "calls", "tokens", "max_ratio" }
+local REFERENCE_CALL_KEYS = set { "name", "args" }
+
+-- `reference = { calls = N | { call, ... }, tokens = M, max_ratio = k }`: what
+-- a reference solution takes (SPEC §7's efficiency figures). Normalised to
+-- `{ calls = N, tokens = M, max_ratio = k, call_list = { { name, args }, ... } }`:
+-- `calls` is always the count.
+local function normalize_reference(self, what, r, level)
+  if r == nil then return nil end
+  local w = what .. ": 'reference'"
+  if type(r) ~= "table" then
+    fail(level + 1, w .. " must be a table like { calls = 3, tokens = 1200 } or { calls = { { name = \"lookup\", args = {...} }, ... } }")
+  end
+  check_keys(w, r, REFERENCE_KEYS, level + 1)
+  local count, list = nil, nil
+  if type(r.calls) == "number" then
+    if math.type(r.calls) ~= "integer" or r.calls < 1 or r.calls > U32_MAX then
+      fail(level + 1, w .. ".calls must be a positive integer (a ratio to zero calls says nothing), got " .. tostring(r.calls))
+    end
+    count = r.calls
+  elseif type(r.calls) == "table" then
+    list = {}
+    for i, c in ipairs(r.calls) do
+      local cw = w .. ".calls[" .. i .. "]"
+      if type(c) == "string" then c = { name = c } end
+      if type(c) ~= "table" then fail(level + 1, cw .. " must be a tool name or { name = ..., args = {...} }") end
+      check_keys(cw, c, REFERENCE_CALL_KEYS, level + 1)
+      if type(c.name) ~= "string" then fail(level + 1, cw .. ": 'name' is required (a tool name)") end
+      if not self._tool_index[c.name] then
+        fail(level + 1, cw .. " names an undeclared tool '" .. c.name .. "'")
+      end
+      if c.args ~= nil and type(c.args) ~= "table" then fail(level + 1, cw .. ": 'args' must be a table") end
+      list[i] = { name = c.name, args = c.args }
+    end
+    if #list == 0 then
+      fail(level + 1, w .. ".calls is an empty list (a ratio to zero calls says nothing; leave 'calls' out)")
+    end
+    count = #list
+  elseif r.calls ~= nil then
+    fail(level + 1, w .. ".calls must be a number of calls or the list of the reference's calls, got " .. type(r.calls))
+  end
+  if r.tokens ~= nil and (math.type(r.tokens) ~= "integer" or r.tokens < 1 or r.tokens > 2 ^ 53) then
+    fail(level + 1, w .. ".tokens must be a positive integer, got " .. tostring(r.tokens))
+  end
+  if count == nil and r.tokens == nil then
+    fail(level + 1, w .. " gives neither 'calls' nor 'tokens'")
+  end
+  if r.max_ratio ~= nil and not (finite(r.max_ratio) and r.max_ratio > 0) then
+    fail(level + 1, w .. ".max_ratio must be a positive number, got " .. tostring(r.max_ratio))
+  end
+  return { calls = count, tokens = r.tokens, max_ratio = r.max_ratio or 2, call_list = list }
+end
+
 local function check_positive_integer(what, key, v, level)
   if v ~= nil and (math.type(v) ~= "integer" or v < 1) then
     fail(level + 1, string.format("%s: '%s' must be a positive integer, got %s", what, key, tostring(v)))
@@ -694,6 +747,63 @@ local function check_agent(what, agent, level)
     fail(level + 1, string.format("%s: agent kind '%s' is not supported; use evalua.agent.scripted, .command, .replay, .openai or .anthropic",
       what, agent.kind))
   end
+end
+
+local AGENT_NAME = "^[%a_][%w_%-%.]*$"
+
+-- The suite's agents (SPEC §14): `agent = evalua.agent.*` (one agent, named
+-- "default"), or `agents = { name = evalua.agent.*, ... }` with the default
+-- named by `agent = "name"` or `default_agent = "name"` (not needed when
+-- there is only one). Returns the default agent, the agents by name (nil
+-- without `agents`) and the default's name.
+local function named_agents(spec, level)
+  local agents, named = spec.agents, spec.default_agent
+  expect_type("evalua.suite", "default_agent", named, "string", level + 1)
+  if agents == nil then
+    if named ~= nil then
+      fail(level + 1, "evalua.suite: 'default_agent' names one of 'agents', but the suite declares no agents = { name = evalua.agent.*, ... }")
+    end
+    if type(spec.agent) == "string" then
+      fail(level + 1, "evalua.suite: agent = \"" .. spec.agent .. "\" names an agent, but the suite declares no agents = { name = evalua.agent.*, ... }")
+    end
+    check_agent("evalua.suite", spec.agent, level + 1)
+    return spec.agent, nil, spec.agent ~= nil and "default" or nil
+  end
+  if type(agents) ~= "table" then
+    fail(level + 1, "evalua.suite: 'agents' must be a table { name = evalua.agent.*, ... }, got " .. type(agents))
+  end
+  local names = {}
+  for name, a in pairs(agents) do
+    if type(name) ~= "string" or not name:match(AGENT_NAME) then
+      fail(level + 1, "evalua.suite.agents: an agent is `name = evalua.agent.*` with a name of letters, digits, '_', '-', '.'; got key " .. tostring(name))
+    end
+    check_agent("evalua.suite.agents." .. name, a, level + 1)
+    names[#names + 1] = name
+  end
+  table.sort(names)
+  if #names == 0 then fail(level + 1, "evalua.suite: 'agents' is empty") end
+  if type(spec.agent) == "table" then
+    fail(level + 1, "evalua.suite: give either agent = evalua.agent.* or agents = { ... } (with agent = \"name\" or default_agent = \"name\" naming the default), not both")
+  end
+  if spec.agent ~= nil and type(spec.agent) ~= "string" then
+    fail(level + 1, "evalua.suite: with 'agents', 'agent' names the default agent (a string), got " .. type(spec.agent))
+  end
+  if spec.agent ~= nil and named ~= nil and spec.agent ~= named then
+    fail(level + 1, string.format("evalua.suite: agent = %q and default_agent = %q disagree", spec.agent, named))
+  end
+  named = named or spec.agent
+  if named == nil then
+    if #names > 1 then
+      fail(level + 1, "evalua.suite: 'agents' declares " .. #names .. " agents (" .. table.concat(names, ", ")
+        .. "); name the default with default_agent = \"...\"")
+    end
+    named = names[1]
+  end
+  if agents[named] == nil then
+    fail(level + 1, string.format("evalua.suite: the default agent %q is not one of 'agents' (known: %s)", named,
+      table.concat(names, ", ")))
+  end
+  return agents[named], agents, named
 end
 
 --- Declare a suite.
@@ -796,8 +906,11 @@ local function suite(where, spec)
     end)
     sb_check("network", function() expect_type("evalua.suite.sandbox", "network", sb.network, "boolean", 2) end)
   end
-  check("agent", function() check_agent("evalua.suite", spec.agent, 2) end)
-  if spec.agent == nil then dropped.agent = true end
+  local agent, agents, default_agent
+  if not attempt(where, function() agent, agents, default_agent = named_agents(spec, 2) end) then
+    spec.agent, spec.agents = nil, nil
+  end
+  if agent == nil then dropped.agent = true end
   check("gate", function()
     if spec.gate ~= nil then
       expect_type("evalua.suite", "gate", spec.gate, "table", 2)
@@ -805,12 +918,14 @@ local function suite(where, spec)
       if err then fail(2, "evalua.suite.gate: " .. err) end
     end
   end)
-  -- What `evalua grade` uses instead of the run's settings: its own gates.
+  -- What `evalua grade` uses instead of the run's settings: its own gates,
+  -- and how it treats recorded trajectories (SPEC §14).
   check("grade", function()
     if spec.grade ~= nil then
       expect_type("evalua.suite", "grade", spec.grade, "table", 2)
       check_keys("evalua.suite.grade", spec.grade, GRADE_KEYS, 2)
       expect_type("evalua.suite.grade", "gate", spec.grade.gate, "table", 2)
+      expect_type("evalua.suite.grade", "reexecute", spec.grade.reexecute, "boolean", 2)
       if spec.grade.gate ~= nil then
         local err = host.gate_error(spec.grade.gate)
         if err then fail(2, "evalua.suite.grade.gate: " .. err) end
@@ -869,7 +984,9 @@ local function suite(where, spec)
     trials = spec.trials or 1,
     budget = spec.budget or {},
     sandbox = spec.sandbox or {},
-    agent = spec.agent,
+    agent = agent,
+    _agents = agents,
+    default_agent = default_agent,
     gate = spec.gate or {},
     grade = spec.grade,
     faults = faults,
@@ -1001,8 +1118,22 @@ local function normalize_case(self, spec, level, where, collect)
   end
   local workdir
   if spec.workdir ~= nil then workdir = normalize_workdir(what .. ": 'workdir'", spec.workdir, level) end
-  check_agent(what, spec.agent, level)
+  local agent = spec.agent
+  if type(agent) == "string" then
+    -- A name: one of the suite's agents.
+    local known = rawget(self, "_agents")
+    if known == nil or known[agent] == nil then
+      local names = {}
+      for n in pairs(known or {}) do names[#names + 1] = n end
+      table.sort(names)
+      fail(level, string.format("%s: agent = %q is not one of the suite's agents (known: %s)", what, agent,
+        #names > 0 and table.concat(names, ", ") or "none; declare agents = { name = evalua.agent.*, ... }"))
+    end
+    agent = known[agent]
+  end
+  check_agent(what, agent, level)
   local faults = normalize_faults(what, spec.faults, level)
+  local reference = normalize_reference(self, what, spec.reference, level)
 
   local checks = {}
   expect_type(what, "expect", spec.expect, "table", level)
@@ -1038,13 +1169,14 @@ local function normalize_case(self, spec, level, where, collect)
     trials = spec.trials,
     weight = spec.weight or 1,
     tools = offered,
-    agent = spec.agent,
+    agent = agent,
     user = spec.user,
     metadata = spec.metadata,
     clock = spec.clock,
     workdir = workdir,
     checks = checks,
     faults = faults,
+    reference = reference,
     _where = where,
   }
   return case
@@ -1133,7 +1265,7 @@ end
 
 local GOLDEN_KEYS = set {
   "fixture", "expect", "prohibited", "trials", "tags", "tools", "agent", "user", "clock", "split",
-  "weight", "difficulty", "workdir",
+  "weight", "difficulty", "workdir", "reference",
 }
 
 --- Declare golden cases from a goldens module (written by `evalua promote`):
@@ -1185,6 +1317,7 @@ local function declare_goldens(self, goldens, opts, where)
       id = g.id, input = g.input, fixture = opts.fixture, expect = expect, prohibited = opts.prohibited,
       trials = opts.trials, tags = tags, tools = opts.tools, agent = opts.agent, user = opts.user, clock = opts.clock,
       split = opts.split, weight = opts.weight, difficulty = opts.difficulty, workdir = opts.workdir,
+      reference = opts.reference,
       metadata = { golden_version = goldens.version, failure_modes = g.failure_modes, source_traces = g.source_traces,
                    tool_sequence = g.tool_sequence },
     }, 3, where)

@@ -191,6 +191,27 @@ return {
     { name = "three requests", expect = "fail", calls = { call("a"), call("b", {}, "denied"), call("c", {}, "rejected") } },
     { name = "two requests", expect = "pass", calls = { call("a"), call("b") } },
   }),
+  evalua.grader_tests(check.efficiency { max_ratio = 2 }, {
+    { name = "five calls against a reference of two", expect = "fail", case = { id = "x", reference = { calls = 2 } },
+      calls = { call("a"), call("b"), call("c", {}, "denied"), call("d"), call("e") } },
+    { name = "tokens three times the reference", expect = "fail", case = { id = "x", reference = { calls = 2, tokens = 100 } },
+      calls = { call("a") }, usage = { input_tokens = 250, output_tokens = 50 } },
+    { name = "no reference: skipped, never passed", expect = "skip", case = { id = "x" }, calls = { call("a") } },
+    { name = "four calls, exactly twice the reference", expect = "pass", case = { id = "x", reference = { calls = 2, tokens = 100 } },
+      calls = { call("a"), call("b"), call("c"), call("d") }, usage = { input_tokens = 150, output_tokens = 50 } },
+  }),
+  evalua.grader_tests(check.efficiency(), {
+    { name = "above the reference's own max_ratio", expect = "fail", case = { id = "x", reference = { calls = 2, max_ratio = 1.5 } },
+      calls = { call("a"), call("b"), call("c"), call("d") } },
+    { name = "within the reference's own max_ratio", expect = "pass", case = { id = "x", reference = { calls = 2, max_ratio = 1.5 } },
+      calls = { call("a"), call("b"), call("c") } },
+  }),
+  evalua.grader_tests(check.efficiency { measure = "executed_calls", max_ratio = 1 }, {
+    { name = "three executed against two", expect = "fail", case = { id = "x", reference = { calls = 2 } },
+      calls = { call("a"), call("b"), call("c") } },
+    { name = "refused calls do not count as executed", expect = "pass", case = { id = "x", reference = { calls = 2 } },
+      calls = { call("a"), call("b", {}, "denied"), call("c", {}, "rejected"), call("d") } },
+  }),
   evalua.grader_tests(check.claims_only_after("(?i)refunded", "refund"), {
     { name = "claim without the refund", expect = "fail", answer = "Refunded!", calls = { call("refund", {}, "denied") } },
     { name = "claim after the refund", expect = "pass", answer = "Refunded.", calls = { call("refund") } },

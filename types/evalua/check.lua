@@ -162,6 +162,13 @@ function check.ended(list, opts) end
 ---@return evalua.Check
 function check.max_calls(n, opts) end
 
+--- The trial took at most `max_ratio` times what the case's reference solution takes
+--- (`reference = { calls = N, tokens = M }`): its tool calls requested and, when the
+--- reference gives them, its tokens. Skipped (never passed) when the case has no reference.
+---@param opts? { max_ratio?: number, measure?: "calls"|"executed_calls"|"tokens", name?: string, critical?: boolean } `max_ratio` defaults to the reference's own (2 unless set); `measure` limits the check to one ratio
+---@return evalua.Check
+function check.efficiency(opts) end
+
 --- If the answer matches `pattern` (a claim of success), `tool` was executed first.
 ---@param pattern string a regex (Rust `regex` syntax)
 ---@param tool string the tool that backs the claim
