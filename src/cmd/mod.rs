@@ -11,6 +11,7 @@ pub mod grade;
 pub mod labels;
 pub mod list;
 pub mod merge;
+pub mod mock_judge;
 pub mod promote;
 pub mod regrade;
 pub mod report;
