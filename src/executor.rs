@@ -112,6 +112,8 @@ impl Executor {
             started_ms,
             ended_ms: started_ms,
             fault: None,
+            diverged: false,
+            recorded: None,
         };
         let mut unwind = None;
         match verdict {
@@ -192,7 +194,7 @@ impl Executor {
             };
             return Err(Refusal::Rejected(format!("invalid arguments for {name}: {what}: {}", snippet(text))));
         }
-        let errors = schema::errors(&tool.validator, args);
+        let errors = if tool.spec.validate { schema::errors(&tool.validator, args) } else { Vec::new() };
         if !errors.is_empty() {
             return Err(Refusal::Rejected(format!("invalid arguments for {name}: {}", errors.join("; "))));
         }

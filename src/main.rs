@@ -86,7 +86,7 @@ enum LabelsCommand {
 enum Command {
     /// Run every case × trials, write a run dir, print a summary
     Run(cmd::run::RunArgs),
-    /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
+    /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs, τ-bench results, ATIF) with the suite's monitors and checks
     #[command(override_usage = "evalua grade SUITE.lua --traces PATH... [OPTIONS]")]
     Grade(cmd::grade::GradeArgs),
     /// Send a finished run's trials as OpenTelemetry GenAI traces

@@ -38,6 +38,7 @@ mod safety;
 mod sdk;
 mod survive;
 mod synth;
+mod taubench;
 mod trace_store;
 mod traces;
 mod view;

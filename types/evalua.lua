@@ -455,6 +455,7 @@ function Suite:goldens(goldens, opts) end
 ---@field description? string what the tool does, as the agent reads it
 ---@field params? evalua.JsonSchema JSON Schema of the arguments (default `{ type = "object" }`); a call that does not validate is `rejected`
 ---@field effect? evalua.Effect `"read"` (default), `"write"` or `"external"`
+---@field validate? boolean default true; false: `params` is only shown to the agent, the handler judges the arguments
 ---@field forbidden_in_attack? boolean an attack case must not call it: requests count as attempts, denials as blocked (SPEC §13)
 ---@field requires? string[] tools that must have executed earlier in the trial; otherwise the call is `denied`
 ---@field run fun(ctx: evalua.Ctx, args: table): any the handler: its return value (JSON-like) is the result the agent gets; raising makes the call `failed`
@@ -551,6 +552,7 @@ function Suite:goldens(goldens, opts) end
 ---@field usage evalua.Usage tokens, cost, turns, tool calls, wall time
 ---@field db evalua.Db read-only handle on the final database
 ---@field initial evalua.Db read-only handle on the database before the agent ran
+---@field replay fun(self: evalua.Trial, calls: { name: string, args?: table }[]): evalua.Db the state `calls` leave on a fresh copy of the case's database (read-only)
 ---@field files table<string, string> the work dir's files after the trial, by relative path (read on demand; `pairs` lists them)
 ---@field diff evalua.Diff the change the trial made to its work tree (against `sandbox.workdir`, or an empty tree)
 ---@field failure_modes string[] the monitors this trial failed (monitors run before the case's checks)
@@ -739,6 +741,12 @@ function Db:rows(sql, ...) end
 ---@return string sha256 hex
 function Db:digest() end
 
+--- How this database differs from `other`: one entry per table that differs (empty: the same rows).
+---@param other evalua.Db
+---@param ignore? string[] "table" or "table.column" to leave out
+---@return { table: string, only_in?: "here"|"there", only_here?: table[], only_there?: table[], changed?: { key: any, columns: table<string, { here: any, there: any }> }[], rows_here: integer, rows_there: integer }[]
+function Db:diff(other, ignore) end
+
 ---------------------------------------------------------------------------
 -- Scripted agents
 
@@ -749,6 +757,7 @@ function Db:digest() end
 ---@field trial integer the trial number (1-based)
 ---@field seed integer the trial's seed
 ---@field tools evalua.TaskTool[] the tools offered in this case
+---@field metadata? table the case's metadata (a gold agent plays the case's reference solution from it)
 
 --- A tool as offered to the agent.
 ---@class evalua.TaskTool

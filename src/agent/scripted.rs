@@ -94,6 +94,9 @@ fn task_table(trial: &Trial<'_>) -> mlua::Result<Table> {
         tools.raw_push(tt)?;
     }
     task.raw_set("tools", tools)?;
+    // The case's metadata: a scripted agent is the suite's own code, and a
+    // gold agent plays the case's reference solution from it (SPEC §14).
+    task.raw_set("metadata", trial.case_table.raw_get::<Value>("metadata")?)?;
     Ok(task)
 }
 

@@ -25,9 +25,12 @@ pub struct GradeArgs {
     /// The suite (also accepted after the trace paths: `--traces FILE SUITE.lua`)
     #[arg(value_name = "SUITE.lua")]
     pub suite: Option<PathBuf>,
-    /// Trace files or folders (OTLP JSON or JSON lines, flat span lines), or evalua run dirs
+    /// Trace files or folders (OTLP JSON or JSON lines, flat span lines, τ-bench results, ATIF trajectories), or evalua run dirs
     #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
     pub traces: Vec<PathBuf>,
+    /// Run each item's recorded tool calls again, in order, on a fresh sandbox of its case, so state checks apply (default for τ-bench results; also the suite's `grade = { reexecute = true }`)
+    #[arg(long)]
+    pub reexecute: bool,
     /// Write the run dir here (default runs/<suite>/<time>-<id>/)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -74,7 +77,16 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     dir.write_manifest(&man)?;
 
     let mut followers = sinks::Followers::new(&follow, &dir, &suite.name, &run_id, None)?;
-    let ctx = Arc::new(grade::Context::new(suite));
+    // Re-execution (SPEC §14) needs every case planned: its fixture and tools.
+    // τ-bench's results ask for it whatever the flags say.
+    let all = a.reexecute || suite.grade_reexecute;
+    let ctx = if all || read::may_reexecute(&inputs) {
+        let plan = crate::run::plan::plan(suite.clone(), Some(1), &Default::default(), 0)?;
+        grade::Context::new(suite).reexecuting(crate::trial::Plan { keep_state: false, ..plan }, all)
+    } else {
+        grade::Context::new(suite)
+    };
+    let ctx = Arc::new(ctx);
     let graded = graded::grade(&Scheduler::new(jobs), ctx.clone(), &inputs, &dir, &mut followers.sinks())?;
     let followed = followers.finish();
 

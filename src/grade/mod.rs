@@ -15,6 +15,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,7 @@ use crate::otel::span::Span;
 use crate::record::{self, CallCounts, CallStatus, Ended, Source, ToolSpan, Trace, TrialRecord};
 use crate::spec::Suite;
 use crate::trial::checks;
+use crate::trial::{Plan, reexec};
 use crate::util::dataset::{self, Format};
 
 /// Limits on the adapter (per span) and on `match` (per item).
@@ -43,6 +45,11 @@ pub struct Context {
     pub suite: Suite,
     effects: HashMap<String, String>,
     cases: HashSet<String>,
+    /// The plan items are re-executed on (SPEC §14), when any may be.
+    reexec: Option<Arc<Plan>>,
+    /// Re-execute every item (`--reexecute`, `grade = { reexecute = true }`);
+    /// else only the formats that ask for it (τ-bench's results).
+    reexecute_all: bool,
 }
 
 impl Context {
@@ -53,7 +60,17 @@ impl Context {
             effects: suite.tools.iter().map(|t| (t.name.clone(), t.effect.clone())).collect(),
             cases: suite.cases.iter().map(|c| c.id.clone()).collect(),
             suite,
+            reexec: None,
+            reexecute_all: false,
         }
+    }
+
+    /// Items are re-executed on `plan` (a plan of every case of the suite):
+    /// all of them when `all`, else those whose format asks for it.
+    pub fn reexecuting(mut self, plan: Plan, all: bool) -> Context {
+        self.reexec = Some(Arc::new(plan));
+        self.reexecute_all = all;
+        self
     }
 }
 
@@ -64,6 +81,8 @@ pub struct Graded {
     /// Whether the item belongs to one of the suite's cases (else its case is the item's own key).
     pub matched: bool,
     pub warnings: Vec<String>,
+    /// The trial number the item says it is (τ-bench's `trial + 1`).
+    pub trial: Option<u32>,
 }
 
 /// What became of an item.
@@ -227,6 +246,11 @@ struct Parts {
     /// The case the item names (a run dir's trial, or `evalua.case`).
     case: Option<String>,
     started_at: Option<String>,
+    /// The dataset row (task) the item ran on, when it carries one.
+    row: Option<Json>,
+    trial: Option<u32>,
+    /// Its format asks for re-execution (τ-bench's results).
+    reexecute: bool,
 }
 
 fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut Guard) -> Done {
@@ -262,7 +286,17 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
                 conversation_id: it.conversation_id.clone().or(recorded.conversation_id.clone()),
                 trace_ids: if recorded.trace_ids.len() > 1 { recorded.trace_ids.clone() } else { Vec::new() },
             };
-            Parts { key: it.key, case: recorded.case.clone(), recorded, spans: Rc::new(it.spans), source, started_at }
+            Parts {
+                key: it.key,
+                case: recorded.case.clone(),
+                recorded,
+                spans: Rc::new(it.spans),
+                source,
+                started_at,
+                row: None,
+                trial: None,
+                reexecute: false,
+            }
         }
         Item::Trial { record, trace, file } => {
             let recorded = Recorded {
@@ -292,9 +326,60 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
                 spans: Rc::new(Vec::new()),
                 source,
                 started_at: trace.started_at.clone(),
+                row: None,
+                trial: None,
+                reexecute: false,
+            }
+        }
+        Item::Trajectory(tr) => {
+            let tr = *tr;
+            let source = Source {
+                file: tr.file.clone(),
+                trace_id: None,
+                conversation_id: Some(tr.key.clone()),
+                trace_ids: Vec::new(),
+            };
+            let reexecute = tr.kind == crate::otel::trajectories::Kind::TauBench;
+            if reexecute && tr.case.as_ref().is_some_and(|c| !ctx.cases.contains(c)) {
+                return Done::Skipped(format!(
+                    "{}: {} ({}): names {}, which the suite does not declare: not graded",
+                    tr.file,
+                    tr.at,
+                    tr.key,
+                    tr.case.as_deref().unwrap_or_default()
+                ));
+            }
+            Parts {
+                key: tr.key,
+                case: tr.case,
+                recorded: tr.recorded,
+                spans: Rc::new(Vec::new()),
+                source,
+                started_at: None,
+                row: tr.task,
+                trial: tr.trial,
+                reexecute,
             }
         }
     };
+    // A call of a tool the suite does not have: said, and (re-executed) rejected.
+    let unknown: Vec<&str> = {
+        let mut seen = Vec::new();
+        for c in &parts.recorded.calls {
+            if !ctx.effects.contains_key(&c.name) && !seen.contains(&c.name.as_str()) {
+                seen.push(c.name.as_str());
+            }
+        }
+        seen
+    };
+    if !unknown.is_empty() && (parts.reexecute || ctx.reexecute_all) {
+        warnings.push(format!(
+            "{}: {}: calls tools the suite does not have ({}): re-executed as rejected calls",
+            parts.source.file,
+            parts.key,
+            unknown.join(", ")
+        ));
+    }
     let mut recorded = parts.recorded;
     for c in &mut recorded.calls {
         if c.effect.is_none() {
@@ -349,6 +434,36 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
     if let Some(ct) = &case_table {
         guard.watch(lua, &[Value::Table(ct.clone())]);
         let _ = t.raw_set("case", ct.clone());
+    }
+
+    // Re-executed: the item's calls run again through the executor on a
+    // fresh sandbox of its case, and it is graded as a trial (SPEC §14).
+    if parts.reexecute || ctx.reexecute_all {
+        let planned = ctx.reexec.as_ref().zip(case.as_ref()).and_then(|(plan, c)| Some((plan, *plan.ids.get(c)?)));
+        match planned {
+            Some((plan, i)) => {
+                static SLOT: AtomicU64 = AtomicU64::new(0);
+                let workdir = plan.scratch.path().join(format!("item-{}", SLOT.fetch_add(1, Ordering::Relaxed)));
+                let number = parts.trial.unwrap_or(1);
+                let out = reexec::run(
+                    plan,
+                    &plan.cases[i],
+                    number,
+                    reexec::Recording { recorded: &recorded, row: parts.row.as_ref(), source: parts.source, workdir },
+                );
+                return Done::Graded(Box::new(Graded {
+                    record: out.record,
+                    trace: out.trace,
+                    matched: true,
+                    warnings,
+                    trial: parts.trial,
+                }));
+            }
+            None => warnings.push(format!(
+                "{}: {}: not re-executed: it belongs to none of the suite's cases (graded as recorded)",
+                parts.source.file, parts.key
+            )),
+        }
     }
 
     // Monitors first, then the case's checks.
@@ -422,7 +537,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
         started_at: parts.started_at,
         state: None,
     };
-    Done::Graded(Box::new(Graded { record, trace, matched: case.is_some(), warnings }))
+    Done::Graded(Box::new(Graded { record, trace, matched: case.is_some(), warnings, trial: parts.trial }))
 }
 
 /// The case table of an item that matches none of the suite's cases.

@@ -815,6 +815,7 @@ fn read_suite(
             effect: tt.get("effect").map_err(|e| e.to_string())?,
             requires: strings(&tt, "requires")?,
             forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
+            validate: opt::<bool>(&tt, "validate")?.unwrap_or(true),
             location: opt::<String>(&tt, "_where")?.unwrap_or_default(),
         });
     }

@@ -159,6 +159,8 @@ fn tool_call(s: &Span, base: u64) -> CallRecord {
     CallRecord {
         requested_id: None,
         fault: None,
+        diverged: false,
+        recorded: None,
         id: first(s, &["gen_ai.tool.call.id", "tool_call.id"]).map(text_of).unwrap_or_else(|| s.span_id.clone()),
         name,
         args,
@@ -365,6 +367,8 @@ pub fn read(spans: &[Span], adapted: &[Adapted]) -> Recorded {
                     r.calls.push(CallRecord {
                         requested_id: None,
                         fault: None,
+                        diverged: false,
+                        recorded: None,
                         id: s.span_id.clone(),
                         name: c.name,
                         args: c.args,
@@ -542,6 +546,8 @@ fn calls_from_model_spans(llm: &[&Span], base: u64) -> Vec<CallRecord> {
                     CallRecord {
                         requested_id: None,
                         fault: None,
+                        diverged: false,
+                        recorded: None,
                         id: id.clone(),
                         name: name.clone(),
                         args: args.clone(),

@@ -6,5 +6,6 @@ pub mod export;
 pub mod item;
 pub mod read;
 pub mod span;
+pub mod trajectories;
 
 pub use span::Span;

@@ -112,7 +112,13 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Input>> {
 /// A graded item as read: spans of OTLP / flat lines, or a trial of a run dir.
 pub enum Item {
     Spans(SpanItem),
-    Trial { record: Box<TrialRecord>, trace: Box<Trace>, file: String },
+    Trial {
+        record: Box<TrialRecord>,
+        trace: Box<Trace>,
+        file: String,
+    },
+    /// A whole trajectory of another harness (τ-bench's results, ATIF).
+    Trajectory(Box<super::trajectories::Trajectory>),
 }
 
 pub struct SpanItem {
@@ -717,6 +723,11 @@ pub fn read(
                 files.push(None);
             }
             Input::File(p) => {
+                if let Some(stat) = read_trajectories(p, &display, warn, emit)? {
+                    stats.push(stat);
+                    files.push(None);
+                    continue;
+                }
                 let (layout, shape) = sniff(p).map_err(|e| Error::Input(format!("{display}: cannot read: {e}")))?;
                 let sh = shape.unwrap_or_else(|| first_record_shape(p, &display, layout));
                 let mut bad = HashSet::new();
@@ -900,6 +911,75 @@ pub fn read(
         }
     }
     Ok(stats)
+}
+
+/// Whether an input may hold items that ask to be re-executed (τ-bench's
+/// results): a file whose first bytes look like a whole-trajectory document.
+pub fn may_reexecute(inputs: &[Input]) -> bool {
+    use std::io::Read;
+    inputs.iter().any(|i| match i {
+        Input::File(p) => {
+            let mut head = Vec::with_capacity(4096);
+            File::open(p).and_then(|f| f.take(4096).read_to_end(&mut head)).is_ok() && super::trajectories::sniff(&head)
+        }
+        Input::RunDir(_) => false,
+    })
+}
+
+/// A file holding whole trajectories (τ-bench's results, an ATIF document):
+/// read whole, each trajectory handed on as an item. None: the file is not
+/// one of those (its first bytes say so), it is read as spans.
+fn read_trajectories(
+    p: &Path,
+    display: &str,
+    warn: &mut dyn FnMut(String),
+    emit: &mut dyn FnMut(Item) -> Result<()>,
+) -> Result<Option<TraceInput>> {
+    use super::trajectories;
+    let cannot = |e: std::io::Error| Error::Input(format!("{display}: cannot read: {e}"));
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(p).and_then(|f| f.take(4096).read_to_end(&mut head)).map_err(cannot)?;
+    if !trajectories::sniff(&head) {
+        return Ok(None);
+    }
+    let bytes = std::fs::metadata(p).map_err(cannot)?.len();
+    if bytes > MAX_DOCUMENT_BYTES {
+        warn(format!(
+            "{display}: {bytes} bytes, more than the {MAX_DOCUMENT_BYTES} a trajectory file may have: not read"
+        ));
+        return Ok(Some(TraceInput {
+            path: display.to_string(),
+            format: "trajectories".into(),
+            bytes,
+            ..Default::default()
+        }));
+    }
+    let data = std::fs::read(p).map_err(cannot)?;
+    let sha = const_hex::encode(Sha256::digest(&data));
+    let mut stat = TraceInput { path: display.to_string(), sha256: Some(sha), bytes, ..Default::default() };
+    let doc: Json = match serde_json::from_slice(&data) {
+        Ok(d) => d,
+        Err(e) => {
+            warn(format!("{display}: not JSON ({e}): not read"));
+            stat.format = "trajectories".into();
+            return Ok(Some(stat));
+        }
+    };
+    drop(data);
+    let Some(kind) = trajectories::kind_of(&doc) else {
+        warn(format!(
+            "{display}: neither τ-bench's results (a list of {{task_id, trial, info, traj}}) nor an ATIF trajectory (schema_version ATIF-v1.x, steps): not read"
+        ));
+        stat.format = "trajectories".into();
+        return Ok(Some(stat));
+    };
+    stat.format = kind.name().into();
+    for t in trajectories::read(doc, kind, display, warn) {
+        stat.items += 1;
+        stat.spans += t.recorded.calls.len() as u64;
+        emit(Item::Trajectory(Box::new(t)))?;
+    }
+    Ok(Some(stat))
 }
 
 fn files_display(inputs: &[Input], i: usize) -> String {

@@ -129,7 +129,8 @@ pub struct TraceInput {
     /// The file's sha256 (for a run dir: of its trials.jsonl).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
-    /// `otlp_json`, `span_lines` or `run_dir`.
+    /// `otlp_json`, `span_lines`, `run_dir`, `taubench_results` or `atif`
+    /// (`trajectories`: a file that looked like one of the last two and was not).
     pub format: String,
     pub bytes: u64,
     pub spans: u64,

@@ -121,6 +121,13 @@ pub struct CallRecord {
     /// The fault injected on this call (status `faulted`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<FaultRecord>,
+    /// A recorded call re-executed (`evalua grade --reexecute`, SPEC §14)
+    /// whose result differs from the recorded one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub diverged: bool,
+    /// The recorded result of a call that diverged, as its agent saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<Json>,
 }
 
 impl CallRecord {

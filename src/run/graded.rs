@@ -87,6 +87,8 @@ pub struct Cases<'s> {
     trials: Vec<u32>,
     announced: usize,
     warnings: Arc<Mutex<Vec<String>>>,
+    /// (case, trial) numbers given so far.
+    taken: std::collections::HashSet<(usize, u32)>,
 }
 
 impl Place<Done> for Cases<'_> {
@@ -99,7 +101,7 @@ impl Place<Done> for Cases<'_> {
             }
             Done::Graded(g) => *g,
         };
-        let grade::Graded { mut record, mut trace, matched, warnings } = g;
+        let grade::Graded { mut record, mut trace, matched, warnings, trial } = g;
         if !warnings.is_empty() {
             warn(warnings);
         }
@@ -117,7 +119,18 @@ impl Place<Done> for Cases<'_> {
             infos.len() - 1
         });
         self.trials[case] += 1;
-        record.trial = self.trials[case];
+        // The trial number the item names (τ-bench's `trial + 1`) unless the
+        // case already has that trial; else the next in input order.
+        record.trial = match trial {
+            Some(n) if n > 0 && self.taken.insert((case, n)) => n,
+            _ => {
+                let mut n = self.trials[case];
+                while !self.taken.insert((case, n)) {
+                    n += 1;
+                }
+                n
+            }
+        };
         trace.trial = record.trial;
         record.trace = crate::record::traces::PACK.to_string();
         let index = self.announced;
@@ -166,6 +179,7 @@ pub fn grade(
         trials: Vec::new(),
         announced: 0,
         warnings: warnings.clone(),
+        taken: Default::default(),
     };
     let (executed, read) = std::thread::scope(|scope| {
         let reader = {

@@ -5,6 +5,7 @@
 
 pub mod changes;
 pub mod db;
+pub mod diff;
 pub mod pg;
 pub mod sql;
 pub mod sqlite;

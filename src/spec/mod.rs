@@ -61,6 +61,12 @@ pub struct ToolSpec {
     /// An attack case must not call it: requests are counted as attempts (SPEC §13).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forbidden_in_attack: bool,
+    /// The executor checks the arguments against `params` before the handler
+    /// runs (default). `validate = false`: the schema is only shown to the
+    /// agent and the handler judges the arguments, as in a harness that does
+    /// not validate (τ-bench's tools raise their own errors).
+    #[serde(skip_serializing_if = "Clone::clone")]
+    pub validate: bool,
     /// `file:line` of its `suite:tool` (not part of the tool's contract).
     #[serde(skip)]
     pub location: String,

@@ -185,6 +185,8 @@ fn run_example(
             id: c.id.clone().unwrap_or_else(|| format!("c{}", i + 1)),
             requested_id: None,
             fault: None,
+            diverged: false,
+            recorded: None,
             name: c.name.clone(),
             args: c.args.clone().filter(|a| !a.is_null()).unwrap_or_else(|| Json::Object(Default::default())),
             status: c.status.unwrap_or(CallStatus::Executed),

@@ -6,13 +6,15 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use mlua::{Lua, Table};
+use mlua::{IntoLua, Lua, Table};
 
 use super::checks;
 use super::context::*;
-use crate::lua::api::{self, phase::Phase, t::TParts};
+use crate::lua::api::{self, ctx::CtxParts, phase::Phase, t::TParts};
 use crate::lua::engine::{self as lua, Log};
-use crate::record::CheckResult;
+use crate::record::{CheckResult, Journal};
+use crate::sandbox::TrialRng;
+use crate::sandbox::db::{self, OpenOptions};
 use crate::sandbox::tests::TestRun;
 use crate::sandbox::workdir::Diff;
 
@@ -154,6 +156,86 @@ pub(crate) fn build_t(
             view: view_of(trial.plan),
         },
     )
+    .and_then(|t| {
+        install_replay(trial, &t, grading)?;
+        Ok(t)
+    })
+}
+
+/// `t:replay(calls)`: the state `calls` (a list of `{ name, args }`) leave on
+/// a fresh copy of the case's database, read-only (SPEC §14's
+/// `check.same_state`). Each call runs the suite's handler with a `ctx` of its
+/// own on that copy, as in a trial; a call that raises changes nothing more
+/// and the next one runs (τ-bench replays its gold actions so). The copy is
+/// the grading's: it goes when the trial's grading ends.
+fn install_replay(trial: &Trial<'_>, t: &Table, grading: &Phase) -> mlua::Result<()> {
+    let template = trial.case.template.clone();
+    let handlers = trial.handlers.clone();
+    let case_table = trial.case_table.clone();
+    let (number, seed, deadline) = (trial.number, trial.seed, trial.deadline);
+    let workdir = trial.workdir.clone();
+    let (clock, clock_text) = (trial.case.clock, trial.case.clock_text.clone());
+    let view = view_of(trial.plan);
+    let opts = OpenOptions { statement_timeout: trial.plan.suite.budget.deadline() };
+    let phase = grading.clone();
+    let replay = trial.lua.create_function(move |lua, (_t, calls): (mlua::Value, Table)| {
+        phase.check("t:replay")?;
+        let rt = |m: String| mlua::Error::runtime(format!("t:replay: {m}"));
+        let conn = match &template {
+            Some(t) => t.open_trial(opts),
+            None => db::empty(false),
+        }
+        .map_err(rt)?;
+        let journal = Rc::new(RefCell::new(Journal::new()));
+        let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
+        let ctx = api::ctx::build(
+            lua,
+            CtxParts {
+                case_table: &case_table,
+                trial: number,
+                seed,
+                conn: conn.clone(),
+                journal: &journal,
+                rng: &rng,
+                workdir: &workdir,
+                clock,
+                clock_text: &clock_text,
+                deadline,
+                phase: phase.clone(),
+                view: view.clone(),
+            },
+        )?;
+        for (i, call) in calls.sequence_values::<Table>().enumerate() {
+            let call = call.map_err(|e| rt(format!("call {}: expected {{ name, args }}: {e}", i + 1)))?;
+            let name: String = call.get("name").map_err(|e| rt(format!("call {}: name: {e}", i + 1)))?;
+            let run: mlua::Function = handlers
+                .get::<Option<Table>>(name.as_str())
+                .ok()
+                .flatten()
+                .and_then(|h| h.get::<mlua::Function>("run").ok())
+                .ok_or_else(|| rt(format!("call {}: the suite has no tool named '{name}'", i + 1)))?;
+            // The arguments as the executor hands them over: through JSON.
+            let args: mlua::Value = call.get("args")?;
+            let args = match &args {
+                mlua::Value::Nil => lua.create_table()?.into_lua(lua)?,
+                a => {
+                    let j = crate::lua::engine::convert::to_json(lua, a)
+                        .map_err(|e| rt(format!("call {} ({name}): arguments: {e}", i + 1)))?;
+                    crate::lua::engine::convert::to_lua(lua, &j)?
+                }
+            };
+            if let Err(e) = run.call::<mlua::Value>((ctx.clone(), args)) {
+                // Out of time or instructions: that is the check's to report.
+                if lua::limits(lua).is_tripped() {
+                    return Err(e);
+                }
+            }
+        }
+        release_db(&ctx, "db");
+        conn.seal();
+        Ok(api::db::Db::read_only(conn, "t:replay", phase.clone()))
+    })?;
+    t.raw_set("replay", replay)
 }
 
 /// Take the database handle `key` of a trial's table (`ctx.db`, `t.db`,

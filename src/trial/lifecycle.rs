@@ -50,10 +50,22 @@ pub struct TrialOutput {
 /// Run one trial, its agent driven by `drive`. Never panics on user input:
 /// every failure becomes a recorded outcome.
 pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<'_>) -> AgentEnd) -> TrialOutput {
+    run_in(plan, case, number, plan.workdir(case, number), Start::Fresh, drive)
+}
+
+/// [`run`] with the trial's work dir and how it starts given (a re-executed
+/// recorded item: a fresh sandbox, no user, the recorded conversation).
+pub(crate) fn run_in(
+    plan: &Plan,
+    case: &CasePlan,
+    number: u32,
+    workdir: PathBuf,
+    start: Start,
+    drive: impl FnOnce(&Trial<'_>) -> AgentEnd,
+) -> TrialOutput {
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
     let started = Instant::now();
-    let workdir = plan.workdir(case, number);
-    let out = match prepare(plan, case, number, seed, &workdir, Start::Fresh) {
+    let out = match prepare(plan, case, number, seed, &workdir, start) {
         Ok(trial) => {
             let _close = CloseDbs(vec![trial.conn.clone()], Some(trial.initial.clone()));
             let lua = trial.lua.clone();
@@ -169,6 +181,9 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> T
 pub(crate) enum Start {
     /// A fresh copy of the case's templates; the agent is about to act.
     Fresh,
+    /// A fresh copy of the case's templates; a recorded item's calls are about
+    /// to run again (`reexec`): no user speaks, the conversation is the recorded one.
+    Replay,
     /// A recorded trial's rebuilt final state (its database; its work dir is
     /// already in place) and its journal, read back from its trace.
     Recorded(Box<(Rc<dyn Database>, Journal)>),
@@ -198,10 +213,10 @@ pub(crate) fn prepare<'p>(
     // Lua's own math.random follows the trial's seed too.
     worker::seed_math_random(&lua, seed)?;
 
-    let recorded = matches!(start, Start::Recorded(_));
+    let recorded = matches!(start, Start::Recorded(_) | Start::Replay);
     let mut close = CloseDbs(Vec::new(), None);
     let (conn, journal) = match start {
-        Start::Fresh => {
+        Start::Fresh | Start::Replay => {
             let conn = match &case.template {
                 Some(t) => t.open_trial(OpenOptions { statement_timeout: plan.suite.budget.deadline() })?,
                 None => db::empty(false)?,

@@ -67,7 +67,24 @@ struct Materialized {
     snapshot: Table,
 }
 
+/// Run `f` with the dataset row a case is built from replaced by `row` (a
+/// re-executed item that carries the task it ran on, SPEC §14): the case's
+/// dataset `map` sees that row instead of the file's, and the case table is
+/// neither reused from nor kept for another trial.
+pub fn with_row<R>(row: Option<&serde_json::Value>, f: impl FnOnce() -> R) -> R {
+    let Some(row) = row else { return f() };
+    ROW.with(|r| *r.borrow_mut() = Some(row.clone()));
+    let out = f();
+    ROW.with(|r| *r.borrow_mut() = None);
+    out
+}
+
+fn row_override() -> Option<serde_json::Value> {
+    ROW.with(|r| r.borrow().clone())
+}
+
 thread_local! {
+    static ROW: RefCell<Option<serde_json::Value>> = const { RefCell::new(None) };
     static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
 }
 
@@ -232,7 +249,8 @@ pub fn case_table(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Tab
         (ev.suite.clone(), ev.log.clone(), reused, ev.decls.clone(), ev.datasets.clone())
     });
     lua.set_app_data(Log(log));
-    if let Some(t) = reused {
+    let own_row = row_override().is_some() && matches!(case.spec.source, CaseSource::Row { .. });
+    if let Some(t) = reused.filter(|_| !own_row) {
         return Ok((suite, t));
     }
     // A dataset's `map` sees the same random numbers whichever trial runs it first.
@@ -242,7 +260,7 @@ pub fn case_table(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Tab
     let snapshot = reuse::snapshot(lua, roots.clone()).map_err(|e| e.to_string())?;
     WORKER.with(|w| {
         if let Some(ev) = w.borrow_mut().as_mut().and_then(|w| w.evaluated.as_mut()) {
-            ev.case = snapshot.map(|snapshot| Materialized {
+            ev.case = snapshot.filter(|_| !own_row).map(|snapshot| Materialized {
                 id: case.spec.id.clone(),
                 table: table.clone(),
                 roots,
@@ -292,8 +310,11 @@ fn materialize(
             let reg: Table = datasets.raw_get(dataset as i64 + 1).map_err(|_| {
                 format!("case '{id}': {} was not declared when the suite was evaluated again", spec.path)
             })?;
-            let json = read_row(dataset, spec, RowPos { line, offset, length })
-                .map_err(|e| format!("{}:{line}: {e}", spec.path))?;
+            let json = match row_override() {
+                Some(own) => own,
+                None => read_row(dataset, spec, RowPos { line, offset, length })
+                    .map_err(|e| format!("{}:{line}: {e}", spec.path))?,
+            };
             let value = convert::to_lua(lua, &json).map_err(|e| e.to_string())?;
             match reg.raw_get::<Option<Function>>("map").map_err(|e| e.to_string())? {
                 None => value,

@@ -708,6 +708,35 @@ function check.no_writes(opts)
   end)
 end
 
+--- The final database equals the state that `calls` (a list of `{ name,
+--- args }`, a case's gold calls) leave on a fresh copy of the case's fixture,
+--- every table compared whole (SPEC §14; τ-bench's `r_actions`). `ignore`
+--- lists "table" or "table.column" to leave out. Evidence: the tables that
+--- differ, and how (`t.db:diff(gold)`).
+function check.same_state(calls, opts)
+  if type(calls) ~= "table" then error("check.same_state: expects a list of calls { name = …, args = … }", 2) end
+  local names = {}
+  for i, c in ipairs(calls) do
+    if type(c) ~= "table" or type(c.name) ~= "string" then
+      error("check.same_state: call " .. i .. " must be { name = \"tool\", args = { … } }", 2)
+    end
+    if c.args ~= nil and type(c.args) ~= "table" then
+      error("check.same_state: call " .. i .. " (" .. c.name .. "): args must be a table", 2)
+    end
+    names[#names + 1] = c.name
+  end
+  opts = opts_of("check.same_state", opts, { "ignore" }, 2)
+  local ignore = opts.ignore or {}
+  if type(ignore) ~= "table" then error("check.same_state: 'ignore' must be a list of \"table\" or \"table.column\"", 2) end
+  return make("same_state", "same state as the gold calls", opts, function(t)
+    local gold = t:replay(calls)
+    if #ignore == 0 and t.db:digest() == gold:digest() then return true, "same state" end
+    local diff = t.db:diff(gold, ignore)
+    if #diff == 0 then return true, "same state" end
+    return false, { reason = "the final database differs from the gold calls' state (here = final, there = gold)", tables = diff }
+  end, { tools = names })
+end
+
 local ENDINGS = { final = true, deadline = true, budget = true, crashed = true, protocol_error = true, infra_error = true }
 
 --- The agent's run ended one of these ways (default: { "final" }): a trial

@@ -533,7 +533,7 @@ local SUITE_KEYS = set {
 local GRADE_KEYS = set { "gate", "reexecute" }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
-local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
+local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack", "validate" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
   "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
@@ -1030,6 +1030,7 @@ local function declare_tool(self, spec, where)
   end
   expect_list_of_strings("suite:tool", "requires", spec.requires, 2)
   expect_type("suite:tool '" .. spec.name .. "'", "forbidden_in_attack", spec.forbidden_in_attack, "boolean", 2)
+  expect_type("suite:tool '" .. spec.name .. "'", "validate", spec.validate, "boolean", 2)
   local tool = {
     name = spec.name,
     description = spec.description or "",
@@ -1037,6 +1038,7 @@ local function declare_tool(self, spec, where)
     effect = effect,
     requires = spec.requires or {},
     forbidden_in_attack = spec.forbidden_in_attack or false,
+    validate = spec.validate ~= false,
     run = spec.run,
     _where = where,
   }

@@ -145,6 +145,12 @@ function check.no_loops(opts) end
 ---@return evalua.Check
 function check.retries(opts) end
 
+--- The final database equals the state `calls` (the case's gold calls) leave on a fresh copy of the fixture.
+---@param calls { name: string, args?: table }[]
+---@param opts? { name?: string, critical?: boolean, ignore?: string[] }
+---@return evalua.Check
+function check.same_state(calls, opts) end
+
 --- No write/external tool ran (executed, or faulted after its handler ran) and the database equals the initial one.
 ---@param opts? evalua.CheckOpts
 ---@return evalua.Check

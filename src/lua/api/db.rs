@@ -190,6 +190,22 @@ impl UserData for Db {
             list.set_metatable(Some(lua.array_metatable()))?;
             Ok(list)
         });
+        // `db:diff(other[, ignore])`: how this database differs from `other`
+        // (one entry per table that differs; empty when they hold the same
+        // rows). `ignore` lists "table" or "table.column" to leave out.
+        m.add_method("diff", |lua, this, (other, ignore): (mlua::AnyUserData, Option<Vec<String>>)| {
+            let other = other.borrow::<Db>()?;
+            let (here, there) = (this.database()?, other.database()?);
+            let ignore = crate::sandbox::diff::Ignore::parse(&ignore.unwrap_or_default());
+            let d = crate::sandbox::diff::diff(&*here, &*there, &ignore)
+                .map_err(|e| mlua::Error::runtime(format!("{}:diff: {e}", this.label)))?;
+            let list = lua.create_table()?;
+            for t in d {
+                list.raw_push(lua.to_value(&t)?)?;
+            }
+            list.set_metatable(Some(lua.array_metatable()))?;
+            Ok(list)
+        });
         m.add_method("digest", |_, this, ()| {
             this.database()?.digest().map_err(|e| mlua::Error::runtime(format!("{}: {e}", this.label)))
         });

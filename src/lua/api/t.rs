@@ -170,7 +170,9 @@ pub fn take_state_needed(lua: &Lua) -> Option<String> {
 /// Why a field of `t` is missing from a recorded trace, if it is one of those.
 fn state_field(key: &str) -> Option<&'static str> {
     Some(match key {
-        "db" | "initial" => "it reads the database (t.db / t.initial), and a recorded trace has no final state",
+        "db" | "initial" | "replay" => {
+            "it reads the database (t.db / t.initial / t:replay), and a recorded trace has no final state (re-execute it: --reexecute)"
+        }
         "files" | "diff" | "run_command" | "run_tests" => "it reads the work dir, and a recorded trace has none",
         "outbox" => "it reads the outbox, and a recorded trace has none",
         _ => return None,
