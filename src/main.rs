@@ -278,11 +278,6 @@ enum ReportFormat {
     Github,
 }
 
-/// Set how processes are isolated (`--isolation`).
-fn isolate(i: flags::Isolation) {
-    evalua::process::set_isolation(i.get());
-}
-
 impl Command {
     /// The command's name when `--json` was given: its document's schema is `evalua.<name>/1`.
     fn json(&self) -> Option<&'static str> {
@@ -406,10 +401,14 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
         Command::Regrade(a) => cmd::regrade::regrade(a),
         Command::Calibrate { suite, labels, rubric, no_cache, held_out, recheck, machine: _ } => {
-            evalua::judge::cache::set_disabled(no_cache.no_cache);
             let part =
                 if held_out { evalua::judge::labels::Part::HeldOut } else { evalua::judge::labels::Part::Calibration };
-            let opts = evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part, recheck };
+            let opts = evalua::judge::calibrate::Options {
+                rubric: rubric.as_deref(),
+                part,
+                recheck,
+                judge_cache: !no_cache.no_cache,
+            };
             cmd::calibrate::calibrate(&suite, &labels, &opts)
         }
         Command::MockJudge { rules, port } => cmd::mock_judge::mock_judge(&rules, port),
@@ -423,13 +422,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
             }
         },
         Command::Check { suites, skip_invalid, isolation, agent, machine: _ } => {
-            isolate(isolation);
-            cmd::check::check(&suites, skip_invalid, agent.as_deref())
+            cmd::check::check(&suites, skip_invalid, isolation.get(), agent.as_deref())
         }
-        Command::Test { paths, isolation, machine: _ } => {
-            isolate(isolation);
-            cmd::test::test(&paths)
-        }
+        Command::Test { paths, isolation, machine: _ } => cmd::test::test(&paths, isolation.get()),
         Command::List { suite, select, machine: _ } => cmd::list::list(&suite, &select.filters()),
         Command::Mcp { root } => cmd::mcp::mcp(root.as_deref()),
         Command::Init { dir, action } => cmd::init::init(&dir, &action),

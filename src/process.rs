@@ -18,8 +18,8 @@
 mod sandbox;
 
 pub use sandbox::{
-    Bwrap, Isolation, View, isolation, protected_by, ready as sandbox_ready, real as real_path,
-    refuse as sandbox_refuses, sees as sandbox_sees, set_isolation,
+    Bwrap, Isolation, View, protected_by, ready as sandbox_ready, real as real_path, refuse as sandbox_refuses,
+    sees as sandbox_sees,
 };
 
 use std::io::Read;
@@ -177,13 +177,13 @@ impl Launch {
     }
 
     /// The command, in its own process group, with the scrubbed environment,
-    /// inside the sandbox unless the run has `--isolation none`; stdio is the
+    /// inside the sandbox unless its view says `--isolation none`; stdio is the
     /// caller's to set.
     fn command(&self) -> Result<Command, StartError> {
         use std::os::unix::process::CommandExt;
         let program = self.argv.first().filter(|p| !p.is_empty()).ok_or(StartError::Empty)?;
         let env = self.env();
-        let mut c = match isolation() {
+        let mut c = match self.view.isolation {
             Isolation::None => {
                 let mut c = Command::new(program);
                 c.args(&self.argv[1..]);
@@ -212,7 +212,7 @@ impl Launch {
         // bwrap itself gets no environment: its /proc/1/environ, visible in
         // the sandbox, must not show the harness's.
         c.current_dir(&self.cwd).env_clear().process_group(0);
-        if isolation() == Isolation::None {
+        if self.view.isolation == Isolation::None {
             c.envs(env.iter().map(|(k, v)| (k, v)));
         }
         Ok(c)
@@ -529,17 +529,15 @@ mod tests {
     use super::*;
 
     /// Sandboxed where bubblewrap runs, else unconfined (the same for every test here).
-    fn isolation() {
-        if sandbox::ready().is_err() {
-            set_isolation(Isolation::None);
-        }
+    fn view() -> View {
+        let isolation = if sandbox::ready().is_err() { Isolation::None } else { Isolation::Sandbox };
+        View { isolation, ..View::default() }
     }
 
     fn sh(script: &str, timeout_ms: u64, max_output: usize) -> Outcome {
-        isolation();
         let argv = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
         let dir = tempfile::tempdir().unwrap();
-        let view = View::default();
+        let view = view();
         let timeout = Duration::from_millis(timeout_ms);
         run(&Spec { argv: &argv, cwd: dir.path(), timeout, max_output, tail: 100, view: &view }).unwrap()
     }
@@ -571,12 +569,39 @@ mod tests {
         );
     }
 
+    /// The isolation is the view's, not the process's: one process starts
+    /// a sandboxed and an unconfined command side by side.
+    #[test]
+    fn each_view_has_its_own_isolation() {
+        if sandbox::ready().is_err() {
+            eprintln!("skipped: bubblewrap cannot start here");
+            return;
+        }
+        let ours = std::fs::read_link("/proc/self/ns/pid").unwrap().display().to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let argv = vec!["readlink".to_string(), "/proc/self/ns/pid".to_string()];
+        let pid_ns = |isolation| {
+            let view = View { isolation, ..View::default() };
+            let spec = Spec {
+                argv: &argv,
+                cwd: dir.path(),
+                timeout: Duration::from_secs(120),
+                max_output: 1 << 16,
+                tail: 1 << 12,
+                view: &view,
+            };
+            run(&spec).unwrap().stdout.trim().to_string()
+        };
+        let (boxed, free) = (pid_ns(Isolation::Sandbox), pid_ns(Isolation::None));
+        assert_eq!(free, ours, "an unconfined command shares evalua's PID namespace");
+        assert!(boxed.starts_with("pid:[") && boxed != ours, "a sandboxed one has its own: {boxed} vs {ours}");
+    }
+
     #[test]
     fn the_environment_is_scrubbed() {
         // SAFETY (test): set before any process is spawned by this test; other
         // tests do not read this variable.
         unsafe { std::env::set_var("EVALUA_TEST_SECRET", "s3cret") };
-        isolation();
         let dir = tempfile::tempdir().unwrap();
         let argv = vec!["env".to_string()];
         let spec = Spec {
@@ -585,14 +610,15 @@ mod tests {
             timeout: Duration::from_secs(120),
             max_output: 1 << 20,
             tail: 1 << 16,
-            view: &View::default(),
+            view: &view(),
         };
         let out = run(&spec).unwrap();
         assert!(!out.stdout.contains("s3cret"), "{}", out.stdout);
         assert!(out.stdout.contains("PYTHONDONTWRITEBYTECODE=1"));
         let l = Launch::new(&["sh".into(), "-c".into(), "echo $EVALUA_TEST_SECRET $X".into()], dir.path())
             .pass(&["EVALUA_TEST_SECRET".into()])
-            .set("X", "y");
+            .set("X", "y")
+            .view(&view());
         let mut g = l.spawn(Stdio::null(), Stdio::piped(), Stdio::null()).unwrap();
         let mut s = String::new();
         g.child.stdout.take().unwrap().read_to_string(&mut s).unwrap();

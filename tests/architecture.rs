@@ -295,3 +295,28 @@ fn every_mod_rs_only_declares_and_reexports() {
     }
     assert!(bad.is_empty(), "mod.rs files beyond declarations and re-exports:\n{}", bad.join("\n"));
 }
+
+/// What only one file may spell: (what, the file, why).
+const ONE_PLACE: &[(&str, &str, &str)] = &[
+    ("tokio::runtime::Builder", "model/net.rs", "the process has one tokio runtime (`model::runtime`)"),
+    ("static UNCONFINED", "", "the isolation is the run's (`trial::Switches`, `process::View::isolation`)"),
+    ("static DISABLED", "", "the judge cache is the run's (`judge::cache::Cache`)"),
+];
+
+#[test]
+fn one_tokio_runtime_and_no_process_wide_run_switch() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let mut bad = Vec::new();
+    for f in &all {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(f).unwrap();
+        for (what, only, why) in ONE_PLACE {
+            if text.contains(what) && rel != *only {
+                bad.push(format!("src/{rel} has `{what}`: {why}"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

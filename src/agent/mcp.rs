@@ -10,8 +10,8 @@
 //! exactly the case's tools (name, description, inputSchema).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::sync::mpsc::{SyncSender, TrySendError};
-use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
@@ -91,21 +91,6 @@ fn result_of(r: &CallRecord) -> CallToolResult {
 fn error_result(text: &str) -> CallToolResult {
     serde_json::from_value(json!({ "content": [{ "type": "text", "text": text }], "isError": true }))
         .unwrap_or_else(|_| CallToolResult::error(Vec::new()))
-}
-
-/// The run's tokio runtime for MCP servers: one worker thread, started on first use.
-fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
-    static RT: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("evalua-mcp")
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the MCP runtime: {e}"))
-    })
-    .as_ref()
-    .map_err(Clone::clone)
 }
 
 #[derive(Clone)]
@@ -200,7 +185,8 @@ impl Drop for Server {
 /// its calls arrive on `events`.
 pub fn serve<'a>(tools: impl Iterator<Item = &'a ToolSpec>, events: SyncSender<Event>) -> Result<Server, String> {
     let tools = tools.map(tool_def).collect::<Result<Vec<_>, _>>()?;
-    let rt = runtime()?;
+    // The process's one tokio runtime (the model clients' and the model proxy's).
+    let rt = crate::model::runtime();
     let listener = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("MCP server: cannot listen on 127.0.0.1: {e}"))?;
     listener.set_nonblocking(true).map_err(|e| format!("MCP server: {e}"))?;

@@ -22,7 +22,12 @@ fn keep(errors: &mut Vec<String>, e: Error) -> Result<()> {
     }
 }
 
-pub fn check(suites: &[PathBuf], skip_invalid: bool, agent: Option<&str>) -> Result<u8> {
+pub fn check(
+    suites: &[PathBuf],
+    skip_invalid: bool,
+    isolation: crate::process::Isolation,
+    agent: Option<&str>,
+) -> Result<u8> {
     let jobs = run::default_jobs();
     let mut errors = Vec::new();
     for path in suites {
@@ -35,7 +40,7 @@ pub fn check(suites: &[PathBuf], skip_invalid: bool, agent: Option<&str>) -> Res
         };
         super::run::warn_skipped_rows(&s);
         // A command agent whose program or script the sandbox would not find.
-        found.extend(run::screen::agent_programs(&s));
+        found.extend(run::screen::agent_programs(&s, isolation));
         // Every case failed to declare: each said why; a plan would only add "no case".
         let plan = if !found.is_empty() && s.cases.is_empty() {
             None
@@ -52,6 +57,7 @@ pub fn check(suites: &[PathBuf], skip_invalid: bool, agent: Option<&str>) -> Res
             errors.extend(found);
             continue;
         };
+        plan.switches.isolation = isolation;
         if let Some(name) = agent
             && let Err(e) = run::select_agent(&mut plan, Some(name))
         {

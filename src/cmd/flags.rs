@@ -133,6 +133,11 @@ pub struct NoCache {
     pub no_cache: bool,
 }
 
+/// The run's switches from `--isolation` and `--no-cache`.
+pub fn switches(isolation: &Isolation, no_cache: &NoCache) -> crate::trial::plan::Switches {
+    crate::trial::plan::Switches { isolation: isolation.get(), judge_cache: !no_cache.no_cache }
+}
+
 /// The command line, for the manifest.
 pub fn argv() -> Vec<String> {
     std::env::args().collect()

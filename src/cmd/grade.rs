@@ -71,7 +71,7 @@ pub fn grade(a: GradeArgs) -> Result<u8> {
     let inputs = read::discover(&traces)?;
     let run_id = new_run_id();
     let dir = RunDir::create(a.out.as_deref(), &suite.name, &run_id)?;
-    let mut man = manifest::base(&suite, RunKind::Graded, &run_id, &flags::argv(), jobs);
+    let mut man = manifest::base(&suite, RunKind::Graded, &run_id, &flags::argv(), jobs, true);
     man.infra_error_policy =
         "a graded trace is never an infra_error: an item that cannot be read is not graded and is listed in warnings"
             .into();

@@ -86,6 +86,7 @@ fn read_goldens(path: &Path) -> Result<Json> {
         sources: std::sync::Arc::new(Sources::default()),
         clock: 0,
         validate: true,
+        judge_cache: false,
     };
     let lua = api::new_state(cfg).map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
     let v = engine::run_file(&lua, path).map_err(|e| Error::Input(engine::describe(&e)))?;

@@ -39,11 +39,10 @@ pub struct RegradeArgs {
 }
 
 pub fn regrade(a: RegradeArgs) -> Result<u8> {
-    crate::process::set_isolation(a.isolation.get());
-    crate::judge::cache::set_disabled(a.no_cache.no_cache);
     let (jobs, follow, argv) = (a.jobs.get(), a.follow.options()?, flags::argv());
     let started = Instant::now();
-    let r = regrade::prepare(&a.dir, a.suite.as_deref(), a.allow_fixture_change, &argv)?;
+    let switches = flags::switches(&a.isolation, &a.no_cache);
+    let r = regrade::prepare(&a.dir, a.suite.as_deref(), a.allow_fixture_change, switches, &argv)?;
     for w in &r.warnings {
         super::json::warn(w.clone());
     }

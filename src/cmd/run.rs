@@ -141,8 +141,7 @@ fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>,
 }
 
 pub fn run(a: RunArgs) -> Result<u8> {
-    crate::process::set_isolation(a.isolation.get());
-    crate::judge::cache::set_disabled(a.no_cache.no_cache);
+    let switches = flags::switches(&a.isolation, &a.no_cache);
     let follow = a.follow.options()?;
     let (jobs, argv) = (a.jobs.get(), flags::argv());
     if let Err(e) = cancel::install_signal_handlers() {
@@ -175,6 +174,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         let mut plan = run::plan(s, trials, &filters, seed)?;
         run::select_agent(&mut plan, agent.as_deref())?;
         plan.keep_state &= !a.no_state;
+        plan.switches = switches;
         run::screen::require_sandbox(&plan)?;
         run::screen::screen(&mut plan, a.skip_invalid, jobs)?;
         plans.push(plan);

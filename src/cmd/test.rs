@@ -59,7 +59,7 @@ fn evidence(r: &ExampleResult) -> String {
     o
 }
 
-pub fn test(paths: &[PathBuf]) -> Result<u8> {
+pub fn test(paths: &[PathBuf], isolation: crate::process::Isolation) -> Result<u8> {
     let default = [PathBuf::from(DEFAULT_PATH)];
     let paths = if paths.is_empty() { &default[..] } else { paths };
     let mut files = Vec::new();
@@ -71,7 +71,7 @@ pub fn test(paths: &[PathBuf]) -> Result<u8> {
     let mut loaded = Vec::new();
     for f in &files {
         let file = grader_tests::load(f).map_err(Error::Input)?;
-        let results = run_file(&file).map_err(Error::Input)?;
+        let results = run_file(&file, isolation).map_err(Error::Input)?;
         loaded.push((display_path(&file.path), results));
     }
     let (mut passed, mut failed) = (0usize, 0usize);

@@ -298,6 +298,8 @@ pub struct Options<'a> {
     /// their last measurement (the change in kappa and false-pass rate, with
     /// intervals); decides a `judge_kappa` gate.
     pub recheck: bool,
+    /// Read and write the judge cache (false under `--no-cache`).
+    pub judge_cache: bool,
 }
 
 /// What `calibrate` found: lines about the labels read, and each rubric's calibration.
@@ -406,7 +408,7 @@ pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
         }
     }
     let ctx = RecordCtx { suite, labels_file: &shown, labels_sha: &labels_sha, recheck: opts.recheck };
-    let cache_dir = super::cache::dir(&suite.dir);
+    let cache = super::cache::Cache::of(&suite.dir, opts.judge_cache);
     for (spec, mut items) in groups {
         let criteria = spec.criteria().unwrap_or_default().to_vec();
         let name = spec.name().to_string();
@@ -423,8 +425,8 @@ pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
         match &spec {
             JudgeSpec::Cascade { first, then, escalate, .. } => {
                 // Each stage on every item (to measure it alone), and the cascade as it would run.
-                let a = conclude_all(&items, |d| verdict::rubric_of(first, d, &cache_dir));
-                let b = conclude_all(&items, |d| verdict::rubric_of(then, d, &cache_dir));
+                let a = conclude_all(&items, |d| verdict::rubric_of(first, d, &cache));
+                let b = conclude_all(&items, |d| verdict::rubric_of(then, d, &cache));
                 let whole: Vec<Conclusion> = a
                     .iter()
                     .zip(&b)
@@ -464,7 +466,7 @@ pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
                 }
             }
             _ => {
-                let cs = conclude_all(&items, |d| verdict::rubric_of(&spec, d, &cache_dir));
+                let cs = conclude_all(&items, |d| verdict::rubric_of(&spec, d, &cache));
                 report.rubrics.push(calibrated(&spec, "rubric", &items, &cs, Vec::new(), &ctx)?);
             }
         }

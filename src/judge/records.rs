@@ -81,8 +81,9 @@ pub fn suite_judges(suite: &Suite) -> Vec<(JudgeSpec, Vec<String>)> {
     suite.judges.iter().map(|j| (j.spec.clone(), j.cases.clone())).collect()
 }
 
-/// The manifest's `judges`: each judge check's model(s) and prompt hash.
-pub fn manifest(suite: &Suite) -> Json {
+/// The manifest's `judges`: each judge check's model(s) and prompt hash, and
+/// the run's cache (`judge_cache`: false under `--no-cache`).
+pub fn manifest(suite: &Suite, judge_cache: bool) -> Json {
     Json::Array(
         suite_judges(suite)
             .into_iter()
@@ -103,7 +104,7 @@ pub fn manifest(suite: &Suite) -> Json {
                     "calibration": calibration(&suite.dir, &spec).as_str(),
                     "calibration_kappa": calibration_kappa(&suite.dir, &spec),
                     "cases": cases,
-                    "cache": if cache::disabled() { "off".to_string() } else { display_path(&cache::dir(&suite.dir)) },
+                    "cache": cache::Cache::of(&suite.dir, judge_cache).describe(),
                 });
                 if let JudgeSpec::Cascade { first, then, escalate, .. } = &spec {
                     v["stages"] = json!({

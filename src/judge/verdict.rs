@@ -2,13 +2,12 @@
 //! panel voting by majority) and a pairwise comparison (both orders; a tie
 //! when they disagree). Only valid answers are cached.
 
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::{Value as Json, json};
 
-use super::cache;
+use super::cache::{self, Cache};
 use super::client;
 use super::prompt::{self, Better, Mark, TrialData};
 use super::resolve::{Judge, resolve};
@@ -104,12 +103,12 @@ fn ask<T>(
     judge: &Judge,
     request: &client::Request,
     key: &str,
-    cache_dir: &Path,
+    cache: &Cache,
     calls: &Mutex<Vec<JudgeCall>>,
     read: impl Fn(&Json) -> Result<T, String>,
 ) -> (Answer, Option<T>) {
     let id = judge.id();
-    if let Some(v) = cache::get(cache_dir, key)
+    if let Some(v) = cache.get(key)
         && let Ok(t) = read(&v)
     {
         return (Answer { judge: id, cached: true, value: Ok(v), meta: json!({}) }, Some(t));
@@ -127,12 +126,7 @@ fn ask<T>(
             let meta = reply.meta();
             match read(&reply.answer) {
                 Ok(t) => {
-                    cache::put(
-                        cache_dir,
-                        key,
-                        json!({ "judge": judge.endpoint_id(), "request": request.name }),
-                        &reply.answer,
-                    );
+                    cache.put(key, json!({ "judge": judge.endpoint_id(), "request": request.name }), &reply.answer);
                     (Answer { judge: id, cached: false, value: Ok(reply.answer), meta }, Some(t))
                 }
                 Err(e) => {
@@ -161,14 +155,8 @@ fn mark_str(m: Mark) -> &'static str {
 }
 
 /// Run a rubric on a trial's data.
-pub fn rubric(
-    criteria: &[String],
-    models: &[ModelSpec],
-    panel: bool,
-    data: &TrialData,
-    cache_dir: &Path,
-) -> Conclusion {
-    collecting_calls(|calls| rubric_with(criteria, models, panel, data, cache_dir, calls))
+pub fn rubric(criteria: &[String], models: &[ModelSpec], panel: bool, data: &TrialData, cache: &Cache) -> Conclusion {
+    collecting_calls(|calls| rubric_with(criteria, models, panel, data, cache, calls))
 }
 
 fn rubric_with(
@@ -176,7 +164,7 @@ fn rubric_with(
     models: &[ModelSpec],
     panel: bool,
     data: &TrialData,
-    cache_dir: &Path,
+    cache: &Cache,
     calls: &Mutex<Vec<JudgeCall>>,
 ) -> Conclusion {
     let judges = match resolve_all(models) {
@@ -196,7 +184,7 @@ fn rubric_with(
         };
         let seat = if panel { i.to_string() } else { "0".into() };
         let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, &seat);
-        ask(judge, &request, &key, cache_dir, calls, |v| prompt::read_rubric(v, n))
+        ask(judge, &request, &key, cache, calls, |v| prompt::read_rubric(v, n))
     };
     let results: Vec<(Answer, Option<prompt::RubricVerdict>)> = if judges.len() == 1 {
         vec![one(0, &judges[0])]
@@ -326,9 +314,9 @@ pub fn pairwise(
     task: &str,
     a: &str,
     b: &str,
-    cache_dir: &Path,
+    cache: &Cache,
 ) -> Conclusion {
-    collecting_calls(|calls| pairwise_with(question, models, pass, task, (a, b), cache_dir, calls))
+    collecting_calls(|calls| pairwise_with(question, models, pass, task, (a, b), cache, calls))
 }
 
 fn pairwise_with(
@@ -337,7 +325,7 @@ fn pairwise_with(
     pass: &str,
     task: &str,
     (a, b): (&str, &str),
-    cache_dir: &Path,
+    cache: &Cache,
     calls: &Mutex<Vec<JudgeCall>>,
 ) -> Conclusion {
     let judges = match resolve_all(models) {
@@ -358,7 +346,7 @@ fn pairwise_with(
         };
         let input_hash = sha256_hex(json!([task, first, second]).to_string().as_bytes());
         let key = cache::key(&judge.cache_id(), &prompt_hash, &input_hash, "0");
-        let (answer, better) = ask(judge, &request, &key, cache_dir, calls, prompt::read_pairwise);
+        let (answer, better) = ask(judge, &request, &key, cache, calls, prompt::read_pairwise);
         let winner = better.map(|b| match (b, label) {
             (Better::Tie, _) => "tie",
             (Better::First, "a,b") | (Better::Second, "b,a") => "a",
@@ -403,11 +391,9 @@ fn pairwise_with(
 }
 
 /// A rubric stage of a cascade, on a trial's data.
-pub fn rubric_of(spec: &crate::spec::JudgeSpec, data: &TrialData, cache_dir: &Path) -> Conclusion {
+pub fn rubric_of(spec: &crate::spec::JudgeSpec, data: &TrialData, cache: &Cache) -> Conclusion {
     match spec {
-        crate::spec::JudgeSpec::Rubric { criteria, models, panel, .. } => {
-            rubric(criteria, models, *panel, data, cache_dir)
-        }
+        crate::spec::JudgeSpec::Rubric { criteria, models, panel, .. } => rubric(criteria, models, *panel, data, cache),
         other => {
             let msg = format!("a cascade stage must be a judge.rubric, not a {}", other.kind());
             Conclusion {
@@ -482,10 +468,10 @@ pub fn cascade(
     then: &crate::spec::JudgeSpec,
     escalate: &str,
     data: &TrialData,
-    cache_dir: &Path,
+    cache: &Cache,
 ) -> Conclusion {
-    let a = rubric_of(first, data, cache_dir);
-    combine(first, then, escalate, a, || rubric_of(then, data, cache_dir))
+    let a = rubric_of(first, data, cache);
+    combine(first, then, escalate, a, || rubric_of(then, data, cache))
 }
 
 /// The cascade's conclusion from the first stage's, asking `second` only on escalation.

@@ -50,7 +50,7 @@ const SKIPPED_SHOWN: usize = 20;
 pub fn state_config(path: &Path, sources: Arc<Sources>, clock: i64, validate: bool) -> StateConfig {
     let suite_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let module_dirs = crate::util::paths::module_dirs(&suite_dir).into();
-    StateConfig { suite_dir, module_dirs, sources, clock, validate }
+    StateConfig { suite_dir, module_dirs, sources, clock, validate, judge_cache: true }
 }
 
 /// Run the suite file in `lua` and return the suite table it returns.

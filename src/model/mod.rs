@@ -6,7 +6,8 @@
 //! API: the model proxy (an axum server) needs a tokio runtime anyway, and
 //! reqwest's blocking client starts a runtime thread of its own per client.
 //! One multi-thread runtime with two workers serves the proxy, every client
-//! request and the per-endpoint semaphores; the worker threads (plain std
+//! request, the per-endpoint semaphores and the MCP servers (`agent::mcp`)
+//! — the process's only one; the worker threads (plain std
 //! threads) `block_on` their request. Async code (the proxy) calls
 //! [`Endpoint::chat_async`] instead.
 //!

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::types::Endpoint;
 
-/// The process's one tokio runtime: model clients and the model proxy.
+/// The process's one tokio runtime: model clients, the model proxy, the MCP
+/// servers and the viewer.
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {

@@ -30,7 +30,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The first command inside the sandbox when the caller's stdin and stdout
 /// come in as descriptors 3 and 4 (bwrap itself gets /dev/null on 0 and 1):
@@ -41,24 +40,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// to end its stream.
 pub const RELAY: &str = r#"exec "$@" <&3 >&4 3<&- 4>&-"#;
 
-/// How processes are isolated in this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a process is isolated: the run's `--isolation`, carried by each
+/// [`View`] (never a process-wide switch: two runs in one process, or two
+/// tests, may differ).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Isolation {
     /// bubblewrap (the default).
+    #[default]
     Sandbox,
     /// `--isolation none`: processes run as the harness's user, unconfined.
     None,
-}
-
-static UNCONFINED: AtomicBool = AtomicBool::new(false);
-
-/// Set the run's isolation (`--isolation`), before any process starts.
-pub fn set_isolation(i: Isolation) {
-    UNCONFINED.store(i == Isolation::None, Ordering::SeqCst);
-}
-
-pub fn isolation() -> Isolation {
-    if UNCONFINED.load(Ordering::SeqCst) { Isolation::None } else { Isolation::Sandbox }
 }
 
 /// Read-only system directories (a symlink stays a symlink).
@@ -70,6 +61,8 @@ const MASK_DIRS: &[&str] = &["/etc/ssh", "/etc/sudoers.d", "/etc/munge", "/etc/s
 /// What a sandboxed process may see besides the system directories.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct View {
+    /// Whether there is a sandbox at all (`--isolation none`: none of the rest applies).
+    pub isolation: Isolation,
     /// Paths it may read (the suite's `sandbox.expose`).
     pub read_only: Vec<PathBuf>,
     /// Folders it may write besides its working directory.

@@ -9,6 +9,7 @@ use serde_json::Value as Json;
 
 use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
+use crate::process::Isolation;
 use crate::record::manifest::{
     CaseEntry, DatasetEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry,
     WorkdirEntry,
@@ -125,10 +126,10 @@ fn resolve_in(cmd: &str, visible: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
 /// with `--isolation none`), symlinks followed, and a version manager's shim
 /// (pyenv, rbenv, nodenv) followed to the interpreter it starts. Returns the
 /// program and the shim, if one was followed.
-pub fn resolve_program(cmd: &str, expose: &[PathBuf]) -> Option<(PathBuf, Option<PathBuf>)> {
-    let found = match crate::process::isolation() {
-        crate::process::Isolation::None => resolve_executable(cmd)?,
-        crate::process::Isolation::Sandbox => resolve_in(cmd, &|d| crate::process::sandbox_sees(d, expose))?,
+pub fn resolve_program(cmd: &str, isolation: Isolation, expose: &[PathBuf]) -> Option<(PathBuf, Option<PathBuf>)> {
+    let found = match isolation {
+        Isolation::None => resolve_executable(cmd)?,
+        Isolation::Sandbox => resolve_in(cmd, &|d| crate::process::sandbox_sees(d, expose))?,
     };
     match follow_shim(&found) {
         Some(real) => Some((real, Some(found))),
@@ -184,8 +185,8 @@ fn follow_shim(p: &Path) -> Option<PathBuf> {
     None
 }
 
-pub fn program(cmd: &[String], suite_dir: &Path, expose: &[PathBuf]) -> Program {
-    let resolved = cmd.first().and_then(|c| resolve_program(c, expose));
+pub fn program(cmd: &[String], suite_dir: &Path, isolation: Isolation, expose: &[PathBuf]) -> Program {
+    let resolved = cmd.first().and_then(|c| resolve_program(c, isolation, expose));
     let via = resolved.as_ref().and_then(|(_, via)| via.as_ref()).map(|v| display_path(v));
     let executable = resolved.map(|(p, _)| file_hash(&p));
     let files = cmd
@@ -199,13 +200,15 @@ pub fn program(cmd: &[String], suite_dir: &Path, expose: &[PathBuf]) -> Program 
     Program { executable, via, files }
 }
 
-/// An agent as declared, with the hashes of what it runs.
-fn agent_entry(a: &AgentSpec, suite_dir: &Path, expose: &[PathBuf]) -> Json {
+/// An agent as declared, with the hashes of what it runs (found as the plan's trials will find it).
+fn agent_entry(a: &AgentSpec, plan: &Plan) -> Json {
+    let suite = &plan.suite;
     let mut v = serde_json::to_value(a).unwrap_or_default();
     match a {
         AgentSpec::Scripted { path: Some(p) } => v["file"] = serde_json::to_value(file_hash(p)).unwrap_or_default(),
         AgentSpec::Command(c) => {
-            v["program"] = serde_json::to_value(program(&c.cmd, suite_dir, expose)).unwrap_or_default()
+            v["program"] = serde_json::to_value(program(&c.cmd, &suite.dir, plan.switches.isolation, &suite.expose))
+                .unwrap_or_default()
         }
         _ => {}
     }
@@ -241,7 +244,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
                 weight: c.spec.weight,
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
-                agent: c.spec.agent.as_ref().map(|a| agent_entry(a, &suite.dir, &suite.expose)),
+                agent: c.spec.agent.as_ref().map(|a| agent_entry(a, plan)),
                 reference: c.spec.reference.clone(),
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
@@ -253,11 +256,11 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         .collect();
     // The agent the run uses (`--agent`, else the default), with its name (SPEC §14).
     let agent = plan.agent_name().and_then(|n| suite.agent_named(n).map(|a| (n, a))).map(|(n, a)| {
-        let mut v = agent_entry(a, &suite.dir, &suite.expose);
+        let mut v = agent_entry(a, plan);
         v["name"] = Json::String(n.to_string());
         v
     });
-    let base = base(suite, RunKind::Run, run_id, argv, opts.jobs);
+    let base = base(suite, RunKind::Run, run_id, argv, opts.jobs, plan.switches.judge_cache);
     Manifest {
         suite: SuiteEntry {
             schema: suite.schema.as_deref().map(file_hash),
@@ -278,13 +281,13 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         infra_error_policy:
             "capability figures leave infra_error trials out of n; figures.operational counts them as failures".into(),
         isolation: IsolationEntry {
-            mode: match crate::process::isolation() {
-                crate::process::Isolation::Sandbox => "sandbox".into(),
-                crate::process::Isolation::None => "none".into(),
+            mode: match plan.switches.isolation {
+                Isolation::Sandbox => "sandbox".into(),
+                Isolation::None => "none".into(),
             },
-            tool: match crate::process::isolation() {
-                crate::process::Isolation::Sandbox => crate::process::sandbox_ready().ok().map(|b| b.version.clone()),
-                crate::process::Isolation::None => None,
+            tool: match plan.switches.isolation {
+                Isolation::Sandbox => crate::process::sandbox_ready().ok().map(|b| b.version.clone()),
+                Isolation::None => None,
             },
             expose: suite.expose.iter().map(|p| p.display().to_string()).collect(),
             network: suite.network,
@@ -311,7 +314,14 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
 /// Every manifest's start, whatever made the run's trials: the suite (its
 /// identity, grader hash, judges, gates, monitors), the command line and the
 /// machine; what a plan adds (cases, agent, budget, seed, isolation) is empty.
-pub fn base(suite: &crate::spec::Suite, kind: RunKind, run_id: &str, argv: &[String], jobs: usize) -> Manifest {
+pub fn base(
+    suite: &crate::spec::Suite,
+    kind: RunKind,
+    run_id: &str,
+    argv: &[String],
+    jobs: usize,
+    judge_cache: bool,
+) -> Manifest {
     let (entry, sources, tool_contract_sha256) = suite_identity(suite);
     Manifest {
         evalua_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -325,7 +335,7 @@ pub fn base(suite: &crate::spec::Suite, kind: RunKind, run_id: &str, argv: &[Str
         grader_sha256: grader_hash_of(suite),
         tool_contract_sha256,
         agent: Json::Null,
-        judges: crate::judge::manifest(suite),
+        judges: crate::judge::manifest(suite, judge_cache),
         cases: Vec::new(),
         budget: Default::default(),
         default_deadline_s: 0.0,

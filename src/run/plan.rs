@@ -253,6 +253,7 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
         safety,
         keep_state,
         agent: None,
+        switches: Default::default(),
     })
 }
 

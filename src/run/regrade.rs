@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::lua::load;
 use crate::record::manifest::{CaseEntry, Manifest, RegradedFrom, RunKind, StateKeeping};
 use crate::record::{RunDir, TrialRecord};
-use crate::trial::{self, Plan};
+use crate::trial::{self, Plan, Switches};
 use crate::util::paths::display_path;
 
 /// A re-grade, planned.
@@ -89,7 +89,13 @@ fn fixture_change(old: &Manifest, new: &Manifest, was: &CaseEntry, now: &CaseEnt
 
 /// Plan the re-grade of the run dir `dir` with `suite` (default: the suite
 /// file the run recorded).
-pub fn prepare(dir: &Path, suite: Option<&Path>, allow_fixture_change: bool, argv: &[String]) -> Result<Regrade> {
+pub fn prepare(
+    dir: &Path,
+    suite: Option<&Path>,
+    allow_fixture_change: bool,
+    switches: Switches,
+    argv: &[String],
+) -> Result<Regrade> {
     let old = RunDir::open(dir)?;
     let old_manifest = old.read_manifest()?;
     regradable(dir, &old_manifest)?;
@@ -117,6 +123,7 @@ pub fn prepare(dir: &Path, suite: Option<&Path>, allow_fixture_change: bool, arg
         )));
     }
     let mut plan = super::plan(s, None, &Default::default(), old_manifest.seed)?;
+    plan.switches = switches;
     if !plan.keep_state {
         return Err(Error::Input(format!(
             "{}: the suite now declares a PostgreSQL sandbox (sandbox.db = \"postgres\"): re-grading is not supported on it; re-grade with the SQLite suite the run was made with (--suite FILE)",

@@ -189,9 +189,10 @@ fn recorded(f: &serde_json::Value) -> (String, Option<String>) {
 }
 
 /// What a program recorded then runs now: a shim recorded by an older
-/// evalua is followed to its interpreter and hashed now.
+/// evalua is followed to its interpreter and hashed now. (The recorded path
+/// has a `/`: it is not looked up on PATH, so the isolation changes nothing.)
 fn runs_now(path: &str, sha: Option<String>) -> (String, Option<String>) {
-    match crate::run::manifest::resolve_program(path, &[]) {
+    match crate::run::manifest::resolve_program(path, crate::process::Isolation::Sandbox, &[]) {
         Some((real, Some(_))) => {
             let sha = std::fs::read(&real).ok().map(|b| crate::util::digest::sha256_hex(&b));
             (real.display().to_string(), sha)

@@ -109,8 +109,8 @@ fn validate_one(plan: &Plan, case: &CasePlan, check: usize, n: usize) -> Option<
 /// kinds: a `check.command` or a tool handler's `ctx.exec` is refused when it
 /// starts, as the check's grader error or the call's error.)
 pub fn require_sandbox(plan: &Plan) -> Result<()> {
-    use crate::process::{Isolation, isolation, sandbox_ready};
-    if isolation() == Isolation::None {
+    use crate::process::{Isolation, sandbox_ready};
+    if plan.switches.isolation == Isolation::None {
         return Ok(());
     }
     let needs = plan.cases.iter().any(|c| {
@@ -158,13 +158,14 @@ pub fn screen(plan: &mut Plan, skip: bool, jobs: usize) -> Result<()> {
 /// be found is an error naming the file, at the line of the declaration that
 /// gave the agent (the suite's, or a case's own). `evalua check` says them;
 /// a run would record every trial as crashed instead.
-pub fn agent_programs(suite: &crate::spec::Suite) -> Vec<String> {
+pub fn agent_programs(suite: &crate::spec::Suite, isolation: crate::process::Isolation) -> Vec<String> {
     use crate::spec::{AgentSpec, WorkdirSpec};
     let mut errors = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let empty = tempfile::tempdir().ok();
     // What a command agent's sandbox would see (`trial::agent_view`).
     let view = crate::process::View {
+        isolation,
         read_only: suite.expose.clone(),
         writable: Vec::new(),
         no_network: !suite.network,
@@ -275,7 +276,7 @@ fn command_missing(
         }
     };
     let relative_to_workdir = !Path::new(program).is_absolute() && program.contains('/');
-    match (crate::process::isolation(), cwd) {
+    match (view.isolation, cwd) {
         (_, None) if relative_to_workdir => {}
         (Isolation::Sandbox, Some(cwd)) => {
             if let Some(why) = crate::process::sandbox_refuses(cmd, cwd, path_var, view) {

@@ -58,6 +58,7 @@ pub struct Trial<'p> {
 /// command: [`agent_view`]).
 pub fn view_of(plan: &Plan) -> crate::process::View {
     crate::process::View {
+        isolation: plan.switches.isolation,
         read_only: plan.suite.expose.clone(),
         writable: Vec::new(),
         no_network: !plan.suite.network,

@@ -82,12 +82,12 @@ fn verdict(checks: &[CheckResult]) -> Got {
 
 /// Run every example of a loaded test file. An example that cannot be built
 /// (its SQL fails, a file cannot be written) is an error of the test file:
-/// `Err("file:line: …")`.
-pub fn run_file(file: &TestFile) -> Result<Vec<ExampleResult>, String> {
+/// `Err("file:line: …")`. Test runners are isolated as `isolation` says.
+pub fn run_file(file: &TestFile, isolation: crate::process::Isolation) -> Result<Vec<ExampleResult>, String> {
     let mut out = Vec::new();
     for g in &file.groups {
         for (ex, case) in &g.examples {
-            let checks = run_example(&file.lua, g, ex, case.as_ref())
+            let checks = run_example(&file.lua, g, ex, case.as_ref(), isolation)
                 .map_err(|e| format!("{}: example '{}': {e}", g.location, ex.name))?;
             out.push(ExampleResult {
                 grader: g.name.clone(),
@@ -125,7 +125,13 @@ fn write_files(root: &Path, files: impl Iterator<Item = (String, Option<String>)
     Ok(())
 }
 
-fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Result<Vec<CheckResult>, String> {
+fn run_example(
+    lua: &Lua,
+    g: &Group,
+    ex: &Example,
+    case: Option<&Table>,
+    isolation: crate::process::Isolation,
+) -> Result<Vec<CheckResult>, String> {
     // The database: schema + fixture make the initial state, `sql` the final one.
     let (initial, conn) = match &ex.db {
         Some(db) => {
@@ -238,7 +244,7 @@ fn run_example(lua: &Lua, g: &Group, ex: &Example, case: Option<&Table>) -> Resu
             tests_ran,
             phase: grading.clone(),
             // Test runners see the system folders and the example's tree, nothing else.
-            view: crate::process::View::default(),
+            view: crate::process::View { isolation, ..Default::default() },
             max_file: crate::spec::KeepCaps::default().file_bytes,
         },
     )

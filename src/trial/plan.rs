@@ -56,6 +56,25 @@ pub struct Plan {
     pub keep_state: bool,
     /// The named agent the run picked (`--agent NAME`); None: the suite's default.
     pub agent: Option<String>,
+    /// What the command line decides for the whole run.
+    pub switches: Switches,
+}
+
+/// The run's switches that no suite sets: passed with the plan, never
+/// process-wide (two runs in one process, or two tests, may differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Switches {
+    /// How the trials' processes are isolated (`--isolation`); every process
+    /// of the run gets it through [`crate::trial::view_of`].
+    pub isolation: crate::process::Isolation,
+    /// Judge checks read and write the judge cache; false under `--no-cache`.
+    pub judge_cache: bool,
+}
+
+impl Default for Switches {
+    fn default() -> Self {
+        Switches { isolation: crate::process::Isolation::Sandbox, judge_cache: true }
+    }
 }
 
 /// Which agent plays a trial: the case's own, or one of the suite's by name.

@@ -118,7 +118,10 @@ pub fn worker_state(plan: &Plan) -> Result<Lua, String> {
         {
             return Ok(worker.lua.clone());
         }
-        let cfg = load::state_config(&plan.suite.path, plan.suite.sources.clone(), 0, false);
+        let cfg = crate::lua::engine::StateConfig {
+            judge_cache: plan.switches.judge_cache,
+            ..load::state_config(&plan.suite.path, plan.suite.sources.clone(), 0, false)
+        };
         let lua = api::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
         // Generational collection: the evaluated suite (every case's
         // declaration) is old and stays; what a trial leaves behind is young

@@ -48,6 +48,11 @@ pub fn trial_data(lua: &Lua, t: &Table) -> mlua::Result<TrialData> {
     })
 }
 
+/// The state's judge cache (off under the run's `--no-cache`).
+fn cache_of(lua: &Lua) -> judge::cache::Cache {
+    judge::cache::Cache::of(&engine::suite_dir(lua), engine::judge_cache(lua))
+}
+
 /// Run `f` (a blocking judge call) without charging its time to the check's limits.
 fn blocking<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
     let started = Instant::now();
@@ -82,8 +87,8 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
                 return Err(mlua::Error::runtime("judge_rubric: not a rubric spec"));
             };
             let data = trial_data(lua, &t)?;
-            let dir = judge::cache::dir(&engine::suite_dir(lua));
-            let c = blocking(lua, || judge::rubric(&criteria, &models, panel, &data, &dir));
+            let cache = cache_of(lua);
+            let c = blocking(lua, || judge::rubric(&criteria, &models, panel, &data, &cache));
             conclude(lua, c)
         })?,
     )?;
@@ -94,8 +99,8 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
                 return Err(mlua::Error::runtime("judge_pairwise: not a pairwise spec"));
             };
             let task = trial_data(lua, &t)?.input;
-            let dir = judge::cache::dir(&engine::suite_dir(lua));
-            let c = blocking(lua, || judge::pairwise(&question, &models, &pass, &task, &a, &b, &dir));
+            let cache = cache_of(lua);
+            let c = blocking(lua, || judge::pairwise(&question, &models, &pass, &task, &a, &b, &cache));
             conclude(lua, c)
         })?,
     )?;
@@ -106,8 +111,8 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
                 return Err(mlua::Error::runtime("judge_cascade: not a cascade spec"));
             };
             let data = trial_data(lua, &t)?;
-            let dir = judge::cache::dir(&engine::suite_dir(lua));
-            let c = blocking(lua, || judge::verdict::cascade(&first, &then, &escalate, &data, &dir));
+            let cache = cache_of(lua);
+            let c = blocking(lua, || judge::verdict::cascade(&first, &then, &escalate, &data, &cache));
             conclude(lua, c)
         })?,
     )?;

@@ -332,6 +332,7 @@ mod tests {
             sources: Default::default(),
             clock: 0,
             validate: false,
+            judge_cache: false,
         };
         new_state(config, |_, _| Ok(())).unwrap()
     }

@@ -39,6 +39,8 @@ pub struct StateConfig {
     /// was already validated, only to get its functions back, so it skips the
     /// validation-only primitives (schema_error, regex_error, gate_error, exists).
     pub validate: bool,
+    /// Judge checks read and write the judge cache (the run's `--no-cache` turns it off).
+    pub judge_cache: bool,
 }
 
 /// Host-side data stored in the state (`lua.app_data_ref::<StateData>()`).
@@ -377,6 +379,11 @@ pub fn limits(lua: &Lua) -> Rc<Limits> {
 
 pub fn suite_dir(lua: &Lua) -> PathBuf {
     lua.app_data_ref::<StateData>().expect("state data").config.suite_dir.clone()
+}
+
+/// Whether judge checks in this state use the judge cache.
+pub fn judge_cache(lua: &Lua) -> bool {
+    lua.app_data_ref::<StateData>().expect("state data").config.judge_cache
 }
 
 /// Bytecode of every chunk compiled in this process, by chunk name and source
