@@ -269,6 +269,7 @@ pub fn base(suite: &crate::spec::Suite, kind: RunKind, run_id: &str, argv: &[Str
         regraded_from: None,
         planned_trials: None,
         judge_checks: Vec::new(),
+        interleaved: None,
         resumes: Vec::new(),
         extra: Default::default(),
     }
