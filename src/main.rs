@@ -5,12 +5,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
-use evalua::cmd;
+use evalua::cmd::{self, flags};
 use evalua::error::Result;
-use evalua::record::manifest::Filters;
-use evalua::run::PartitionArg;
 
 // mimalloc, not glibc's malloc: a trial makes thousands of small allocations
 // (Lua tables, strings, JSON), and glibc spent ~25% of a 100,000-case run in
@@ -82,150 +80,21 @@ enum LabelsCommand {
     },
 }
 
-#[derive(Args, Clone)]
-struct Select {
-    /// Only cases whose id matches this glob (e.g. 'refund_*')
-    #[arg(long = "case", value_name = "GLOB")]
-    case: Option<String>,
-    /// Only cases with this tag (repeatable: any of them)
-    #[arg(long = "tag", value_name = "TAG")]
-    tags: Vec<String>,
-    /// Only cases of this split
-    #[arg(long, value_parser = ["dev", "held_out"])]
-    split: Option<String>,
-}
-
-/// Sending trials as OpenTelemetry traces (SPEC §9).
-#[derive(Args, Clone)]
-struct Otlp {
-    /// Send every trial as an OpenTelemetry trace over OTLP/HTTP (protobuf) to this URL
-    /// (a URL without a path gets /v1/traces); default: the OTEL_EXPORTER_OTLP_* variables
-    #[arg(long, value_name = "URL")]
-    otlp: Option<String>,
-    /// Also write the traces to FILE as OTLP JSON lines (one ExportTraceServiceRequest per line)
-    #[arg(long, value_name = "FILE")]
-    otlp_file: Option<PathBuf>,
-    /// Leave inputs, answers, tool arguments and results, error texts and check explanations out
-    #[arg(long)]
-    otlp_no_content: bool,
-}
-
-/// How a run is followed (every kind of run: run, regrade, grade).
-#[derive(Args, Clone)]
-struct Follow {
-    /// No progress display
-    #[arg(long, short)]
-    quiet: bool,
-    #[command(flatten)]
-    otlp: Otlp,
-}
-
-impl Follow {
-    fn options(&self) -> Result<evalua::report::sinks::Follow> {
-        Ok(evalua::report::sinks::Follow { quiet: self.quiet, export: self.otlp.options()? })
-    }
-}
-
-impl Otlp {
-    fn options(&self) -> Result<evalua::otel::export::Options> {
-        Ok(evalua::otel::export::Options {
-            endpoint: evalua::otel::export::endpoint(self.otlp.as_deref())?,
-            file: self.otlp_file.clone(),
-            content: !self.otlp_no_content,
-        })
-    }
-}
-
-impl Select {
-    fn filters(&self) -> Filters {
-        Filters { case: self.case.clone(), tags: self.tags.clone(), split: self.split.clone() }
-    }
-}
-
 // Parsed once per process: the size of its largest variant does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run every case × trials, write a run dir, print a summary
-    Run {
-        #[arg(required = true, value_name = "SUITE.lua")]
-        suites: Vec<PathBuf>,
-        /// Trials per case (overrides the suite and the cases)
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        trials: Option<u32>,
-        /// Trials run at once (default: the number of cores)
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        jobs: Option<u32>,
-        #[command(flatten)]
-        select: Select,
-        /// Run seed: the same seed gives the same trial seeds [default: 1]
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Write the run dir here (default runs/<suite>/<time>-<id>/)
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "retry_errors"])]
-        out: Option<PathBuf>,
-        /// Finish an interrupted run: keep the trials in RUN_DIR/trials.jsonl, run the rest with the same seeds
-        #[arg(long, value_name = "RUN_DIR", conflicts_with = "retry_errors")]
-        resume: Option<PathBuf>,
-        /// As --resume, and also run the run's infra_error trials again
-        #[arg(long, value_name = "RUN_DIR")]
-        retry_errors: Option<PathBuf>,
-        /// On an incomplete run (interrupted), decide the gates on the trials that ran instead of failing them
-        #[arg(long)]
-        allow_incomplete: bool,
-        /// Skip (and report) cases whose tests do not hold on their initial tree instead of failing
-        #[arg(long)]
-        skip_invalid: bool,
-        /// Run only this deterministic share of the (case, trial) pairs: hash:I/N (e.g. hash:1/4), or auto
-        /// (from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX + EVALUA_PARTITIONS, or EVALUA_PARTITION=I/N)
-        #[arg(long, value_name = "hash:I/N|auto", value_parser = PartitionArg::parse)]
-        partition: Option<PartitionArg>,
-        /// Compare the finished run with this earlier run dir (as `evalua compare`)
-        #[arg(long, value_name = "RUN_DIR")]
-        baseline: Option<PathBuf>,
-        /// With --baseline: compare even if the suite or its cases changed
-        #[arg(long)]
-        allow_revision_change: bool,
-        /// Call judge models even when a cached verdict exists (and store none)
-        #[arg(long)]
-        no_cache: bool,
-        /// A skipped judge check (no judge model reachable) fails the run
-        #[arg(long)]
-        require_judge: bool,
-        /// Do not keep each trial's changes (database changeset, changed files); the run cannot be re-graded
-        #[arg(long)]
-        no_state: bool,
-        /// How agents and commands are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
-        #[arg(long, value_enum, default_value = "sandbox")]
-        isolation: IsolationArg,
-        #[command(flatten)]
-        follow: Follow,
-        /// Which of the suite's agents plays (`agents = { NAME = … }`; default: the suite's default agent)
-        #[arg(long, value_name = "NAME")]
-        agent: Option<String>,
-    },
+    Run(cmd::run::RunArgs),
     /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs) with the suite's monitors and checks
-    Grade {
-        #[arg(value_name = "SUITE.lua")]
-        suite: PathBuf,
-        /// Trace files or folders (OTLP JSON or JSON lines, flat span lines), or evalua run dirs
-        #[arg(long, required = true, num_args = 1.., value_name = "PATH")]
-        traces: Vec<PathBuf>,
-        /// Write the run dir here (default runs/<suite>/<time>-<id>/)
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// Items graded at once (default: the number of cores)
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        jobs: Option<u32>,
-        #[command(flatten)]
-        follow: Follow,
-    },
+    #[command(override_usage = "evalua grade SUITE.lua --traces PATH... [OPTIONS]")]
+    Grade(cmd::grade::GradeArgs),
     /// Send a finished run's trials as OpenTelemetry GenAI traces
     Export {
         #[arg(value_name = "RUN_DIR")]
         dir: PathBuf,
         #[command(flatten)]
-        otlp: Otlp,
+        otlp: flags::Otlp,
     },
     /// Turn a graded run's flagged items into versioned golden cases (a Lua module)
     Promote {
@@ -237,6 +106,9 @@ enum Command {
         /// Only items flagged with this failure mode (a monitor's name)
         #[arg(long, value_name = "NAME")]
         mode: Option<String>,
+        /// Golden cases kept per cluster: its first N distinct inputs (other wordings of the same failure)
+        #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..))]
+        per_cluster: u32,
     },
     /// Re-render report.md, report.html and junit.xml from a run dir
     Report {
@@ -275,30 +147,7 @@ enum Command {
         json: bool,
     },
     /// Re-run the suite's current checks on a run's recorded final states; no agent runs
-    Regrade {
-        #[arg(value_name = "RUN_DIR")]
-        dir: PathBuf,
-        /// The suite whose checks to run (default: the suite file the run recorded)
-        #[arg(long, value_name = "SUITE.lua")]
-        suite: Option<PathBuf>,
-        /// Write the new run dir here (default runs/<suite>/<time>-<id>/)
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// Re-grade even if a case's fixture, schema or work tree changed since the run
-        #[arg(long)]
-        allow_fixture_change: bool,
-        /// Trials re-graded at once (default: the number of cores)
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        jobs: Option<u32>,
-        #[command(flatten)]
-        follow: Follow,
-        /// Call judge models even when a cached verdict exists (and store none)
-        #[arg(long)]
-        no_cache: bool,
-        /// How check commands and test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
-        #[arg(long, value_enum, default_value = "sandbox")]
-        isolation: IsolationArg,
-    },
+    Regrade(cmd::regrade::RegradeArgs),
     /// Combine the partitioned runs of one suite into one run dir
     Merge {
         /// The parts' run dirs, or folders holding them (one sub-folder per part)
@@ -318,9 +167,8 @@ enum Command {
         /// Calibrate only the rubric with this name
         #[arg(long, value_name = "NAME")]
         rubric: Option<String>,
-        /// Call the judge even when a cached verdict exists
-        #[arg(long)]
-        no_cache: bool,
+        #[command(flatten)]
+        no_cache: flags::NoCache,
         /// Use the label store's held-out items (its split) instead of the others; counted in the ledger
         #[arg(long)]
         held_out: bool,
@@ -340,9 +188,8 @@ enum Command {
         /// Report cases whose tests do not hold on their initial tree as warnings, not errors
         #[arg(long)]
         skip_invalid: bool,
-        /// How test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
-        #[arg(long, value_enum, default_value = "sandbox")]
-        isolation: IsolationArg,
+        #[command(flatten)]
+        isolation: flags::Isolation,
         /// Also check that this named agent can run (known, its model endpoint configured)
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
@@ -351,9 +198,8 @@ enum Command {
     Test {
         #[arg(value_name = "PATH")]
         paths: Vec<PathBuf>,
-        /// How check commands and test runners are isolated: `sandbox` (bubblewrap, the default) or `none` (unconfined)
-        #[arg(long, value_enum, default_value = "sandbox")]
-        isolation: IsolationArg,
+        #[command(flatten)]
+        isolation: flags::Isolation,
     },
     /// Browse every run dir under DIR (default runs/) in a local web page on 127.0.0.1
     View {
@@ -380,28 +226,18 @@ enum Command {
         #[arg(value_name = "SUITE.lua")]
         suite: PathBuf,
         #[command(flatten)]
-        select: Select,
+        select: flags::Select,
     },
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum IsolationArg {
-    Sandbox,
-    None,
-}
-
-/// Set how processes are isolated; opting out is said loudly.
-fn isolate(i: IsolationArg) {
-    if i == IsolationArg::None {
-        evalua::process::set_isolation(evalua::process::Isolation::None);
-        eprintln!(
-            "warning: --isolation none: agents, their tools' commands, check commands and test runners run unconfined, \
-             as your user, with your files, processes and network (recorded in the manifest)"
-        );
-    }
+/// Set how processes are isolated (`--isolation`).
+fn isolate(i: flags::Isolation) {
+    evalua::process::set_isolation(i.get());
 }
 
 fn main() -> ExitCode {
+    // Before any thread: descriptors evalua inherited never reach a child.
+    evalua::process::init_fds();
     configure_allocator();
     std::panic::set_hook(Box::new(|info| {
         eprintln!("evalua: internal error (please report it): {info}");
@@ -421,82 +257,21 @@ fn main() -> ExitCode {
 
 fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
-        Command::Run {
-            suites,
-            trials,
-            jobs,
-            select,
-            seed,
-            out,
-            skip_invalid,
-            partition,
-            baseline,
-            allow_revision_change,
-            no_cache,
-            require_judge,
-            follow,
-            no_state,
-            resume,
-            retry_errors,
-            allow_incomplete,
-            isolation,
-            agent,
-        } => {
-            isolate(isolation);
-            evalua::judge::cache::set_disabled(no_cache);
-            let follow = follow.options()?;
-            cmd::run::run(cmd::run::RunArgs {
-                suites,
-                trials,
-                jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
-                filters: select.filters(),
-                seed,
-                out,
-                skip_invalid,
-                partition,
-                baseline,
-                allow_revision_change,
-                require_judge,
-                no_state,
-                resume,
-                retry_errors,
-                allow_incomplete,
-                argv: std::env::args().collect(),
-                follow,
-                agent,
-            })
-        }
-        Command::Grade { suite, traces, out, jobs, follow } => cmd::grade::grade(cmd::grade::GradeArgs {
-            suite,
-            traces,
-            out,
-            jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
-            follow: follow.options()?,
-            argv: std::env::args().collect(),
-        }),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Grade(a) => cmd::grade::grade(a),
         Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),
-        Command::Promote { dir, into, mode } => cmd::promote::promote(&dir, &into, mode.as_deref()),
+        Command::Promote { dir, into, mode, per_cluster } => {
+            cmd::promote::promote(&dir, &into, mode.as_deref(), per_cluster as usize)
+        }
         Command::Report { dir, allow_incomplete } => cmd::report::report(&dir, allow_incomplete),
         Command::Compare { base, cand, allow_revision_change, json, markdown } => {
             cmd::compare::compare(&base, &cand, allow_revision_change, json, markdown)
         }
         Command::Merge { dirs, out } => cmd::merge::merge(&dirs, &out),
         Command::Show { dir, case, trial, json } => cmd::show::show(&dir, &case, trial, json),
-        Command::Regrade { dir, suite, out, allow_fixture_change, jobs, follow, no_cache, isolation } => {
-            isolate(isolation);
-            evalua::judge::cache::set_disabled(no_cache);
-            cmd::regrade::regrade(cmd::regrade::RegradeArgs {
-                dir,
-                suite,
-                out,
-                allow_fixture_change,
-                jobs: jobs.map(|j| j as usize).unwrap_or_else(evalua::run::default_jobs),
-                follow: follow.options()?,
-                argv: std::env::args().collect(),
-            })
-        }
+        Command::Regrade(a) => cmd::regrade::regrade(a),
         Command::Calibrate { suite, labels, rubric, no_cache, held_out, recheck } => {
-            evalua::judge::cache::set_disabled(no_cache);
+            evalua::judge::cache::set_disabled(no_cache.no_cache);
             let part =
                 if held_out { evalua::judge::labels::Part::HeldOut } else { evalua::judge::labels::Part::Calibration };
             let opts = evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part, recheck };

@@ -18,7 +18,8 @@
 mod sandbox;
 
 pub use sandbox::{
-    Bwrap, Isolation, View, isolation, ready as sandbox_ready, refuse as sandbox_refuses, set_isolation,
+    Bwrap, Isolation, View, isolation, protected_by, ready as sandbox_ready, real as real_path,
+    refuse as sandbox_refuses, sees as sandbox_sees, set_isolation,
 };
 
 use std::io::Read;
@@ -31,6 +32,76 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::util::cancel;
+
+/// The file descriptors a child may get.
+mod fds {
+    use std::os::fd::{IntoRawFd, RawFd};
+    use std::sync::OnceLock;
+
+    /// A descriptor on /dev/null (close-on-exec), held for the process's life.
+    static NULL: OnceLock<RawFd> = OnceLock::new();
+
+    /// Mark every descriptor above 2 that evalua was started with
+    /// close-on-exec (`evalua run suite.lua 7<secret` must not hand fd 7 to
+    /// an agent; nor a CI runner's jobserver pipes, logs or sockets), and
+    /// make sure descriptors 3 and 4 stay taken for the process's life (by
+    /// what was inherited there or by /dev/null): the sandbox's relay moves
+    /// a child's stdin and stdout there between fork and exec, where they
+    /// must not replace a descriptor std uses then. Everything evalua opens
+    /// itself is close-on-exec (std's default). Call first in `main`, before
+    /// any thread; idempotent.
+    pub fn init() {
+        NULL.get_or_init(|| {
+            // SAFETY: close_range only changes flags of descriptors; an error
+            // (a kernel before 5.11) leaves them as they were.
+            let marked =
+                unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as u32) };
+            if marked != 0 {
+                mark_each();
+            }
+            let open = || std::fs::File::open("/dev/null").map(|f| f.into_raw_fd()).unwrap_or(-1);
+            let mut null = open();
+            // Lowest free numbers first: taking 3 and 4 if they are free.
+            while (0..=4).contains(&null) {
+                null = open();
+            }
+            null
+        });
+    }
+
+    /// Without close_range: each open descriptor listed in /proc/self/fd.
+    fn mark_each() {
+        let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return };
+        let fds: Vec<RawFd> = dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+        for fd in fds.into_iter().filter(|&fd| fd > 2) {
+            // SAFETY: only sets the close-on-exec flag of a descriptor number.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 {
+                    libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+                }
+            }
+        }
+    }
+
+    /// The /dev/null descriptor (after [`init`]).
+    pub fn null() -> RawFd {
+        init();
+        *NULL.get().unwrap_or(&-1)
+    }
+
+    /// Between fork and exec: stdin and stdout to 3 and 4 (for the sandbox's
+    /// relay), /dev/null on 0 and 1 (for bubblewrap's own processes).
+    pub fn relay(null: RawFd) -> std::io::Result<()> {
+        // SAFETY: dup2 is async-signal-safe and touches only descriptors.
+        let ok = unsafe {
+            libc::dup2(0, 3) >= 0 && libc::dup2(1, 4) >= 0 && libc::dup2(null, 0) >= 0 && libc::dup2(null, 1) >= 0
+        };
+        if ok { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+    }
+}
+
+pub use fds::init as init_fds;
 
 /// The variables every process gets from the harness's environment.
 const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
@@ -126,7 +197,15 @@ impl Launch {
                     return Err(StartError::Spawn { program: program.clone(), reason });
                 }
                 let mut c = Command::new(&bwrap.path);
-                c.args(bwrap.args(&self.argv, &self.cwd, &env, &self.view));
+                c.args(bwrap.args(&self.argv, &self.cwd, &env, &self.view, true));
+                let null = fds::null();
+                // SAFETY: the closure runs between fork and exec and calls only
+                // dup2, which is async-signal-safe. std has put the caller's
+                // stdio on 0–2; 3 and 4 are held by evalua (`fds::init`), so
+                // never by std's own error pipe, which dup2 could replace.
+                unsafe {
+                    c.pre_exec(move || fds::relay(null));
+                }
                 c
             }
         };
@@ -451,14 +530,17 @@ mod tests {
 
     #[test]
     fn bounds_hold() {
-        let ok = sh("echo hi; echo err >&2; exit 3", 5000, 1 << 20);
+        // Timeouts a test does not exercise are far above the need (a busy
+        // machine starts a sandbox slowly); the ones it does are proven by
+        // commands that would otherwise run for an hour.
+        let ok = sh("echo hi; echo err >&2; exit 3", 120_000, 1 << 20);
         assert_eq!(ok.exit_code, Some(3));
         assert_eq!(ok.stdout, "hi\n");
         assert_eq!(ok.stderr, "err\n");
         let t = Instant::now();
-        let hang = sh("sleep 30 & sleep 30", 300, 1 << 20);
-        assert!(hang.timed_out && t.elapsed() < Duration::from_secs(5), "{hang:?}");
-        let flood = sh("yes", 20_000, 1 << 20);
+        let hang = sh("sleep 3600 & sleep 3600", 300, 1 << 20);
+        assert!(hang.timed_out && t.elapsed() < Duration::from_secs(120), "{hang:?} after {:?}", t.elapsed());
+        let flood = sh("yes", 120_000, 1 << 20);
         assert!(flood.output_limited && flood.stdout.len() <= 100, "{flood:?}");
         assert!(
             run(&Spec {
@@ -484,7 +566,7 @@ mod tests {
         let spec = Spec {
             argv: &argv,
             cwd: dir.path(),
-            timeout: Duration::from_secs(5),
+            timeout: Duration::from_secs(120),
             max_output: 1 << 20,
             tail: 1 << 16,
             view: &View::default(),

@@ -142,20 +142,22 @@ fn expand(prefix: &[String], tree: &str, out: &mut Vec<Vec<String>>) {
     }
 }
 
-#[test]
-fn no_two_files_import_each_other_even_through_others() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mods = modules(&src);
+/// Which files each file of src/ imports (through `use` or an inline
+/// `crate::` / `super::` path), by relative path. A file's own unit tests are
+/// left out.
+fn import_edges(
+    src: &Path,
+    mods: &std::collections::BTreeMap<Vec<String>, String>,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
     // The file a path names: the longest prefix that is a module.
     let resolve = |path: &[String]| (1..=path.len()).rev().find_map(|i| mods.get(&path[..i]).cloned());
     let comment = Regex::new(r"//[^\n]*").unwrap();
     let uses = Regex::new(r"use\s+(crate|super)::([^;]+);").unwrap();
     let inline = Regex::new(r"(crate|super)::((?:[a-z_0-9]+::)*[A-Za-z_0-9]+)").unwrap();
     let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
-    for (module, rel) in &mods {
+    for (module, rel) in mods {
         let text = std::fs::read_to_string(src.join(rel)).unwrap();
         let mut text = comment.replace_all(&text, "").into_owned();
-        // A file's own unit tests are not part of the graph.
         if let Some(i) = text.find("#[cfg(test)]\nmod tests") {
             text.truncate(i);
         }
@@ -180,6 +182,14 @@ fn no_two_files_import_each_other_even_through_others() {
             }
         }
     }
+    edges
+}
+
+#[test]
+fn no_two_files_import_each_other_even_through_others() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mods = modules(&src);
+    let edges = import_edges(&src, &mods);
     assert!(edges.values().map(|e| e.len()).sum::<usize>() > 300, "the scan found too few imports: {edges:?}");
     // Depth-first search; a grey node met again closes a cycle.
     fn visit<'a>(
@@ -218,4 +228,70 @@ fn no_two_files_import_each_other_even_through_others() {
             panic!("an import cycle between files of src/: {}", cycle.join(" → "));
         }
     }
+}
+
+/// A module never imports the module that declares it (its `mod.rs`, or the
+/// `foo.rs` beside its folder): with the `mod` declaration that would be a
+/// cycle. A child reaches a sibling by the sibling's own path
+/// (`super::sibling::Item`), never through the parent's re-export.
+#[test]
+fn no_module_imports_the_parent_that_declares_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mods = modules(&src);
+    let edges = import_edges(&src, &mods);
+    let mut bad = Vec::new();
+    for (module, rel) in &mods {
+        if module.len() < 2 {
+            continue;
+        }
+        let Some(parent) = mods.get(&module[..module.len() - 1]) else { continue };
+        if edges.get(rel).is_some_and(|e| e.contains(parent)) {
+            bad.push(format!("src/{rel} imports src/{parent}, which declares it"));
+        }
+    }
+    assert!(bad.is_empty(), "children that import their parent:\n{}", bad.join("\n"));
+}
+
+/// The `mod.rs` files that still hold logic, each with why. Every other
+/// `mod.rs` only declares modules and re-exports.
+const MOD_RS_WITH_LOGIC: &[(&str, &str)] = &[
+    ("agent/mod.rs", "drive: which agent kind runs a trial (to move to agent/drive.rs)"),
+    ("grade/mod.rs", "grading one recorded item, 547 lines (to split along its concerns)"),
+    ("lua/api/mod.rs", "new_state: the API installed into a state (to move to lua/api/state.rs)"),
+    ("report/mod.rs", "write_all and the console entry points (to move to report/write.rs)"),
+    ("sandbox/mod.rs", "trial seeds and the trial RNG (to move to sandbox/seed.rs)"),
+    ("spec/mod.rs", "the suite's types, 375 lines (to split: suite, case, tools)"),
+];
+
+/// What is left of a `mod.rs` once its comments, attributes, `mod` and
+/// `use` declarations and unit tests are taken out: its logic.
+fn logic_of(text: &str) -> String {
+    let mut text = Regex::new(r"//[^\n]*").unwrap().replace_all(text, "").into_owned();
+    if let Some(i) = text.find("#[cfg(test)]\nmod tests") {
+        text.truncate(i);
+    }
+    let decl = Regex::new(r"(?s)#!?\[[^\]]*\]|(pub(\([a-z]+\))?\s+)?(use|mod)\s[^;{]*(\{[^;]*\})?[^;{]*;").unwrap();
+    decl.replace_all(&text, "").trim().to_string()
+}
+
+#[test]
+fn every_mod_rs_only_declares_and_reexports() {
+    // The check itself, on a planted violation and on a clean file.
+    assert!(!logic_of("//! doc\npub fn planted() {}\n").is_empty());
+    assert_eq!(logic_of("//! doc\n#[cfg(unix)]\npub mod a;\nmod b;\npub use a::{X, y::{Z as W}};\nuse b::*;\n"), "");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let mut bad = Vec::new();
+    for f in all.iter().filter(|f| f.file_name().is_some_and(|n| n == "mod.rs")) {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let excepted = MOD_RS_WITH_LOGIC.iter().any(|(e, _)| *e == rel);
+        let logic = logic_of(&std::fs::read_to_string(f).unwrap());
+        match (logic.is_empty(), excepted) {
+            (false, false) => bad.push(format!("src/{rel} holds logic: {}", logic.lines().next().unwrap_or(""))),
+            (true, true) => bad.push(format!("src/{rel} is on MOD_RS_WITH_LOGIC but holds none: take it off")),
+            _ => {}
+        }
+    }
+    assert!(bad.is_empty(), "mod.rs files beyond declarations and re-exports:\n{}", bad.join("\n"));
 }

@@ -267,3 +267,330 @@ return suite
         assert_eq!(o.status.code(), Some(0), "{file}: {}", stderr(&o));
     }
 }
+
+/// Items 6 and 9: the smallest trace `grade` reads, suites/traces/minimal.jsonl
+/// (three flat spans with `start_ns` / `end_ns`, no adapter), grades as the
+/// guide says; with `--traces FILE SUITE` too (item 8).
+#[test]
+fn the_guides_minimal_trace_grades_with_start_ns_spans() {
+    let text = std::fs::read_to_string(repo().join("suites/traces/minimal.jsonl")).unwrap();
+    assert_eq!(text.lines().count(), 3, "three flat spans");
+    assert!(text.contains("\"start_ns\"") && text.contains("\"end_ns\""));
+    let guide = std::fs::read_to_string(repo().join("docs/guide.md")).unwrap();
+    assert!(guide.contains("evalua grade suites/refunds_prod.lua --traces suites/traces/minimal.jsonl"));
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, args) in [
+        ["grade", "suites/refunds_prod.lua", "--traces", "suites/traces/minimal.jsonl"],
+        // Item 8: the suite after the trace paths is still the suite.
+        ["grade", "--traces", "suites/traces/minimal.jsonl", "suites/refunds_prod.lua"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out = tmp.path().join(format!("g{i}"));
+        let mut a: Vec<&str> = args.to_vec();
+        a.extend(["-q", "--out", out.to_str().unwrap()]);
+        let o = evalua(&repo(), &a);
+        assert_eq!(o.status.code(), Some(1), "the accepted gate fails: {}", stderr(&o));
+        assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+        let recs = trials(&out);
+        assert_eq!(recs.len(), 1, "one item");
+        assert_eq!(recs[0]["failure_modes"], serde_json::json!(["missing_identity_verification"]));
+        assert_eq!(recs[0]["calls"]["executed"], 2);
+        let t = trace_of(&out, &recs[0]);
+        assert_eq!(t["calls"][1]["started_ms"], 1000.0, "times read from start_ns: {}", t["calls"][1]);
+    }
+}
+
+/// Item 8: the usage line of a grade error shows the flags as optional.
+#[test]
+fn grades_usage_line_shows_no_flag_as_required() {
+    let o = evalua(&repo(), &["grade", "-q", "suites/refunds_prod.lua"]);
+    assert_eq!(o.status.code(), Some(2));
+    let usage = stderr(&o).lines().find(|l| l.starts_with("Usage:")).unwrap_or_default().to_string();
+    assert_eq!(usage, "Usage: evalua grade SUITE.lua --traces PATH... [OPTIONS]", "{}", stderr(&o));
+    let o = evalua(&repo(), &["grade", "--traces", "suites/traces/minimal.jsonl"]);
+    assert_user_error(&o, "which suite? give it first: evalua grade SUITE.lua --traces PATH...");
+}
+
+/// Item 7: a gate whose figure is undefined for graded traces (pass^2, each
+/// trace one trial) says so and is not decided; `grade = { gate = … }` gives
+/// grading its own gates.
+#[test]
+fn grading_has_its_own_gates_and_undefined_figures_do_not_fail() {
+    let suite = |grade: &str| {
+        format!(
+            r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {{ name = "g", agent = evalua.agent.scripted(function() return "x" end),
+  monitors = {{ tool_loop = check.no_loops {{ max_repeats = 2 }} }},
+  gate = {{ ["pass^2"] = 0.5, accepted = 0.5 }}{grade} }}
+suite:tool {{ name = "t", run = function() return {{}} end }}
+suite:case {{ id = "c", input = "x" }}
+return suite
+"#
+        )
+    };
+    let trace = std::fs::read_to_string(repo().join("suites/traces/minimal.jsonl")).unwrap();
+    let dir = project(&[
+        ("run_gates.lua", &suite("")),
+        ("grade_gates.lua", &suite(", grade = { gate = { accepted = 1.0, critical_failures = 0 } }")),
+        ("t.jsonl", &trace),
+    ]);
+    let o = evalua(dir.path(), &["grade", "run_gates.lua", "--traces", "t.jsonl", "-q", "--out", "a"]);
+    assert_eq!(o.status.code(), Some(0), "pass^2 is undefined, accepted 100% ≥ 50%: {}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("gates: 1 passed, 1 not decided (undefined for this input)"), "{out}");
+    assert!(out.contains("UNDEFINED pass^2: required ≥ 50.0% (undefined for these items"), "{out}");
+    let s = json(&dir.path().join("a/summary.json"));
+    let g = s["gates"].as_array().unwrap().iter().find(|g| g["name"] == "pass^2").unwrap().clone();
+    assert_eq!(
+        (g["passed"].clone(), g["undefined"].clone(), g["value"].clone()),
+        (true.into(), true.into(), serde_json::Value::Null)
+    );
+
+    let o = evalua(dir.path(), &["grade", "grade_gates.lua", "--traces", "t.jsonl", "-q", "--out", "b"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("gates: all 2 passed") && !out.contains("pass^2:"), "grading's own gates: {out}");
+    // A run of the same suite keeps its run gates.
+    let o = run_suite(dir.path(), "grade_gates.lua", &["--trials", "2"]);
+    assert!(stdout(&o).contains("pass^2"), "{}", stdout(&o));
+    // grade = { … } is checked like every key.
+    let dir = project(&[("bad.lua", &suite(", grade = { gates = {} }"))]);
+    assert_user_error(&evalua(dir.path(), &["check", "bad.lua"]), "evalua.suite.grade: unknown key 'gates'");
+}
+
+/// Polish: a graded run's reports give each item (a row named by trace id)
+/// its failure modes, and draw no one-point pass^k chart.
+#[test]
+fn a_graded_runs_report_shows_failure_modes_and_no_one_point_chart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("g");
+    let o = evalua(
+        &repo(),
+        &[
+            "grade",
+            "suites/refunds_prod.lua",
+            "--traces",
+            "tests/fixtures/traces/pydantic_ai/",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| infra err | failure modes |"), "{md}");
+    let flagged =
+        trials(&out).into_iter().find(|r| r["failure_modes"].as_array().is_some_and(|m| !m.is_empty())).unwrap();
+    let mode = flagged["failure_modes"][0].as_str().unwrap();
+    let row = md.lines().find(|l| l.starts_with(&format!("| {} |", flagged["case"].as_str().unwrap()))).unwrap();
+    assert!(row.trim_end().ends_with(&format!("{mode} |")), "{row}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(!html.contains("<svg id=\"curve\""), "no one-point chart");
+    assert!(html.contains("Every case has one graded item (a trace is one trial)"));
+    assert!(html.contains(&format!(",\"{mode}\"]")), "the grid row carries the item's failure modes");
+}
+
+/// Item 5: `--resume` compares an agent's program by what it runs: a pyenv
+/// shim found on PATH then, the interpreter it starts found directly now, is
+/// the same program. When the agent really changed, one short line names the
+/// one thing that changed.
+#[test]
+fn resume_compares_programs_by_what_they_run_and_names_what_changed() {
+    let real = match std::fs::canonicalize("/usr/bin/python3") {
+        Ok(p) => p,
+        Err(_) => return eprintln!("skipped: no /usr/bin/python3"),
+    };
+    let agent =
+        "import sys, json\nsys.stdin.readline()\nprint(json.dumps({'type': 'final', 'content': 'ok'}), flush=True)\n";
+    let dir = project(&[
+        (
+            "s.lua",
+            r#"local evalua = require("evalua")
+local suite = evalua.suite { name = "pyenv", trials = 2,
+  agent = evalua.agent.command { cmd = { "python3", evalua.path("agent.py") } } }
+suite:tool { name = "t", run = function() return {} end }
+suite:case { id = "c", input = "x", expect = { function(t) return t.answer == "ok" end } }
+return suite
+"#,
+        ),
+        ("agent.py", agent),
+        // A pyenv root: its shim (what pyenv writes), the version it selects, that version's interpreter.
+        (
+            "pyenv/shims/python3",
+            "#!/usr/bin/env bash\nset -e\nprogram=\"${0##*/}\"\nexec \"/nonexistent/libexec/pyenv\" exec \"$program\" \"$@\"\n",
+        ),
+        ("pyenv/version", "9.9.9\n"),
+    ]);
+    let root = dir.path().join("pyenv");
+    std::fs::create_dir_all(root.join("versions/9.9.9/bin")).unwrap();
+    std::os::unix::fs::symlink(&real, root.join("versions/9.9.9/bin/python3")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(root.join("shims/python3"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = |path: String, extra: &[&str]| {
+        let mut args = vec!["run", "s.lua", "-q", "--isolation", "none"];
+        args.extend_from_slice(extra);
+        bin().current_dir(dir.path()).env("PATH", path).env("PYENV_ROOT", &root).args(&args).output().unwrap()
+    };
+    // First with the shim first on PATH (the interpreter found through it)…
+    let o = run(format!("{}:/usr/bin:/bin", root.join("shims").display()), &["--out", "out"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = json(&dir.path().join("out/manifest.json"));
+    assert_eq!(m["agent"]["program"]["executable"]["path"], real.display().to_string(), "{}", m["agent"]);
+    assert!(m["agent"]["program"]["via"].as_str().unwrap().ends_with("pyenv/shims/python3"));
+    // …then, one trial lost, resumed with the interpreter found directly.
+    let text = std::fs::read_to_string(dir.path().join("out/trials.jsonl")).unwrap();
+    std::fs::write(dir.path().join("out/trials.jsonl"), text.lines().next().unwrap().to_string() + "\n").unwrap();
+    let o = run("/usr/bin:/bin".into(), &["--resume", "out"]);
+    assert_eq!(o.status.code(), Some(0), "the same program: {}", stderr(&o));
+    assert_eq!(trials(&dir.path().join("out")).len(), 2);
+    // The agent's script really changed: one short line says which file.
+    std::fs::write(dir.path().join("out/trials.jsonl"), text.lines().next().unwrap().to_string() + "\n").unwrap();
+    std::fs::write(dir.path().join("agent.py"), format!("{agent}# changed\n")).unwrap();
+    let o = run("/usr/bin:/bin".into(), &["--resume", "out"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err: Vec<String> = stderr(&o).lines().filter(|l| l.starts_with("error:")).map(String::from).collect();
+    assert_eq!(err.len(), 1, "{}", stderr(&o));
+    assert!(err[0].contains("(the agent's file ") && err[0].contains("agent.py changed (sha256 "), "{}", err[0]);
+    assert!(err[0].len() < 400, "one short line, not the agent's JSON: {}", err[0]);
+}
+
+/// Flat spans of conversations that each refund without verifying the
+/// customer (one cluster: the same failure mode and tool sequence), as
+/// (trace id, first user message).
+fn unverified_refunds(items: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    for (i, (trace, input)) in items.iter().enumerate() {
+        let t0 = 1_793_693_575_000_000_000u64 + i as u64 * 10_000_000_000;
+        let span = |id: &str, parent: Option<&str>, name: &str, at: u64, attrs: serde_json::Value| {
+            let mut s = serde_json::json!({"trace_id": trace, "span_id": id, "name": name,
+                "start_ns": t0 + at * 100_000_000, "end_ns": t0 + (at + 1) * 100_000_000, "attributes": attrs});
+            if let Some(p) = parent {
+                s["parent_span_id"] = p.into();
+            }
+            s.to_string() + "\n"
+        };
+        out += &span(
+            "a1",
+            None,
+            "invoke_agent support",
+            0,
+            serde_json::json!({"gen_ai.operation.name": "invoke_agent", "input.value": input, "output.value": "Refunded."}),
+        );
+        for (j, tool) in ["lookup_order", "issue_refund"].iter().enumerate() {
+            out += &span(
+                &format!("b{j}"),
+                Some("a1"),
+                &format!("execute_tool {tool}"),
+                j as u64 + 1,
+                serde_json::json!({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                    "gen_ai.tool.call.arguments": "{\"order_id\": \"P-9930\"}", "gen_ai.tool.call.result": "{}"}),
+            );
+        }
+    }
+    out
+}
+
+fn graded(dir: &std::path::Path, name: &str, traces: &str) -> std::path::PathBuf {
+    let file = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&file, traces).unwrap();
+    let out = dir.join(name);
+    let o = evalua(
+        &repo(),
+        &["grade", "suites/refunds_prod.lua", "--traces", file.to_str().unwrap(), "-q", "--out", out.to_str().unwrap()],
+    );
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    out
+}
+
+/// Item 10: promote keeps up to N distinct inputs of a cluster (default 3) as
+/// its golden cases; new trace ids alone leave the version; a golden's check
+/// is its failure mode's monitor; `--into` a missing folder is refused.
+#[test]
+fn promote_keeps_several_wordings_a_cluster_and_versions_only_new_cases() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = graded(
+        tmp.path(),
+        "first",
+        &unverified_refunds(&[
+            ("t1", "Refund the missing unit of P-9930."),
+            ("t2", "P-9930 arrived with one unit missing; please refund it."),
+            ("t3", "Refund the missing unit of P-9930."),
+            ("t4", "I was charged for 3 units of P-9930 but got 2."),
+            ("t5", "Where is my refund for P-9930?"),
+        ]),
+    );
+    let into = tmp.path().join("goldens.lua");
+    let o = evalua(&repo(), &["promote", first.to_str().unwrap(), "--into", into.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&into).unwrap();
+    assert!(text.contains("version = 1"), "{text}");
+    let inputs = text.matches("input = ").count();
+    assert_eq!(inputs, 3, "three distinct wordings kept: {text}");
+    for t in ["t1", "t2", "t3", "t4", "t5"] {
+        assert!(text.contains(&format!("\"{t}\"")), "every trace id is listed: {t}\n{text}");
+    }
+    assert!(!text.contains("Where is my refund"), "the fourth wording is over the cluster's three: {text}");
+    let ids: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("id = \"")).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(ids[1].ends_with("_2\",") && ids[2].ends_with("_3\","), "{ids:?}");
+
+    // The same wordings again, under new trace ids: traces added, the version stays.
+    let again = graded(
+        tmp.path(),
+        "again",
+        &unverified_refunds(&[
+            ("t6", "Refund the missing unit of P-9930."),
+            ("t7", "I was charged for 3 units of P-9930 but got 2."),
+        ]),
+    );
+    let o = evalua(&repo(), &["promote", again.to_str().unwrap(), "--into", into.to_str().unwrap()]);
+    assert!(stdout(&o).contains("version 1 (unchanged: only trace ids added)"), "{}", stdout(&o));
+    let text = std::fs::read_to_string(&into).unwrap();
+    assert!(text.contains("version = 1") && text.contains("\"t6\"") && text.contains("\"t7\""), "{text}");
+
+    // --per-cluster 1: one case a cluster, every trace on it.
+    let one = tmp.path().join("one.lua");
+    let o =
+        evalua(&repo(), &["promote", first.to_str().unwrap(), "--into", one.to_str().unwrap(), "--per-cluster", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&one).unwrap().matches("input = ").count(), 1);
+
+    // A golden's check is its failure mode's monitor: it fails with the monitor's evidence.
+    std::fs::write(
+        tmp.path().join("g.lua"),
+        r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "g",
+  agent = evalua.agent.scripted(function(task, env)
+    env.call("lookup_order", { order_id = "P-9930" })
+    env.call("issue_refund", { order_id = "P-9930", amount = 19.9 })
+    return "Refunded."
+  end),
+  monitors = { missing_identity_verification = check.before("verify_identity", "issue_refund") } }
+for _, name in ipairs { "lookup_order", "verify_identity", "issue_refund" } do
+  suite:tool { name = name, run = function() return {} end }
+end
+suite:goldens(require("goldens"))
+return suite
+"#,
+    )
+    .unwrap();
+    let o = evalua(tmp.path(), &["run", "g.lua", "-q", "--out", "run"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let recs = trials(&tmp.path().join("run"));
+    assert_eq!(recs.len(), 3, "the three goldens");
+    let c = check(&recs[0], "does not re-fire missing_identity_verification");
+    assert_eq!(c["passed"], false);
+    assert!(c["evidence"]["reason"].as_str().unwrap().contains("before any executed verify_identity"), "{c}");
+
+    // --into a folder that does not exist: refused, nothing created.
+    let nowhere = tmp.path().join("no/such/dir/x.lua");
+    assert_user_error(
+        &evalua(&repo(), &["promote", first.to_str().unwrap(), "--into", nowhere.to_str().unwrap()]),
+        "does not exist (create it first",
+    );
+    assert!(!tmp.path().join("no").exists());
+}

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::common::*;
 
 /// Whether the sandbox tests can run (else they skip, or fail under EVALUA_REQUIRE_BWRAP=1).
-fn sandbox_available() -> bool {
+pub(crate) fn sandbox_available() -> bool {
     let ok = Command::new("bwrap")
         .args(["--unshare-all", "--share-net", "--die-with-parent", "--ro-bind", "/usr", "/usr"])
         .args(["--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"])
@@ -35,7 +35,7 @@ fn sandbox_available() -> bool {
 }
 
 /// Run evalua with a hard timeout: a hang is a failed test, never a hung test run.
-fn bounded(cwd: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> (Option<Output>, Duration) {
+pub(crate) fn bounded(cwd: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> (Option<Output>, Duration) {
     use std::os::unix::process::CommandExt;
     let started = Instant::now();
     let mut c = bin();
@@ -74,7 +74,7 @@ fn bounded(cwd: &Path, args: &[&str], env: &[(&str, &str)], limit: Duration) -> 
 }
 
 /// Run `suite.lua` in `dir` into `out/`, within `limit`; panics on a hang.
-fn run_within(dir: &Path, extra: &[&str], env: &[(&str, &str)], limit: Duration) -> (Output, Vec<Value>) {
+pub(crate) fn run_within(dir: &Path, extra: &[&str], env: &[(&str, &str)], limit: Duration) -> (Output, Vec<Value>) {
     let mut args = vec!["run", "suite.lua", "--out", "out", "-q"];
     args.extend_from_slice(extra);
     let (out, took) = bounded(dir, &args, env, limit);
@@ -89,7 +89,7 @@ fn run_within(dir: &Path, extra: &[&str], env: &[(&str, &str)], limit: Duration)
     (out, recs)
 }
 
-const HEAD: &str = "local evalua = require('evalua')\nlocal check = require('evalua.check')\n";
+pub(crate) const HEAD: &str = "local evalua = require('evalua')\nlocal check = require('evalua.check')\n";
 
 fn scripted_suite(budget: &str, agent_body: &str, checks: &str) -> String {
     format!(

@@ -284,8 +284,8 @@ function evalua.user.script(turns) end
 ---@field agent? evalua.Agent|string the agent under test (from `evalua.agent.*`; a case may override it), or with `agents` the default agent's name
 ---@field agents? table<string, evalua.Agent> named agents (SPEC §14): `evalua run --agent NAME` picks one; the manifest records `agent.name`
 ---@field default_agent? string with `agents`: the default agent's name (needed when there are several)
----@field grade? { reexecute?: boolean } how `evalua grade` treats recorded trajectories: `reexecute = true` runs their tool calls again on a fresh sandbox
 ---@field gate? evalua.Gate thresholds checked after the run; a failed gate makes the exit code 1
+---@field grade? { gate?: evalua.Gate, reexecute?: boolean } what `evalua grade` uses: its own gates instead of `gate` (a trace is one trial, so pass^2 and up have no value there); `reexecute = true` runs recorded tool calls again on a fresh sandbox
 ---@field seed? integer accepted but not read yet: the run's seed comes from `evalua run --seed`
 ---@field skip? string|false when a string, `evalua run` skips the suite saying why (exit 0), e.g. no model configured
 ---@field monitors? table<string, evalua.Check|evalua.CheckFn> checks that name a failure mode, run on every trial of `run` and every item of `grade`; a failure labels the trial (`failure_modes`)

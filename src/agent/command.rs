@@ -110,7 +110,7 @@ fn send(stdin: &mut Option<ChildStdin>, msg: &Json) -> bool {
 /// Run a setup command in the work dir before the agent, within the trial's
 /// deadline; a failure is an infrastructure error.
 fn setup(argv: &[String], env: &[String], trial: &Trial<'_>) -> Result<(), String> {
-    let launch = Launch::new(argv, &trial.workdir).pass(env).view(&crate::trial::view_of(trial.plan));
+    let launch = Launch::new(argv, &trial.workdir).pass(env).view(&crate::trial::agent_view(trial.plan));
     let left = trial.deadline.saturating_duration_since(Instant::now());
     let out = process::run_launch(&launch, left, SETUP_MAX_OUTPUT, STDERR_TAIL).map_err(|e| format!("setup: {e}"))?;
     if out.success() {
@@ -141,7 +141,7 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
         },
         ToolsVia::Protocol => None,
     };
-    let mut launch = Launch::new(argv, &trial.workdir).pass(env).view(&crate::trial::view_of(trial.plan));
+    let mut launch = Launch::new(argv, &trial.workdir).pass(env).view(&crate::trial::agent_view(trial.plan));
     if let Some(s) = &server {
         launch = launch.set(mcp::URL_VAR, s.url.clone());
     }

@@ -25,7 +25,15 @@ use crate::util::paths::display_path;
 /// Run `plan` once per agent of `agents` (two or more of the suite's named
 /// agents, already checked), interleaved; write the run dir (under `out`)
 /// and its reports, print the side-by-side summary, and return the exit code.
-pub(crate) fn run(a: &RunArgs, mut plan: Plan, agents: &[String], opts: &RunOptions, out: Option<PathBuf>) -> Result<u8> {
+pub(crate) fn run(
+    a: &RunArgs,
+    mut plan: Plan,
+    agents: &[String],
+    opts: &RunOptions,
+    follow: &sinks::Follow,
+    out: Option<PathBuf>,
+) -> Result<u8> {
+    let argv = super::flags::argv();
     if a.resume.is_some() || a.retry_errors.is_some() {
         return Err(Error::Input(
             "--resume / --retry-errors: an interleaved run (several --agent) cannot be continued yet; run it again"
@@ -41,16 +49,16 @@ pub(crate) fn run(a: &RunArgs, mut plan: Plan, agents: &[String], opts: &RunOpti
     let top = out.unwrap_or_else(|| PathBuf::from("runs").join(&plan.suite.name).join(&run_id));
     // Created (and refused when it holds anything) like any run dir; it holds no trace of its own.
     let top_dir = RunDir::create(Some(&top), &plan.suite.name, &run_id)?;
-    let _ = std::fs::remove_dir(top_dir.path.join("traces"));
+    let _ = std::fs::remove_dir(top_dir.path.join(crate::record::files::TRACES_DIR));
     let manifest = InterleavedManifest {
         kind: "interleaved".into(),
         run_id: run_id.clone(),
         suite: plan.suite.name.clone(),
         started_at: jiff::Timestamp::now().to_string(),
-        command: a.argv.clone(),
+        command: argv.clone(),
         agents: agents.to_vec(),
         seed: plan.seed,
-        jobs: a.jobs,
+        jobs: opts.jobs,
         blocks: crate::run::work(&plan, None).len(),
         order: "each block's agents run back to back on one worker, from the block's seed; their order rotates from \
                 block to block (two agents alternate), where it starts drawn from the seed"
@@ -69,29 +77,29 @@ pub(crate) fn run(a: &RunArgs, mut plan: Plan, agents: &[String], opts: &RunOpti
     for name in agents {
         let dir = RunDir::create(Some(&interleaved::agent_dir(&top, name)), &plan.suite.name, &run_id)?;
         plan.agent = Some(name.clone());
-        let mut m = crate::run::manifest::build(&plan, opts, &format!("{run_id}-{name}"), &a.argv);
+        let mut m = crate::run::manifest::build(&plan, opts, &format!("{run_id}-{name}"), &argv);
         m.interleaved = Some(InterleavedEntry { run_id: run_id.clone(), agents: agents.to_vec() });
-        m.exports.extend(a.follow.export.entries(&plan.suite.name));
+        m.exports.extend(follow.export.entries(&plan.suite.name));
         dir.write_manifest(&m)?;
         dirs.push((name.clone(), dir));
     }
     plan.agent = None;
     let plan = Arc::new(plan);
-    let source = Arc::new(Interleaved::new(&plan, agents.to_vec(), None, a.jobs));
+    let source = Arc::new(Interleaved::new(&plan, agents.to_vec(), None, opts.jobs));
 
     // Each agent's sinks see its own trials; the progress display and blocks.jsonl see all.
-    let quiet = sinks::Follow { quiet: true, export: a.follow.export.clone() };
+    let quiet = sinks::Follow { quiet: true, export: follow.export.clone() };
     let mut followers = Vec::new();
     for (name, dir) in &dirs {
         followers.push(sinks::Followers::new(&quiet, dir, &plan.suite.name, &format!("{run_id}-{name}"), None)?);
     }
-    let mut progress = sinks::Progress::new(!a.follow.quiet);
+    let mut progress = sinks::Progress::new(!follow.quiet);
     let mut blocks = BlocksFile::create(&top, &plan, &source)?;
     let executed = {
         let own: Vec<Vec<&mut dyn Sink>> = followers.iter_mut().map(|f| f.sinks().into_iter().collect()).collect();
         let mut router =
             Router { agents: agents.to_vec(), own, common: vec![&mut progress as &mut dyn Sink, &mut blocks] };
-        Scheduler::new(a.jobs).execute(&AgentDirs(dirs), source, &mut AsMade, &mut [&mut router])?
+        Scheduler::new(opts.jobs).execute(&AgentDirs(dirs), source, &mut AsMade, &mut [&mut router])?
     };
     drop(progress);
     drop(plan);
@@ -104,7 +112,7 @@ pub(crate) fn run(a: &RunArgs, mut plan: Plan, agents: &[String], opts: &RunOpti
     // Each agent's figures and reports, from its run dir alone.
     for name in agents {
         let mut data = rundata::load_with(&interleaved::agent_dir(&top, name), a.allow_incomplete)?;
-        crate::record::rundir::write_json(&data.dir.join("summary.json"), &data.summary_file())?;
+        crate::record::rundir::write_json(&data.dir.join(crate::record::files::SUMMARY), &data.summary_file())?;
         data.summary_present = true;
         report::write_all(&data)?;
     }
@@ -114,8 +122,8 @@ pub(crate) fn run(a: &RunArgs, mut plan: Plan, agents: &[String], opts: &RunOpti
     for l in &exports {
         println!("{l}");
     }
-    println!("report: {}", display_path(&top.join("report.html")));
-    println!("report: {}", display_path(&top.join("report.md")));
+    println!("report: {}", display_path(&top.join(crate::record::files::REPORT_HTML)));
+    println!("report: {}", display_path(&top.join(crate::record::files::REPORT_MD)));
     let stopped = cancel::requested() || !executed.complete();
     Ok(if run.gates_passed() && !stopped { 0 } else { 1 })
 }

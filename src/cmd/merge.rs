@@ -8,6 +8,7 @@
 //! part that failed (no summary.json, or `"complete": false`) or is missing
 //! makes the merge refuse, naming it: merging it would silently shrink the run.
 
+use crate::record::files;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -52,7 +53,7 @@ fn compact(json: &[u8], from: &RunDir, case: &str, trial: u32) -> Result<Vec<u8>
 fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for a in args {
-        if a.join("manifest.json").is_file() || !a.is_dir() {
+        if a.join(files::MANIFEST).is_file() || !a.is_dir() {
             out.push(a.clone()); // a run dir, or an error RunDir::open words
             continue;
         }
@@ -74,7 +75,7 @@ fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
             (name.parse::<u64>().map_err(|_| name.clone()), name)
         });
         let not_runs: Vec<String> =
-            subs.iter().filter(|p| !p.join("manifest.json").is_file()).map(|p| p.display().to_string()).collect();
+            subs.iter().filter(|p| !p.join(files::MANIFEST).is_file()).map(|p| p.display().to_string()).collect();
         if !not_runs.is_empty() {
             return Err(Error::Input(format!(
                 "{}: not a run dir (no manifest.json): its run failed before it started; re-run that part",
@@ -90,7 +91,7 @@ fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
 fn check_finished(dirs: &[PathBuf]) -> Result<()> {
     let mut bad = Vec::new();
     for d in dirs {
-        if !d.join("manifest.json").is_file() {
+        if !d.join(files::MANIFEST).is_file() {
             continue; // RunDir::open says why
         }
         match rundata::completion(d)? {
@@ -227,10 +228,10 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
     // written (keys this version does not know are kept).
     let mut by_key: HashMap<(String, u32), (String, &RunDir)> = HashMap::new();
     for p in &parts {
-        let path = p.run_dir.file("trials.jsonl");
+        let path = p.run_dir.file(files::TRIALS);
         for item in p.run_dir.records()? {
             let (_, line, rec) = item?;
-            if !rec.trace.starts_with("traces/") || rec.trace.contains("..") || rec.trace.contains('\\') {
+            if !files::in_traces_dir(&rec.trace) {
                 return Err(Error::Input(format!(
                     "{}: trace path {:?} is not under traces/",
                     path.display(),
@@ -307,7 +308,7 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
     );
     dir.write_manifest(&manifest)?;
     let merged = rundata::load(&dir.path)?;
-    dir.write_json("summary.json", &merged.summary_file())?;
+    dir.write_json(files::SUMMARY, &merged.summary_file())?;
     report::write_all(&merged)?;
     print!("{}", report::console_for(&merged));
     println!("merged {} parts ({count} trials)", parts.len());

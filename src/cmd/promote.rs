@@ -2,12 +2,15 @@
 //! items (records with failure modes) into golden cases (SPEC §9).
 //!
 //! Items are clustered by (their sorted failure modes, their tool-name
-//! sequence with repeats collapsed). Each new cluster adds one case (the
-//! input is its first item's first user message; `source_traces` lists every
-//! trace of the cluster); a cluster the file already has only gets the trace
-//! ids it does not list yet. FILE is a Lua module returning
-//! `{ version = N, cases = { … } }`; each promote that changes it bumps
-//! `version`, and one that changes nothing leaves it byte for byte.
+//! sequence with repeats collapsed). A cluster keeps up to `--per-cluster`
+//! (default 3) golden cases, one per distinct input (an item's first user
+//! message): the other wordings of the same failure are run again too. Each
+//! case's `source_traces` lists the traces of its input; traces of inputs past
+//! the cluster's N go to its first case. A case the file already has only gets
+//! the trace ids it does not list yet. FILE is a Lua module returning
+//! `{ version = N, cases = { … } }`; `version` goes up when a case is added,
+//! not when only trace ids are; a promote that changes nothing leaves the
+//! file byte for byte.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -33,8 +36,16 @@ struct Key {
 
 struct Cluster {
     key: Key,
-    input: String,
-    traces: Vec<String>,
+    /// Its distinct inputs in the order first seen, each with its traces.
+    inputs: Vec<(String, Vec<String>)>,
+}
+
+fn add_traces(to: &mut Vec<String>, ids: impl IntoIterator<Item = String>) {
+    for t in ids {
+        if !to.contains(&t) {
+            to.push(t);
+        }
+    }
 }
 
 fn collapsed(r: &TrialRecord) -> Vec<String> {
@@ -94,7 +105,17 @@ fn strings(v: Option<&Json>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub fn promote(run_dir: &Path, into: &Path, mode: Option<&str>) -> Result<u8> {
+pub fn promote(run_dir: &Path, into: &Path, mode: Option<&str>, per_cluster: usize) -> Result<u8> {
+    // A module in a folder that does not exist is a typo more often than a wish: say so.
+    if let Some(parent) = into.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        return Err(Error::Input(format!(
+            "--into {}: the folder {} does not exist (create it first: promote writes the module, not folders)",
+            display_path(into),
+            display_path(parent)
+        )));
+    }
     let run = RunDir::open(run_dir)?;
     let manifest = run.read_manifest()?;
     if manifest.kind != RunKind::Graded && manifest.monitors.is_empty() {
@@ -128,26 +149,19 @@ pub fn promote(run_dir: &Path, into: &Path, mode: Option<&str>) -> Result<u8> {
         modes.dedup();
         let key = Key { modes, tools: collapsed(&r) };
         let ids = trace_ids(&r, &manifest.run_id);
-        match index.get(&key) {
-            Some(&i) => {
-                for t in ids {
-                    if !clusters[i].traces.contains(&t) {
-                        clusters[i].traces.push(t);
-                    }
-                }
-            }
-            None => {
-                let input = run.read_trace(&r).map(|t| t.input).filter(|s| !s.is_empty());
-                let Some(input) = input else {
-                    eprintln!(
-                        "warning: {}#{}: no input recorded (no first user message): not promoted",
-                        r.case, r.trial
-                    );
-                    continue;
-                };
-                index.insert(key.clone(), clusters.len());
-                clusters.push(Cluster { key, input, traces: ids });
-            }
+        let input = run.read_trace(&r).map(|t| t.input).filter(|s| !s.is_empty());
+        let Some(input) = input else {
+            eprintln!("warning: {}#{}: no input recorded (no first user message): not promoted", r.case, r.trial);
+            continue;
+        };
+        let i = *index.entry(key.clone()).or_insert_with(|| {
+            clusters.push(Cluster { key, inputs: Vec::new() });
+            clusters.len() - 1
+        });
+        let inputs = &mut clusters[i].inputs;
+        match inputs.iter_mut().find(|(text, _)| *text == input) {
+            Some((_, traces)) => add_traces(traces, ids),
+            None => inputs.push((input, ids)),
         }
     }
 
@@ -158,52 +172,67 @@ pub fn promote(run_dir: &Path, into: &Path, mode: Option<&str>) -> Result<u8> {
     } else {
         (0, Vec::new())
     };
-    let (mut added, mut extended, mut new_traces) = (0usize, 0usize, 0usize);
+    let (mut added, mut new_traces) = (0usize, 0usize);
+    // Existing cases given new trace ids (not the ones this promote adds).
+    let mut touched = std::collections::BTreeSet::new();
+    let existing = cases.len();
     for c in &clusters {
-        let existing = cases.iter_mut().find(|e| {
+        let of_cluster = |e: &Json| {
             let mut modes = strings(e.get("failure_modes"));
             modes.sort();
             modes == c.key.modes && strings(e.get("tool_sequence")) == c.key.tools
-        });
-        match existing {
-            Some(e) => {
-                let mut have = strings(e.get("source_traces"));
-                let before = have.len();
-                for t in &c.traces {
-                    if !have.contains(t) {
-                        have.push(t.clone());
+        };
+        for (input, traces) in &c.inputs {
+            let mine: Vec<usize> = (0..cases.len()).filter(|&j| of_cluster(&cases[j])).collect();
+            let same_input = mine.iter().copied().find(|&j| cases[j]["input"].as_str() == Some(input.as_str()));
+            // Its own case; a new one while the cluster has room; else the cluster's first.
+            let target = match (same_input, mine.first()) {
+                (Some(j), _) => Some(j),
+                (None, first) if mine.len() >= per_cluster => first.copied(),
+                (None, _) => None,
+            };
+            match target {
+                Some(j) => {
+                    let mut have = strings(cases[j].get("source_traces"));
+                    let before = have.len();
+                    add_traces(&mut have, traces.iter().cloned());
+                    if have.len() > before {
+                        if j < existing {
+                            touched.insert(j);
+                        }
+                        new_traces += have.len() - before;
+                        cases[j]["source_traces"] = json!(have);
                     }
                 }
-                if have.len() > before {
-                    extended += 1;
-                    new_traces += have.len() - before;
-                    e["source_traces"] = json!(have);
+                None => {
+                    added += 1;
+                    new_traces += traces.len();
+                    // The cluster's first case keeps the id it always had; the others are numbered.
+                    let base = case_id(&c.key);
+                    let id = (1..)
+                        .map(|n| if n == 1 { base.clone() } else { format!("{base}_{n}") })
+                        .find(|id| !cases.iter().any(|e| e["id"].as_str() == Some(id.as_str())))
+                        .unwrap_or(base);
+                    cases.push(json!({
+                        "id": id,
+                        "input": input,
+                        "failure_modes": c.key.modes,
+                        "tool_sequence": c.key.tools,
+                        "source_traces": traces,
+                        "source_run": manifest.run_id,
+                    }));
                 }
-            }
-            None => {
-                added += 1;
-                new_traces += c.traces.len();
-                cases.push(json!({
-                    "id": case_id(&c.key),
-                    "input": c.input,
-                    "failure_modes": c.key.modes,
-                    "tool_sequence": c.key.tools,
-                    "source_traces": c.traces,
-                    "source_run": manifest.run_id,
-                }));
             }
         }
     }
+    let extended = touched.len();
     let changed = added + extended > 0;
     if changed || !into.exists() {
-        if changed {
+        // The version counts the cases: trace ids added to them leave it.
+        if added > 0 {
             version += 1;
         }
         let text = render(version, &cases);
-        if let Some(parent) = into.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::Environment(format!("{}: cannot create: {e}", parent.display())))?;
-        }
         let tmp = into.with_extension("lua.tmp");
         std::fs::write(&tmp, text)
             .and_then(|_| std::fs::rename(&tmp, into))
@@ -213,8 +242,10 @@ pub fn promote(run_dir: &Path, into: &Path, mode: Option<&str>) -> Result<u8> {
         "{flagged} flagged item(s) in {} cluster(s): {added} new golden case(s), {extended} case(s) with new traces ({new_traces} trace id(s) added)",
         clusters.len()
     );
-    if changed {
+    if added > 0 {
         println!("{display}: version {version}, {} case(s)", cases.len());
+    } else if changed {
+        println!("{display}: version {version} (unchanged: only trace ids added), {} case(s)", cases.len());
     } else {
         println!("{display}: unchanged (version {version}, {} case(s))", cases.len());
     }
@@ -314,8 +345,10 @@ fn ordered(o: &Map<String, Json>) -> Vec<(&String, &Json)> {
 fn render(version: u64, cases: &[Json]) -> String {
     let mut o = String::new();
     o.push_str("-- Golden cases promoted from flagged traces by `evalua promote` (SPEC §9).\n");
-    o.push_str("-- One case per cluster of (failure modes, tool sequence); `source_traces` lists\n");
-    o.push_str("-- every trace of the cluster. Each promote that changes this file bumps `version`.\n");
+    o.push_str("-- Up to N cases per cluster of (failure modes, tool sequence), one per distinct input\n");
+    o.push_str("-- (`evalua promote --per-cluster N`, default 3); `source_traces` lists the traces of\n");
+    o.push_str("-- each. A promote that adds a case bumps `version`; new trace ids alone do not.\n");
+    o.push_str("-- suite:goldens runs each with the monitors its failure modes name as its checks.\n");
     o.push_str("-- Declare them in a suite with suite:goldens(require(\"...\"), { fixture = ..., expect = ... }).\n");
     let _ = writeln!(o, "return {{\n  version = {version},\n  cases = {{");
     for c in cases {

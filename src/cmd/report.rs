@@ -2,6 +2,7 @@
 //! dir. An incomplete run (interrupted, or killed before it wrote its
 //! summary) says so first, and its gates fail unless `--allow-incomplete`.
 
+use crate::record::files;
 use std::path::Path;
 
 use crate::error::Result;
@@ -13,7 +14,7 @@ pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
     report::write_all(&data)?;
     if !data.summary_present {
         // A run killed before its end: give it the summary it never wrote.
-        crate::record::rundir::write_json(&dir.join("summary.json"), &data.summary_file())?;
+        crate::record::rundir::write_json(&dir.join(files::SUMMARY), &data.summary_file())?;
     }
     if let Some(line) = report::text::incomplete_line(&data) {
         println!("{line}");
@@ -24,6 +25,6 @@ pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
     for w in &data.warnings {
         println!("warning: {w}");
     }
-    println!("wrote {}/report.md, report.html, junit.xml", dir.display());
+    println!("wrote {}/{}", dir.display(), files::REPORTS.join(", "));
     Ok(if data.gates_passed() { 0 } else { 1 })
 }

@@ -7,9 +7,11 @@
 //! `interrupted`; the summary and reports are still written, marked
 //! incomplete (`util::cancel`). A second signal exits at once.
 
+use crate::record::files;
 use std::collections::HashSet;
 use std::path::PathBuf;
 
+use super::flags;
 use crate::error::{Error, Result};
 use crate::lua::load;
 use crate::record::ledger;
@@ -24,33 +26,62 @@ use crate::stats::{RunData, rundata};
 use crate::util::cancel;
 use crate::util::paths::display_path;
 
+/// `evalua run`'s flags, as parsed (main.rs embeds this struct in its command enum).
+#[derive(clap::Args, Debug)]
 pub struct RunArgs {
+    #[arg(required = true, value_name = "SUITE.lua")]
     pub suites: Vec<PathBuf>,
+    /// Trials per case (overrides the suite and the cases)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: Option<u32>,
-    pub jobs: usize,
-    pub filters: Filters,
-    /// `--seed` (default 1; a resumed run's own seed when not given).
+    #[command(flatten)]
+    pub jobs: flags::Jobs,
+    #[command(flatten)]
+    pub select: flags::Select,
+    /// Run seed: the same seed gives the same trial seeds [default: 1]
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Write the run dir here (default runs/<suite>/<time>-<id>/)
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "retry_errors"])]
     pub out: Option<PathBuf>,
-    pub skip_invalid: bool,
-    pub partition: Option<PartitionArg>,
-    pub baseline: Option<PathBuf>,
-    pub allow_revision_change: bool,
-    pub require_judge: bool,
-    /// `--no-state`: do not keep each trial's changes (the run cannot be re-graded).
-    pub no_state: bool,
-    /// `--resume RUN_DIR`: finish an interrupted run.
+    /// Finish an interrupted run: keep the trials in RUN_DIR/trials.jsonl, run the rest with the same seeds
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "retry_errors")]
     pub resume: Option<PathBuf>,
-    /// `--retry-errors RUN_DIR`: also run its infra_error trials again.
+    /// As --resume, and also run the run's infra_error trials again
+    #[arg(long, value_name = "RUN_DIR")]
     pub retry_errors: Option<PathBuf>,
-    /// Decide gates on an incomplete run's trials instead of failing them.
+    /// On an incomplete run (interrupted), decide the gates on the trials that ran instead of failing them
+    #[arg(long)]
     pub allow_incomplete: bool,
-    /// The command line, for the manifest.
-    pub argv: Vec<String>,
-    /// `-q`, `--otlp…`: how the run is followed.
-    pub follow: sinks::Follow,
-    /// `--agent NAME`: which of the suite's agents plays (default: the suite's default agent).
-    pub agent: Option<String>,
+    /// Skip (and report) cases whose tests do not hold on their initial tree instead of failing
+    #[arg(long)]
+    pub skip_invalid: bool,
+    /// Run only this deterministic share of the (case, trial) pairs: hash:I/N (e.g. hash:1/4), or auto
+    /// (from SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX + EVALUA_PARTITIONS, or EVALUA_PARTITION=I/N)
+    #[arg(long, value_name = "hash:I/N|auto", value_parser = PartitionArg::parse)]
+    pub partition: Option<PartitionArg>,
+    /// Compare the finished run with this earlier run dir (as `evalua compare`)
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: compare even if the suite or its cases changed
+    #[arg(long)]
+    pub allow_revision_change: bool,
+    #[command(flatten)]
+    pub no_cache: flags::NoCache,
+    /// A skipped judge check (no judge model reachable) fails the run
+    #[arg(long)]
+    pub require_judge: bool,
+    /// Do not keep each trial's changes (database changeset, changed files); the run cannot be re-graded
+    #[arg(long)]
+    pub no_state: bool,
+    #[command(flatten)]
+    pub isolation: flags::Isolation,
+    #[command(flatten)]
+    pub follow: flags::Follow,
+    /// Which of the suite's agents plays (`agents = { NAME = … }`; default: the suite's default agent);
+    /// repeated (`--agent A --agent B`), one run interleaving them block by block
+    #[arg(long, value_name = "NAME")]
+    pub agent: Vec<String>,
 }
 
 /// Say on stderr which dataset rows `on_error = "skip"` left out.
@@ -81,12 +112,13 @@ fn continuing(a: &RunArgs) -> Option<(&PathBuf, Mode)> {
 ///
 /// `--partition auto` reads the engine's variables here, before anything runs.
 fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>, Option<String>)> {
+    let a_filters = a.select.filters();
     let given = match a.partition {
         Some(p) => Some(p.resolve(&|name| std::env::var(name).ok()).map_err(Error::Input)?),
         None => None,
     };
     let Some((dir, mode)) = continuing(a) else {
-        return Ok((a.trials, a.seed.unwrap_or(1), a.filters.clone(), given, a.agent.clone()));
+        return Ok((a.trials, a.seed.unwrap_or(1), a_filters, given, one_agent(a)));
     };
     if a.suites.len() != 1 {
         return Err(Error::Input(format!("{}: give the one suite of the run dir", mode.flag())));
@@ -101,17 +133,57 @@ fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>,
         }),
         (None, None) => None,
     };
-    let filters = if a.filters == Filters::default() { m.filters.clone() } else { a.filters.clone() };
+    let filters = if a_filters == Filters::default() { m.filters.clone() } else { a_filters };
     // The run's named agent, unless the command line names one (the manifest check then compares them).
-    let agent = a.agent.clone().or_else(|| m.agent.get("name").and_then(|v| v.as_str()).map(str::to_string));
+    let agent = one_agent(a).or_else(|| m.agent.get("name").and_then(|v| v.as_str()).map(str::to_string));
     Ok((a.trials.or(m.trials), a.seed.unwrap_or(m.seed), filters, partition, agent))
 }
 
+/// The one `--agent` given (several make an interleaved run: `interleaved_agents`).
+fn one_agent(a: &RunArgs) -> Option<String> {
+    (a.agent.len() == 1).then(|| a.agent[0].clone())
+}
+
+/// Two or more `--agent`: their names, checked (each once; one suite; not
+/// with the flags an interleaved run cannot honour yet).
+fn interleaved_agents(a: &RunArgs) -> Result<Option<Vec<String>>> {
+    if a.agent.len() < 2 {
+        return Ok(None);
+    }
+    for (i, n) in a.agent.iter().enumerate() {
+        if a.agent[..i].contains(n) {
+            return Err(Error::Input(format!("--agent {n} is given twice: name each agent once")));
+        }
+    }
+    if a.suites.len() != 1 {
+        return Err(Error::Input("--agent A --agent B: an interleaved run is of one suite; give one".into()));
+    }
+    let refuse = |flag: &str, why: &str| Err(Error::Input(format!("{flag}: {why}")));
+    if a.resume.is_some() || a.retry_errors.is_some() {
+        return refuse(
+            "--resume / --retry-errors",
+            "an interleaved run (several --agent) cannot be continued yet; run it again",
+        );
+    }
+    if a.partition.is_some() {
+        return refuse("--partition", "an interleaved run (several --agent) runs in one process; partition single-agent runs");
+    }
+    if a.baseline.is_some() {
+        return refuse("--baseline", "an interleaved run (several --agent) compares its agents with each other; compare one agent's part (agents/NAME) with `evalua compare`");
+    }
+    Ok(Some(a.agent.clone()))
+}
+
 pub fn run(a: RunArgs) -> Result<u8> {
+    crate::process::set_isolation(a.isolation.get());
+    crate::judge::cache::set_disabled(a.no_cache.no_cache);
+    let follow = a.follow.options()?;
+    let (jobs, argv) = (a.jobs.get(), flags::argv());
     if let Err(e) = cancel::install_signal_handlers() {
         eprintln!("warning: cannot handle SIGINT/SIGTERM ({e}): an interrupted run will have no summary");
     }
     let many = a.suites.len() > 1;
+    let interleaved = interleaved_agents(&a)?;
     let (trials, seed, filters, partition, agent) = flags_of(&a)?;
     let mut plans = Vec::new();
     for path in &a.suites {
@@ -136,9 +208,16 @@ pub fn run(a: RunArgs) -> Result<u8> {
         warn_skipped_rows(&s);
         let mut plan = run::plan(s, trials, &filters, seed)?;
         run::select_agent(&mut plan, agent.as_deref())?;
+        // Each agent of an interleaved run must be able to run (known, its endpoint configured).
+        for name in interleaved.iter().flatten() {
+            run::select_agent(&mut plan, Some(name))?;
+        }
+        if interleaved.is_some() {
+            plan.agent = None;
+        }
         plan.keep_state &= !a.no_state;
         run::screen::require_sandbox(&plan)?;
-        run::screen::screen(&mut plan, a.skip_invalid, a.jobs)?;
+        run::screen::screen(&mut plan, a.skip_invalid, jobs)?;
         plans.push(plan);
     }
     let baseline = match &a.baseline {
@@ -163,22 +242,28 @@ pub fn run(a: RunArgs) -> Result<u8> {
         }
         let opts = RunOptions {
             trials,
-            jobs: a.jobs,
+            jobs,
             filters: filters.clone(),
             seed,
             partition: partition.as_ref().map(|p| p.partition),
             partition_from: partition.as_ref().and_then(|p| p.source.clone()),
         };
+        if let Some(agents) = &interleaved {
+            // Several agents, one run: interleaved block by block (`cmd::interleaved`).
+            let c = super::interleaved::run(&a, plan, agents, &opts, &follow, a.out.clone())?;
+            code = code.max(c);
+            continue;
+        }
 
         // A new run dir, or the one to continue with the trials it keeps.
         // Where the trials go as OpenTelemetry traces (`--otlp`, `--otlp-file`) is said in the manifest.
-        let exports = a.follow.export.entries(&plan.suite.name);
+        let exports = follow.export.entries(&plan.suite.name);
         let (dir, run_id, kept, resumed) = match continuing(&a) {
             Some((d, mode)) => {
                 let dir = RunDir::open(d)?;
                 resume::adopt_clocks(&mut plan, &dir.read_manifest()?);
-                let built = run::manifest::build(&plan, &opts, "", &a.argv);
-                let (mut old, prepared) = resume::prepare(&dir, &plan, &opts, &built, mode, &a.argv)?;
+                let built = run::manifest::build(&plan, &opts, "", &argv);
+                let (mut old, prepared) = resume::prepare(&dir, &plan, &opts, &built, mode, &argv)?;
                 old.resumes.push(prepared.entry);
                 old.planned_trials = built.planned_trials;
                 old.judge_checks = built.judge_checks;
@@ -201,18 +286,18 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 }
                 let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
                 let dir = RunDir::create(out_dir.as_deref(), &plan.suite.name, &run_id)?;
-                let mut m = run::manifest::build(&plan, &opts, &run_id, &a.argv);
+                let mut m = run::manifest::build(&plan, &opts, &run_id, &argv);
                 m.exports.extend(exports);
                 dir.write_manifest(&m)?;
                 (dir, run_id, Default::default(), false)
             }
         };
         let keys: HashSet<(String, u32)> = kept.values().map(|k| (k.record.case.clone(), k.record.trial)).collect();
-        let mut followers = sinks::Followers::new(&a.follow, &dir, &plan.suite.name, &run_id, resumed.then_some(keys))?;
+        let mut followers = sinks::Followers::new(&follow, &dir, &plan.suite.name, &run_id, resumed.then_some(keys))?;
         // Shared with the workers, which are detached (the watchdog may abandon one).
         let plan = std::sync::Arc::new(plan);
-        let source = std::sync::Arc::new(run::Planned::run(&plan, opts.partition, kept, a.jobs));
-        let executed = Scheduler::new(a.jobs).execute(&dir, source, &mut run::AsMade, &mut followers.sinks())?;
+        let source = std::sync::Arc::new(run::Planned::run(&plan, opts.partition, kept, jobs));
+        let executed = Scheduler::new(jobs).execute(&dir, source, &mut run::AsMade, &mut followers.sinks())?;
         let followed = followers.finish();
         if resumed && executed.complete() {
             resume::normalize_order(&dir, &plan, &opts)?;
@@ -227,8 +312,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
         if let Some(base) = &baseline {
             print!("{}", compare::after_run(base, &data, a.allow_revision_change)?);
         }
-        println!("report: {}", display_path(&dir.file("report.html")));
-        println!("report: {}", display_path(&dir.file("report.md")));
+        println!("report: {}", display_path(&dir.file(files::REPORT_HTML)));
+        println!("report: {}", display_path(&dir.file(files::REPORT_MD)));
         if !data.gates_passed() {
             code = 1;
         }
@@ -249,7 +334,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
 /// console summary, and return the run read back.
 pub(crate) fn conclude(dir: &RunDir, allow_incomplete: bool, tests: &sinks::TestsReport) -> Result<RunData> {
     let mut data = rundata::load_with(&dir.path, allow_incomplete)?;
-    dir.write_json("summary.json", &data.summary_file())?;
+    dir.write_json(files::SUMMARY, &data.summary_file())?;
     data.summary_present = true;
     report::write_all(&data)?;
     print!("{}", report::console_for(&data));

@@ -35,6 +35,9 @@ use crate::util::paths::display_path;
 const LOAD_INSTRUCTIONS: u64 = 200_000_000;
 const LOAD_SECONDS: u64 = 20;
 pub const CASE_INSTRUCTIONS: u64 = 200_000;
+/// How far past its deadline loading may run before evalua gives up (the
+/// run's watchdog gives a worker as much).
+const LOAD_WATCHDOG_MARGIN: Duration = Duration::from_secs(5);
 pub const CASE_TIME: Duration = Duration::from_millis(2);
 /// Limits on mapping one dataset row (`map` and the case's checks).
 const ROW_INSTRUCTIONS: u64 = 10_000_000;
@@ -102,7 +105,18 @@ pub fn load_checked(path: &Path) -> Result<(Suite, Vec<String>)> {
         .map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
     let loader = Rc::new(Loader::default());
     lua.set_app_data(declare::Declare(loader.clone()));
-    let evaluated = eval_suite(&lua, &path);
+    // The limits stop Lua code; the C functions a suite can reach are
+    // bounded too. Should one still stay past the load's deadline, the
+    // thread cannot be stopped: evalua gives up on the suite.
+    let shown = display_path(&path);
+    let overrun = move || {
+        eprintln!(
+            "error: {shown}: loading the suite overran its time limit by more than {} s in code no limit could stop",
+            LOAD_WATCHDOG_MARGIN.as_secs()
+        );
+        std::process::exit(2);
+    };
+    let evaluated = crate::util::watch::watched(LOAD_WATCHDOG_MARGIN, overrun, || eval_suite(&lua, &path));
     lua.remove_app_data::<declare::Declare>();
     let mut declared = std::mem::take(&mut *loader.0.borrow_mut());
     let t = match evaluated {
@@ -710,6 +724,37 @@ fn check_tool_names(suite: &Suite, dropped: &[String]) -> Vec<String> {
     errors
 }
 
+/// Gates that name agents (`pass^3@B`, `delta pass^1 B-A`) name agents of
+/// the suite: a misspelt name would make a gate no run can decide.
+fn check_gate_agents(suite: &Suite) -> Vec<String> {
+    let names: Vec<&str> = suite.agents.iter().map(|a| a.name.as_str()).collect();
+    let list = || if names.is_empty() { "none declared".to_string() } else { names.join(", ") };
+    let mut errors = Vec::new();
+    for g in &suite.gates {
+        match &g.scope {
+            gate::Scope::Run => {}
+            gate::Scope::Agent(a) if names.contains(&a.as_str()) => {}
+            gate::Scope::Agent(a) => errors.push(format!(
+                "{}: evalua.suite.gate: '{}' names agent '{a}', which the suite does not declare; its agents: {}",
+                suite.location,
+                g.name,
+                list()
+            )),
+            gate::Scope::Delta { pair } => {
+                if gate::Scope::delta_pair(pair, &names).is_none() {
+                    errors.push(format!(
+                        "{}: evalua.suite.gate: '{}' must name two different agents of the suite as CANDIDATE-BASE; its agents: {}",
+                        suite.location,
+                        g.name,
+                        list()
+                    ));
+                }
+            }
+        }
+    }
+    errors
+}
+
 /// The budget's numbers, checked again on the host (the DSL checks them at the
 /// suite's line): finite, in range, integral where a count is meant.
 fn budget_spec(t: &Table, at: &str) -> std::result::Result<Budget, String> {
@@ -781,6 +826,13 @@ fn read_suite(
     let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
     let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
     let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
+    let grade_gates = match opt::<Table>(t, "grade")? {
+        Some(g) => match g.get::<Value>("gate").map_err(|e| e.to_string())? {
+            Value::Nil => None,
+            v => Some(gate::parse(&convert::to_json(lua, &v)?)?),
+        },
+        None => None,
+    };
 
     let mut tools = Vec::new();
     let tools_t: Table = t.get("_tools").map_err(|e| e.to_string())?;
@@ -829,6 +881,7 @@ fn read_suite(
         expose: opt::<Vec<String>>(&sandbox, "expose")?.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
         network: opt::<bool>(&sandbox, "network")?.unwrap_or(true),
         gates,
+        grade_gates,
         agent: None,
         agents: Vec::new(),
         default_agent: opt::<String>(t, "default_agent")?,
@@ -868,6 +921,7 @@ fn read_suite(
     let agent_dropped =
         dropped.as_ref().is_some_and(|d| d.get::<bool>("agent").unwrap_or(false)) && suite.agent.is_none();
     let mut errors = check_tool_names(&suite, &dropped_tools);
+    errors.extend(check_gate_agents(&suite));
     if !suite.network
         && let Some(a) = suite.agents.iter().find(|a| match &a.spec {
             AgentSpec::Command(c) => c.tools == ToolsVia::Mcp || c.model_proxy.is_some(),

@@ -15,6 +15,7 @@
 //! that is no span, an item too large or with spans whose parent is missing
 //! gets a warning naming the file (and line or trace id), and reading goes on.
 
+use crate::record::files;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
@@ -69,7 +70,7 @@ fn walk(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            if p.join("manifest.json").is_file() && p.join("trials.jsonl").is_file() {
+            if p.join(files::MANIFEST).is_file() && p.join(files::TRIALS).is_file() {
                 out.push(Input::RunDir(p));
             } else {
                 walk(&p, out)?;
@@ -87,7 +88,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Input>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
-            if p.join("manifest.json").is_file() {
+            if p.join(files::MANIFEST).is_file() {
                 out.push(Input::RunDir(p.clone()));
             } else {
                 let before = out.len();
@@ -711,7 +712,7 @@ pub fn read(
         let display = display_path(input.path());
         match input {
             Input::RunDir(p) => {
-                let sha = std::fs::read(p.join("trials.jsonl")).ok().map(|b| const_hex::encode(Sha256::digest(&b)));
+                let sha = std::fs::read(p.join(files::TRIALS)).ok().map(|b| const_hex::encode(Sha256::digest(&b)));
                 stats.push(TraceInput { path: display, sha256: sha, format: "run_dir".into(), ..Default::default() });
                 files.push(None);
             }
@@ -963,8 +964,10 @@ fn read_run_dir(
         };
         let Some(trace) = dir.read_trace(&record) else {
             warn(format!(
-                "{display}: trials.jsonl:{line}: the trace of {}#{} is missing: not graded",
-                record.case, record.trial
+                "{display}: {}:{line}: the trace of {}#{} is missing: not graded",
+                files::TRIALS,
+                record.case,
+                record.trial
             ));
             continue;
         };

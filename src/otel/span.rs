@@ -153,7 +153,9 @@ impl From<proto::Span> for Span {
 
 /// A span written as one flat JSON object (simple exporters, home-grown
 /// tracers): `trace_id`, `span_id`, `parent_span_id`, `name`, start and end
-/// times (RFC 3339 text or Unix nanoseconds), `status` (`"ok"` / `"error"`, or
+/// times (see [`START_KEYS`]: `start_time`, `start_ns`, `start_time_unix_nano`,
+/// `started_at`, … as RFC 3339 text, Unix seconds, milliseconds,
+/// microseconds or nanoseconds), `status` (`"ok"` / `"error"`, or
 /// `{ code, message }`), `attributes` as a flat map.
 #[derive(Debug, Deserialize)]
 pub struct FlatSpan {
@@ -167,16 +169,6 @@ pub struct FlatSpan {
     pub name: String,
     #[serde(default)]
     pub kind: Option<Json>,
-    #[serde(
-        default,
-        alias = "startTime",
-        alias = "start_time_unix_nano",
-        alias = "startTimeUnixNano",
-        alias = "start"
-    )]
-    pub start_time: Option<Json>,
-    #[serde(default, alias = "endTime", alias = "end_time_unix_nano", alias = "endTimeUnixNano", alias = "end")]
-    pub end_time: Option<Json>,
     #[serde(default)]
     pub status: Option<Json>,
     #[serde(default, alias = "status_message", alias = "statusMessage")]
@@ -185,6 +177,175 @@ pub struct FlatSpan {
     pub attributes: Option<Map<String, Json>>,
     #[serde(default)]
     pub events: Option<Vec<Json>>,
+    /// Every other key: the times are found among them ([`START_KEYS`], [`END_KEYS`], [`DURATION_KEYS`]).
+    #[serde(flatten)]
+    pub rest: Map<String, Json>,
+}
+
+/// The keys a flat span's start time is read from, in this order: its unit
+/// comes from the key's suffix (`_ns`, `_unix_nano` / `UnixNano`, `_ms`,
+/// `_us`, `_s`); a key without one holds RFC 3339 text (`2026-11-03T08:12:55.145Z`;
+/// without an offset, UTC) or a number whose size says its unit (Unix seconds
+/// below 10^11, which may have a fraction; milliseconds below 10^14;
+/// microseconds below 10^17; else nanoseconds).
+pub const START_KEYS: &[&str] = &[
+    "start_time_unix_nano",
+    "startTimeUnixNano",
+    "start_unix_nano",
+    "startUnixNano",
+    "start_time_ns",
+    "start_ns",
+    "startNs",
+    "start_time_us",
+    "start_us",
+    "start_time_ms",
+    "start_ms",
+    "startMs",
+    "start_time_s",
+    "start_s",
+    "start_time",
+    "startTime",
+    "start",
+    "started_at",
+    "startedAt",
+    "start_timestamp",
+    "timestamp",
+];
+
+/// The keys a flat span's end time is read from (units as for [`START_KEYS`]).
+pub const END_KEYS: &[&str] = &[
+    "end_time_unix_nano",
+    "endTimeUnixNano",
+    "end_unix_nano",
+    "endUnixNano",
+    "end_time_ns",
+    "end_ns",
+    "endNs",
+    "end_time_us",
+    "end_us",
+    "end_time_ms",
+    "end_ms",
+    "endMs",
+    "end_time_s",
+    "end_s",
+    "end_time",
+    "endTime",
+    "end",
+    "ended_at",
+    "endedAt",
+    "end_timestamp",
+];
+
+/// Without an end time, a duration gives it (units by suffix).
+pub const DURATION_KEYS: &[&str] = &[
+    "duration_ns",
+    "durationNs",
+    "duration_us",
+    "duration_ms",
+    "durationMs",
+    "duration_s",
+    "latency_ms",
+    "elapsed_ms",
+];
+
+/// A time's unit, from its key's suffix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Unit {
+    Ns,
+    Us,
+    Ms,
+    S,
+}
+
+impl Unit {
+    fn of_key(key: &str) -> Option<Unit> {
+        let k = key.to_ascii_lowercase();
+        if k.ends_with("nano") || k.ends_with("ns") || k.ends_with("nanos") {
+            Some(Unit::Ns)
+        } else if k.ends_with("_us") || k.ends_with("micros") {
+            Some(Unit::Us)
+        } else if k.ends_with("ms") || k.ends_with("millis") {
+            Some(Unit::Ms)
+        } else if k.ends_with("_s") || k.ends_with("_sec") || k.ends_with("_secs") || k.ends_with("_seconds") {
+            Some(Unit::S)
+        } else {
+            None
+        }
+    }
+    /// A Unix time's unit, from its size (see [`START_KEYS`]).
+    fn guess(v: f64) -> Unit {
+        match v.abs() {
+            v if v < 1e11 => Unit::S,
+            v if v < 1e14 => Unit::Ms,
+            v if v < 1e17 => Unit::Us,
+            _ => Unit::Ns,
+        }
+    }
+    fn ns_per(self) -> u64 {
+        match self {
+            Unit::Ns => 1,
+            Unit::Us => 1_000,
+            Unit::Ms => 1_000_000,
+            Unit::S => 1_000_000_000,
+        }
+    }
+}
+
+/// A number in `unit` (or a unit its size says) as nanoseconds.
+fn number_ns(n: &serde_json::Number, unit: Option<Unit>) -> Option<u64> {
+    if let Some(i) = n.as_u64() {
+        let unit = unit.unwrap_or_else(|| Unit::guess(i as f64));
+        return i.checked_mul(unit.ns_per());
+    }
+    let f = n.as_f64().filter(|f| f.is_finite() && *f >= 0.0)?;
+    let unit = unit.unwrap_or_else(|| Unit::guess(f));
+    // A float carries about 16 digits: Unix seconds with a fraction are
+    // exact to the microsecond at best, so that is where they are rounded.
+    let us = f * unit.ns_per() as f64 / 1000.0;
+    (us < (u64::MAX / 1000) as f64).then_some(us.round() as u64 * 1000)
+}
+
+/// A time under `key` as Unix nanoseconds.
+fn keyed_time_ns(key: &str, v: &Json) -> Option<u64> {
+    let unit = Unit::of_key(key);
+    match v {
+        Json::Number(n) => number_ns(n, unit),
+        Json::String(s) => {
+            let t = s.trim();
+            if let Ok(n) = t.parse::<serde_json::Number>() {
+                return number_ns(&n, unit);
+            }
+            text_time_ns(t)
+        }
+        _ => None,
+    }
+}
+
+/// RFC 3339 text (`2026-11-03T08:12:55.145Z`), or a date and time without an
+/// offset (`2026-11-03 08:12:55.145`), read as UTC.
+fn text_time_ns(t: &str) -> Option<u64> {
+    let ts: jiff::Timestamp = match t.parse() {
+        Ok(ts) => ts,
+        // No offset: UTC.
+        Err(_) => {
+            let _: jiff::civil::DateTime = t.parse().ok()?;
+            format!("{}Z", t.replacen(' ', "T", 1)).parse().ok()?
+        }
+    };
+    u64::try_from(ts.as_nanosecond()).ok()
+}
+
+/// The first of `keys` present in `rest` that holds a readable time.
+fn find_time(rest: &Map<String, Json>, keys: &[&str]) -> Option<u64> {
+    keys.iter().find_map(|k| rest.get(*k).and_then(|v| keyed_time_ns(k, v)))
+}
+
+/// A duration under one of [`DURATION_KEYS`], in nanoseconds.
+fn find_duration(rest: &Map<String, Json>) -> Option<u64> {
+    DURATION_KEYS.iter().find_map(|k| match rest.get(*k)? {
+        Json::Number(n) => number_ns(n, Some(Unit::of_key(k).unwrap_or(Unit::Ms))),
+        _ => None,
+    })
 }
 
 fn id_text(v: &Json) -> Option<String> {
@@ -215,16 +376,10 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
     [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD].iter().find_map(|e| e.decode(s).ok())
 }
 
-/// A time as Unix nanoseconds: a number (ns), digits in a string, or RFC 3339 text.
+/// An event's time as Unix nanoseconds: a number (its size says its unit),
+/// digits in a string, or RFC 3339 text.
 fn time_ns(v: &Json) -> Option<u64> {
-    match v {
-        Json::Number(n) => n.as_u64().or_else(|| n.as_f64().map(|f| f as u64)),
-        Json::String(s) => s.parse::<u64>().ok().or_else(|| {
-            let ts: jiff::Timestamp = s.parse().ok()?;
-            u64::try_from(ts.as_nanosecond()).ok()
-        }),
-        _ => None,
-    }
+    keyed_time_ns("time", v)
 }
 
 impl FlatSpan {
@@ -232,8 +387,19 @@ impl FlatSpan {
     pub fn into_span(self) -> Result<Span, String> {
         let trace_id = id_text(&self.trace_id).ok_or("no trace_id")?;
         let span_id = id_text(&self.span_id).ok_or("no span_id")?;
-        let start_ns = self.start_time.as_ref().and_then(time_ns).ok_or("no readable start time")?;
-        let end_ns = self.end_time.as_ref().and_then(time_ns).unwrap_or(start_ns).max(start_ns);
+        let start_ns = find_time(&self.rest, START_KEYS).ok_or_else(|| {
+            let timeish: Vec<&String> = self.rest.keys().filter(|k| k.to_ascii_lowercase().contains("start")).collect();
+            if timeish.is_empty() {
+                "no start time (read from start_time, start_ns, start_time_unix_nano, started_at, timestamp, …)"
+                    .to_string()
+            } else {
+                format!("no readable start time in {timeish:?} (RFC 3339 text or Unix s / ms / µs / ns)")
+            }
+        })?;
+        let end_ns = find_time(&self.rest, END_KEYS)
+            .or_else(|| find_duration(&self.rest).map(|d| start_ns.saturating_add(d)))
+            .unwrap_or(start_ns)
+            .max(start_ns);
         let (status, message) = match &self.status {
             Some(Json::String(s)) => (status_word(s), String::new()),
             Some(Json::Object(o)) => (
@@ -313,5 +479,33 @@ mod tests {
         assert_eq!((s.trace_id.as_str(), s.status), ("ab", Status::Error));
         assert!((s.duration_ms() - 351.191).abs() < 1e-6);
         assert_eq!(s.parent_span_id, None);
+    }
+
+    #[test]
+    fn flat_spans_read_the_common_spellings_of_times() {
+        // 2026-11-03T08:12:55.145Z and 351 ms later, every way tracers write them.
+        let (start, end) = (1_793_693_575_145_000_000u64, 1_793_693_575_496_000_000u64);
+        let cases = [
+            serde_json::json!({"start_ns": start, "end_ns": end}),
+            serde_json::json!({"start_time_unix_nano": start.to_string(), "end_time_unix_nano": end.to_string()}),
+            serde_json::json!({"startTimeUnixNano": start, "endTimeUnixNano": end}),
+            serde_json::json!({"start_ms": 1_793_693_575_145u64, "end_ms": 1_793_693_575_496u64}),
+            serde_json::json!({"start_time": 1_793_693_575.145, "end_time": 1_793_693_575.496}),
+            serde_json::json!({"start_time": "2026-11-03T08:12:55.145Z", "end_time": "2026-11-03T08:12:55.496Z"}),
+            serde_json::json!({"started_at": "2026-11-03 08:12:55.145", "ended_at": "2026-11-03T09:12:55.496+01:00"}),
+            serde_json::json!({"timestamp": "2026-11-03T08:12:55.145Z", "duration_ms": 351}),
+            serde_json::json!({"start": 1_793_693_575_145_000u64, "end": 1_793_693_575_496_000u64}),
+        ];
+        for c in cases {
+            let mut j = c.clone();
+            j["trace_id"] = "t1".into();
+            j["span_id"] = "s1".into();
+            let s = serde_json::from_value::<FlatSpan>(j).unwrap().into_span().unwrap();
+            let ms = |ns: u64| ns / 1_000_000;
+            assert_eq!((ms(s.start_ns), ms(s.end_ns)), (ms(start), ms(end)), "{c}");
+        }
+        let j = serde_json::json!({"trace_id": "t", "span_id": "s", "start_ns": "soon"});
+        let e = serde_json::from_value::<FlatSpan>(j).unwrap().into_span().unwrap_err();
+        assert!(e.contains("no readable start time in [\"start_ns\"]"), "{e}");
     }
 }

@@ -11,10 +11,13 @@
 //! - its own mount view: the system directories (`/usr`, `/bin`, `/lib*`,
 //!   `/etc` with its secret files masked) read-only, a fresh `/dev`, an empty
 //!   `/tmp` and an empty home, its writable folders (the trial's work dir) at
-//!   their real paths, and read-only whatever its command line names (the
-//!   agent's program and script) and the suite exposes — nothing else of the
-//!   host: not the suite's folder, the work-dir templates, other trials' work
-//!   dirs nor hidden tests;
+//!   their real paths, read-only what the suite exposes and, for a command
+//!   the suite declared (a command agent's), what its command line names (the
+//!   agent's program and script) — never what a `ctx.exec` or check command
+//!   names, never a protected path (the scratch folder, the suite file, the
+//!   templates' sources, hidden tests), and nothing else of the host;
+//! - only descriptors 0–2, its stdin and stdout relayed past bubblewrap's
+//!   own processes (see [`RELAY`]);
 //! - its own user (no capabilities, no further user namespaces), IPC and UTS
 //!   namespaces, a new session (no terminal to inject input into), and
 //!   SIGKILL when evalua dies;
@@ -28,6 +31,15 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The first command inside the sandbox when the caller's stdin and stdout
+/// come in as descriptors 3 and 4 (bwrap itself gets /dev/null on 0 and 1):
+/// it puts them back on 0 and 1, closes 3 and 4 and becomes the program.
+/// bubblewrap's own two processes (outside, and the sandbox's pid 1) close
+/// every descriptor above 2 but keep 0–2 until the sandbox ends; were the
+/// agent's pipes there, an agent that closed its stdout would never be seen
+/// to end its stream.
+pub const RELAY: &str = r#"exec "$@" <&3 >&4 3<&- 4>&-"#;
 
 /// How processes are isolated in this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,10 +76,34 @@ pub struct View {
     pub writable: Vec<PathBuf>,
     /// No network namespace of its own (`sandbox.network = false` gives one with only a loopback).
     pub no_network: bool,
-    /// Folders the command line may not expose by naming a file inside
-    /// them (the suite's folder, the run's scratch folder): only `read_only`
-    /// can.
+    /// Whether the read-only paths its command line names are exposed (see
+    /// [`named_by`]): only for a command the suite itself declares (a command
+    /// agent's `cmd` and `setup`), never for one whose arguments an agent or a
+    /// check may choose (`ctx.exec`, so the `run` tool; check commands; test
+    /// runners).
+    pub expose_named: bool,
+    /// Paths no process may see, whoever names them (canonical): the run's
+    /// scratch folder (every trial's work dir and template), the suite file,
+    /// the work-dir templates' sources, the hidden tests. A command line
+    /// naming a path inside one is refused; an exposed folder holding one
+    /// shows it empty.
     pub protect: Vec<PathBuf>,
+    /// Folders (canonical) a command line never exposes whole (the suite's
+    /// folder): a file named directly inside one is exposed alone. So are the
+    /// protected paths, and the home.
+    pub shield: Vec<PathBuf>,
+}
+
+/// A path with its symlinks resolved (as bubblewrap resolves a bind's
+/// source), or as it is when it does not exist.
+pub fn real(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The protected path `p` lies in (or is), if any.
+pub fn protected_by<'a>(p: &Path, protect: &'a [PathBuf]) -> Option<&'a PathBuf> {
+    let r = real(p);
+    protect.iter().find(|x| r.starts_with(x))
 }
 
 /// The probed bubblewrap.
@@ -113,7 +149,7 @@ fn probe() -> Result<Bwrap, String> {
     for userns in [true, false] {
         let b = Bwrap { path: path.clone(), version: version.clone(), userns };
         let true_bin = ["/usr/bin/true", "/bin/true"].into_iter().find(|p| Path::new(p).exists()).unwrap_or("true");
-        let args = b.args(&[true_bin.to_string()], dir.path(), &[], &View::default());
+        let args = b.args(&[true_bin.to_string()], dir.path(), &[], &View::default(), false);
         let out = std::process::Command::new(&path).args(&args).env_clear().current_dir(dir.path()).output();
         match out {
             Ok(o) if o.status.success() => return Ok(b),
@@ -135,19 +171,43 @@ fn is_system(p: &Path) -> bool {
     SYSTEM.iter().any(|s| p.starts_with(s))
 }
 
-/// The read-only paths the command line names: the program (for one in a
-/// `bin/` folder, its whole prefix, e.g. a virtualenv) and, for any argument
-/// that is an absolute path to an existing file (a script), its folder (so
-/// it can import its siblings), or the file alone when that folder holds a
-/// protected one (an agent at the top of the suite's folder does not expose
-/// the suite). A folder argument is exposed only through `sandbox.expose`.
-fn named_by(argv: &[String], protect: &[PathBuf]) -> Vec<PathBuf> {
+/// Whether a sandboxed process sees folder `d` (of its PATH): a system
+/// folder, or one inside a path the suite exposes.
+pub fn sees(d: &Path, expose: &[PathBuf]) -> bool {
+    is_system(d) || expose.iter().any(|r| d.starts_with(r))
+}
+
+/// The read-only paths a command line the suite declared names (with
+/// `view.expose_named`; nothing otherwise): the program (for one in a `bin/`
+/// folder, its whole prefix, e.g. a virtualenv) and, for any argument that is
+/// an absolute path to an existing file (a script), its folder (so it can
+/// import its siblings), or the file alone when that folder holds a
+/// protected path, a shielded folder or the home (an agent at the top of the
+/// suite's folder does not expose the suite). A folder argument is exposed
+/// only through `sandbox.expose`. Err(why) when a named path lies inside a
+/// protected one.
+fn named_by(argv: &[String], view: &View) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
-    let shields = |p: &Path| protect.iter().any(|x| x.starts_with(p));
-    let mut add = |p: PathBuf| {
+    if !view.expose_named {
+        return Ok(out);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute()).map(|h| real(&h));
+    let holds = |d: &Path| {
+        let d = real(d);
+        view.protect.iter().chain(&view.shield).chain(&home).any(|x| x.starts_with(&d))
+    };
+    let mut add = |p: PathBuf| -> Result<(), String> {
+        if let Some(x) = protected_by(&p, &view.protect) {
+            return Err(format!(
+                "the sandbox refuses to expose {}: it is inside a protected path ({})",
+                p.display(),
+                x.display()
+            ));
+        }
         if !is_system(&p) && !too_wide(&p) && !out.contains(&p) {
             out.push(p);
         }
+        Ok(())
     };
     if let Some(prog) = argv.first().map(Path::new).filter(|p| p.is_absolute()) {
         let mut targets = vec![prog.to_path_buf()];
@@ -161,25 +221,45 @@ fn named_by(argv: &[String], protect: &[PathBuf]) -> Vec<PathBuf> {
                 .parent()
                 .filter(|d| d.file_name().is_some_and(|n| n == "bin"))
                 .and_then(Path::parent)
-                .filter(|p| !too_wide(p) && !is_system(p) && !shields(p));
-            add(prefix.map(Path::to_path_buf).unwrap_or(t));
+                .filter(|p| !too_wide(p) && !is_system(p) && !holds(p));
+            add(prefix.map(Path::to_path_buf).unwrap_or(t))?;
         }
     }
     for a in argv.iter().skip(1) {
         let p = Path::new(a);
         if p.is_absolute() && p.is_file() {
-            match p.parent().filter(|d| !too_wide(d) && !is_system(d) && !shields(d)) {
-                Some(d) => add(d.to_path_buf()),
-                None => add(p.to_path_buf()),
+            match p.parent().filter(|d| !too_wide(d) && !is_system(d) && !holds(d)) {
+                Some(d) => add(d.to_path_buf())?,
+                None => add(p.to_path_buf())?,
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// The protected paths inside an exposed path `p`, each with where it shows
+/// in the sandbox (`p` is bound at its own path): masked there.
+fn masks(p: &Path, protect: &[PathBuf]) -> Vec<(PathBuf, bool)> {
+    let r = real(p);
+    protect
+        .iter()
+        .filter(|x| x.starts_with(&r) && **x != r)
+        .filter_map(|x| Some((p.join(x.strip_prefix(&r).ok()?), x.is_dir())))
+        .collect()
 }
 
 impl Bwrap {
-    /// bwrap's arguments to run `argv` in `cwd` (writable) with `env`.
-    pub fn args(&self, argv: &[String], cwd: &Path, env: &[(String, OsString)], view: &View) -> Vec<OsString> {
+    /// bwrap's arguments to run `argv` in `cwd` (writable) with `env`. With
+    /// `relay`, the program's stdin and stdout are the descriptors 3 and 4
+    /// bwrap was started with (see [`RELAY`]).
+    pub fn args(
+        &self,
+        argv: &[String],
+        cwd: &Path,
+        env: &[(String, OsString)],
+        view: &View,
+        relay: bool,
+    ) -> Vec<OsString> {
         let mut a: Vec<OsString> = Vec::new();
         let mut push = |xs: &[&dyn AsRef<std::ffi::OsStr>]| a.extend(xs.iter().map(|x| x.as_ref().to_os_string()));
         push(&[&"--die-with-parent", &"--new-session", &"--clearenv", &"--unshare-all"]);
@@ -225,8 +305,18 @@ impl Bwrap {
                 push(&[&"--tmpfs", &home]);
             }
         }
-        for p in view.read_only.iter().chain(named_by(argv, &view.protect).iter()) {
+        // What the command line names (refused before starting when it names
+        // a protected path: see `refuse`).
+        let named = named_by(argv, view).unwrap_or_default();
+        for p in view.read_only.iter().chain(named.iter()) {
             push(&[&"--ro-bind-try", p, p]);
+            for (m, dir) in masks(p, &view.protect) {
+                if dir {
+                    push(&[&"--tmpfs", &m, &"--remount-ro", &m]);
+                } else {
+                    push(&[&"--ro-bind", &"/dev/null", &m]);
+                }
+            }
         }
         for p in std::iter::once(&cwd.to_path_buf()).chain(view.writable.iter()) {
             push(&[&"--bind", p, p]);
@@ -236,6 +326,9 @@ impl Bwrap {
             push(&[&"--setenv", k, v]);
         }
         push(&[&"--"]);
+        if relay {
+            push(&[&"/bin/sh", &"-c", &RELAY, &"sh"]);
+        }
         a.extend(argv.iter().map(OsString::from));
         a
     }
@@ -257,9 +350,25 @@ pub fn refuse(argv: &[String], cwd: &Path, path_var: Option<&OsString>, view: &V
     if let Some(w) = view.writable.iter().find(|w| too_wide(w)) {
         return Some(format!("the sandbox refuses to give write access to {}", w.display()));
     }
+    let named = match named_by(argv, view) {
+        Ok(named) => named,
+        Err(why) => return Some(why),
+    };
+    // What the process will find inside the sandbox.
+    let visible = |d: &Path| {
+        is_system(d)
+            || d.starts_with(cwd)
+            || view.read_only.iter().chain(view.writable.iter()).chain(named.iter()).any(|r| d.starts_with(r))
+    };
     let prog = argv.first()?;
     if prog.contains('/') {
         let p = cwd.join(prog);
+        if !visible(&p) {
+            return Some(format!(
+                "{} is not visible inside the sandbox (only the system folders, the work dir and `sandbox.expose` are there; expose its folder)",
+                p.display()
+            ));
+        }
         return match std::fs::metadata(&p) {
             Err(e) => Some(format!("{}: {e}", p.display())),
             Ok(m) if m.is_dir() => Some(format!("{}: is a folder", p.display())),
@@ -271,21 +380,16 @@ pub fn refuse(argv: &[String], cwd: &Path, path_var: Option<&OsString>, view: &V
     }
     // A program named without a path is looked up inside the sandbox,
     // where only the system folders and the exposed paths exist.
-    let visible = |d: &Path| {
-        is_system(d)
-            || d.starts_with(cwd)
-            || view.read_only.iter().chain(view.writable.iter()).any(|r| d.starts_with(r))
-    };
     let dirs = path_var.map(std::env::split_paths).into_iter().flatten();
     let found = dirs.filter(|d| visible(d)).any(|d| {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(d.join(prog)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     });
     (!found).then(|| {
-        format!(
-            "`{prog}` is not found on PATH inside the sandbox (only the system folders and `sandbox.expose` are there; give the program's absolute path or expose its folder)"
-        )
-    })
+            format!(
+                "`{prog}` is not found on PATH inside the sandbox (only the system folders and `sandbox.expose` are there; give the program's absolute path or expose its folder)"
+            )
+        })
 }
 
 #[cfg(test)]
@@ -309,13 +413,27 @@ mod tests {
             .map(|p| p.display().to_string())
             .chain(["-u".to_string(), "/".to_string()])
             .collect();
-        let protect = [dir.path().to_path_buf()];
+        let base = dir.path().canonicalize().unwrap();
+        let hidden = base.join("hidden");
+        std::fs::create_dir_all(&hidden).unwrap();
+        std::fs::write(hidden.join("test_x.py"), "").unwrap();
+        let view =
+            View { expose_named: true, shield: vec![base.clone()], protect: vec![hidden.clone()], ..View::default() };
         assert_eq!(
-            named_by(&argv, &protect),
-            vec![venv, agents, top],
-            "the venv, the script's folder, the protected folder's own script alone; never a folder argument nor /"
+            named_by(&argv, &view),
+            Ok(vec![venv, agents.clone(), top]),
+            "the venv, the script's folder, the shielded folder's own script alone; never a folder argument nor /"
         );
-        assert!(named_by(&["/usr/bin/python3".into()], &[]).is_empty(), "system programs are there anyway");
+        let system = View { expose_named: true, ..View::default() };
+        assert_eq!(named_by(&["/usr/bin/python3".into()], &system), Ok(vec![]), "system programs are there anyway");
+        let unnamed = View { expose_named: false, ..view.clone() };
+        assert_eq!(named_by(&argv, &unnamed), Ok(vec![]), "a command an agent may shape exposes nothing");
+        let naming_hidden = ["sh".to_string(), hidden.join("test_x.py").display().to_string()];
+        let refused = named_by(&naming_hidden, &view).unwrap_err();
+        assert!(refused.contains("protected"), "{refused}");
+        // An exposed folder holding a protected one shows it masked.
+        assert_eq!(masks(dir.path(), &view.protect), vec![(dir.path().join("hidden"), true)]);
+        assert!(masks(&agents, &view.protect).is_empty());
         assert!(too_wide(Path::new("/")) && too_wide(Path::new("/usr")) && !too_wide(Path::new("/tmp/x")));
     }
 }

@@ -4,6 +4,7 @@
 //! and read in one place: [`rundir`].
 
 pub mod blocks;
+pub mod files;
 pub mod journal;
 pub mod labels;
 pub mod ledger;

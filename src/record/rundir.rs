@@ -13,6 +13,7 @@
 //! Failing to write is evalua's problem, not the user's (exit 3); a run dir
 //! that cannot be read back as one is the user's input (exit 2).
 
+use super::files;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -135,7 +136,7 @@ impl RunDir {
                 dir.display()
             )));
         }
-        fs::create_dir_all(dir.join("traces"))
+        fs::create_dir_all(dir.join(files::TRACES_DIR))
             .map_err(|e| Error::Environment(format!("{}: cannot create the run dir: {e}", dir.display())))?;
         Ok(RunDir { path: dir, store: Arc::default() })
     }
@@ -145,8 +146,8 @@ impl RunDir {
         if !dir.is_dir() {
             return Err(Error::Input(format!("{}: not a run dir (no such directory)", dir.display())));
         }
-        if !dir.join("manifest.json").is_file() {
-            return Err(Error::Input(format!("{}: not a run dir (no manifest.json)", dir.display())));
+        if !dir.join(files::MANIFEST).is_file() {
+            return Err(Error::Input(format!("{}: not a run dir (no {})", dir.display(), files::MANIFEST)));
         }
         Ok(RunDir { path: dir.to_path_buf(), store: Arc::default() })
     }
@@ -162,11 +163,11 @@ impl RunDir {
     /// what makes a folder a run dir, so a reader that sees it (`evalua
     /// view`, a merge, the sweep of dead runs' databases) never reads half of it.
     pub fn write_manifest(&self, m: &Manifest) -> Result<()> {
-        write_json(&self.file("manifest.json"), m)
+        write_json(&self.file(files::MANIFEST), m)
     }
 
     pub fn read_manifest(&self) -> Result<Manifest> {
-        read_json(&self.file("manifest.json"))
+        read_json(&self.file(files::MANIFEST))
     }
 
     /// Write summary.json (or any other JSON file of the run dir).
@@ -176,14 +177,14 @@ impl RunDir {
 
     /// trials.jsonl, opened for appending records as trials end.
     pub fn trials_writer(&self) -> Result<TrialsWriter> {
-        let path = self.file("trials.jsonl");
+        let path = self.file(files::TRIALS);
         let file = File::create(&path).map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
         Ok(TrialsWriter { file, path })
     }
 
     /// trials.jsonl, opened for appending after the records it holds (a resumed run).
     pub fn trials_appender(&self) -> Result<TrialsWriter> {
-        let path = self.file("trials.jsonl");
+        let path = self.file(files::TRIALS);
         let file = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -195,10 +196,11 @@ impl RunDir {
     /// Replace trials.jsonl with these lines, atomically: the old file stays
     /// whole until the new one is complete on disk.
     pub fn rewrite_trials(&self, lines: &[&str]) -> Result<()> {
-        let path = self.file("trials.jsonl");
-        let tmp = self.file("trials.jsonl.tmp");
-        let env =
-            |e: std::io::Error| Error::Environment(format!("{}: cannot rewrite trials.jsonl: {e}", path.display()));
+        let path = self.file(files::TRIALS);
+        let tmp = self.file(files::TRIALS_TMP);
+        let env = |e: std::io::Error| {
+            Error::Environment(format!("{}: cannot rewrite {}: {e}", path.display(), files::TRIALS))
+        };
         let mut f = File::create(&tmp).map_err(env)?;
         for l in lines {
             writeln!(f, "{l}").map_err(env)?;
@@ -298,7 +300,7 @@ impl RunDir {
 
     /// The trace of a record, or why it cannot be read (naming the file).
     pub fn load_trace(&self, rec: &TrialRecord) -> std::result::Result<Trace, String> {
-        if !rec.trace.starts_with("traces/") || rec.trace.contains("..") || rec.trace.contains('\\') {
+        if !files::in_traces_dir(&rec.trace) {
             return Err(format!("trace path {:?} is not under traces/", rec.trace));
         }
         if let Some(path) = traces::legacy_file(&self.path, &rec.trace) {
@@ -447,7 +449,7 @@ impl RunDir {
     /// the reading stops before it, without an error.
     pub fn records_from(&self, offset: u64, line: usize) -> Result<RecordsFrom> {
         use std::io::{Seek, SeekFrom};
-        let path = self.file("trials.jsonl");
+        let path = self.file(files::TRIALS);
         let mut file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
         // Resuming right after a line taken without its newline: that newline ends no new line.
         let mut mid_line = false;
@@ -469,7 +471,7 @@ impl RunDir {
 
     /// trials.jsonl opened once, to read many records again by their place.
     pub fn record_file(&self) -> Result<RecordFile> {
-        let path = self.file("trials.jsonl");
+        let path = self.file(files::TRIALS);
         let file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
         Ok(RecordFile { path, file: std::cell::RefCell::new(file), buf: Default::default() })
     }
@@ -477,7 +479,7 @@ impl RunDir {
     /// As [`records`](Self::records), with where each line lies (for
     /// [`record_at`](Self::record_at) to read it again later).
     pub fn records_at(&self) -> Result<impl Iterator<Item = Result<RecordAt>> + use<>> {
-        let path = self.file("trials.jsonl");
+        let path = self.file(files::TRIALS);
         let file = File::open(&path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
         let mut reader = BufReader::new(file);
         let (mut offset, mut line, mut buf) = (0u64, 0usize, Vec::new());
@@ -533,7 +535,7 @@ pub fn read_trace_file(path: &Path) -> Result<Trace> {
     }
     let named = || -> Option<(PathBuf, String, u32)> {
         let parent = path.parent()?;
-        if parent.file_name()? != "traces" {
+        if parent.file_name()? != files::TRACES_DIR {
             return None;
         }
         let stem = path.file_name()?.to_str()?.strip_suffix(".json")?;
@@ -682,7 +684,7 @@ impl TrialsWriter {
     pub fn append_line(&mut self, line: &str) -> Result<()> {
         writeln!(self.file, "{line}")
             .and_then(|_| self.file.flush())
-            .map_err(|e| Error::Environment(format!("{}: cannot write trials.jsonl: {e}", self.path.display())))
+            .map_err(|e| Error::Environment(format!("{}: cannot write {}: {e}", self.path.display(), files::TRIALS)))
     }
 }
 
@@ -696,7 +698,7 @@ mod tests {
     #[test]
     fn write_json_replaces_the_file_whole_with_mode_0644() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("summary.json");
+        let path = dir.path().join(files::SUMMARY);
         fs::write(&path, "old and longer than the new content").unwrap();
         write_json(&path, &serde_json::json!({ "b": 1, "a": [true] })).unwrap();
         let back: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();

@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The packed traces, relative to the run dir (every record's `trace`).
-pub const PACK: &str = "traces/traces.jsonl";
+pub const PACK: &str = super::files::TRACES;
 /// The index of [`PACK`], relative to the run dir.
-pub const INDEX: &str = "traces/index.jsonl";
+pub const INDEX: &str = super::files::TRACES_INDEX;
 
 /// One line of `traces/index.jsonl`: where a trial's trace is in the pack.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,7 +57,7 @@ impl Writer {
     /// needed. A torn tail (an unindexed trace, a half-written index line) is
     /// cut off first, so every line of both files stays whole.
     pub fn open(dir: &Path) -> io::Result<Writer> {
-        fs::create_dir_all(dir.join("traces"))?;
+        fs::create_dir_all(dir.join(super::files::TRACES_DIR))?;
         let index_path = dir.join(INDEX);
         let mut index = OpenOptions::new().read(true).append(true).create(true).open(&index_path)?;
         let mut pack = OpenOptions::new().read(true).append(true).create(true).open(dir.join(PACK))?;
@@ -181,7 +181,7 @@ pub fn read_at(dir: &Path, offset: u64, length: u64) -> io::Result<Vec<u8>> {
 /// The per-trial trace file of the layout before the pack
 /// (`traces/<case>.<trial>.json`), when `rel` names one that exists.
 pub fn legacy_file(dir: &Path, rel: &str) -> Option<PathBuf> {
-    let name = rel.strip_prefix("traces/")?;
+    let name = rel.strip_prefix(super::files::TRACES_DIR)?.strip_prefix('/')?;
     if rel == PACK || !name.ends_with(".json") || name.contains(['/', '\\']) || name.contains("..") {
         return None;
     }

@@ -584,5 +584,5 @@ pub fn trace_name(case: &str, trial: u32) -> String {
 pub fn state_name(case: &str, trial: u32) -> String {
     let safe: String =
         case.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
-    format!("traces/{safe}.{trial}")
+    format!("{}/{safe}.{trial}", super::files::TRACES_DIR)
 }

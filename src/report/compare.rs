@@ -14,6 +14,7 @@
 //! **measurement change**: the cases that moved are labelled so, and the
 //! trials are paired one by one to list which checks changed their verdict.
 
+use crate::record::files;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -877,9 +878,9 @@ pub fn preflight(baseline: &Path, suite: &Path, allow: bool) -> Result<RunData> 
 /// `run --baseline`, after the run: compare, write compare.json and compare.md into the run dir.
 pub fn after_run(base: &RunData, cand: &RunData, allow: bool) -> Result<String> {
     let cmp = compare(base, cand, allow)?;
-    crate::record::rundir::write_json(&cand.dir.join("compare.json"), &cmp)?;
-    std::fs::write(cand.dir.join("compare.md"), markdown(&cmp))
-        .map_err(|e| Error::Environment(format!("{}: {e}", cand.dir.join("compare.md").display())))?;
+    crate::record::rundir::write_json(&cand.dir.join(files::COMPARE_JSON), &cmp)?;
+    std::fs::write(cand.dir.join(files::COMPARE_MD), markdown(&cmp))
+        .map_err(|e| Error::Environment(format!("{}: {e}", cand.dir.join(files::COMPARE_MD).display())))?;
     Ok(console(&cmp))
 }
 

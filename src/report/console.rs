@@ -240,16 +240,7 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
         }
     }
     if !gates.is_empty() {
-        let failed = gates.iter().filter(|g| !g.passed).count();
-        let _ = writeln!(
-            out,
-            "gates: {}",
-            if failed == 0 {
-                format!("all {} passed", gates.len())
-            } else {
-                format!("{failed} of {} FAILED", gates.len())
-            }
-        );
+        let _ = writeln!(out, "gates: {}", super::text::gates_headline(gates));
         for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {
             let _ = writeln!(out, "  {}", gate_line(g));
         }

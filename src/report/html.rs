@@ -257,11 +257,7 @@ pub fn overview(run: &RunData) -> String {
             o,
             r#"<div class="verdict {}">{}</div><ul class=gates>"#,
             if failed == 0 { "ok" } else { "bad" },
-            if failed == 0 {
-                format!("All {} gates passed", gates.len())
-            } else {
-                format!("{failed} of {} gates FAILED", gates.len())
-            }
+            format!("Gates: {}", super::text::gates_headline(gates))
         );
         // Failing gates first.
         for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {
@@ -352,7 +348,18 @@ pub fn overview(run: &RunData) -> String {
         }
     }
     o.push_str("</div>");
-    let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(s));
+    if k_max(s) > 1 {
+        let _ = write!(o, "<div><h2>pass^k and pass@k versus k</h2>{}</div></section>", curve_svg(s));
+    } else {
+        // One point is no curve: say why there is none.
+        let graded = run.manifest.kind == crate::record::manifest::RunKind::Graded;
+        let _ = write!(
+            o,
+            "<div><h2>pass^k and pass@k versus k</h2><p class=meta>Every case has one {}: pass^k and pass@k are defined for k = 1 only (both equal the accepted rate), so there is no curve to draw.{}</p></div></section>",
+            if graded { "graded item (a trace is one trial)" } else { "trial" },
+            if graded { "" } else { " Run with <code>--trials N</code> to see how reliability falls with k." }
+        );
+    }
     if !s.monitors.is_empty() {
         o.push_str("<h2>Monitors</h2><p class=meta>Failure modes: trials that failed each monitor, with a 95% Wilson interval.</p><table class=monitors><tr><th>monitor</th><th>violations</th><th>trials</th><th>rate</th><th>95% interval</th></tr>");
         for (name, m) in &s.monitors {
@@ -464,13 +471,23 @@ pub fn write<W: Rewind>(run: &RunData, o: &mut W) -> Result<()> {
     // Grid data, a case at a time: {"cases": [[id, n, accepted, outcomes by
     // trial ("afcgi" codes), trial numbers if not 1..], …], "max", "omitted", "suite"}.
     let _ = o.write_str(r#"<script type="application/json" id="data">{"cases":["#);
+    let with_modes = !run.manifest.monitors.is_empty();
     for (i, c) in s.cases.iter().enumerate() {
         let mut trials = run.trials[i].clone();
         trials.sort_by_key(|t| t.trial);
         let codes: String = trials.iter().map(|t| code(t.outcome)).collect();
         let nums: Vec<u32> = trials.iter().map(|t| t.trial).collect();
         let contiguous = nums.iter().enumerate().all(|(j, t)| *t == j as u32 + 1);
-        let row = json!([c.id, c.n, c.accepted, codes, if contiguous { Json::Null } else { json!(nums) }]);
+        let mut row = json!([c.id, c.n, c.accepted, codes, if contiguous { Json::Null } else { json!(nums) }]);
+        // The case's failure modes (a graded run's cases are its items, named by trace id).
+        if with_modes && c.accepted < c.n {
+            let modes = super::text::case_modes(&failed, i)?;
+            if !modes.is_empty()
+                && let Some(a) = row.as_array_mut()
+            {
+                a.push(Json::String(modes));
+            }
+        }
         let _ = write!(o, "{}{}", if i > 0 { "," } else { "" }, script_json(&row));
     }
     // Embed at most MAX_EMBEDDED trajectories, spread over the cases (every case's
@@ -529,6 +546,7 @@ table{border-collapse:collapse}td,th{border-bottom:1px solid #e5e7eb;padding:3px
 .split{display:flex;gap:20px;align-items:flex-start}#grid{flex:0 0 auto;max-height:80vh;overflow:auto;padding-right:8px}
 .gr{white-space:nowrap}.gr .id{display:inline-block;width:220px;overflow:hidden;text-overflow:ellipsis;font:12px ui-monospace,monospace;vertical-align:middle}
 .gr .rate{display:inline-block;width:44px;color:#555;font-size:12px;text-align:right;margin-right:6px}
+.gr .fm{margin-left:8px;color:#991b1b;font:12px ui-monospace,monospace;vertical-align:middle}
 #traj{flex:1;min-width:320px;border-left:3px solid #e5e7eb;padding-left:16px;position:sticky;top:8px;max-height:96vh;overflow:auto}
 #traj pre{white-space:pre-wrap;word-break:break-word;margin:0;font:12px ui-monospace,monospace;max-height:180px;overflow:auto}
 .st-executed{color:#166534}.st-failed,.st-faulted{color:#b91c1c}.st-rejected,.st-denied{color:#b45309}
@@ -549,6 +567,7 @@ function draw(){
     var codes=c[3];if(only&&!/[fcgi]/.test(codes))return;
     var row='<div class="gr"><span class="id" title="'+h(c[0])+'">'+h(c[0])+'</span><span class="rate">'+c[2]+'/'+c[1]+'</span>';
     for(var j=0;j<codes.length;j++){var t=c[4]?c[4][j]:j+1;row+='<span class="cell o-'+codes[j]+'" data-c="'+ci+'" data-t="'+t+'" title="'+h(c[0])+' #'+t+': '+NAMES[codes[j]]+'"></span>'}
+    if(c[5])row+='<span class="fm" title="failure modes">'+h(c[5])+'</span>';
     out.push(row+'</div>');
   });
   document.getElementById("grid").innerHTML=out.join("")||"<p class=hint>No case to show.</p>";

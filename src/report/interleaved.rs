@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::compare::{self, Comparison};
 use super::text::{fmt_value, gate_line, ratio_text};
 use crate::error::{Error, Result};
-use crate::record::BlockRecord;
+use crate::record::{BlockRecord, files};
 use crate::spec::gate::{self, Gate, Metric, Scope, Verdict};
 use crate::stats::periods::{self, Period};
 use crate::stats::{RunData, SuiteFigures, gate_figure, plural, rundata};
@@ -41,12 +41,12 @@ pub struct InterleavedManifest {
 }
 
 /// The file names of an interleaved run's dir.
-pub const MANIFEST: &str = "interleaved.json";
-pub const BLOCKS: &str = "blocks.jsonl";
+pub const MANIFEST: &str = files::INTERLEAVED;
+pub const BLOCKS: &str = files::BLOCKS;
 
 /// Where agent `name`'s run dir is inside the interleaved run's dir.
 pub fn agent_dir(top: &Path, name: &str) -> PathBuf {
-    top.join("agents").join(name)
+    top.join(files::AGENTS_DIR).join(name)
 }
 
 /// One agent's part, in the run's summary.json.
@@ -244,7 +244,15 @@ impl Interleaved {
 
 /// A gate this run cannot decide: failed, saying why.
 fn undecided(g: &Gate, why: String) -> Verdict {
-    Verdict { name: g.name.clone(), threshold: g.threshold, value: None, on: g.on, passed: false, note: Some(why) }
+    Verdict {
+        name: g.name.clone(),
+        threshold: g.threshold,
+        value: None,
+        on: g.on,
+        passed: false,
+        note: Some(why),
+        undefined: false,
+    }
 }
 
 /// A difference gate's figure: the paired difference (candidate − base) with
@@ -640,11 +648,11 @@ pub fn html(run: &Interleaved) -> String {
 
 /// Write the run's summary.json, report.md and report.html.
 pub fn write_all(run: &Interleaved) -> Result<()> {
-    crate::record::rundir::write_json(&run.dir.join("summary.json"), &run.summary())?;
+    crate::record::rundir::write_json(&run.dir.join(files::SUMMARY), &run.summary())?;
     let write = |name: &str, text: String| {
         let p = run.dir.join(name);
         std::fs::write(&p, text).map_err(|e| Error::Environment(format!("{}: cannot write: {e}", p.display())))
     };
-    write("report.md", markdown(run))?;
-    write("report.html", html(run))
+    write(files::REPORT_MD, markdown(run))?;
+    write(files::REPORT_HTML, html(run))
 }

@@ -40,12 +40,7 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         plural(cap.trials as usize, "trial")
     );
     if !run.gates.is_empty() {
-        let failed = run.gates.iter().filter(|g| !g.passed).count();
-        if failed == 0 {
-            let _ = writeln!(o, "**Gates: all {} passed.**\n", run.gates.len());
-        } else {
-            let _ = writeln!(o, "**Gates: {failed} of {} FAILED.**\n", run.gates.len());
-        }
+        let _ = writeln!(o, "**Gates: {}.**\n", super::text::gates_headline(&run.gates));
         for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
             let _ = writeln!(o, "- {}", gate_line(g));
         }
@@ -195,17 +190,22 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
     let _ = writeln!(o, "## Cases\n");
     let hk = if kmax > 1 { format!(" pass^{kmax} |") } else { String::new() };
     let hk_rule = if kmax > 1 { "---|" } else { "" };
+    // With monitors, each case's failure modes (a graded run's cases are its
+    // items, named by trace id: the modes say what went wrong with each).
+    let modes = !run.manifest.monitors.is_empty();
+    let (hm, hm_rule) = if modes { (" failure modes |", "---|") } else { ("", "") };
     let _ = writeln!(
         o,
-        "| case | n | accepted | pass^1 |{hk} failed | critical | grader err | infra err |\n|---|---|---|---|{hk_rule}---|---|---|---|"
+        "| case | n | accepted | pass^1 |{hk} failed | critical | grader err | infra err |{hm}\n|---|---|---|---|{hk_rule}---|---|---|---|{hm_rule}"
     );
     for i in worst_first(s) {
         let c = &s.cases[i];
         let hat = |k: u32| c.pass_hat(k);
         let kcol = if kmax > 1 { format!(" {} |", fmt_value(hat(kmax), true)) } else { String::new() };
+        let mcol = if modes { format!(" {} |", cell(&super::text::case_modes(&failed, i)?)) } else { String::new() };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} |{kcol} {} | {} | {} | {} |",
+            "| {} | {} | {} | {} |{kcol} {} | {} | {} | {} |{mcol}",
             cell(&c.id),
             c.n,
             c.accepted,

@@ -14,6 +14,7 @@ pub mod text;
 pub use console::{console, console_for};
 pub use text::gate_line;
 
+use crate::record::files;
 use std::io::{Seek, Write};
 
 use crate::error::{Error, Result};
@@ -36,15 +37,15 @@ pub fn write_all(run: &RunData) -> Result<()> {
     };
     // Each report reads the run on its own: the three are written at once.
     std::thread::scope(|scope| {
-        let md = scope.spawn(|| stream("report.md", &|o| md::write(run, o)));
+        let md = scope.spawn(|| stream(files::REPORT_MD, &|o| md::write(run, o)));
         let junit = scope.spawn(|| {
-            stream("junit.xml", &|o| {
+            stream(files::JUNIT, &|o| {
                 let xml = junit::render(run)?;
                 let _ = std::fmt::Write::write_str(o, &xml);
                 Ok(())
             })
         });
-        let html = stream("report.html", &|o| html::write(run, o));
+        let html = stream(files::REPORT_HTML, &|o| html::write(run, o));
         let again = std::panic::resume_unwind;
         md.join().unwrap_or_else(|e| again(e))?;
         junit.join().unwrap_or_else(|e| again(e))?;

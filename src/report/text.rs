@@ -124,6 +124,14 @@ pub fn gate_line(g: &Verdict) -> String {
         None => "undefined".to_string(),
     };
     let cmp = if metric.is_none_or(|m| m.is_minimum()) { "≥" } else { "≤" };
+    if g.undefined {
+        return format!(
+            "UNDEFINED {}{on}: required {cmp} {}{}",
+            g.name,
+            show(g.threshold),
+            g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+        );
+    }
     format!(
         "{} {}{on}: {value}, required {cmp} {}{}",
         if g.passed { "PASS" } else { "FAIL" },
@@ -131,6 +139,25 @@ pub fn gate_line(g: &Verdict) -> String {
         show(g.threshold),
         g.note.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
     )
+}
+
+/// The gates' verdict in a few words: `all 3 passed`, `1 of 3 FAILED`, with
+/// the ones not decided (undefined figures) said apart.
+pub fn gates_headline(gates: &[Verdict]) -> String {
+    let failed = gates.iter().filter(|g| !g.passed).count();
+    let undefined = gates.iter().filter(|g| g.undefined).count();
+    let decided = gates.len() - undefined;
+    let head = match (failed, decided) {
+        (0, 0) => String::new(),
+        (0, d) if d == gates.len() => format!("all {d} passed"),
+        (0, d) => format!("{d} passed"),
+        (f, d) => format!("{f} of {d} FAILED"),
+    };
+    match (head.is_empty(), undefined) {
+        (_, 0) => head,
+        (true, u) => format!("{u} not decided (undefined for this input)"),
+        (false, u) => format!("{head}, {u} not decided (undefined for this input)"),
+    }
 }
 
 /// The first line of every report of an incomplete run (None when complete).
@@ -367,6 +394,20 @@ pub fn endings(run: &RunData) -> crate::error::Result<Vec<Ending>> {
         out.push(Ending { ended, count, case: rec.case, trial: rec.trial, why, stderr });
     }
     Ok(out)
+}
+
+/// The failure modes of case `i`'s non-accepted trials, each with the number
+/// of trials it labelled, most frequent first: `missing_identity_verification ×3`.
+pub fn case_modes(failed: &crate::stats::rundata::Failed<'_>, i: usize) -> crate::error::Result<String> {
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for at in failed.places(i) {
+        for m in failed.read(at)?.failure_modes.unwrap_or_default() {
+            *counts.entry(m).or_default() += 1;
+        }
+    }
+    let mut v: Vec<(String, usize)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(v.into_iter().map(|(m, n)| if n > 1 { format!("{m} ×{n}") } else { m }).collect::<Vec<_>>().join(", "))
 }
 
 /// `crashed 3, deadline 1, protocol_error 1`.

@@ -257,7 +257,7 @@ pub struct BlocksFile {
 impl BlocksFile {
     /// blocks.jsonl in `dir`, for these blocks of `plan` and their orders.
     pub fn create(dir: &std::path::Path, plan: &Plan, source: &Interleaved) -> Result<BlocksFile> {
-        let path = dir.join("blocks.jsonl");
+        let path = dir.join(crate::record::files::BLOCKS);
         let f = std::fs::File::create(&path)
             .map_err(|e| Error::Environment(format!("{}: cannot create: {e}", path.display())))?;
         let agents = source.agents.clone();

@@ -87,25 +87,107 @@ pub fn datasets(plan: &Plan) -> Vec<DatasetEntry> {
 /// can tell.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Program {
+    /// What runs: the real file (symlinks followed, a version manager's shim
+    /// followed to the interpreter it starts), hashed.
     pub executable: Option<FileHash>,
+    /// The shim the command's first word found on PATH, when one was followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
     pub files: Vec<FileHash>,
 }
 
-/// Resolve a command's first word as the OS would: a path if it has a `/`,
-/// else the first executable file of that name on PATH.
-pub fn resolve_executable(cmd: &str) -> Option<PathBuf> {
+fn is_exec(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    let is_exec = |p: &Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+/// Resolve a command's first word as the OS would: a path if it has a `/`,
+/// else the first executable file of that name on PATH; symlinks followed.
+pub fn resolve_executable(cmd: &str) -> Option<PathBuf> {
+    resolve_in(cmd, &|_| true)
+}
+
+fn resolve_in(cmd: &str, visible: &dyn Fn(&Path) -> bool) -> Option<PathBuf> {
     if cmd.contains('/') {
         let p = PathBuf::from(cmd);
         return is_exec(&p).then(|| fs::canonicalize(&p).unwrap_or(p));
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| is_exec(p)).map(|p| fs::canonicalize(&p).unwrap_or(p))
+    std::env::split_paths(&path)
+        .filter(|d| visible(d))
+        .map(|d| d.join(cmd))
+        .find(|p| is_exec(p))
+        .map(|p| fs::canonicalize(&p).unwrap_or(p))
 }
 
-pub fn program(cmd: &[String], suite_dir: &Path) -> Program {
-    let executable = cmd.first().and_then(|c| resolve_executable(c)).map(|p| file_hash(&p));
+/// The program a command agent's first word runs, as its trials will run it:
+/// looked up on PATH among the folders a sandboxed process sees (all of PATH
+/// with `--isolation none`), symlinks followed, and a version manager's shim
+/// (pyenv, rbenv, nodenv) followed to the interpreter it starts. Returns the
+/// program and the shim, if one was followed.
+pub fn resolve_program(cmd: &str, expose: &[PathBuf]) -> Option<(PathBuf, Option<PathBuf>)> {
+    let found = match crate::process::isolation() {
+        crate::process::Isolation::None => resolve_executable(cmd)?,
+        crate::process::Isolation::Sandbox => resolve_in(cmd, &|d| crate::process::sandbox_sees(d, expose))?,
+    };
+    match follow_shim(&found) {
+        Some(real) => Some((real, Some(found))),
+        None => Some((found, None)),
+    }
+}
+
+/// The version managers whose shims are followed: (tool, its root variable,
+/// its version variable). Their layout is the same: `<root>/shims/<name>`, a
+/// script that runs `<tool> exec <name>`, and `<root>/versions/<v>/bin/<name>`,
+/// `<v>` from the version variable, else the file `<root>/version`.
+const SHIMS: [(&str, &str, &str); 3] = [
+    ("pyenv", "PYENV_ROOT", "PYENV_VERSION"),
+    ("rbenv", "RBENV_ROOT", "RBENV_VERSION"),
+    ("nodenv", "NODENV_ROOT", "NODENV_VERSION"),
+];
+
+/// A shim followed to the program it starts, read from the version manager's
+/// own files (nothing is run: a suite names its agent's program, and nothing
+/// it names runs outside the sandbox). None when `p` is not such a shim, or
+/// when where it leads cannot be told (a `system` version is looked up on
+/// PATH without the shims).
+fn follow_shim(p: &Path) -> Option<PathBuf> {
+    let dir = p.parent()?;
+    if dir.file_name()? != "shims" {
+        return None;
+    }
+    let name = p.file_name()?.to_str()?;
+    let mut head = vec![0u8; 4096];
+    let n = std::io::Read::read(&mut fs::File::open(p).ok()?, &mut head).ok()?;
+    let text = String::from_utf8_lossy(&head[..n]);
+    let (_, root_var, version_var) = SHIMS.iter().find(|(tool, _, _)| {
+        text.starts_with("#!") && (text.contains(&format!("{tool}\" exec")) || text.contains(&format!("{tool} exec")))
+    })?;
+    let root =
+        std::env::var_os(root_var).map(PathBuf::from).unwrap_or_else(|| dir.parent().unwrap_or(dir).to_path_buf());
+    let versions = match std::env::var(version_var) {
+        Ok(v) if !v.trim().is_empty() => v,
+        _ => fs::read_to_string(root.join("version")).unwrap_or_else(|_| "system".into()),
+    };
+    for v in versions.split([':', '\n']).map(str::trim).filter(|v| !v.is_empty() && !v.starts_with('#')) {
+        let candidate = if v == "system" {
+            let shims = fs::canonicalize(dir).unwrap_or(dir.to_path_buf());
+            resolve_in(name, &|d| fs::canonicalize(d).unwrap_or(d.to_path_buf()) != shims)
+        } else {
+            let c = root.join("versions").join(v).join("bin").join(name);
+            is_exec(&c).then(|| fs::canonicalize(&c).unwrap_or(c))
+        };
+        if candidate.is_some() {
+            return candidate;
+        }
+    }
+    None
+}
+
+pub fn program(cmd: &[String], suite_dir: &Path, expose: &[PathBuf]) -> Program {
+    let resolved = cmd.first().and_then(|c| resolve_program(c, expose));
+    let via = resolved.as_ref().and_then(|(_, via)| via.as_ref()).map(|v| display_path(v));
+    let executable = resolved.map(|(p, _)| file_hash(&p));
     let files = cmd
         .iter()
         .skip(1)
@@ -114,15 +196,17 @@ pub fn program(cmd: &[String], suite_dir: &Path) -> Program {
         .filter(|p| p.is_file())
         .map(|p| file_hash(&p))
         .collect();
-    Program { executable, files }
+    Program { executable, via, files }
 }
 
 /// An agent as declared, with the hashes of what it runs.
-fn agent_entry(a: &AgentSpec, suite_dir: &Path) -> Json {
+fn agent_entry(a: &AgentSpec, suite_dir: &Path, expose: &[PathBuf]) -> Json {
     let mut v = serde_json::to_value(a).unwrap_or_default();
     match a {
         AgentSpec::Scripted { path: Some(p) } => v["file"] = serde_json::to_value(file_hash(p)).unwrap_or_default(),
-        AgentSpec::Command(c) => v["program"] = serde_json::to_value(program(&c.cmd, suite_dir)).unwrap_or_default(),
+        AgentSpec::Command(c) => {
+            v["program"] = serde_json::to_value(program(&c.cmd, suite_dir, expose)).unwrap_or_default()
+        }
         _ => {}
     }
     v
@@ -157,7 +241,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
                 weight: c.spec.weight,
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
-                agent: c.spec.agent.as_ref().map(|a| agent_entry(a, &suite.dir)),
+                agent: c.spec.agent.as_ref().map(|a| agent_entry(a, &suite.dir, &suite.expose)),
                 reference: c.spec.reference.clone(),
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
@@ -169,7 +253,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         .collect();
     // The agent the run uses (`--agent`, else the default), with its name (SPEC §14).
     let agent = plan.agent_name().and_then(|n| suite.agent_named(n).map(|a| (n, a))).map(|(n, a)| {
-        let mut v = agent_entry(a, &suite.dir);
+        let mut v = agent_entry(a, &suite.dir, &suite.expose);
         v["name"] = Json::String(n.to_string());
         v
     });
@@ -212,7 +296,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         } else {
             StateKeeping::Skipped
         }),
-        planned_trials: Some(super::work(plan, opts.partition).len()),
+        planned_trials: Some(super::scheduler::work(plan, opts.partition).len()),
         judge_checks: {
             // The suite's judge checks (the plan's cases keep no checks).
             let mut names: Vec<String> = suite.judges.iter().flat_map(|j| j.checks.iter().cloned()).collect();
@@ -251,11 +335,14 @@ pub fn base(suite: &crate::spec::Suite, kind: RunKind, run_id: &str, argv: &[Str
         partition_from: None,
         jobs,
         filters: Default::default(),
-        gates: suite
-            .gates
-            .iter()
-            .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
-            .collect(),
+        // Grading decides the suite's grade-only gates when it has them.
+        gates: match (kind, &suite.grade_gates) {
+            (RunKind::Graded, Some(g)) => g,
+            _ => &suite.gates,
+        }
+        .iter()
+        .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
+        .collect(),
         invalid_cases: Vec::new(),
         infra_error_policy: String::new(),
         machine: Machine::this(),

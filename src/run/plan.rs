@@ -12,7 +12,7 @@ use crate::executor::ToolDef;
 use crate::record::manifest::Filters;
 use crate::sandbox::db::{self, Backend, Database, DbTemplate};
 use crate::sandbox::workdir::Templates;
-use crate::spec::{CaseSpec, Suite, fault};
+use crate::spec::{CaseSpec, Suite, WorkdirSpec, fault};
 use crate::trial::{CasePlan, Plan};
 use crate::util::paths::display_path;
 use crate::util::schema;
@@ -227,7 +227,68 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     // A PostgreSQL database's changes cannot be kept as a SQLite changeset:
     // such a run keeps no trial state (the manifest says so; regrade refuses it).
     let keep_state = matches!(db, Backend::Sqlite);
-    Ok(Plan { id, suite, cases, ids, seed, scratch, invalid: Vec::new(), db, safety, keep_state, agent: None })
+    let protected = protected_paths(&suite, cases.iter().map(|c| &c.spec), Some(scratch.path()));
+    if let Some((e, p)) = suite.expose.iter().find_map(|e| crate::process::protected_by(e, &protected).map(|p| (e, p)))
+    {
+        let place = if crate::process::real_path(e) == *p {
+            format!("{} is protected", e.display())
+        } else {
+            format!("{} is inside {}, which is protected", e.display(), p.display())
+        };
+        return Err(Error::Input(format!(
+            "{}: sandbox.expose: {place}: no process may see the hidden tests, the work-dir templates, the suite file or the trials' work dirs",
+            display_path(&suite.path),
+        )));
+    }
+    Ok(Plan {
+        id,
+        suite,
+        cases,
+        ids,
+        seed,
+        scratch,
+        protected,
+        invalid: Vec::new(),
+        db,
+        safety,
+        keep_state,
+        agent: None,
+    })
+}
+
+/// What no process of the run may see, whoever names it: the scratch
+/// folder (every trial's work dir, the templates' copies, the checks'
+/// copies), the suite file, each case's work-dir template source and hidden
+/// tests. Canonical, as the sandbox compares them.
+pub fn protected_paths<'a>(
+    suite: &Suite,
+    cases: impl Iterator<Item = &'a CaseSpec>,
+    scratch: Option<&Path>,
+) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |p: &Path| {
+        let p = crate::process::real_path(p);
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    if let Some(s) = scratch {
+        add(s);
+    }
+    add(&suite.path);
+    for c in cases {
+        match suite.case_workdir(c) {
+            Some(WorkdirSpec::Dir { path }) => add(path),
+            Some(WorkdirSpec::Git { bundle, .. }) => add(bundle),
+            None => {}
+        }
+        for t in &c.tests {
+            if let Some(inj) = &t.spec.inject {
+                add(inj);
+            }
+        }
+    }
+    out
 }
 
 /// Pick the suite's agent named `name` for the run (`--agent NAME`): an

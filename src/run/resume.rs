@@ -11,6 +11,7 @@
 //! is put in plan order again, so a resumed run's trials.jsonl equals an
 //! uninterrupted run's apart from timings.
 
+use crate::record::files;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 
@@ -49,7 +50,7 @@ pub struct Line {
 /// writing it, so it has no newline) is dropped; any other unreadable line is
 /// an error with `file:line`.
 pub fn read_lines(dir: &RunDir) -> Result<(Vec<Line>, bool)> {
-    let path = dir.file("trials.jsonl");
+    let path = dir.file(files::TRIALS);
     let mut text = String::new();
     match std::fs::File::open(&path) {
         Ok(mut f) => {
@@ -110,7 +111,7 @@ pub fn mismatch(old: &Manifest, new: &Manifest) -> Option<String> {
             {
                 m.remove("name");
             }
-            differ("the agent", json(&old.agent), json(&new_agent))
+            agent_difference("the agent", &old.agent, &new_agent)
         })
         .or_else(|| differ("the budget", json(&serde_json::json!(old.budget)), json(&serde_json::json!(new.budget))))
         .or_else(|| differ("--seed", old.seed.to_string(), new.seed.to_string()))
@@ -142,9 +143,124 @@ pub fn mismatch(old: &Manifest, new: &Manifest) -> Option<String> {
             };
             return Some(format!("case '{}': {what} changed", a.id));
         }
-        if a.agent != b.agent {
-            return Some(format!("case '{}': its agent changed", a.id));
+        let none = serde_json::Value::Null;
+        if let Some(d) =
+            agent_difference("its agent", a.agent.as_ref().unwrap_or(&none), b.agent.as_ref().unwrap_or(&none))
+        {
+            return Some(format!("case '{}': {d}", a.id));
         }
+    }
+    None
+}
+
+/// A value in a short line: at most 60 characters.
+fn brief(v: &serde_json::Value) -> String {
+    let s = match v {
+        serde_json::Value::String(s) => format!("{s:?}"),
+        serde_json::Value::Null => "none".to_string(),
+        v => v.to_string(),
+    };
+    crate::util::names::truncate(&s, 60)
+}
+
+/// The first place two JSON values differ: (path, then, now).
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Option<(String, String, String)> {
+    use serde_json::Value as J;
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match (a, b) {
+        _ if a == b => None,
+        (J::Object(x), J::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .find_map(|k| first_difference(x.get(k).unwrap_or(&J::Null), y.get(k).unwrap_or(&J::Null), &join(k)))
+        }
+        (J::Array(x), J::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().find_map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]")))
+        }
+        _ => Some((path.to_string(), brief(a), brief(b))),
+    }
+}
+
+/// A program's file as recorded: (path, sha256).
+fn recorded(f: &serde_json::Value) -> (String, Option<String>) {
+    (f["path"].as_str().unwrap_or("").to_string(), f["sha256"].as_str().map(String::from))
+}
+
+/// What a program recorded then runs now: a shim recorded by an older
+/// evalua is followed to its interpreter and hashed now.
+fn runs_now(path: &str, sha: Option<String>) -> (String, Option<String>) {
+    match crate::run::manifest::resolve_program(path, &[]) {
+        Some((real, Some(_))) => {
+            let sha = std::fs::read(&real).ok().map(|b| crate::util::digest::sha256_hex(&b));
+            (real.display().to_string(), sha)
+        }
+        _ => (path.to_string(), sha),
+    }
+}
+
+/// How two manifests' agent entries differ, in one short line naming the
+/// one field that changed; None when they run the same thing. Programs are
+/// compared by what they run (the real file's hash; its path when it has
+/// none), not by how the command spells or finds them: a pyenv shim and the
+/// interpreter it starts are the same program.
+pub fn agent_difference(what: &str, old: &serde_json::Value, new: &serde_json::Value) -> Option<String> {
+    let short = |s: &Option<String>| s.as_deref().map(|s| s.get(..12).unwrap_or(s).to_string()).unwrap_or("?".into());
+    let declared = |v: &serde_json::Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("program");
+            o.remove("file");
+        }
+        v
+    };
+    if let Some((path, then, now)) = first_difference(&declared(old), &declared(new), "") {
+        let field = if path.is_empty() { String::new() } else { format!(" {path}") };
+        return Some(format!("{what}{field}: {then} then, {now} now"));
+    }
+    let (po, pn) = (&old["program"], &new["program"]);
+    if !po["executable"].is_null() || !pn["executable"].is_null() {
+        let (op, osha) = recorded(&po["executable"]);
+        let (op, osha) = runs_now(&op, osha);
+        let (np, nsha) = recorded(&pn["executable"]);
+        let same = match (&osha, &nsha) {
+            (Some(a), Some(b)) => a == b,
+            _ => op == np,
+        };
+        if !same {
+            return Some(format!(
+                "{what}'s program: {op} (sha256 {}) then, {np} (sha256 {}) now",
+                short(&osha),
+                short(&nsha)
+            ));
+        }
+    }
+    for key in ["files"] {
+        let list = |v: &serde_json::Value| -> Vec<(String, Option<String>)> {
+            v[key].as_array().map(|a| a.iter().map(recorded).collect()).unwrap_or_default()
+        };
+        let (a, b) = (list(po), list(pn));
+        for (path, sha) in &a {
+            match b.iter().find(|(p, _)| p == path) {
+                Some((_, now)) if now != sha => {
+                    return Some(format!(
+                        "{what}'s file {path} changed (sha256 {} then, {} now)",
+                        short(sha),
+                        short(now)
+                    ));
+                }
+                None => return Some(format!("{what}'s file {path} is not named now")),
+                _ => {}
+            }
+        }
+        if let Some((path, _)) = b.iter().find(|(p, _)| !a.iter().any(|(q, _)| q == p)) {
+            return Some(format!("{what}'s file {path} is new"));
+        }
+    }
+    let (fo, fnew) = (recorded(&old["file"]), recorded(&new["file"]));
+    if fo != fnew {
+        return Some(format!("{what}'s script {}: sha256 {} then, {} now", fnew.0, short(&fo.1), short(&fnew.1)));
     }
     None
 }
@@ -197,14 +313,15 @@ pub fn prepare(
     let (lines, torn) = read_lines(dir)?;
     if torn {
         eprintln!(
-            "warning: {shown}/trials.jsonl: its last line was cut short (evalua was killed while writing it); that trial runs again"
+            "warning: {shown}/{}: its last line was cut short (evalua was killed while writing it); that trial runs again",
+            files::TRIALS
         );
     }
     let work = work(plan, opts.partition);
     let index: HashMap<(&str, u32), usize> =
         work.iter().enumerate().map(|(i, &(c, t))| ((plan.cases[c].spec.id.as_str(), t), i)).collect();
     let mut keep: BTreeMap<usize, Line> = BTreeMap::new();
-    let path = dir.file("trials.jsonl");
+    let path = dir.file(files::TRIALS);
     for l in lines {
         let r = &l.record;
         let Some(&i) = index.get(&(r.case.as_str(), r.trial)) else {
@@ -235,7 +352,7 @@ pub fn prepare(
     dir.rewrite_trials(&kept_lines)?;
     // The old summary and reports describe the old records: remove them
     // until this run writes its own.
-    for f in ["summary.json", "report.md", "report.html", "junit.xml"] {
+    for f in std::iter::once(files::SUMMARY).chain(files::REPORTS) {
         let _ = std::fs::remove_file(dir.file(f));
     }
     let entry = Resume {

@@ -754,11 +754,12 @@ mod tests {
     use super::*;
     use crate::record::Outcome;
 
-    /// Runs trial 2 into "C code" no limit can stop: a deadline already past, and a long sleep.
+    /// Runs trial 2 into "C code" no limit can stop: a deadline already past, and a
+    /// sleep of ten minutes (a run that ends before it did not wait for the worker).
     fn stuck_on_two(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
         if number == 2 {
             watch::publish(Some(Instant::now()));
-            std::thread::sleep(Duration::from_secs(20));
+            std::thread::sleep(Duration::from_secs(600));
         }
         run_trial(plan, case, number)
     }
@@ -799,7 +800,11 @@ mod tests {
         let source = Arc::new(Planned::new(&plan, work(&plan, None), BTreeMap::new(), 2, trial));
         let scheduler = Scheduler { watchdog: Duration::from_millis(500), ..Scheduler::new(2) };
         scheduler.execute(&run_dir, source, &mut AsMade, &mut [&mut sink]).unwrap();
-        assert!(started.elapsed() < Duration::from_secs(15), "the run did not wait for the stuck worker");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the run waited for the stuck worker: {:?}",
+            started.elapsed()
+        );
         assert_eq!(sink.0.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6], "every trial, in plan order");
         for (n, outcome, error) in &sink.0 {
             if *n == 2 {

@@ -163,11 +163,14 @@ pub fn agent_programs(suite: &crate::spec::Suite) -> Vec<String> {
     let mut errors = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let empty = tempfile::tempdir().ok();
+    // What a command agent's sandbox would see (`trial::agent_view`).
     let view = crate::process::View {
         read_only: suite.expose.clone(),
         writable: Vec::new(),
         no_network: !suite.network,
-        protect: vec![suite.dir.clone()],
+        expose_named: true,
+        protect: crate::run::plan::protected_paths(suite, suite.cases.iter(), None),
+        shield: vec![crate::process::real_path(&suite.dir)],
     };
     let path_var = std::env::var_os("PATH");
     for case in &suite.cases {

@@ -248,6 +248,10 @@ pub struct Verdict {
     pub on: On,
     pub passed: bool,
     pub note: Option<String>,
+    /// The figure has no value for this input, and the gate was not decided:
+    /// graded traces, one trial each, have no pass^2 (see `RunData::refigure`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undefined: bool,
 }
 
 /// Decide one gate given the figure's point value and interval.
@@ -273,7 +277,7 @@ pub fn decide(g: &Gate, point: Option<f64>, interval: Option<(f64, f64)>) -> Ver
         Some(v) if v.is_nan() => (false, Some("the figure is undefined".to_string())),
         Some(v) => (if g.metric.is_minimum() { v >= g.threshold } else { v <= g.threshold }, None),
     };
-    Verdict { name: g.name.clone(), threshold: g.threshold, value, on: g.on, passed, note }
+    Verdict { name: g.name.clone(), threshold: g.threshold, value, on: g.on, passed, note, undefined: false }
 }
 
 /// Rebuild a gate from its manifest entry (`{ name, threshold, on }`).

@@ -350,6 +350,10 @@ pub struct Suite {
     /// `sandbox.network` (default true): processes share the host's network.
     pub network: bool,
     pub gates: Vec<Gate>,
+    /// `grade = { gate = … }`: the gates `evalua grade` decides instead of
+    /// `gates` (a graded trace is one trial: figures over several trials a
+    /// case, pass^2 and up, are undefined there).
+    pub grade_gates: Option<Vec<Gate>>,
     /// The default agent: `agent = evalua.agent.*`, or the one of `agents`
     /// that `agent = "name"` / `default_agent` names.
     pub agent: Option<AgentSpec>,

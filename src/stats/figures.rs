@@ -1122,6 +1122,7 @@ pub fn decide_gates_for(
             on: g.on,
             passed: false,
             note: Some(why),
+            undefined: false,
         });
     }
     if !complete && !allow_incomplete {

@@ -2,6 +2,7 @@
 //! from the run dir alone, recomputing the figures from trials.jsonl with the
 //! same estimators and seeded bootstrap as the run.
 
+use crate::record::files;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -173,7 +174,7 @@ impl RunData {
     pub fn open(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
         let run_dir = RunDir::open(dir)?;
         let manifest = run_dir.read_manifest()?;
-        let mpath = run_dir.file("manifest.json");
+        let mpath = run_dir.file(files::MANIFEST);
         let infos: Vec<CaseInfo> = manifest
             .cases
             .iter()
@@ -195,7 +196,7 @@ impl RunData {
             );
         }
         let index: HashMap<String, usize> = infos.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
-        let summary_present = run_dir.file("summary.json").is_file();
+        let summary_present = run_dir.file(files::SUMMARY).is_file();
         let summary = summarize(&infos, &Tally::new(&infos), manifest.seed);
         let mut run = RunData {
             dir: dir.to_path_buf(),
@@ -228,7 +229,7 @@ impl RunData {
         let Some(&i) = self.index.get(&rec.case) else {
             return Err(Error::Input(format!(
                 "{}:{line}: a record of case '{}', which the manifest does not list",
-                self.run_dir.file("trials.jsonl").display(),
+                self.run_dir.file(files::TRIALS).display(),
                 rec.case
             )));
         };
@@ -270,6 +271,20 @@ impl RunData {
         };
         self.gates =
             decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete, ctx);
+        // Graded traces are one trial each (unless `match` gives a case several):
+        // a figure over k trials a case has no value there. Such a gate is said
+        // to be undefined, and not decided, instead of failing every grade.
+        if m.kind == crate::record::manifest::RunKind::Graded {
+            let most = m.cases.iter().map(|c| c.trials).max().unwrap_or(0);
+            for v in self.gates.iter_mut().filter(|v| v.value.is_none()) {
+                v.passed = true;
+                v.undefined = true;
+                v.note = Some(format!(
+                    "undefined for these items: no case has enough graded items (at most {most} a case) for this figure; \
+                     not decided (gates for grading: grade = {{ gate = … }} in evalua.suite)"
+                ));
+            }
+        }
     }
 }
 
@@ -307,7 +322,7 @@ struct CompleteFlag {
 
 /// Read whether the run in `dir` finished (see [`Completion`]).
 pub fn completion(dir: &Path) -> Result<Completion> {
-    let path = dir.join("summary.json");
+    let path = dir.join(files::SUMMARY);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Completion::NoSummary),
@@ -331,7 +346,7 @@ pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
     let mut tally = Tally::new(&run.infos);
     tally.declare_monitors(&run.manifest.monitors);
     // A run killed before its first trial ended may have no trials.jsonl at all.
-    let path = run.run_dir.file("trials.jsonl");
+    let path = run.run_dir.file(files::TRIALS);
     let lines: Box<dyn Iterator<Item = Result<RecordAt>>> =
         if path.exists() { Box::new(run.run_dir.records_at()?) } else { Box::new(std::iter::empty()) };
     for item in lines {

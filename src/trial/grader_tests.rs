@@ -10,7 +10,7 @@ use std::rc::Rc;
 use mlua::{Lua, Table};
 use serde_json::Value as Json;
 
-use super::run_checks;
+use super::grading::run_checks;
 use crate::lua::api::t::{self as t_api, TParts};
 use crate::lua::grader_tests::{Example, Expect, FileChange, Group, TestFile};
 use crate::record::{self, CallRecord, CallStatus, CheckResult, Ended, Journal, Message, Outcome, Usage};

@@ -39,6 +39,10 @@ pub struct Plan {
     pub seed: u64,
     /// A private folder for the run's work dirs; removed with the plan.
     pub scratch: tempfile::TempDir,
+    /// What no process of the run may see, whoever names it (canonical
+    /// paths): the scratch folder, the suite file, the work-dir templates'
+    /// sources and the hidden tests (`check.tests`' `inject`).
+    pub protected: Vec<PathBuf>,
     /// Cases left out because their tests do not hold on the initial tree (`--skip-invalid`).
     pub invalid: Vec<Invalid>,
     /// The database backend; with PostgreSQL, the run's databases on the

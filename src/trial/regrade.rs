@@ -8,9 +8,10 @@
 use std::path::Path;
 use std::rc::Rc;
 
-use super::{
-    AgentEnd, CasePlan, Ending, Plan, Recorded, Start, TrialOutput, all_errors, finish, infra, prepare, worker,
-};
+use super::context::AgentEnd;
+use super::lifecycle::{Ending, Recorded, Start, TrialOutput, all_errors, finish, infra, prepare};
+use super::plan::{CasePlan, Plan};
+use super::worker;
 use crate::lua::engine as lua;
 use crate::record::state::{DbFormat, StateRecord};
 use crate::record::{self, Journal, KeptState, Outcome, RunDir, Trace, TrialRecord};

@@ -55,6 +55,16 @@ pub fn did_you_mean<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) ->
     nearest(name, known).map(|k| format!(" (did you mean '{k}'?)")).unwrap_or_default()
 }
 
+/// `s` cut to `max` characters, saying how long it was.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(max).collect();
+        format!("{t}… ({} chars)", s.chars().count())
+    }
+}
+
 /// Whether a message starts with `file:line:`.
 pub fn has_location(msg: &str) -> bool {
     let mut parts = msg.splitn(3, ':');

@@ -95,3 +95,69 @@ pub fn unwatched<R>(f: impl FnOnce() -> R) -> R {
     publish(before);
     r
 }
+
+/// Run `f` on this thread under a watchdog: should the deadline this thread
+/// publishes pass by more than `margin` while `f` runs (code no limit could
+/// stop, a C function), `overrun` is called on the watchdog's own thread.
+/// The stuck thread cannot be stopped, so `overrun` is where the caller
+/// gives up (loading a suite exits the process).
+pub fn watched<R>(margin: Duration, overrun: impl FnOnce() + Send + 'static, f: impl FnOnce() -> R) -> R {
+    let beat = Arc::new(Beat::default());
+    let before = BEAT.with(|b| b.borrow_mut().replace(beat.clone()));
+    beat.set(deadline());
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let dog = std::thread::spawn(move || {
+        let mut overrun = Some(overrun);
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(Duration::from_millis(100)) {
+            if beat.deadline().is_some_and(|d| Instant::now() > d + margin)
+                && let Some(o) = overrun.take()
+            {
+                o();
+            }
+        }
+    });
+    let r = f();
+    let _ = done.send(());
+    let _ = dog.join();
+    BEAT.with(|b| *b.borrow_mut() = before);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn the_watchdog_calls_overrun_when_code_stays_past_its_deadline() {
+        let stuck = Arc::new(AtomicBool::new(true));
+        let s = stuck.clone();
+        let took = Instant::now();
+        // Code no limit stops: it spins until the watchdog lets it go.
+        watched(
+            Duration::from_millis(50),
+            move || s.store(false, Ordering::SeqCst),
+            || {
+                publish(Some(Instant::now()));
+                while stuck.load(Ordering::SeqCst) {
+                    assert!(took.elapsed() < Duration::from_secs(60), "the watchdog never fired");
+                    std::hint::spin_loop();
+                }
+                publish(None);
+            },
+        );
+        // Code that keeps its deadline is left alone.
+        let fired = Arc::new(AtomicBool::new(false));
+        let f = fired.clone();
+        watched(
+            Duration::from_millis(50),
+            move || f.store(true, Ordering::SeqCst),
+            || {
+                with_deadline(Instant::now() + Duration::from_secs(60), || {
+                    std::thread::sleep(Duration::from_millis(300))
+                })
+            },
+        );
+        assert!(!fired.load(Ordering::SeqCst));
+    }
+}

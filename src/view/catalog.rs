@@ -7,6 +7,7 @@
 //! canonical path). Files of a run dir are read through the same rule
 //! ([`crate::util::paths::read_confined`]).
 
+use crate::record::files;
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
@@ -66,7 +67,7 @@ pub fn roots(dirs: &[PathBuf]) -> Result<Vec<Root>> {
 }
 
 fn is_run_dir(dir: &Path) -> bool {
-    dir.join("manifest.json").is_file()
+    dir.join(files::MANIFEST).is_file()
 }
 
 /// Every run dir under the roots, and what was left out.
@@ -138,7 +139,7 @@ fn walk(
 
 /// The files the viewer opens by name must not lead out of the run dir.
 fn check_files(dir: &Path) -> std::result::Result<(), String> {
-    for name in ["manifest.json", "trials.jsonl", "summary.json"] {
+    for name in [files::MANIFEST, files::TRIALS, files::SUMMARY] {
         confine(dir, name).map_err(|_| format!("{name} is a symlink out of the run dir: not shown"))?;
     }
     Ok(())
@@ -178,7 +179,7 @@ mod tests {
 
     fn run(dir: &Path) {
         std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join("manifest.json"), "{}").unwrap();
+        std::fs::write(dir.join(files::MANIFEST), "{}").unwrap();
     }
 
     #[test]
@@ -192,8 +193,8 @@ mod tests {
         std::os::unix::fs::symlink(root.path().join("refunds/r1"), root.path().join("alias")).unwrap();
         // A run dir whose trials.jsonl leads out.
         run(&root.path().join("refunds/r3"));
-        std::fs::write(outside.path().join("trials.jsonl"), "").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("trials.jsonl"), root.path().join("refunds/r3/trials.jsonl"))
+        std::fs::write(outside.path().join(files::TRIALS), "").unwrap();
+        std::os::unix::fs::symlink(outside.path().join(files::TRIALS), root.path().join("refunds/r3/trials.jsonl"))
             .unwrap();
         let roots = roots(&[root.path().to_path_buf()]).unwrap();
         let (runs, skipped) = discover(&roots);
@@ -201,7 +202,7 @@ mod tests {
         // The alias leads to r1, which is listed once, under its own path.
         assert_eq!(ids, ["0:refunds/r1", "0:refunds/r2"], "{skipped:?}");
         assert!(skipped.iter().any(|s| s.path.ends_with("refunds/linked") && s.reason.contains("outside")));
-        assert!(skipped.iter().any(|s| s.path.ends_with("refunds/r3") && s.reason.contains("trials.jsonl")));
+        assert!(skipped.iter().any(|s| s.path.ends_with("refunds/r3") && s.reason.contains(files::TRIALS)));
 
         assert!(resolve(&roots, "0:refunds/r1").is_some());
         assert!(resolve(&roots, "0:refunds/r1/").is_some());

@@ -4,6 +4,7 @@
 //! (cached until either file changes); a run without summary.json (still
 //! writing, or stopped) from its records, followed as they are appended.
 
+use crate::record::files;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -169,9 +170,9 @@ pub fn status(dir: &std::path::Path, head: Option<&SummaryHead>) -> Status {
     if let Some(h) = head {
         return if h.complete == Some(false) { Status::Incomplete } else { Status::Complete };
     }
-    let recent = Stamp::of(&dir.join("trials.jsonl"))
+    let recent = Stamp::of(&dir.join(files::TRIALS))
         .modified()
-        .or_else(|| Stamp::of(&dir.join("manifest.json")).modified())
+        .or_else(|| Stamp::of(&dir.join(files::MANIFEST)).modified())
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .is_some_and(|age| age < RUNNING_WITHIN);
     if recent { Status::Running } else { Status::Incomplete }
@@ -214,9 +215,9 @@ impl Listing {
     /// The row of one run dir.
     pub fn row_of(&self, roots: &[Root], r: &RunRef, cache: &Cache) -> RunRow {
         let stamps = (
-            Stamp::of(&r.dir.join("manifest.json")),
-            Stamp::of(&r.dir.join("summary.json")),
-            Stamp::of(&r.dir.join("trials.jsonl")),
+            Stamp::of(&r.dir.join(files::MANIFEST)),
+            Stamp::of(&r.dir.join(files::SUMMARY)),
+            Stamp::of(&r.dir.join(files::TRIALS)),
         );
         if let Some((s, row)) = self.done.lock().unwrap_or_else(|e| e.into_inner()).get(&r.dir)
             && *s == stamps
@@ -280,7 +281,7 @@ fn read_row(roots: &[Root], r: &RunRef, cache: &Cache) -> RunRow {
         gates: Gates::default(),
         error: None,
     };
-    let summary = r.dir.join("summary.json");
+    let summary = r.dir.join(files::SUMMARY);
     if summary.is_file() {
         match head::read(&summary) {
             Ok(h) => {

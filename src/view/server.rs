@@ -6,6 +6,7 @@
 //! viewer. File reads run on the blocking pool, so a large run being read
 //! never stalls the other requests.
 
+use crate::record::files;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -261,7 +262,8 @@ fn not_found_run(id: &str) -> Response {
     )
 }
 
-const RUN_FILES: [&str; 6] = ["report.html", "report.md", "junit.xml", "manifest.json", "summary.json", "compare.md"];
+const RUN_FILES: [&str; 6] =
+    [files::REPORT_HTML, files::REPORT_MD, files::JUNIT, files::MANIFEST, files::SUMMARY, files::COMPARE_MD];
 
 async fn run_page(State(app): State<Arc<App>>, Query(q): Query<RunQ>) -> Response {
     blocking(app, move |app| {
@@ -761,7 +763,7 @@ async fn file(State(app): State<Arc<App>>, Query(q): Query<FileQ>) -> Response {
             _ => return refused(),
         }
         let Some(bytes) = read_confined(&r.dir, &q.path) else { return refused() };
-        if q.path == "report.html" {
+        if q.path == files::REPORT_HTML {
             return (
                 [(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CONTENT_SECURITY_POLICY, REPORT_CSP)],
                 bytes,

@@ -4,6 +4,7 @@
 //! the new lines are read and the figures recomputed. Full records are not
 //! kept; a trial's record is read again from its line when it is opened.
 
+use crate::record::files;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
@@ -81,7 +82,7 @@ impl Loaded {
         let tally = Tally::new(&run.infos);
         let index = TrialIndex::new(&run.infos);
         let mut l = Loaded {
-            manifest_stamp: Stamp::of(&r.dir.join("manifest.json")),
+            manifest_stamp: Stamp::of(&r.dir.join(files::MANIFEST)),
             run,
             tally,
             index,
@@ -99,7 +100,7 @@ impl Loaded {
 
     /// Read what was appended to trials.jsonl since the last read.
     fn read_more(&mut self, r: &RunRef) -> Result<bool> {
-        let path = r.dir.join("trials.jsonl");
+        let path = r.dir.join(files::TRIALS);
         let stamp = Stamp::of(&path);
         if stamp == self.trials_stamp && self.version > 0 {
             return Ok(false);
@@ -141,14 +142,14 @@ impl Loaded {
 
     /// Has nothing changed since the last read (two `stat`s)?
     fn current(&self, r: &RunRef) -> bool {
-        Stamp::of(&r.dir.join("trials.jsonl")) == self.trials_stamp
-            && Stamp::of(&r.dir.join("manifest.json")) == self.manifest_stamp
+        Stamp::of(&r.dir.join(files::TRIALS)) == self.trials_stamp
+            && Stamp::of(&r.dir.join(files::MANIFEST)) == self.manifest_stamp
     }
 
     /// Is the file behind this state different (shrunk, rewritten, manifest changed)?
     fn replaced(&self, r: &RunRef) -> bool {
-        let t = Stamp::of(&r.dir.join("trials.jsonl"));
-        Stamp::of(&r.dir.join("manifest.json")) != self.manifest_stamp || t.size() < self.offset
+        let t = Stamp::of(&r.dir.join(files::TRIALS));
+        Stamp::of(&r.dir.join(files::MANIFEST)) != self.manifest_stamp || t.size() < self.offset
     }
 
     /// The record of a trial, read again from its line, with its failure modes.

@@ -530,6 +530,7 @@ local SUITE_KEYS = set {
   "name", "version", "description", "trials", "budget", "sandbox", "agent", "agents", "default_agent", "gate",
   "seed", "skip", "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
 }
+local GRADE_KEYS = set { "gate", "reexecute" }
 local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
 local SANDBOX_KEYS = set { "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "expose", "network" }
 local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack" }
@@ -917,15 +918,22 @@ local function suite(where, spec)
       if err then fail(2, "evalua.suite.gate: " .. err) end
     end
   end)
-  local faults
-  check("faults", function() faults = normalize_faults("evalua.suite", spec.faults, 2) end)
-  -- How `evalua grade` treats recorded trajectories (SPEC §14).
+  -- What `evalua grade` uses instead of the run's settings: its own gates,
+  -- and how it treats recorded trajectories (SPEC §14).
   check("grade", function()
     if spec.grade ~= nil then
-      check_keys("evalua.suite.grade", spec.grade, set { "reexecute" }, 2)
+      expect_type("evalua.suite", "grade", spec.grade, "table", 2)
+      check_keys("evalua.suite.grade", spec.grade, GRADE_KEYS, 2)
+      expect_type("evalua.suite.grade", "gate", spec.grade.gate, "table", 2)
       expect_type("evalua.suite.grade", "reexecute", spec.grade.reexecute, "boolean", 2)
+      if spec.grade.gate ~= nil then
+        local err = host.gate_error(spec.grade.gate)
+        if err then fail(2, "evalua.suite.grade.gate: " .. err) end
+      end
     end
   end)
+  local faults
+  check("faults", function() faults = normalize_faults("evalua.suite", spec.faults, 2) end)
   check("skip", function()
     if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
       fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
@@ -980,9 +988,9 @@ local function suite(where, spec)
     _agents = agents,
     default_agent = default_agent,
     gate = spec.gate or {},
+    grade = spec.grade,
     faults = faults,
     held_out_max_runs = spec.held_out_max_runs,
-    grade = spec.grade,
     _tools = {},
     _tool_index = {},
     _monitors = monitors,
@@ -1293,15 +1301,15 @@ local function declare_goldens(self, goldens, opts, where)
           what, g.id, mode, near and (" (did you mean '" .. near .. "'?)") or "",
           #monitor_names > 0 and table.concat(monitor_names, ", ") or "none"))
       end
-      expect[#expect + 1] = {
-        name = "does not re-fire " .. mode,
-        run = function(t)
-          for _, m in ipairs(t.failure_modes or {}) do
-            if m == mode then return false, { failure_mode = mode, reason = "the monitor " .. mode .. " fired again" } end
-          end
-          return true, "the monitor " .. mode .. " did not fire"
-        end,
-      }
+      -- The assertion the failure mode implies: its monitor's own check, which
+      -- must pass (its evidence says why not), as the golden's check.
+      local monitor = self._monitor_index[mode]
+      if monitor then
+        expect[#expect + 1] = {
+          name = "does not re-fire " .. mode, run = monitor.run, kind = monitor.kind, options = monitor.options, judge = monitor.judge,
+          tools = monitor.tools, sql = monitor.sql, where = monitor.where,
+        }
+      end
     end
     local tags = { "golden" }
     for _, t in ipairs(opts.tags or {}) do tags[#tags + 1] = t end

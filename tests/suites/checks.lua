@@ -138,10 +138,12 @@ case("check_endless_loop", {}, "", { function(t) while true do end end })
 case("check_pcall_loop", {}, "", { function(t) while true do pcall(function() while true do end end) end end })
 case("check_os_execute", {}, "", { function(t) os.execute("touch /tmp/evalua-pwned") return true end })
 case("check_io_open", {}, "", { function(t) io.open("/tmp/evalua-pwned", "w") return true end })
--- 16 MiB at a time, each copied from a 64 KiB piece: the memory limit trips
--- in a fraction of a second of CPU, far inside the check's time limit even on
--- a busy machine (one byte repeated 16 Mi times took seconds in a debug build).
-case("check_memory_hog", {}, "", { function(t) local piece, s = ("x"):rep(1 << 16), {} for i = 1, 1e9 do s[i] = piece:rep(256) end return true end })
+-- 64 MiB at a time, each copied from a 64 KiB piece: the 256 MiB memory limit
+-- trips on the fourth step, a few hundred ms of CPU, far inside the check's
+-- 10 s time limit even on a machine at load 30 (16 MiB steps, sixteen of
+-- them, once took longer than 10 s of wall time there; one byte repeated
+-- 64 Mi times took seconds in a debug build).
+case("check_memory_hog", {}, "", { function(t) local piece, s = ("x"):rep(1 << 16), {} for i = 1, 1e9 do s[i] = piece:rep(1024) end return true end })
 case("check_db_read_only", { { "put", { k = "a" } } }, "", { function(t) t.db:exec("DELETE FROM kv") return true end })
 case("check_db_pragma", { { "put", { k = "a" } } }, "", { function(t) t.db:one("PRAGMA query_only = OFF") t.db:one("DELETE FROM kv") return true end })
 case("initial_state", { { "put", { k = "a" } } }, "", {

@@ -336,7 +336,8 @@ mod tests {
         new_state(config, |_, _| Ok(())).unwrap()
     }
 
-    /// Run `code` under a 200 ms deadline: it must stop within a few seconds.
+    /// Run `code` (which never ends) under a 200 ms deadline: the deadline
+    /// stops it (a bound far above the need: a busy machine is slow, not wrong).
     fn stops(code: &str) {
         let lua = state();
         let limits = state_limits(&lua);
@@ -345,7 +346,7 @@ mod tests {
         let f = lua.load(code).into_function().unwrap();
         let r = limits.guard(&lua, seg, || f.call::<()>(()));
         assert!(matches!(r, Guarded::Stopped(Stop::Deadline)), "{code}");
-        assert!(started.elapsed() < Duration::from_secs(5), "{code}: took {:?}", started.elapsed());
+        assert!(started.elapsed() < Duration::from_secs(60), "{code}: took {:?}", started.elapsed());
     }
 
     #[test]

@@ -746,6 +746,7 @@ mod tests {
             find.call::<Value>(("a".repeat(30000), ".-.-.-.-.-b"))
         });
         assert!(r.unwrap_err().to_string().contains("time limit exceeded"));
-        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        // The bomb would run for ages; a bound far above the 200 ms deadline.
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
     }
 }

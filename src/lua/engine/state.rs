@@ -114,7 +114,7 @@ pub fn new_state(config: StateConfig, register_host: RegisterHost) -> mlua::Resu
 /// `setmetatable` refuse userdata, so nothing can change them, not even
 /// through `rawset`; `pairs` goes through `__pairs` with an iterator that
 /// never hands out the shadow table.
-const PRELUDE: &str = r#"
+const PRELUDE: &str = r##"
 local host = ...   -- the raw host table (users only ever see a proxy)
 local raw_load, raw_setmetatable, raw_collect, raw_xpcall = load, setmetatable, collectgarbage, xpcall
 local raw_next, raw_type, raw_error = next, type, error
@@ -216,6 +216,78 @@ table.move = function(a1, f, e, t, a2)
   end
   return a2
 end
+-- table.insert at a position and table.remove at a position shift every
+-- element up to #t in C: with a __len that says 2^62 the loop never ends and
+-- the hook never fires. Both are Lua here, with the C versions' semantics
+-- and messages (metamethods included); a userdata goes to the C version
+-- (the only ones a suite sees are the read-only proxies, which refuse the
+-- first write).
+local raw = { insert = table.insert, remove = table.remove, rep = string.rep }
+local raw_select, raw_pcall, tointeger, ult = select, pcall, math.tointeger, math.ult
+local function integer_arg(v, i, fname)
+  local n = raw_type(v) == "string" and tonumber(v) or v
+  if raw_type(n) ~= "number" then
+    raw_error("bad argument #" .. i .. " to '" .. fname .. "' (number expected, got " .. raw_type(v) .. ")", 3)
+  end
+  local k = tointeger(n)
+  if k == nil then raw_error("bad argument #" .. i .. " to '" .. fname .. "' (number has no integer representation)", 3) end
+  return k
+end
+local function string_arg(v, i, fname)
+  local tv = raw_type(v)
+  if tv ~= "string" and tv ~= "number" then
+    raw_error("bad argument #" .. i .. " to '" .. fname .. "' (string expected, got " .. tv .. ")", 3)
+  end
+  return #(v .. "")
+end
+local function table_arg(t, fname)
+  if raw_type(t) ~= "table" then
+    raw_error("bad argument #1 to '" .. fname .. "' (table expected, got " .. raw_type(t) .. ")", 3)
+  end
+  local n = tointeger(#t)
+  if n == nil then raw_error("object length is not an integer", 3) end
+  return n
+end
+table.insert = function(t, ...)
+  if raw_type(t) == "userdata" then raw.insert(t, ...) return end
+  local nargs = raw_select("#", ...)
+  if nargs ~= 1 and nargs ~= 2 then raw_error("wrong number of arguments to 'insert'", 2) end
+  local e = table_arg(t, "table.insert") + 1
+  if nargs == 1 then t[e] = ... return end
+  local pos, v = ...
+  pos = integer_arg(pos, 2, "table.insert")
+  if not ult(pos - 1, e) then raw_error("bad argument #2 to 'table.insert' (position out of bounds)", 2) end
+  for i = e, pos + 1, -1 do t[i] = t[i - 1] end
+  t[pos] = v
+end
+table.remove = function(t, pos)
+  if raw_type(t) == "userdata" then return (raw.remove(t, pos)) end
+  local size = table_arg(t, "table.remove")
+  if pos == nil then pos = size else pos = integer_arg(pos, 2, "table.remove") end
+  if pos ~= size and pos - 1 ~= size and not ult(pos - 1, size) then
+    raw_error("bad argument #2 to 'table.remove' (position out of bounds)", 2)
+  end
+  local v = t[pos]
+  while pos < size do
+    t[pos] = t[pos + 1]
+    pos = pos + 1
+  end
+  t[pos] = nil
+  return v
+end
+-- string.rep's C loop runs once per copy. Any result but the empty one is
+-- bounded by the state's memory limit, and so is the loop; the empty one
+-- (an empty string and separator) costs no memory, so 2^53 copies of ""
+-- would spin for days where the hook never fires: it is returned at once.
+string.rep = function(s, n, sep)
+  local empty = string_arg(s, 1, "string.rep") == 0
+  local k = integer_arg(n, 2, "string.rep")
+  if sep ~= nil then empty = string_arg(sep, 3, "string.rep") == 0 and empty end
+  if empty and k > 1 then return "" end
+  local ok, r = raw_pcall(raw.rep, s, n, sep)
+  if not ok then raw_error(r, 2) end
+  return r
+end
 for k, f in pairs(host.bounded_patterns) do string[k] = f end
 host.bounded_patterns = nil
 os = { time = host.os_time, date = host.os_date, clock = host.os_clock,
@@ -240,7 +312,7 @@ getmetatable("").__metatable = false
 for _, name in ipairs({ "string", "table", "math", "utf8", "coroutine", "os" }) do
   _G[name] = readonly(_G[name], name)
 end
-"#;
+"##;
 
 /// The engine's own host primitives: `tripped` (a limit has stopped the
 /// running code) and `new_proxy` (a userdata with the given metatable).

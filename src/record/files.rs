@@ -1,0 +1,50 @@
+//! The names of a run dir's files, relative to it. Nothing else spells
+//! them: a new file of the run dir is a constant here (and, for a report,
+//! an entry of [`REPORTS`], which `evalua report`, `--resume` and
+//! `evalua view` all read).
+
+pub const MANIFEST: &str = "manifest.json";
+pub const TRIALS: &str = "trials.jsonl";
+/// trials.jsonl as it is rewritten, before it replaces the file.
+pub const TRIALS_TMP: &str = "trials.jsonl.tmp";
+pub const SUMMARY: &str = "summary.json";
+pub const REPORT_MD: &str = "report.md";
+pub const REPORT_HTML: &str = "report.html";
+pub const JUNIT: &str = "junit.xml";
+pub const COMPARE_JSON: &str = "compare.json";
+pub const COMPARE_MD: &str = "compare.md";
+/// The dir of the trace pack and of each trial's kept state
+/// (`<case>.<trial>.changeset`, `.files/`, …).
+pub const TRACES_DIR: &str = "traces";
+/// The trace pack and its index (see `record::traces`).
+pub const TRACES: &str = "traces/traces.jsonl";
+pub const TRACES_INDEX: &str = "traces/index.jsonl";
+
+/// An interleaved run of several agents (`evalua run SUITE --agent A --agent B`):
+/// what the run is, its blocks, and the dir of each agent's part (`agents/<name>/`).
+pub const INTERLEAVED: &str = "interleaved.json";
+pub const BLOCKS: &str = "blocks.jsonl";
+pub const AGENTS_DIR: &str = "agents";
+
+/// The reports written from the figures (`report::write_all`).
+pub const REPORTS: [&str; 3] = [REPORT_MD, REPORT_HTML, JUNIT];
+
+/// Whether a record's `trace` field names a file inside [`TRACES_DIR`] (and
+/// nowhere else: no `..`, no backslash). A results file is untrusted input.
+pub fn in_traces_dir(rel: &str) -> bool {
+    rel.strip_prefix(TRACES_DIR).is_some_and(|r| r.starts_with('/')) && !rel.contains("..") && !rel.contains('\\')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trace_outside_the_traces_dir_is_refused() {
+        assert!(in_traces_dir(TRACES));
+        assert!(in_traces_dir("traces/a.0.json"));
+        for bad in ["traces", "tracesX/a", "/traces/a", "traces/../manifest.json", "traces\\a", "summary.json"] {
+            assert!(!in_traces_dir(bad), "{bad}");
+        }
+    }
+}
