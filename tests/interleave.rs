@@ -53,7 +53,10 @@ fn orders(run: &Path) -> Vec<Vec<String>> {
 fn blocks_alternate_the_agents_order_the_same_way_for_a_seed() {
     let dir = project(&[("pair.lua", &pair_suite(""))]);
     let run = |out: &str, seed: &str, jobs: &str| {
-        let o = evalua(dir.path(), &["run", "pair.lua", "--agent", "A", "--agent", "B", "--seed", seed, "--jobs", jobs, "--out", out, "-q"]);
+        let o = evalua(
+            dir.path(),
+            &["run", "pair.lua", "--agent", "A", "--agent", "B", "--seed", seed, "--jobs", jobs, "--out", out, "-q"],
+        );
         assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
         dir.path().join(out)
     };
@@ -102,7 +105,13 @@ fn blocks_alternate_the_agents_order_the_same_way_for_a_seed() {
     let outcomes = |d: &Path, agent: &str| -> Vec<(String, u64, String)> {
         trials(&d.join("agents").join(agent))
             .iter()
-            .map(|r| (r["case"].as_str().unwrap().into(), r["trial"].as_u64().unwrap(), r["outcome"].as_str().unwrap().into()))
+            .map(|r| {
+                (
+                    r["case"].as_str().unwrap().into(),
+                    r["trial"].as_u64().unwrap(),
+                    r["outcome"].as_str().unwrap().into(),
+                )
+            })
             .collect()
     };
     assert_eq!(outcomes(&one, "A"), outcomes(&two, "A"));
@@ -116,10 +125,7 @@ fn blocks_alternate_the_agents_order_the_same_way_for_a_seed() {
 #[test]
 fn the_summary_pairs_the_agents_and_gates_name_them() {
     // Failing gates first: B must not be worse than A is met, A against B is not.
-    let dir = project(&[(
-        "pair.lua",
-        &pair_suite(r#"["pass^1@B"] = 0.9, ["delta pass^1 A-B"] = 0, accepted = 0.9"#),
-    )]);
+    let dir = project(&[("pair.lua", &pair_suite(r#"["pass^1@B"] = 0.9, ["delta pass^1 A-B"] = 0, accepted = 0.9"#))]);
     let o = evalua(dir.path(), &["run", "pair.lua", "--agent", "A", "--agent", "B", "--out", "out", "-q"]);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     let s = json(&dir.path().join("out/summary.json"));
@@ -140,7 +146,15 @@ fn the_summary_pairs_the_agents_and_gates_name_them() {
     assert_eq!(c["counts"]["improved"], 1);
     assert_eq!(c["counts"]["unchanged"], 1);
     // Gates: a plain gate for each agent, the named one, the difference.
-    let gate = |name: &str| s["gates"].as_array().unwrap().iter().find(|g| g["name"] == name).cloned().unwrap_or_else(|| panic!("no gate {name}: {}", s["gates"]));
+    let gate = |name: &str| {
+        s["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no gate {name}: {}", s["gates"]))
+    };
     assert_eq!(gate("pass^1@B")["passed"], true);
     assert_eq!(gate("accepted@A")["passed"], false);
     assert_eq!(gate("accepted@B")["passed"], true);
@@ -173,7 +187,11 @@ fn the_summary_pairs_the_agents_and_gates_name_them() {
 
 #[test]
 fn bad_agents_and_gates_are_exit_2() {
-    let dir = project(&[("pair.lua", &pair_suite("")), ("bad.lua", &pair_suite(r#"["pass^1@Z"] = 0.5"#)), ("bad2.lua", &pair_suite(r#"["delta pass^1 B-Z"] = 0"#))]);
+    let dir = project(&[
+        ("pair.lua", &pair_suite("")),
+        ("bad.lua", &pair_suite(r#"["pass^1@Z"] = 0.5"#)),
+        ("bad2.lua", &pair_suite(r#"["delta pass^1 B-Z"] = 0"#)),
+    ]);
     let o = evalua(dir.path(), &["run", "pair.lua", "--agent", "A", "--agent", "Z", "--out", "o1"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
@@ -188,7 +206,10 @@ fn bad_agents_and_gates_are_exit_2() {
         let e = stderr(&o);
         assert!(e.contains(want) && e.contains("A, B") && e.contains(&format!("{file}:")), "{e}");
     }
-    let o = evalua(dir.path(), &["run", "pair.lua", "--agent", "A", "--agent", "B", "--partition", "hash:1/2", "--out", "o3"]);
+    let o = evalua(
+        dir.path(),
+        &["run", "pair.lua", "--agent", "A", "--agent", "B", "--partition", "hash:1/2", "--out", "o3"],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
@@ -264,7 +285,8 @@ return suite
         assert_eq!(ag[0]["trials"].as_u64().unwrap(), p["blocks"].as_u64().unwrap());
     }
     let delta = |s: &Value| {
-        let f = s["comparisons"][0]["figures"].as_array().unwrap().iter().find(|f| f["name"] == "pass^1").unwrap().clone();
+        let f =
+            s["comparisons"][0]["figures"].as_array().unwrap().iter().find(|f| f["name"] == "pass^1").unwrap().clone();
         f["delta"].as_f64().unwrap()
     };
     // The same interleaved run with no slow stretch: the same paired difference (B passes hard, A does not).

@@ -9,7 +9,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::run::RunArgs;
 use crate::error::{Error, Result};
 use crate::record::manifest::{GateEntry, InterleavedEntry};
 use crate::record::rundir::{RunDir, new_run_id};
@@ -26,20 +25,14 @@ use crate::util::paths::display_path;
 /// agents, already checked), interleaved; write the run dir (under `out`)
 /// and its reports, print the side-by-side summary, and return the exit code.
 pub(crate) fn run(
-    a: &RunArgs,
     mut plan: Plan,
     agents: &[String],
     opts: &RunOptions,
     follow: &sinks::Follow,
     out: Option<PathBuf>,
+    allow_incomplete: bool,
 ) -> Result<u8> {
     let argv = super::flags::argv();
-    if a.resume.is_some() || a.retry_errors.is_some() {
-        return Err(Error::Input(
-            "--resume / --retry-errors: an interleaved run (several --agent) cannot be continued yet; run it again"
-                .into(),
-        ));
-    }
     if opts.partition.is_some() {
         return Err(Error::Input(
             "--partition: an interleaved run (several --agent) runs in one process; partition single-agent runs".into(),
@@ -111,12 +104,12 @@ pub(crate) fn run(
 
     // Each agent's figures and reports, from its run dir alone.
     for name in agents {
-        let mut data = rundata::load_with(&interleaved::agent_dir(&top, name), a.allow_incomplete)?;
+        let mut data = rundata::load_with(&interleaved::agent_dir(&top, name), allow_incomplete)?;
         crate::record::rundir::write_json(&data.dir.join(crate::record::files::SUMMARY), &data.summary_file())?;
         data.summary_present = true;
         report::write_all(&data)?;
     }
-    let run = interleaved::Interleaved::load(&top, a.allow_incomplete)?;
+    let run = interleaved::Interleaved::load(&top, allow_incomplete)?;
     interleaved::write_all(&run)?;
     print!("{}", interleaved::console(&run));
     for l in &exports {

@@ -166,10 +166,16 @@ fn interleaved_agents(a: &RunArgs) -> Result<Option<Vec<String>>> {
         );
     }
     if a.partition.is_some() {
-        return refuse("--partition", "an interleaved run (several --agent) runs in one process; partition single-agent runs");
+        return refuse(
+            "--partition",
+            "an interleaved run (several --agent) runs in one process; partition single-agent runs",
+        );
     }
     if a.baseline.is_some() {
-        return refuse("--baseline", "an interleaved run (several --agent) compares its agents with each other; compare one agent's part (agents/NAME) with `evalua compare`");
+        return refuse(
+            "--baseline",
+            "an interleaved run (several --agent) compares its agents with each other; compare one agent's part (agents/NAME) with `evalua compare`",
+        );
     }
     Ok(Some(a.agent.clone()))
 }
@@ -250,7 +256,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         };
         if let Some(agents) = &interleaved {
             // Several agents, one run: interleaved block by block (`cmd::interleaved`).
-            let c = super::interleaved::run(&a, plan, agents, &opts, &follow, a.out.clone())?;
+            let c = super::interleaved::run(plan, agents, &opts, &follow, a.out.clone(), a.allow_incomplete)?;
             code = code.max(c);
             continue;
         }

@@ -102,8 +102,8 @@ impl Interleaved {
         let mpath = dir.join(MANIFEST);
         let text = std::fs::read_to_string(&mpath)
             .map_err(|e| Error::Input(format!("{}: cannot read: {e}", mpath.display())))?;
-        let manifest: InterleavedManifest = serde_json::from_str(&text)
-            .map_err(|e| Error::Input(format!("{}:{}: {e}", mpath.display(), e.line())))?;
+        let manifest: InterleavedManifest =
+            serde_json::from_str(&text).map_err(|e| Error::Input(format!("{}:{}: {e}", mpath.display(), e.line())))?;
         let mut runs = Vec::new();
         for a in &manifest.agents {
             runs.push(rundata::load_with(&agent_dir(dir, a), allow_incomplete)?);
@@ -179,7 +179,10 @@ impl Interleaved {
                     Some((cand, base)) => {
                         let (b, c) = (self.run_of(base), self.run_of(cand));
                         let (Some(b), Some(c)) = (b, c) else { continue };
-                        let found = self.comparisons.iter().find(|x| x.base.run_id == b.run_id() && x.cand.run_id == c.run_id());
+                        let found = self
+                            .comparisons
+                            .iter()
+                            .find(|x| x.base.run_id == b.run_id() && x.cand.run_id == c.run_id());
                         let owned;
                         let cmp = match found {
                             Some(x) => x,
@@ -281,9 +284,7 @@ pub fn read_blocks(path: &Path) -> Result<Vec<BlockRecord>> {
     };
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        out.push(
-            serde_json::from_str(line).map_err(|e| Error::Input(format!("{}:{}: {e}", path.display(), i + 1)))?,
-        );
+        out.push(serde_json::from_str(line).map_err(|e| Error::Input(format!("{}:{}: {e}", path.display(), i + 1)))?);
     }
     out.sort_by_key(|b: &BlockRecord| b.block);
     Ok(out)
@@ -306,16 +307,29 @@ fn rows(run: &Interleaved) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     out.push((
         "n (capability view)".to_string(),
-        figs.iter().map(|f| format!("{}, {}", plural(f.capability.trials as usize, "trial"), plural(f.capability.cases, "case"))).collect(),
+        figs.iter()
+            .map(|f| {
+                format!("{}, {}", plural(f.capability.trials as usize, "trial"), plural(f.capability.cases, "case"))
+            })
+            .collect(),
     ));
     for &k in &ks {
-        out.push((format!("pass^{k}"), figs.iter().map(|f| rate(f, Metric::PassHat(k), f.capability.pass_hat(k))).collect()));
+        out.push((
+            format!("pass^{k}"),
+            figs.iter().map(|f| rate(f, Metric::PassHat(k), f.capability.pass_hat(k))).collect(),
+        ));
     }
     out.push(("accepted".into(), figs.iter().map(|f| rate(f, Metric::Accepted, f.capability.accepted_rate)).collect()));
     out.push((
         "operational accepted".into(),
         figs.iter()
-            .map(|f| format!("{} of {}", fmt_value(f.operational.accepted_rate, true), plural(f.operational.trials as usize, "trial")))
+            .map(|f| {
+                format!(
+                    "{} of {}",
+                    fmt_value(f.operational.accepted_rate, true),
+                    plural(f.operational.trials as usize, "trial")
+                )
+            })
             .collect(),
     ));
     out.push((
@@ -355,7 +369,12 @@ fn rows(run: &Interleaved) -> Vec<(String, Vec<String>)> {
             run.runs
                 .iter()
                 .map(|r| {
-                    r.summary.efficiency.as_ref().and_then(|e| e.all.calls.as_ref()).map(ratio_text).unwrap_or("–".into())
+                    r.summary
+                        .efficiency
+                        .as_ref()
+                        .and_then(|e| e.all.calls.as_ref())
+                        .map(ratio_text)
+                        .unwrap_or("–".into())
                 })
                 .collect(),
         ));
@@ -377,12 +396,16 @@ fn comparison_lines(run: &Interleaved) -> Vec<String> {
     let mut out = Vec::new();
     for (c, cand) in run.comparisons.iter().zip(run.manifest.agents.iter().skip(1)) {
         let base = &run.manifest.agents[0];
-        let kmax = c.figures.iter().filter_map(|f| f.name.strip_prefix("pass^").and_then(|k| k.parse::<u32>().ok())).max();
+        let kmax =
+            c.figures.iter().filter_map(|f| f.name.strip_prefix("pass^").and_then(|k| k.parse::<u32>().ok())).max();
         let shown: Vec<String> = c
             .figures
             .iter()
             .filter(|f| {
-                f.name == "pass^1" || f.name == "accepted" || f.name.starts_with("cost") || kmax.is_some_and(|k| k > 1 && f.name == format!("pass^{k}"))
+                f.name == "pass^1"
+                    || f.name == "accepted"
+                    || f.name.starts_with("cost")
+                    || kmax.is_some_and(|k| k > 1 && f.name == format!("pass^{k}"))
             })
             .map(|f| {
                 let iv = match f.interval {
@@ -397,7 +420,11 @@ fn comparison_lines(run: &Interleaved) -> Vec<String> {
                 format!("{} {}{iv}", f.name, delta_text(f.delta, &f.name))
             })
             .collect();
-        out.push(format!("{cand} − {base} (paired by case, {} cases): {}", c.figures.first().map(|f| f.cases).unwrap_or(0), shown.join("   ")));
+        out.push(format!(
+            "{cand} − {base} (paired by case, {} cases): {}",
+            c.figures.first().map(|f| f.cases).unwrap_or(0),
+            shown.join("   ")
+        ));
         out.push(format!("  cases: {}", compare::counts_line(c)));
     }
     out
@@ -444,7 +471,10 @@ pub fn console(run: &Interleaved) -> String {
     let mut o = String::new();
     let names = &run.manifest.agents;
     if !run.complete() {
-        let _ = writeln!(o, "INCOMPLETE interleaved run: some agent's part has trials missing or interrupted; the figures cover only what ran");
+        let _ = writeln!(
+            o,
+            "INCOMPLETE interleaved run: some agent's part has trials missing or interrupted; the figures cover only what ran"
+        );
     }
     let firsts: Vec<String> = names
         .iter()
@@ -484,7 +514,11 @@ pub fn console(run: &Interleaved) -> String {
         let _ = writeln!(
             o,
             "gates: {}",
-            if failed == 0 { format!("all {} passed", run.gates.len()) } else { format!("{failed} of {} FAILED", run.gates.len()) }
+            if failed == 0 {
+                format!("all {} passed", run.gates.len())
+            } else {
+                format!("{failed} of {} FAILED", run.gates.len())
+            }
         );
         for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
             let _ = writeln!(o, "  {}", gate_line(g));
@@ -525,7 +559,11 @@ pub fn markdown(run: &Interleaved) -> String {
         let _ = writeln!(
             o,
             "**Gates: {}.**\n",
-            if failed == 0 { format!("all {} passed", run.gates.len()) } else { format!("{failed} of {} FAILED", run.gates.len()) }
+            if failed == 0 {
+                format!("all {} passed", run.gates.len())
+            } else {
+                format!("{failed} of {} FAILED", run.gates.len())
+            }
         );
         for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
             let _ = writeln!(o, "- {}", gate_line(g));
@@ -538,8 +576,11 @@ pub fn markdown(run: &Interleaved) -> String {
     for (label, values) in rows(run) {
         let _ = writeln!(o, "| {label} | {} |", values.iter().map(|v| cell(v)).collect::<Vec<_>>().join(" | "));
     }
-    let _ = writeln!(o, "\nCapability view; 95% intervals resample cases, then each case's trials. Each agent's own report: {}.\n",
-        names.iter().map(|n| format!("[{n}](agents/{n}/report.md)")).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(
+        o,
+        "\nCapability view; 95% intervals resample cases, then each case's trials. Each agent's own report: {}.\n",
+        names.iter().map(|n| format!("[{n}](agents/{n}/report.md)")).collect::<Vec<_>>().join(", ")
+    );
     if !run.comparisons.is_empty() {
         let _ = writeln!(o, "## Paired comparison\n");
         for (c, cand) in run.comparisons.iter().zip(names.iter().skip(1)) {
@@ -550,7 +591,10 @@ pub fn markdown(run: &Interleaved) -> String {
     if !run.periods.is_empty() {
         let _ = writeln!(o, "## Periods\n");
         let _ = writeln!(o, "Blocks grouped by when they started; every agent of a block is in its period.\n");
-        let _ = writeln!(o, "| period | window | blocks | agent | trials | accepted | infra err | wall p50 | provider calls | provider errors | provider p50 | provider p95 |");
+        let _ = writeln!(
+            o,
+            "| period | window | blocks | agent | trials | accepted | infra err | wall p50 | provider calls | provider errors | provider p50 | provider p95 |"
+        );
         let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|---|");
         let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or_else(|| "–".into());
         for p in &run.periods {

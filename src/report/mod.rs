@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod console;
 pub mod html;
+pub mod interleaved;
 pub mod junit;
 pub mod md;
 pub mod sinks;

@@ -642,7 +642,9 @@ impl Scheduler {
                         let stored = {
                             let items: Vec<(&TrialRecord, &[u8])> = batch
                                 .iter()
-                                .filter_map(|d| d.bytes.as_deref().filter(|b| !b.is_empty()).map(|b| (&d.out.record, b)))
+                                .filter_map(|d| {
+                                    d.bytes.as_deref().filter(|b| !b.is_empty()).map(|b| (&d.out.record, b))
+                                })
                                 .collect();
                             dir.write_traces(&items)
                         };

@@ -92,9 +92,9 @@ impl Scope {
     /// Split a delta's `CAND-BASE` into two of `agents` (the first split
     /// whose both sides are agents' names).
     pub fn delta_pair<'a>(pair: &'a str, agents: &[&str]) -> Option<(&'a str, &'a str)> {
-        pair.match_indices('-').map(|(i, _)| (&pair[..i], &pair[i + 1..])).find(|(c, b)| {
-            agents.contains(c) && agents.contains(b) && c != b
-        })
+        pair.match_indices('-')
+            .map(|(i, _)| (&pair[..i], &pair[i + 1..]))
+            .find(|(c, b)| agents.contains(c) && agents.contains(b) && c != b)
     }
 
     /// The agents' names a gate mentions, as written (a delta's pair whole).
@@ -310,10 +310,7 @@ mod tests {
         assert_eq!(scoped("pass^3@B").unwrap(), (Metric::PassHat(3), Scope::Agent("B".into())));
         assert_eq!(scoped("pass@2@with-memory").unwrap(), (Metric::PassAt(2), Scope::Agent("with-memory".into())));
         assert_eq!(scoped("accepted@B").unwrap(), (Metric::Accepted, Scope::Agent("B".into())));
-        assert_eq!(
-            scoped("delta pass^1 B-A").unwrap(),
-            (Metric::PassHat(1), Scope::Delta { pair: "B-A".into() })
-        );
+        assert_eq!(scoped("delta pass^1 B-A").unwrap(), (Metric::PassHat(1), Scope::Delta { pair: "B-A".into() }));
         assert!(scoped("pass^x@B").is_err());
         assert!(scoped("bogus@B").unwrap_err().contains("unknown gate 'bogus@B'"));
         assert!(scoped("delta pass^1").unwrap_err().contains("CANDIDATE-BASE"));

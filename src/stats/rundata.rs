@@ -265,10 +265,8 @@ impl RunData {
         };
         (self.caveats, self.warnings) =
             caveats(&self.summary, &self.gate_specs, &m.judge_checks, &self.coverage, &resume);
-        let ctx = GateContext {
-            agent: m.agent.get("name").and_then(|n| n.as_str()),
-            interleaved: m.interleaved.is_some(),
-        };
+        let ctx =
+            GateContext { agent: m.agent.get("name").and_then(|n| n.as_str()), interleaved: m.interleaved.is_some() };
         self.gates =
             decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete, ctx);
         // Graded traces are one trial each (unless `match` gives a case several):
