@@ -176,6 +176,14 @@ enum Command {
         #[arg(long)]
         recheck: bool,
     },
+    /// An offline OpenAI-compatible judge on 127.0.0.1 answering rubric and pairwise requests from a rules file
+    MockJudge {
+        #[arg(value_name = "RULES.json")]
+        rules: PathBuf,
+        /// Port on 127.0.0.1 (0: any free port)
+        #[arg(long, default_value_t = evalua::judge::mock::DEFAULT_PORT)]
+        port: u16,
+    },
     /// Human labels (a label store, labels/<suite>.jsonl): agreement, held-out split, calibration export
     Labels {
         #[command(subcommand)]
@@ -277,6 +285,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             let opts = evalua::judge::calibrate::Options { rubric: rubric.as_deref(), part, recheck };
             cmd::calibrate::calibrate(&suite, &labels, &opts)
         }
+        Command::MockJudge { rules, port } => cmd::mock_judge::mock_judge(&rules, port),
         Command::Labels { command } => match command {
             LabelsCommand::Agree { store, json } => cmd::labels::agree(&store, json),
             LabelsCommand::Split { store, held_out, seed, force, json } => {

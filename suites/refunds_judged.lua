@@ -9,6 +9,10 @@
 --   OPENAI_API_KEY=sk-... evalua run suites/refunds_judged.lua --require-judge
 --   EVALUA_OPENAI_BASE_URL=http://127.0.0.1:8080/v1 EVALUA_JUDGE_MODEL=smollm2 evalua run suites/refunds_judged.lua
 --   evalua calibrate suites/refunds_judged.lua --labels suites/labels/refunds_judged.jsonl
+--
+-- No model? An offline judge answering from rules (one flaw on purpose, which calibrate finds):
+--   evalua mock-judge suites/judges/refunds_judged.rules.json &
+--   EVALUA_OPENAI_BASE_URL=http://127.0.0.1:8799/v1 evalua calibrate suites/refunds_judged.lua --labels suites/labels/refunds_judged.jsonl
 
 local evalua = require("evalua")
 local check  = require("evalua.check")

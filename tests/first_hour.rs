@@ -594,3 +594,107 @@ return suite
     );
     assert!(!tmp.path().join("no").exists());
 }
+
+/// A running `evalua mock-judge`, killed when dropped.
+struct MockJudge {
+    child: std::process::Child,
+    url: String,
+    /// Kept open: a closed pipe would end the server at its next line.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Drop for MockJudge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `evalua mock-judge RULES --port 0` and read the URL it prints.
+fn mock_judge(cwd: &std::path::Path, rules: &str) -> MockJudge {
+    use std::io::BufRead;
+    let mut child = bin()
+        .current_dir(cwd)
+        .args(["mock-judge", rules, "--port", "0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    stdout.read_line(&mut first).unwrap();
+    let url = first.split_whitespace().find(|w| w.starts_with("http://127.0.0.1:")).map(String::from);
+    let Some(url) = url else {
+        let _ = child.kill();
+        panic!("mock-judge printed no URL: {first:?}");
+    };
+    MockJudge { child, url, _stdout: stdout }
+}
+
+/// `evalua` in `cwd` with the judge pointed at `url` and no other model configuration.
+fn with_judge(cwd: &std::path::Path, url: &str, args: &[&str]) -> std::process::Output {
+    let mut c = bin();
+    c.current_dir(cwd).args(args);
+    for k in ["OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "EVALUA_JUDGE_CACHE"] {
+        c.env_remove(k);
+    }
+    c.env("EVALUA_OPENAI_BASE_URL", url).output().unwrap()
+}
+
+/// Item 13: an offline OpenAI-compatible judge answering from a rules file,
+/// as the guide's judge journey uses it: calibration finds the flaw the
+/// example's rules carry, the fixed rules agree with the humans, a run's
+/// judge checks are graded (not skipped), and bad rules are one-line errors.
+#[test]
+fn the_mock_judge_answers_from_a_rules_file_as_the_guide_walks_it() {
+    // A copy of the example (calibration records and the cache go beside the suite).
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["suites", "graders"] {
+        let o = std::process::Command::new("cp").arg("-r").arg(repo().join(sub)).arg(dir.path()).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let d = dir.path();
+    let m = mock_judge(d, "suites/judges/refunds_judged.rules.json");
+    let calibrate = ["calibrate", "suites/refunds_judged.lua", "--labels", "suites/labels/refunds_judged.jsonl"];
+    let o = with_judge(d, &m.url, &calibrate);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    // The flaw: any mention of a refund passes "states the refunded amount".
+    assert!(out.contains("2 disagreements"), "{out}");
+    assert!(out.contains("h2  suites/labels/refunds_judged.jsonl:3  criterion 1"), "{out}");
+    assert!(out.contains("h4  suites/labels/refunds_judged.jsonl:7  criterion 1"), "{out}");
+    assert!(out.contains("judge pass, human fail; the judge's reason: quoted \"reembols\""), "{out}");
+    assert!(out.contains("Cohen's kappa: 0.000"), "{out}");
+
+    // Fixed as the guide says: the judge agrees with every compared label.
+    let rules = std::fs::read_to_string(d.join("suites/judges/refunds_judged.rules.json")).unwrap();
+    assert!(rules.contains(r#""matches": "(?i)reembols""#));
+    std::fs::write(d.join("fixed.json"), rules.replace(r#""matches": "(?i)reembols""#, r#""matches": "19[,.]90""#))
+        .unwrap();
+    let fixed = mock_judge(d, "fixed.json");
+    let mut again = calibrate.to_vec();
+    again.push("--no-cache");
+    let o = with_judge(d, &fixed.url, &again);
+    let out = stdout(&o);
+    assert!(out.contains("Cohen's kappa: 1.000") && !out.contains("disagreement"), "{out}{}", stderr(&o));
+
+    // A run grades its judge checks against it: nothing skipped, the gate of --require-judge holds.
+    let o = with_judge(d, &fixed.url, &["run", "suites/refunds_judged.lua", "--require-judge", "-q", "--out", "r"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}{}", stdout(&o), stderr(&o));
+    let s = json(&d.join("r/summary.json"));
+    assert_eq!(s["figures"]["skipped_checks"], 0, "{s}");
+    for rec in trials(&d.join("r")) {
+        let reply = check(&rec, "reply");
+        assert!(reply["passed"].is_boolean(), "graded by the mock judge: {reply}");
+        assert_eq!(reply["evidence"]["judge"], "openai:gpt-4.1-mini", "{reply}");
+    }
+
+    // Bad rules: exit 2, one line, where.
+    std::fs::write(d.join("bad.json"), "{\"rubric\": [\n  {\"verdict\": \"pass\", \"when\": \"x\"}\n]}\n").unwrap();
+    let o = evalua(d, &["mock-judge", "bad.json", "--port", "0"]);
+    assert_user_error(&o, "bad.json:2:");
+    assert!(stderr(&o).contains("unknown field `when`"), "{}", stderr(&o));
+    std::fs::write(d.join("bad.json"), r#"{"rubric": [{"verdict": "pass", "matches": "(unclosed"}]}"#).unwrap();
+    assert_user_error(&evalua(d, &["mock-judge", "bad.json", "--port", "0"]), "bad.json: rubric rule 1");
+}

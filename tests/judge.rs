@@ -563,6 +563,62 @@ fn calibrate_prints_kappa_and_wilson_intervals_and_silences_the_warning() {
     assert!(stderr(&o).contains("prompt changed since it was calibrated"), "{}", stderr(&o));
 }
 
+/// Issue 27, item 12: calibrate names the items the judge got wrong (item,
+/// criterion, the judge's verdict, the human label, the judge's reason) and
+/// keeps them in the calibration record.
+#[test]
+fn calibrate_names_each_disagreement_with_the_judges_reason() {
+    let m = judge_server();
+    let rubric = r#"judge.rubric { "The message states the refunded amount", name = "amount", model = J }"#;
+    let cases = format!(r#"case("good", "GOOD", {{ {rubric} }})"#);
+    let dir = project(&[("s.lua", &suite(&m.url, &cases)), ("labels.jsonl", &labels_file())]);
+    let o = run(dir.path(), &["calibrate", "s.lua", "--labels", "labels.jsonl"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    // Human × judge: i4 (meh 5) pass/fail; i5, i6 (GOOD 6, GOOD 7) fail/pass. Nothing else.
+    assert!(out.contains("3 disagreements (the judge's verdict against the human label):"), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let at = |id: &str| {
+        lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("{id} in {out}"))
+    };
+    let i4 = at("i4");
+    assert!(
+        lines[i4].contains("labels.jsonl:5")
+            && lines[i4].contains("criterion 1 \"The message states the refunded amount\""),
+        "{out}"
+    );
+    assert!(
+        lines[i4 + 1]
+            .contains("judge fail, human pass; the judge's reason: failure mode \"wrong\"; quoted \"refunded 19.90\""),
+        "{out}"
+    );
+    for id in ["i5", "i6"] {
+        assert!(
+            lines[at(id) + 1].contains("judge pass, human fail; the judge's reason: quoted \"refunded 19.90\""),
+            "{out}"
+        );
+    }
+    for id in ["i0", "i3", "i7", "i9"] {
+        assert!(!lines.iter().any(|l| l.trim_start().starts_with(&format!("{id} "))), "{id} agreed: {out}");
+    }
+    // The record keeps them.
+    let recs: Vec<_> = std::fs::read_dir(dir.path().join(".evalua/calibration")).unwrap().flatten().collect();
+    let rec = json(&recs[0].path());
+    let d = rec["disagreements"].as_array().expect("disagreements in the record");
+    assert_eq!(d.len(), 3, "{rec}");
+    assert_eq!(d[0]["item"], "i4");
+    assert_eq!(d[0]["criterion"], 1);
+    assert_eq!(d[0]["criterion_text"], "The message states the refunded amount");
+    assert_eq!((d[0]["judge"].as_str(), d[0]["human"].as_str()), (Some("fail"), Some("pass")));
+    assert_eq!(d[0]["failure_mode"], "wrong");
+    assert_eq!(d[0]["quotes"][0], "refunded 19.90");
+    assert_eq!(d[1]["item"], "i5");
+    assert_eq!(d[1]["failure_mode"], Value::Null);
+}
+
 #[test]
 fn calibrate_says_when_kappa_is_undefined() {
     let m = judge_server();

@@ -667,3 +667,84 @@ fn a_packed_trace_is_shown_and_served_raw() {
     let (status, _) = v.get(&format!("/trace?r={}&case={}&trial=99", enc(&id), enc(case)));
     assert_eq!(status, 404);
 }
+
+/// Issue 27, item 14: the compare page of a re-grade leads with the checks
+/// that changed verdict (as `evalua compare` does: trials, which way, the
+/// cases), and at 1280 px wide neither the runs list nor that page is wider
+/// than the window.
+#[test]
+fn a_regrades_compare_page_names_the_checks_that_changed_and_nothing_overflows_at_1280_px() {
+    let dir = project(&[]);
+    let d = dir.path();
+    for sub in ["suites", "graders"] {
+        copy_dir(&repo().join(sub), &d.join(sub));
+    }
+    // The example with its loop check named, without the monitor that would fail the same trials.
+    let suite = d.join("suites/refunds.lua");
+    let s = std::fs::read_to_string(&suite).unwrap();
+    std::fs::write(&suite, s.replace("  monitors = shop.monitors(),\n", "")).unwrap();
+    let shop = d.join("suites/shared/refunds_shop.lua");
+    let text = std::fs::read_to_string(&shop).unwrap();
+    let at = text.find("function shop.tools").unwrap();
+    let (head, cases) = text.split_at(at);
+    assert!(cases.contains("check.no_loops { max_repeats = 2 }"));
+    let named = format!(
+        "{head}{}",
+        cases.replace("check.no_loops { max_repeats = 2 }", "check.no_loops { max_repeats = 2, name = \"no loops\" }")
+    );
+    std::fs::write(&shop, &named).unwrap();
+    let long = "runs/refunds-nightly-2026-12-02-candidate-with-the-new-prompt/base";
+    let o = evalua(d, &["run", "suites/refunds.lua", "--seed", "7", "-q", "--out", long]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    // The grader is fixed: three repeats of a lookup are fine.
+    std::fs::write(&shop, named.replace("max_repeats = 2, name", "max_repeats = 4, name")).unwrap();
+    let fixed = "runs/refunds-nightly-2026-12-02-candidate-with-the-new-prompt/regraded-with-the-fixed-loop-check";
+    let o = evalua(d, &["regrade", long, "--out", fixed, "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let o = evalua(d, &["compare", long, fixed, "--json"]);
+    let c: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let ch = &c["measurement"]["checks"][0];
+    assert_eq!(ch["check"], "no loops", "{c}");
+    let n = ch["fail_to_pass"].as_u64().unwrap();
+    assert!(n >= 1, "{ch}");
+
+    let v = Viewer::start(d, &["runs"]);
+    let list = v.runs();
+    let (a, b) = (row(&list, "/base")["id"].as_str().unwrap(), row(&list, "fixed-loop-check")["id"].as_str().unwrap());
+    let cmp = format!("/compare?a={}&b={}", enc(a), enc(b));
+    let (status, page) = v.get(&cmp);
+    assert_eq!(status, 200, "{page}");
+    let table = page.split("id=\"checkchanges\"").nth(1).expect("the checks that changed verdict").to_string();
+    let first = table.split("</tr>").nth(1).unwrap();
+    assert!(first.contains("<code>no loops</code>"), "{first}");
+    let cells: Vec<&str> = first.split("<td").skip(1).collect();
+    let num = |i: usize| cells[i].split('>').nth(1).unwrap().split('<').next().unwrap().to_string();
+    assert_eq!([num(1), num(2), num(3), num(4)], [n.to_string(), "0".into(), n.to_string(), "0".into()], "{first}");
+    let case = ch["cases"][0].as_str().unwrap();
+    assert!(cells[5].contains(&format!("case={}", enc(case))), "each case links to its trials: {first}");
+    assert!(page.contains("of 15 paired trials changed outcome"), "{page}");
+    // Two runs of the agent: no such section.
+    let (_, other) = v.get(&format!("/compare?a={}&b={}", enc(b), enc(a)));
+    assert!(other.contains("id=\"checkchanges\""), "the swapped pair is a measurement change too");
+
+    let Some(br) = Driver::start() else { return };
+    br.post("/window/rect", json!({ "width": 1280, "height": 900 }));
+    assert_eq!(br.js("return window.outerWidth"), json!(1280));
+    let fits = |what: &str| {
+        let (sw, cw) = (
+            br.js("return document.documentElement.scrollWidth"),
+            br.js("return document.documentElement.clientWidth"),
+        );
+        assert!(sw.as_u64().unwrap() <= cw.as_u64().unwrap(), "{what} is {sw} px wide in a {cw} px window");
+    };
+    br.goto(&format!("{}/", v.base));
+    wait_js(&br, "return document.querySelectorAll('#runs tbody tr').length", &json!(2));
+    br.screenshot("view-list-1280.png");
+    fits("the runs list");
+    br.goto(&format!("{}{cmp}", v.base));
+    wait_js(&br, "return document.body.getAttribute('data-ready')", &json!("1"));
+    let t = br.js("return document.getElementById('checkchanges').innerText").as_str().unwrap().to_string();
+    assert!(t.contains("no loops") && t.contains("fail → pass"), "{t}");
+    br.screenshot("view-compare-regrade-1280.png");
+    fits("the compare page");
+}

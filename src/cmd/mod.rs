@@ -12,6 +12,7 @@ pub mod interleaved;
 pub mod labels;
 pub mod list;
 pub mod merge;
+pub mod mock_judge;
 pub mod promote;
 pub mod regrade;
 pub mod report;

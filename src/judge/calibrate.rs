@@ -10,8 +10,9 @@
 //! Printed per rubric: the confusion matrix (human × judge), Cohen's kappa
 //! (or why it is undefined), the false-pass rate among human fails and the
 //! false-fail rate among human passes with 95% Wilson intervals, and the
-//! number of labels. Undeterminable verdicts and judge errors are counted
-//! apart, never folded into the matrix. A record keyed by (judge model, prompt
+//! number of labels, then each label the judge disagreed with (item, criterion,
+//! both verdicts, the judge's failure mode and quotes). Undeterminable
+//! verdicts and judge errors are counted apart, never folded into the matrix. A record keyed by (judge model, prompt
 //! hash) goes to `.evalua/calibration/` beside the suite.
 
 use std::fmt::Write as _;
@@ -30,6 +31,9 @@ use crate::spec::{JudgeSpec, Suite};
 use crate::stats::agree::{Judged, change_interval, false_pass, judge_kappa};
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
+
+/// Disagreements printed per judge (the record keeps every one).
+const SHOWN_DISAGREEMENTS: usize = 20;
 
 /// z for a two-sided 95% interval.
 const Z95: f64 = 1.959_963_984_540_054;
@@ -540,9 +544,73 @@ struct Measured {
     first_error: Option<String>,
     per_item: Vec<Json>,
     pairs: Vec<Pair>,
+    /// Each label the judge's verdict differs from, with the judge's reason.
+    disagreements: Vec<Disagreement>,
 }
 
-fn measure(items: &[Item], conclusions: &[Conclusion]) -> Measured {
+/// A label the judge's verdict differs from.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Disagreement {
+    /// The item's id (or `line N` of the labels file).
+    item: String,
+    /// `file:line` of the item in the labels file.
+    at: String,
+    /// 1-based, as the judge sees it.
+    criterion: usize,
+    criterion_text: String,
+    judge: &'static str,
+    human: &'static str,
+    /// The judge's quotes for this criterion and its failure mode: why it decided so.
+    quotes: Vec<String>,
+    failure_mode: Option<String>,
+}
+
+impl Disagreement {
+    /// Two lines: which label, then the verdicts and the judge's reason.
+    fn show(&self) -> String {
+        let mut why = Vec::new();
+        if let Some(f) = &self.failure_mode {
+            why.push(format!("failure mode {f:?}"));
+        }
+        if !self.quotes.is_empty() {
+            why.push(format!("quoted {}", self.quotes.iter().map(|q| format!("{q:?}")).collect::<Vec<_>>().join(", ")));
+        }
+        let why = if why.is_empty() { "none given (no quote, no failure mode)".to_string() } else { why.join("; ") };
+        format!(
+            "    {}  {}  criterion {} {:?}\n      judge {}, human {}; the judge's reason: {why}",
+            self.item, self.at, self.criterion, self.criterion_text, self.judge, self.human
+        )
+    }
+}
+
+/// The judge's quotes for criterion `i` (0-based) and its failure mode, from a conclusion's evidence.
+fn judge_reason(evidence: &Json, i: usize) -> (Vec<String>, Option<String>) {
+    let quotes = evidence["quotes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["criterion"].as_u64() == Some(i as u64 + 1))
+        .filter_map(|q| q["quote"].as_str().map(String::from))
+        .collect();
+    // A panel has no single failure mode: each vote's, when they name one.
+    let mut modes: Vec<String> = match evidence["failure_mode"].as_str() {
+        Some(f) => vec![f.to_string()],
+        None => evidence["votes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v["failure_mode"].as_str().map(String::from))
+            .collect(),
+    };
+    modes.dedup();
+    (quotes, (!modes.is_empty()).then(|| modes.join(" | ")))
+}
+
+fn mark_word(pass: bool) -> &'static str {
+    if pass { "pass" } else { "fail" }
+}
+
+fn measure(items: &[Item], conclusions: &[Conclusion], criteria: &[String], shown: &str) -> Measured {
     let mut m = Measured {
         cm: Confusion::default(),
         undeterminable: 0,
@@ -551,6 +619,7 @@ fn measure(items: &[Item], conclusions: &[Conclusion]) -> Measured {
         first_error: None,
         per_item: Vec::new(),
         pairs: Vec::new(),
+        disagreements: Vec::new(),
     };
     for (c, item) in conclusions.iter().zip(items) {
         let key = item.id.clone().unwrap_or_else(|| format!("line {}", item.line));
@@ -577,6 +646,19 @@ fn measure(items: &[Item], conclusions: &[Conclusion]) -> Measured {
                         (false, false) => m.cm.fail_fail += 1,
                     }
                     m.pairs.push(Pair { item: key.clone(), criterion: i, human, judge });
+                    if human != judge {
+                        let (quotes, failure_mode) = judge_reason(&c.evidence, i);
+                        m.disagreements.push(Disagreement {
+                            item: key.clone(),
+                            at: format!("{shown}:{}", item.line),
+                            criterion: i + 1,
+                            criterion_text: criteria.get(i).cloned().unwrap_or_default(),
+                            judge: mark_word(judge),
+                            human: mark_word(human),
+                            quotes,
+                            failure_mode,
+                        });
+                    }
                 }
             }
         }
@@ -598,7 +680,8 @@ fn calibrated(
     extra: Vec<String>,
     ctx: &RecordCtx,
 ) -> Result<Calibrated> {
-    let m = measure(items, conclusions);
+    let criteria = spec.criteria().unwrap_or_default();
+    let m = measure(items, conclusions, criteria, ctx.labels_file);
     let cm = m.cm;
     let human_fail = cm.fail_pass + cm.fail_fail;
     let human_pass = cm.pass_pass + cm.pass_fail;
@@ -648,6 +731,20 @@ fn calibrated(
     if let Some(e) = &m.first_error {
         let _ = writeln!(t, "  first judge error: {e}");
     }
+    if !m.disagreements.is_empty() {
+        let n = m.disagreements.len();
+        let _ = writeln!(
+            t,
+            "  {n} disagreement{} (the judge's verdict against the human label):",
+            if n == 1 { "" } else { "s" }
+        );
+        for d in m.disagreements.iter().take(SHOWN_DISAGREEMENTS) {
+            let _ = writeln!(t, "{}", d.show());
+        }
+        if n > SHOWN_DISAGREEMENTS {
+            let _ = writeln!(t, "    … and {} more, all in the record", n - SHOWN_DISAGREEMENTS);
+        }
+    }
 
     if ctx.recheck {
         let path = calibration_path(&ctx.suite.dir, &judge_id, &prompt_hash);
@@ -677,6 +774,7 @@ fn calibrated(
             "kappa_note": kappa.as_ref().err(),
             "false_pass_rate": rate(cm.fail_pass, human_fail),
             "pairs": m.pairs,
+            "disagreements": m.disagreements,
             "at": jiff::Timestamp::now().to_string(),
         });
         if let Some(dir) = path.parent() {
@@ -712,6 +810,7 @@ fn calibrated(
             "false_pass_rate": rate(cm.fail_pass, human_fail),
             "false_fail_rate": rate(cm.pass_fail, human_pass),
             "pairs": m.pairs,
+            "disagreements": m.disagreements,
             "per_item": m.per_item,
             "created_at": jiff::Timestamp::now().to_string(),
             "evalua_version": env!("CARGO_PKG_VERSION"),

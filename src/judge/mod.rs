@@ -12,6 +12,7 @@ pub mod cache;
 pub mod calibrate;
 pub mod client;
 pub mod labels;
+pub mod mock;
 pub mod prompt;
 pub mod records;
 pub mod resolve;

@@ -132,54 +132,8 @@ pub struct Estimate {
     pub interval: Option<[f64; 2]>,
 }
 
-fn estimate(point: Result<f64, String>, n_items: usize, seed: u64, stat: impl Fn(&[f64]) -> Option<f64>) -> Estimate {
-    match point {
-        Err(note) => Estimate { value: None, note: Some(note), interval: None },
-        Ok(v) => Estimate { value: Some(v), note: None, interval: bootstrap(n_items, seed, stat) },
-    }
-}
-
-/// Percentile interval of `stat` over RESAMPLES draws of item weights (how
-/// often each item was drawn). None when fewer than two items, or when
-/// more than half the resamples leave the statistic undefined.
-pub fn bootstrap(n_items: usize, seed: u64, stat: impl Fn(&[f64]) -> Option<f64>) -> Option<[f64; 2]> {
-    if n_items < 2 {
-        return None;
-    }
-    let mut rng = SplitMix::new(seed);
-    let mut w = vec![0.0; n_items];
-    let mut vals = Vec::with_capacity(RESAMPLES);
-    for _ in 0..RESAMPLES {
-        w.fill(0.0);
-        for _ in 0..n_items {
-            w[rng.below(n_items)] += 1.0;
-        }
-        if let Some(v) = stat(&w).filter(|v| v.is_finite()) {
-            vals.push(v);
-        }
-    }
-    if vals.len() * 2 < RESAMPLES {
-        return None;
-    }
-    vals.sort_by(f64::total_cmp);
-    Some([quantile(&vals, 0.025)?, quantile(&vals, 0.975)?])
-}
-
-/// A pair's counts over `units`, each weighted by its item's weight.
-fn pair_counts(units: &[&Unit], local: &[usize], a: usize, b: usize, w: Option<&[f64]>) -> [f64; 4] {
-    let mut c = [0.0; 4];
-    for (u, &li) in units.iter().zip(local) {
-        let (Some(x), Some(y)) = (u.vote(a), u.vote(b)) else { continue };
-        let wt = w.map_or(1.0, |w| w[li]);
-        c[match (x, y) {
-            (true, true) => 0,
-            (true, false) => 1,
-            (false, true) => 2,
-            (false, false) => 3,
-        }] += wt;
-    }
-    c
-}
+/// Two annotators (indices) and, per item they both judged, their 2×2 counts.
+type PairRows = (usize, usize, Vec<(usize, [f64; 4])>);
 
 /// The coincidence counts (o_pp, o_ff, o_pf) over `units`, weighted.
 fn coincidences(units: &[&Unit], local: &[usize], w: Option<&[f64]>) -> [f64; 3] {
@@ -246,10 +200,12 @@ pub fn agreement(units: &[&Unit], items: &[String], annotators: &[String], crite
             local_of[u.item]
         })
         .collect();
-    let mut pairs = Vec::new();
+    // Each pair that labelled a common unit (even if only `unsure`): its 2×2
+    // counts per item (only items both gave a verdict on), so a resample is a
+    // weighted sum over items, not a pass over every unit.
+    let mut pair_data: Vec<PairRows> = Vec::new();
     for a in 0..annotators.len() {
         for b in a + 1..annotators.len() {
-            // Only pairs that labelled a common unit (even if only `unsure`) are listed.
             let met = units.iter().any(|u| {
                 let has = |x: usize| u.vote(x).is_some() || u.unsure.contains(&x);
                 has(a) && has(b)
@@ -257,21 +213,102 @@ pub fn agreement(units: &[&Unit], items: &[String], annotators: &[String], crite
             if !met {
                 continue;
             }
-            let c = pair_counts(units, &local, a, b, None);
-            let compared = c.iter().sum::<f64>() as usize;
-            let point = kappa(c[0], c[1], c[2], c[3]);
-            let k = estimate(point, n_items, SEED ^ ((a as u64) << 32 | b as u64), |w| {
-                let c = pair_counts(units, &local, a, b, Some(w));
-                kappa(c[0], c[1], c[2], c[3]).ok()
-            });
-            pairs.push(PairKappa { a: annotators[a].clone(), b: annotators[b].clone(), compared, kappa: k });
+            let mut per: Vec<[f64; 4]> = vec![[0.0; 4]; n_items];
+            for (u, &li) in units.iter().zip(&local) {
+                let (Some(x), Some(y)) = (u.vote(a), u.vote(b)) else { continue };
+                per[li][match (x, y) {
+                    (true, true) => 0,
+                    (true, false) => 1,
+                    (false, true) => 2,
+                    (false, false) => 3,
+                }] += 1.0;
+            }
+            let sparse = per.into_iter().enumerate().filter(|(_, c)| c.iter().any(|x| *x > 0.0)).collect();
+            pair_data.push((a, b, sparse));
         }
     }
-    let o = coincidences(units, &local, None);
-    let alpha = estimate(alpha(o[0], o[1], o[2]), n_items, SEED, |w| {
-        let o = coincidences(units, &local, Some(w));
-        alpha(o[0], o[1], o[2]).ok()
-    });
+    // Each item's coincidence counts (o_pp, o_ff, o_pf) for α.
+    let mut coinc: Vec<[f64; 3]> = vec![[0.0; 3]; n_items];
+    for (u, &li) in units.iter().zip(&local) {
+        let o = coincidences(&[*u], &[0], None);
+        for k in 0..3 {
+            coinc[li][k] += o[k];
+        }
+    }
+    let pair_kappa = |rows: &[(usize, [f64; 4])], w: Option<&[f64]>| {
+        let mut c = [0.0; 4];
+        for (i, x) in rows {
+            let wi = w.map_or(1.0, |w| w[*i]);
+            if wi != 0.0 {
+                c[0] += wi * x[0];
+                c[1] += wi * x[1];
+                c[2] += wi * x[2];
+                c[3] += wi * x[3];
+            }
+        }
+        kappa(c[0], c[1], c[2], c[3])
+    };
+    let item_alpha = |w: Option<&[f64]>| {
+        let mut o = [0.0; 3];
+        for (i, x) in coinc.iter().enumerate() {
+            let wi = w.map_or(1.0, |w| w[i]);
+            if wi != 0.0 {
+                o[0] += wi * x[0];
+                o[1] += wi * x[1];
+                o[2] += wi * x[2];
+            }
+        }
+        alpha(o[0], o[1], o[2])
+    };
+    let points: Vec<Result<f64, String>> = pair_data.iter().map(|(_, _, rows)| pair_kappa(rows, None)).collect();
+    let alpha_point = item_alpha(None);
+    // One bootstrap for every figure of these units: the same draws of items.
+    let mut kappa_vals: Vec<Vec<f64>> = vec![Vec::new(); pair_data.len()];
+    let mut alpha_vals = Vec::new();
+    if n_items >= 2 {
+        let mut rng = SplitMix::new(SEED ^ n_items as u64);
+        let mut w = vec![0.0; n_items];
+        for _ in 0..RESAMPLES {
+            w.fill(0.0);
+            for _ in 0..n_items {
+                w[rng.below(n_items)] += 1.0;
+            }
+            for (p, (_, _, rows)) in pair_data.iter().enumerate() {
+                if points[p].is_ok()
+                    && let Ok(k) = pair_kappa(rows, Some(&w))
+                {
+                    kappa_vals[p].push(k);
+                }
+            }
+            if alpha_point.is_ok()
+                && let Ok(a) = item_alpha(Some(&w))
+            {
+                alpha_vals.push(a);
+            }
+        }
+    }
+    let interval = |mut vals: Vec<f64>| -> Option<[f64; 2]> {
+        if vals.len() * 2 < RESAMPLES {
+            return None;
+        }
+        vals.sort_by(f64::total_cmp);
+        Some([quantile(&vals, 0.025)?, quantile(&vals, 0.975)?])
+    };
+    let finish = |point: Result<f64, String>, vals: Vec<f64>| match point {
+        Err(note) => Estimate { value: None, note: Some(note), interval: None },
+        Ok(v) => Estimate { value: Some(v), note: None, interval: interval(vals) },
+    };
+    let mut pairs = Vec::new();
+    for (((a, b, rows), point), vals) in pair_data.iter().zip(points).zip(kappa_vals) {
+        let compared = rows.iter().map(|(_, c)| c.iter().sum::<f64>()).sum::<f64>() as usize;
+        pairs.push(PairKappa {
+            a: annotators[*a].clone(),
+            b: annotators[*b].clone(),
+            compared,
+            kappa: finish(point, vals),
+        });
+    }
+    let alpha = finish(alpha_point, alpha_vals);
     let mut disagreements = Vec::new();
     for u in units {
         if u.votes.iter().any(|(_, p)| *p) && u.votes.iter().any(|(_, p)| !*p) {

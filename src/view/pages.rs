@@ -219,6 +219,9 @@ pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
     for w in &c.warnings {
         let _ = write!(o, r#"<p class="warn">⚠ {}</p>"#, esc(w));
     }
+    if let Some(m) = &c.measurement {
+        check_changes(&mut o, h, m);
+    }
     let what = if h.measurement_change { "measurement change" } else { "change" };
     o.push_str(r#"<h2>Figures</h2><table class="figs cmp"><tr><th>figure</th><th>base</th><th>candidate</th><th>Δ (paired)</th><th>95% interval of Δ</th><th>paired cases</th></tr>"#);
     for f in &c.figures {
@@ -302,6 +305,53 @@ pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
     let _ = write!(o, "<p>{}</p>", esc(&compare::counts_line(c)));
     o.push_str(FOOT);
     o
+}
+
+/// Cases named per changed check (the count stays exact).
+const CHANGED_CASES: usize = 20;
+
+/// The headline of a comparison of two gradings of the same trials (as
+/// `evalua compare` prints it): which checks changed verdict, on how many
+/// trials, which way, in which cases.
+fn check_changes(o: &mut String, h: &CompareHead, m: &compare::Measurement) {
+    let short = |s: &str| s.get(..12).unwrap_or(s).to_string();
+    let _ = write!(
+        o,
+        r#"<h2>Checks that changed verdict</h2><p id="mstat">{} of {} paired trials changed outcome (grader {} → {}).</p>"#,
+        m.outcome_changes,
+        m.paired_trials,
+        esc(&short(&m.base_grader_sha256)),
+        esc(&short(&m.cand_grader_sha256))
+    );
+    if m.checks.is_empty() {
+        o.push_str(r#"<p id="checkchanges">No check changed its verdict on any trial.</p>"#);
+        return;
+    }
+    o.push_str(r#"<table class="cases" id="checkchanges"><tr><th>check</th><th>trials changed</th><th>pass → fail</th><th>fail → pass</th><th>other (error, skip, absent)</th><th>cases (candidate's trials)</th></tr>"#);
+    for ch in &m.checks {
+        let mut cases: Vec<String> = ch
+            .cases
+            .iter()
+            .take(CHANGED_CASES)
+            .map(|c| case_link(h.cand, c, &format!("<code>{}</code>", esc(c))))
+            .collect();
+        if ch.cases.len() > CHANGED_CASES {
+            cases.push(format!("… and {} more", ch.cases.len() - CHANGED_CASES));
+        }
+        let _ = write!(
+            o,
+            r#"<tr><td><code>{}</code></td><td>{}</td><td{}>{}</td><td{}>{}</td><td>{}</td><td>{}</td></tr>"#,
+            esc(&ch.check),
+            ch.trials,
+            if ch.pass_to_fail > 0 { r#" class="bad""# } else { "" },
+            ch.pass_to_fail,
+            if ch.fail_to_pass > 0 { r#" class="ok""# } else { "" },
+            ch.fail_to_pass,
+            ch.other,
+            cases.join(", ")
+        );
+    }
+    o.push_str("</table>");
 }
 
 /// A compare refused because the runs ran different revisions.

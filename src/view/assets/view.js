@@ -76,7 +76,7 @@
     var stamp = "", runs = [], chosen = {};
     function kindText(r) {
       if (r.kind === "graded") return "graded";
-      if (r.kind === "regraded") return r.regraded_from ? "regraded from " + r.regraded_from : "regraded";
+      if (r.kind === "regraded") return "regraded";
       return r.merged ? "run (merged)" : "run";
     }
     function statusText(r) {
@@ -117,7 +117,8 @@
           el("td", null, el("b", null, r.suite)),
           el("td", null, r.version || ""),
           el("td", { title: r.started_at }, when(r.started_at)),
-          el("td", null, el("span", { class: "badge k-" + r.kind }, kindText(r))),
+          el("td", null, el("span", { class: "badge k-" + r.kind }, kindText(r)),
+            r.regraded_from ? el("div", { class: "meta from" }, "from " + r.regraded_from) : null),
           el("td", null, el("span", { class: "badge s-" + (r.error ? "error" : r.status), title: r.error || "" }, statusText(r))),
           el("td", { title: f.cases + " cases; " + f.trials + " trials counted (capability view), " + f.trials_all + " in all" }, String(f.trials)),
           el("td", null, fig(f.accepted)),
@@ -126,7 +127,7 @@
           el("td", { class: f.critical_failures ? "bad" : null }, String(f.critical_failures)),
           el("td", null, f.grader_errors + " / " + f.infra_errors),
           el("td", null, gates),
-          el("td", null, link, r.error ? el("div", { class: "err" }, r.error) : null)));
+          el("td", { class: "path" }, link, r.error ? el("div", { class: "err" }, r.error) : null)));
       });
       var empty = $("empty");
       empty.hidden = runs.length > 0;
