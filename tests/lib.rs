@@ -21,6 +21,7 @@ mod first_hour;
 mod golden;
 mod grader_tests;
 mod injection;
+mod interleave;
 mod isolation;
 mod isolation_attacks;
 mod isolation_services;

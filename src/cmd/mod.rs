@@ -9,6 +9,7 @@ pub mod export;
 pub mod flags;
 pub mod grade;
 pub mod init;
+pub mod interleaved;
 pub mod json;
 pub mod labels;
 pub mod list;

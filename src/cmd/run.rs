@@ -80,9 +80,10 @@ pub struct RunArgs {
     pub isolation: flags::Isolation,
     #[command(flatten)]
     pub follow: flags::Follow,
-    /// Which of the suite's agents plays (`agents = { NAME = … }`; default: the suite's default agent)
+    /// Which of the suite's agents plays (`agents = { NAME = … }`; default: the suite's default agent);
+    /// repeated (`--agent A --agent B`), one run interleaving them block by block
     #[arg(long, value_name = "NAME")]
-    pub agent: Option<String>,
+    pub agent: Vec<String>,
 }
 
 /// Say on stderr which dataset rows `on_error = "skip"` left out.
@@ -119,7 +120,7 @@ fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>,
         None => None,
     };
     let Some((dir, mode)) = continuing(a) else {
-        return Ok((a.trials, a.seed.unwrap_or(1), a_filters, given, a.agent.clone()));
+        return Ok((a.trials, a.seed.unwrap_or(1), a_filters, given, one_agent(a)));
     };
     if a.suites.len() != 1 {
         return Err(Error::Input(format!("{}: give the one suite of the run dir", mode.flag())));
@@ -136,8 +137,49 @@ fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>,
     };
     let filters = if a_filters == Filters::default() { m.filters.clone() } else { a_filters };
     // The run's named agent, unless the command line names one (the manifest check then compares them).
-    let agent = a.agent.clone().or_else(|| m.agent.get("name").and_then(|v| v.as_str()).map(str::to_string));
+    let agent = one_agent(a).or_else(|| m.agent.get("name").and_then(|v| v.as_str()).map(str::to_string));
     Ok((a.trials.or(m.trials), a.seed.unwrap_or(m.seed), filters, partition, agent))
+}
+
+/// The one `--agent` given (several make an interleaved run: `interleaved_agents`).
+fn one_agent(a: &RunArgs) -> Option<String> {
+    (a.agent.len() == 1).then(|| a.agent[0].clone())
+}
+
+/// Two or more `--agent`: their names, checked (each once; one suite; not
+/// with the flags an interleaved run cannot honour yet).
+fn interleaved_agents(a: &RunArgs) -> Result<Option<Vec<String>>> {
+    if a.agent.len() < 2 {
+        return Ok(None);
+    }
+    for (i, n) in a.agent.iter().enumerate() {
+        if a.agent[..i].contains(n) {
+            return Err(Error::Input(format!("--agent {n} is given twice: name each agent once")));
+        }
+    }
+    if a.suites.len() != 1 {
+        return Err(Error::Input("--agent A --agent B: an interleaved run is of one suite; give one".into()));
+    }
+    let refuse = |flag: &str, why: &str| Err(Error::Input(format!("{flag}: {why}")));
+    if a.resume.is_some() || a.retry_errors.is_some() {
+        return refuse(
+            "--resume / --retry-errors",
+            "an interleaved run (several --agent) cannot be continued yet; run it again",
+        );
+    }
+    if a.partition.is_some() {
+        return refuse(
+            "--partition",
+            "an interleaved run (several --agent) runs in one process; partition single-agent runs",
+        );
+    }
+    if a.baseline.is_some() {
+        return refuse(
+            "--baseline",
+            "an interleaved run (several --agent) compares its agents with each other; compare one agent's part (agents/NAME) with `evalua compare`",
+        );
+    }
+    Ok(Some(a.agent.clone()))
 }
 
 pub fn run(a: RunArgs) -> Result<u8> {
@@ -148,6 +190,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         eprintln!("warning: cannot handle SIGINT/SIGTERM ({e}): an interrupted run will have no summary");
     }
     let many = a.suites.len() > 1;
+    let interleaved = interleaved_agents(&a)?;
     let (trials, seed, filters, partition, agent) = flags_of(&a)?;
     let mut plans = Vec::new();
     for path in &a.suites {
@@ -173,6 +216,13 @@ pub fn run(a: RunArgs) -> Result<u8> {
         warn_skipped_rows(&s);
         let mut plan = run::plan(s, trials, &filters, seed)?;
         run::select_agent(&mut plan, agent.as_deref())?;
+        // Each agent of an interleaved run must be able to run (known, its endpoint configured).
+        for name in interleaved.iter().flatten() {
+            run::select_agent(&mut plan, Some(name))?;
+        }
+        if interleaved.is_some() {
+            plan.agent = None;
+        }
         plan.keep_state &= !a.no_state;
         plan.switches = switches;
         run::screen::require_sandbox(&plan)?;
@@ -211,6 +261,12 @@ pub fn run(a: RunArgs) -> Result<u8> {
             partition: partition.as_ref().map(|p| p.partition),
             partition_from: partition.as_ref().and_then(|p| p.source.clone()),
         };
+        if let Some(agents) = &interleaved {
+            // Several agents, one run: interleaved block by block (`cmd::interleaved`).
+            let c = super::interleaved::run(plan, agents, &opts, &follow, a.out.clone(), a.allow_incomplete)?;
+            code = code.max(c);
+            continue;
+        }
 
         // A new run dir, or the one to continue with the trials it keeps.
         // Where the trials go as OpenTelemetry traces (`--otlp`, `--otlp-file`) is said in the manifest.

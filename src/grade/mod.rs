@@ -497,6 +497,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
     let log = lua.remove_app_data::<Log>().map(|l| l.0).unwrap_or_default();
     let case_id = case.clone().unwrap_or_else(|| parts.key.clone());
     let record = TrialRecord {
+        agent: None,
         case: case_id.clone(),
         trial: 0,
         seed: 0,

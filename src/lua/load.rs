@@ -724,6 +724,37 @@ fn check_tool_names(suite: &Suite, dropped: &[String]) -> Vec<String> {
     errors
 }
 
+/// Gates that name agents (`pass^3@B`, `delta pass^1 B-A`) name agents of
+/// the suite: a misspelt name would make a gate no run can decide.
+fn check_gate_agents(suite: &Suite) -> Vec<String> {
+    let names: Vec<&str> = suite.agents.iter().map(|a| a.name.as_str()).collect();
+    let list = || if names.is_empty() { "none declared".to_string() } else { names.join(", ") };
+    let mut errors = Vec::new();
+    for g in &suite.gates {
+        match &g.scope {
+            gate::Scope::Run => {}
+            gate::Scope::Agent(a) if names.contains(&a.as_str()) => {}
+            gate::Scope::Agent(a) => errors.push(format!(
+                "{}: evalua.suite.gate: '{}' names agent '{a}', which the suite does not declare; its agents: {}",
+                suite.location,
+                g.name,
+                list()
+            )),
+            gate::Scope::Delta { pair } => {
+                if gate::Scope::delta_pair(pair, &names).is_none() {
+                    errors.push(format!(
+                        "{}: evalua.suite.gate: '{}' must name two different agents of the suite as CANDIDATE-BASE; its agents: {}",
+                        suite.location,
+                        g.name,
+                        list()
+                    ));
+                }
+            }
+        }
+    }
+    errors
+}
+
 /// The budget's numbers, checked again on the host (the DSL checks them at the
 /// suite's line): finite, in range, integral where a count is meant.
 fn budget_spec(t: &Table, at: &str) -> std::result::Result<Budget, String> {
@@ -903,6 +934,7 @@ fn read_suite(
     let agent_dropped =
         dropped.as_ref().is_some_and(|d| d.get::<bool>("agent").unwrap_or(false)) && suite.agent.is_none();
     let mut errors = check_tool_names(&suite, &dropped_tools);
+    errors.extend(check_gate_agents(&suite));
     if !suite.network
         && let Some(a) = suite.agents.iter().find(|a| match &a.spec {
             AgentSpec::Command(c) => c.tools == ToolsVia::Mcp || c.model_proxy.is_some(),

@@ -20,6 +20,12 @@ pub const TRACES_DIR: &str = "traces";
 pub const TRACES: &str = "traces/traces.jsonl";
 pub const TRACES_INDEX: &str = "traces/index.jsonl";
 
+/// An interleaved run of several agents (`evalua run SUITE --agent A --agent B`):
+/// what the run is, its blocks, and the dir of each agent's part (`agents/<name>/`).
+pub const INTERLEAVED: &str = "interleaved.json";
+pub const BLOCKS: &str = "blocks.jsonl";
+pub const AGENTS_DIR: &str = "agents";
+
 /// The reports written from the figures (`report::write_all`).
 pub const REPORTS: [&str; 3] = [REPORT_MD, REPORT_HTML, JUNIT];
 

@@ -99,11 +99,22 @@ pub struct Manifest {
     /// The names of the suite's judge checks (to tell when every one was skipped).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge_checks: Vec<String>,
+    /// One agent's part of an interleaved run (`evalua run SUITE --agent A --agent B`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleaved: Option<InterleavedEntry>,
     /// Each `--resume` / `--retry-errors` of this run dir, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumes: Vec<Resume>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
+}
+
+/// The interleaved run a run dir is one agent's part of: its id, and its
+/// agents in the order they were given (the first is the base of its comparisons).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterleavedEntry {
+    pub run_id: String,
+    pub agents: Vec<String>,
 }
 
 /// The process sandbox a run used.

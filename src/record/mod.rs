@@ -3,6 +3,7 @@
 //! and the journal a running trial writes them from. The run dir is written
 //! and read in one place: [`rundir`].
 
+pub mod blocks;
 pub mod files;
 pub mod journal;
 pub mod labels;
@@ -13,6 +14,7 @@ pub mod state;
 pub mod traces;
 pub mod trial;
 
+pub use blocks::{BlockRecord, BlockTrial};
 pub use journal::{BudgetHit, Journal};
 pub use manifest::{Invalid, Manifest};
 pub use rundir::{KeptState, RunDir};

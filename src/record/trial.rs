@@ -313,6 +313,10 @@ impl CheckResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrialRecord {
     pub case: String,
+    /// The named agent that played the trial (SPEC §14), in runs that name
+    /// one (`--agent`, an interleaved run, a suite with `agents = { … }`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     pub trial: u32,
     pub seed: u64,
     pub outcome: Outcome,

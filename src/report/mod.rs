@@ -7,6 +7,7 @@ pub mod compare;
 pub mod console;
 pub mod github;
 pub mod html;
+pub mod interleaved;
 pub mod junit;
 pub mod md;
 pub mod sinks;

@@ -366,6 +366,7 @@ pub fn base(
         regraded_from: None,
         planned_trials: None,
         judge_checks: Vec::new(),
+        interleaved: None,
         resumes: Vec::new(),
         extra: Default::default(),
     }

@@ -6,6 +6,7 @@
 
 pub mod events;
 pub mod graded;
+pub mod interleave;
 pub mod manifest;
 pub mod partition;
 pub mod plan;

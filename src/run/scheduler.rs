@@ -35,7 +35,7 @@ use super::events::{CancelReason, RunEvent, Sink};
 use super::partition::Partition;
 use crate::error::{Error, Result};
 use crate::record::manifest::Filters;
-use crate::record::{Ended, RunDir, Trace, TrialRecord};
+use crate::record::{Ended, KeptState, RunDir, Trace, TrialRecord};
 use crate::spec::Suite;
 use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
 use crate::util::{cancel, watch};
@@ -169,6 +169,25 @@ impl Executed {
     /// Every planned trial finished (none interrupted, none missing).
     pub fn complete(&self) -> bool {
         !self.stopped && self.interrupted == 0 && self.announced == self.planned
+    }
+}
+
+/// Where the trace writer keeps what each trial leaves: its kept state and
+/// its trace. A run dir; or, in an interleaved run, the run dir of the
+/// record's agent (`run::interleave`).
+pub trait Store: Sync {
+    fn write_state(&self, record: &TrialRecord, kept: &KeptState) -> std::io::Result<()>;
+    /// Store these traces (each with its record), in this order.
+    fn write_traces(&self, items: &[(&TrialRecord, &[u8])]) -> std::io::Result<()>;
+}
+
+impl Store for RunDir {
+    fn write_state(&self, record: &TrialRecord, kept: &KeptState) -> std::io::Result<()> {
+        RunDir::write_state(self, &record.case, record.trial, kept)
+    }
+    fn write_traces(&self, items: &[(&TrialRecord, &[u8])]) -> std::io::Result<()> {
+        let batch: Vec<(&str, u32, &[u8])> = items.iter().map(|(r, b)| (r.case.as_str(), r.trial, *b)).collect();
+        RunDir::write_traces(self, &batch)
     }
 }
 
@@ -537,7 +556,7 @@ impl Scheduler {
     /// run's stack owns. A worker that dies mid-unit is handled the same way.
     pub fn execute<S: Source>(
         &self,
-        dir: &RunDir,
+        dir: &dyn Store,
         source: Arc<S>,
         place: &mut dyn Place<S::Made>,
         sinks: &mut [&mut dyn Sink],
@@ -615,16 +634,17 @@ impl Scheduler {
                         // Each trial's kept state, then the traces, are stored before their records are announced.
                         for d in batch.iter_mut() {
                             if let Some(kept) = d.out.state.take()
-                                && let Err(e) = dir.write_state(&d.out.record.case, d.out.record.trial, &kept)
+                                && let Err(e) = dir.write_state(&d.out.record, &kept)
                             {
                                 d.out.record.error = Some(format!("could not keep the trial's state: {e}"));
                             }
                         }
                         let stored = {
-                            let items: Vec<(&str, u32, &[u8])> = batch
+                            let items: Vec<(&TrialRecord, &[u8])> = batch
                                 .iter()
-                                .filter_map(|d| d.bytes.as_deref().filter(|b| !b.is_empty()).map(|b| (d, b)))
-                                .map(|(d, b)| (d.out.record.case.as_str(), d.out.record.trial, b))
+                                .filter_map(|d| {
+                                    d.bytes.as_deref().filter(|b| !b.is_empty()).map(|b| (&d.out.record, b))
+                                })
                                 .collect();
                             dir.write_traces(&items)
                         };

@@ -4,6 +4,12 @@
 //! `gate = { ["pass^3"] = 0.8, critical_failures = 0, accepted = { min = 0.7, on = "lower" } }`
 //! Rates and pass figures are minimums; counts, cost and latency are maximums.
 //! `on = "lower"` / `"upper"` checks the 95% interval's bound instead of the point.
+//!
+//! With named agents (SPEC §14) a gate may name one (`["pass^3@B"] = 0.6`: agent
+//! B's figure) or a difference between two that ran in one interleaved run
+//! (`["delta pass^1 B-A"] = 0`: B's figure minus A's, paired case by case, at
+//! least 0; a maximum figure's difference at most the threshold). A plain gate
+//! applies to every agent of the run.
 
 use std::fmt;
 
@@ -69,15 +75,74 @@ pub enum On {
     Upper,
 }
 
+/// Whose figure a gate judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Every agent of the run (a single-agent run: its agent).
+    Run,
+    /// `METRIC@NAME`: the named agent's figure.
+    Agent(String),
+    /// `delta METRIC CAND-BASE`: the candidate's figure minus the base's,
+    /// paired case by case. `pair` is as written (`B-A`): names may hold
+    /// `-`, so it is split against the agents' names ([`Scope::delta_pair`]).
+    Delta { pair: String },
+}
+
+impl Scope {
+    /// Split a delta's `CAND-BASE` into two of `agents` (the first split
+    /// whose both sides are agents' names).
+    pub fn delta_pair<'a>(pair: &'a str, agents: &[&str]) -> Option<(&'a str, &'a str)> {
+        pair.match_indices('-')
+            .map(|(i, _)| (&pair[..i], &pair[i + 1..]))
+            .find(|(c, b)| agents.contains(c) && agents.contains(b) && c != b)
+    }
+
+    /// The agents' names a gate mentions, as written (a delta's pair whole).
+    pub fn mentions(&self) -> Vec<&str> {
+        match self {
+            Scope::Run => Vec::new(),
+            Scope::Agent(a) => vec![a.as_str()],
+            Scope::Delta { pair } => vec![pair.as_str()],
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gate {
     pub name: String,
     pub metric: Metric,
     pub threshold: f64,
     pub on: On,
+    pub scope: Scope,
 }
 
-pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms, judge_kappa";
+pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms, judge_kappa; each also as FIGURE@AGENT or delta FIGURE CAND-BASE";
+
+/// A gate's figure and whose it is, from its name: `pass^3`, `pass^3@B`,
+/// `delta pass^1 B-A`.
+pub fn scoped(name: &str) -> Result<(Metric, Scope), String> {
+    if let Some(rest) = name.strip_prefix("delta ") {
+        let (m, pair) = rest.trim().split_once(' ').ok_or_else(|| {
+            format!("'{name}': a difference gate reads `delta FIGURE CANDIDATE-BASE`, like \"delta pass^1 B-A\"")
+        })?;
+        let pair = pair.trim();
+        if !pair.contains('-') || pair.starts_with('-') || pair.ends_with('-') || pair.contains(' ') {
+            return Err(format!(
+                "'{name}': a difference gate names two agents, CANDIDATE-BASE, like \"delta pass^1 B-A\""
+            ));
+        }
+        return Ok((metric(m)?, Scope::Delta { pair: pair.to_string() }));
+    }
+    match metric(name) {
+        Ok(m) => Ok((m, Scope::Run)),
+        Err(plain) => match name.rsplit_once('@') {
+            Some((m, agent)) if !agent.is_empty() && metric(m).is_ok() => {
+                Ok((metric(m)?, Scope::Agent(agent.to_string())))
+            }
+            _ => Err(plain),
+        },
+    }
+}
 
 /// A gate's figure from its name (`"pass^3"`, `"critical_failures"`, …).
 pub fn metric(name: &str) -> Result<Metric, String> {
@@ -115,7 +180,8 @@ pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
     };
     let mut gates = Vec::new();
     for (name, v) in map {
-        let metric = metric(name)?;
+        let (metric, scope) = scoped(name)?;
+        let delta = matches!(scope, Scope::Delta { .. });
         let (threshold, on) = match v {
             Json::Number(n) => (n.as_f64().unwrap_or(f64::NAN), On::Point),
             Json::Object(o) => {
@@ -151,13 +217,23 @@ pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
                 return Err(format!("'{name}': the threshold must be a number or {{ min|max = n, on = ... }}"));
             }
         };
-        if !threshold.is_finite() || threshold < 0.0 {
-            return Err(format!("'{name}': the threshold must be a non-negative number"));
+        if delta {
+            // A difference may be required to be at least a loss (a negative threshold).
+            if !threshold.is_finite() {
+                return Err(format!("'{name}': the threshold must be a finite number"));
+            }
+            if metric.is_minimum() && !(-1.0..=1.0).contains(&threshold) {
+                return Err(format!("'{name}': a difference of rates is between -1 and 1, got {threshold}"));
+            }
+        } else {
+            if !threshold.is_finite() || threshold < 0.0 {
+                return Err(format!("'{name}': the threshold must be a non-negative number"));
+            }
+            if metric.is_minimum() && threshold > 1.0 {
+                return Err(format!("'{name}': a rate threshold is between 0 and 1, got {threshold}"));
+            }
         }
-        if metric.is_minimum() && threshold > 1.0 {
-            return Err(format!("'{name}': a rate threshold is between 0 and 1, got {threshold}"));
-        }
-        gates.push(Gate { name: name.clone(), metric, threshold, on });
+        gates.push(Gate { name: name.clone(), metric, threshold, on, scope });
     }
     gates.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(gates)
@@ -208,7 +284,8 @@ pub fn decide(g: &Gate, point: Option<f64>, interval: Option<(f64, f64)>) -> Ver
 pub fn from_manifest(name: &str, threshold: f64, on: On) -> Result<Gate, String> {
     // A gate added by a flag carries it in parentheses: "skipped_checks (--require-judge)".
     let metric_name = name.split(" (").next().unwrap_or(name);
-    Ok(Gate { name: name.to_string(), metric: metric(metric_name)?, threshold, on })
+    let (metric, scope) = scoped(metric_name)?;
+    Ok(Gate { name: name.to_string(), metric, threshold, on, scope })
 }
 
 /// `--require-judge`: a gate `skipped_checks = 0` added to the suite's own.
@@ -218,5 +295,39 @@ pub fn require_judge() -> Gate {
         metric: Metric::SkippedChecks,
         threshold: 0.0,
         on: On::Point,
+        scope: Scope::Run,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gates_name_an_agent_or_a_difference() {
+        assert_eq!(scoped("pass^3").unwrap(), (Metric::PassHat(3), Scope::Run));
+        assert_eq!(scoped("pass@3").unwrap(), (Metric::PassAt(3), Scope::Run));
+        assert_eq!(scoped("pass^3@B").unwrap(), (Metric::PassHat(3), Scope::Agent("B".into())));
+        assert_eq!(scoped("pass@2@with-memory").unwrap(), (Metric::PassAt(2), Scope::Agent("with-memory".into())));
+        assert_eq!(scoped("accepted@B").unwrap(), (Metric::Accepted, Scope::Agent("B".into())));
+        assert_eq!(scoped("delta pass^1 B-A").unwrap(), (Metric::PassHat(1), Scope::Delta { pair: "B-A".into() }));
+        assert!(scoped("pass^x@B").is_err());
+        assert!(scoped("bogus@B").unwrap_err().contains("unknown gate 'bogus@B'"));
+        assert!(scoped("delta pass^1").unwrap_err().contains("CANDIDATE-BASE"));
+        assert!(scoped("delta pass^1 B").unwrap_err().contains("two agents"));
+        // Names with '-' split where both sides are agents.
+        let agents = ["no-memory", "full", "no"];
+        assert_eq!(Scope::delta_pair("full-no-memory", &agents), Some(("full", "no-memory")));
+        assert_eq!(Scope::delta_pair("no-memory-full", &agents), Some(("no-memory", "full")));
+        assert_eq!(Scope::delta_pair("full-full", &agents), None);
+        assert_eq!(Scope::delta_pair("x-full", &agents), None);
+    }
+
+    #[test]
+    fn a_difference_may_be_negative_within_its_range() {
+        let g = parse(&serde_json::json!({ "delta pass^1 B-A": -0.05, "delta p95_ms B-A": -200 })).unwrap();
+        assert_eq!(g.len(), 2);
+        assert!(parse(&serde_json::json!({ "delta pass^1 B-A": -1.5 })).unwrap_err().contains("between -1 and 1"));
+        assert!(parse(&serde_json::json!({ "pass^1@B": -0.1 })).unwrap_err().contains("non-negative"));
     }
 }

@@ -1077,9 +1077,54 @@ pub fn plural(n: usize, word: &str) -> String {
 /// The note a gate gets when it cannot pass because the run is incomplete.
 pub const INCOMPLETE_NOTE: &str = "the run is incomplete; --allow-incomplete decides on the trials that ran";
 
-/// Decide every gate; on an incomplete run none passes unless `allow_incomplete`.
-pub fn decide_gates_for(gates: &[Gate], summary: &Summary, complete: bool, allow_incomplete: bool) -> Vec<Verdict> {
-    let mut out = decide_gates(gates, summary);
+/// Whose run a run dir is, for the gates that name agents (SPEC §14).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GateContext<'a> {
+    /// The agent that ran (`--agent`, else the suite's default), by name.
+    pub agent: Option<&'a str>,
+    /// The run dir is one agent's part of an interleaved run, which decides
+    /// the gates naming the other agents and the differences.
+    pub interleaved: bool,
+}
+
+/// Decide the gates on this run's figures; on an incomplete run none passes
+/// unless `allow_incomplete`. A plain gate and a gate naming the run's agent
+/// are decided on its figures. A gate naming another agent, or a difference
+/// between two: left out of an agent's part of an interleaved run (that run
+/// decides it), and failed elsewhere (this run cannot decide it).
+pub fn decide_gates_for(
+    gates: &[Gate],
+    summary: &Summary,
+    complete: bool,
+    allow_incomplete: bool,
+    ctx: GateContext<'_>,
+) -> Vec<Verdict> {
+    let mut own = Vec::new();
+    let mut others = Vec::new();
+    for g in gates {
+        match &g.scope {
+            gate::Scope::Run => own.push(g.clone()),
+            gate::Scope::Agent(a) if Some(a.as_str()) == ctx.agent => own.push(g.clone()),
+            _ if ctx.interleaved => {}
+            gate::Scope::Agent(a) => others.push((g, format!("agent '{a}' did not run in this run"))),
+            gate::Scope::Delta { .. } => others.push((
+                g,
+                "a difference between agents is decided by a run of both: evalua run SUITE --agent A --agent B".into(),
+            )),
+        }
+    }
+    let mut out = decide_gates(&own, summary);
+    for (g, why) in others {
+        out.push(Verdict {
+            name: g.name.clone(),
+            threshold: g.threshold,
+            value: None,
+            on: g.on,
+            passed: false,
+            note: Some(why),
+            undefined: false,
+        });
+    }
     if !complete && !allow_incomplete {
         for v in out.iter_mut().filter(|v| v.passed) {
             v.passed = false;

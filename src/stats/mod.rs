@@ -7,6 +7,7 @@ pub mod efficiency;
 pub mod estimators;
 pub mod figures;
 pub mod head;
+pub mod periods;
 pub mod rundata;
 pub mod safety;
 

@@ -7,7 +7,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::figures::{
-    CaseInfo, Caveats, Coverage, DatasetCount, Summary, SummaryFile, Tally, caveats, decide_gates_for, summarize,
+    CaseInfo, Caveats, Coverage, DatasetCount, GateContext, Summary, SummaryFile, Tally, caveats, decide_gates_for,
+    summarize,
 };
 use crate::error::{Error, Result};
 use crate::record::rundir::{RecordAt, RecordFile, TraceLink};
@@ -264,7 +265,10 @@ impl RunData {
         };
         (self.caveats, self.warnings) =
             caveats(&self.summary, &self.gate_specs, &m.judge_checks, &self.coverage, &resume);
-        self.gates = decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete);
+        let ctx =
+            GateContext { agent: m.agent.get("name").and_then(|n| n.as_str()), interleaved: m.interleaved.is_some() };
+        self.gates =
+            decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete, ctx);
         // Graded traces are one trial each (unless `match` gives a case several):
         // a figure over k trials a case has no value there. Such a gate is said
         // to be undefined, and not decided, instead of failing every grade.

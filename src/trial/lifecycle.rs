@@ -50,22 +50,35 @@ pub struct TrialOutput {
 /// Run one trial, its agent driven by `drive`. Never panics on user input:
 /// every failure becomes a recorded outcome.
 pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<'_>) -> AgentEnd) -> TrialOutput {
-    run_in(plan, case, number, plan.workdir(case, number), Start::Fresh, drive)
+    run_as(plan, case, number, None, drive)
 }
 
-/// [`run`] with the trial's work dir and how it starts given (a re-executed
+/// [`run`] with the suite's agent `agent` playing (an interleaved run picks
+/// each in turn; None: the run's pick, else the default).
+pub fn run_as(
+    plan: &Plan,
+    case: &CasePlan,
+    number: u32,
+    agent: Option<&str>,
+    drive: impl FnOnce(&Trial<'_>) -> AgentEnd,
+) -> TrialOutput {
+    run_in(plan, case, number, agent, plan.workdir(case, number), Start::Fresh, drive)
+}
+
+/// [`run_as`] with the trial's work dir and how it starts given (a re-executed
 /// recorded item: a fresh sandbox, no user, the recorded conversation).
 pub(crate) fn run_in(
     plan: &Plan,
     case: &CasePlan,
     number: u32,
+    agent: Option<&str>,
     workdir: PathBuf,
     start: Start,
     drive: impl FnOnce(&Trial<'_>) -> AgentEnd,
 ) -> TrialOutput {
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
     let started = Instant::now();
-    let out = match prepare(plan, case, number, seed, &workdir, start) {
+    let out = match prepare(plan, case, number, seed, &workdir, start, agent) {
         Ok(trial) => {
             let _close = CloseDbs(vec![trial.conn.clone()], Some(trial.initial.clone()));
             let lua = trial.lua.clone();
@@ -133,6 +146,7 @@ pub(crate) fn interrupted_after_grading(mut out: TrialOutput) -> TrialOutput {
 
 pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
     let record = TrialRecord {
+        agent: None,
         case: case.spec.id.clone(),
         trial: number,
         seed,
@@ -196,6 +210,7 @@ pub(crate) fn prepare<'p>(
     seed: u64,
     workdir: &Path,
     start: Start,
+    agent: Option<&'p str>,
 ) -> Result<Trial<'p>, String> {
     let lua = worker::worker_state(plan)?;
     if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
@@ -204,7 +219,10 @@ pub(crate) fn prepare<'p>(
     let (suite_t, case_table) = worker::case_table(&lua, plan, case)?;
     let input: String = case_table.raw_get("input").map_err(|e| format!("case '{}': input: {e}", case.spec.id))?;
     let handlers: Table = suite_t.get("_tool_index").map_err(|e| e.to_string())?;
-    let agent_choice = plan.agent_for(case, number);
+    let agent_choice = match agent {
+        Some(name) => plan.agent_as(case, Some(name)),
+        None => plan.agent_for(case, number),
+    };
     let agent: Table = match case_table.get::<Option<Table>>("agent").map_err(|e| e.to_string())? {
         Some(a) => a,
         None => worker::suite_agent(&suite_t, agent_choice.name)?,
@@ -362,6 +380,8 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
     };
     let st = trial.state.borrow();
     let record = TrialRecord {
+        // Which of the suite's named agents played (none when the suite names none).
+        agent: trial.agent_choice.name.filter(|_| trial.plan.names_agents()).map(str::to_string),
         case: trial.case.spec.id.clone(),
         trial: trial.number,
         seed: trial.seed,

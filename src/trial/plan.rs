@@ -106,13 +106,26 @@ impl Plan {
     /// asks here, so a run that gives different trials different agents
     /// changes only this.
     pub fn agent_for<'a>(&'a self, case: &'a CasePlan, _number: u32) -> AgentChoice<'a> {
+        self.agent_as(case, self.agent.as_deref())
+    }
+
+    /// The agent that plays `case` when the suite's agent `name` is picked
+    /// (an interleaved run picks each agent in turn; None: the run's pick,
+    /// else the default). A case's own agent still plays its case.
+    pub fn agent_as<'a>(&'a self, case: &'a CasePlan, name: Option<&'a str>) -> AgentChoice<'a> {
         if let Some(a) = case.spec.agent.as_deref() {
             return AgentChoice { name: None, spec: Some(a) };
         }
-        match &self.agent {
-            Some(name) => AgentChoice { name: Some(name.as_str()), spec: self.suite.agent_named(name) },
+        match name.or(self.agent.as_deref()) {
+            Some(name) => AgentChoice { name: Some(name), spec: self.suite.agent_named(name) },
             None => AgentChoice { name: self.suite.default_agent.as_deref(), spec: self.suite.agent.as_ref() },
         }
+    }
+
+    /// Whether the suite names its agents (`agents = { … }`): then every
+    /// record says which one played (`agent`).
+    pub fn names_agents(&self) -> bool {
+        self.suite.agents.iter().any(|a| a.name != crate::spec::DEFAULT_AGENT_NAME)
     }
 
     /// The name of the suite agent the run uses (its pick, else the default).

@@ -35,7 +35,7 @@ pub struct Recording<'a> {
 /// Re-execute `rec` as trial `number` of `case`.
 pub fn run(plan: &Plan, case: &CasePlan, number: u32, rec: Recording<'_>) -> TrialOutput {
     let mut out = super::worker::with_row(rec.row, || {
-        run_in(plan, case, number, rec.workdir.clone(), Start::Replay, |trial| drive(trial, rec.recorded))
+        run_in(plan, case, number, None, rec.workdir.clone(), Start::Replay, |trial| drive(trial, rec.recorded))
     });
     // The recorded agent's time, tokens and cost, not the re-execution's.
     let usage = merged_usage(rec.recorded, &out.record.usage);

@@ -124,6 +124,7 @@ fn graded(
         rec.seed,
         workdir,
         Start::Recorded(Box::new((Rc::new(SqliteDb::wrap(conn)), journal))),
+        rec.agent.as_deref(),
     ) {
         Ok(t) => t,
         Err(e) => {

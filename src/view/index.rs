@@ -489,6 +489,7 @@ mod tests {
             })
             .collect();
         TrialRecord {
+            agent: None,
             case: case.into(),
             trial,
             seed: 0,

@@ -1,0 +1,122 @@
+//! `evalua run SUITE --agent A --agent B …`: one run of several of the suite's
+//! named agents, interleaved block by block (`run::interleave`). The run dir
+//! holds interleaved.json (what the run is), blocks.jsonl (each block's
+//! order and each agent's trial in brief), the side-by-side summary.json,
+//! report.md and report.html, and `agents/<name>/`: each agent's part, a run
+//! dir like any other (`evalua report`, `show`, `compare`, `regrade` and
+//! `view` read it as such).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::record::manifest::{GateEntry, InterleavedEntry};
+use crate::record::rundir::{RunDir, new_run_id};
+use crate::report::interleaved::{self, InterleavedManifest};
+use crate::report::{self, sinks};
+use crate::run::interleave::{AgentDirs, BlocksFile, Interleaved, Router};
+use crate::run::{AsMade, RunOptions, Scheduler, Sink};
+use crate::stats::rundata;
+use crate::trial::Plan;
+use crate::util::cancel;
+use crate::util::paths::display_path;
+
+/// Run `plan` once per agent of `agents` (two or more of the suite's named
+/// agents, already checked), interleaved; write the run dir (under `out`)
+/// and its reports, print the side-by-side summary, and return the exit code.
+pub(crate) fn run(
+    mut plan: Plan,
+    agents: &[String],
+    opts: &RunOptions,
+    follow: &sinks::Follow,
+    out: Option<PathBuf>,
+    allow_incomplete: bool,
+) -> Result<u8> {
+    let argv = super::flags::argv();
+    if opts.partition.is_some() {
+        return Err(Error::Input(
+            "--partition: an interleaved run (several --agent) runs in one process; partition single-agent runs".into(),
+        ));
+    }
+    let run_id = new_run_id();
+    let top = out.unwrap_or_else(|| PathBuf::from("runs").join(&plan.suite.name).join(&run_id));
+    // Created (and refused when it holds anything) like any run dir; it holds no trace of its own.
+    let top_dir = RunDir::create(Some(&top), &plan.suite.name, &run_id)?;
+    let _ = std::fs::remove_dir(top_dir.path.join(crate::record::files::TRACES_DIR));
+    let manifest = InterleavedManifest {
+        kind: "interleaved".into(),
+        run_id: run_id.clone(),
+        suite: plan.suite.name.clone(),
+        started_at: jiff::Timestamp::now().to_string(),
+        command: argv.clone(),
+        agents: agents.to_vec(),
+        seed: plan.seed,
+        jobs: opts.jobs,
+        blocks: crate::run::work(&plan, None).len(),
+        order: "each block's agents run back to back on one worker, from the block's seed; their order rotates from \
+                block to block (two agents alternate), where it starts drawn from the seed"
+            .into(),
+        gates: plan
+            .suite
+            .gates
+            .iter()
+            .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
+            .collect(),
+    };
+    crate::record::rundir::write_json(&top.join(interleaved::MANIFEST), &manifest)?;
+
+    // Each agent's part: a run dir with its own manifest (its agent named).
+    let mut dirs = Vec::new();
+    for name in agents {
+        let dir = RunDir::create(Some(&interleaved::agent_dir(&top, name)), &plan.suite.name, &run_id)?;
+        plan.agent = Some(name.clone());
+        let mut m = crate::run::manifest::build(&plan, opts, &format!("{run_id}-{name}"), &argv);
+        m.interleaved = Some(InterleavedEntry { run_id: run_id.clone(), agents: agents.to_vec() });
+        m.exports.extend(follow.export.entries(&plan.suite.name));
+        dir.write_manifest(&m)?;
+        dirs.push((name.clone(), dir));
+    }
+    plan.agent = None;
+    let plan = Arc::new(plan);
+    let source = Arc::new(Interleaved::new(&plan, agents.to_vec(), None, opts.jobs));
+
+    // Each agent's sinks see its own trials; the progress display and blocks.jsonl see all.
+    let quiet = sinks::Follow { quiet: true, export: follow.export.clone() };
+    let mut followers = Vec::new();
+    for (name, dir) in &dirs {
+        followers.push(sinks::Followers::new(&quiet, dir, &plan.suite.name, &format!("{run_id}-{name}"), None)?);
+    }
+    let mut progress = sinks::Progress::new(!follow.quiet);
+    let mut blocks = BlocksFile::create(&top, &plan, &source)?;
+    let executed = {
+        let own: Vec<Vec<&mut dyn Sink>> = followers.iter_mut().map(|f| f.sinks().into_iter().collect()).collect();
+        let mut router =
+            Router { agents: agents.to_vec(), own, common: vec![&mut progress as &mut dyn Sink, &mut blocks] };
+        Scheduler::new(opts.jobs).execute(&AgentDirs(dirs), source, &mut AsMade, &mut [&mut router])?
+    };
+    drop(progress);
+    drop(plan);
+    let mut exports = Vec::new();
+    for f in followers {
+        exports.extend(f.finish().exports);
+    }
+    crate::util::memory::release_free();
+
+    // Each agent's figures and reports, from its run dir alone.
+    for name in agents {
+        let mut data = rundata::load_with(&interleaved::agent_dir(&top, name), allow_incomplete)?;
+        crate::record::rundir::write_json(&data.dir.join(crate::record::files::SUMMARY), &data.summary_file())?;
+        data.summary_present = true;
+        report::write_all(&data)?;
+    }
+    let run = interleaved::Interleaved::load(&top, allow_incomplete)?;
+    interleaved::write_all(&run)?;
+    print!("{}", interleaved::console(&run));
+    for l in &exports {
+        println!("{l}");
+    }
+    println!("report: {}", display_path(&top.join(crate::record::files::REPORT_HTML)));
+    println!("report: {}", display_path(&top.join(crate::record::files::REPORT_MD)));
+    let stopped = cancel::requested() || !executed.complete();
+    Ok(if run.gates_passed() && !stopped { 0 } else { 1 })
+}

@@ -1,0 +1,702 @@
+//! An interleaved run (`evalua run SUITE --agent A --agent B`) read back: each
+//! agent's part is a run dir of its own (`agents/<name>/`, with its figures,
+//! reports and gates), and the run's own summary.json, report.md and
+//! report.html put them side by side with their denominators, add the paired
+//! comparison of every agent with the first (the `compare` machinery: per-case
+//! differences and their case-resampling intervals), each agent's provider
+//! latency and errors per period of the run, and the gates that name agents
+//! or differences.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::compare::{self, Comparison};
+use super::text::{fmt_value, gate_line, ratio_text};
+use crate::error::{Error, Result};
+use crate::record::{BlockRecord, files};
+use crate::spec::gate::{self, Gate, Metric, Scope, Verdict};
+use crate::stats::periods::{self, Period};
+use crate::stats::{RunData, SuiteFigures, gate_figure, plural, rundata};
+
+/// interleaved.json: what an interleaved run is, written before its first trial.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InterleavedManifest {
+    pub kind: String,
+    pub run_id: String,
+    pub suite: String,
+    pub started_at: String,
+    pub command: Vec<String>,
+    /// The agents in the order given (the first is the base of the comparisons).
+    pub agents: Vec<String>,
+    pub seed: u64,
+    pub jobs: usize,
+    /// Blocks ((case, trial) pairs) planned.
+    pub blocks: usize,
+    /// How the order of the agents is chosen in each block.
+    pub order: String,
+    /// The suite's gates, as declared.
+    pub gates: Vec<crate::record::manifest::GateEntry>,
+}
+
+/// The file names of an interleaved run's dir.
+pub const MANIFEST: &str = files::INTERLEAVED;
+pub const BLOCKS: &str = files::BLOCKS;
+
+/// Where agent `name`'s run dir is inside the interleaved run's dir.
+pub fn agent_dir(top: &Path, name: &str) -> PathBuf {
+    top.join(files::AGENTS_DIR).join(name)
+}
+
+/// One agent's part, in the run's summary.json.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentPart<'a> {
+    pub name: &'a str,
+    /// Its run dir, relative to the interleaved run's.
+    pub dir: String,
+    pub run_id: &'a str,
+    pub complete: bool,
+    pub coverage: crate::stats::Coverage,
+    pub cases: &'a [crate::stats::CaseFigures],
+    pub figures: &'a SuiteFigures,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<&'a crate::stats::efficiency::Efficiency>,
+    /// How many blocks it ran first in.
+    pub first_in: usize,
+}
+
+/// The run's summary.json.
+#[derive(Debug, Clone, Serialize)]
+pub struct InterleavedSummary<'a> {
+    pub kind: &'static str,
+    pub suite: &'a str,
+    pub run_id: &'a str,
+    pub seed: u64,
+    /// Every agent's part is complete.
+    pub complete: bool,
+    pub blocks: usize,
+    pub agents: Vec<AgentPart<'a>>,
+    /// Every agent after the first against the first: candidate − base, paired case by case.
+    pub comparisons: &'a [Comparison],
+    pub periods: &'a [Period],
+    pub gates: &'a [Verdict],
+    pub warnings: &'a [String],
+}
+
+/// An interleaved run read back.
+pub struct Interleaved {
+    pub dir: PathBuf,
+    pub manifest: InterleavedManifest,
+    pub runs: Vec<RunData>,
+    pub blocks: Vec<BlockRecord>,
+    pub comparisons: Vec<Comparison>,
+    pub periods: Vec<Period>,
+    pub gates: Vec<Verdict>,
+    pub warnings: Vec<String>,
+}
+
+impl Interleaved {
+    /// Read an interleaved run's dir and every agent's part.
+    pub fn load(dir: &Path, allow_incomplete: bool) -> Result<Interleaved> {
+        let mpath = dir.join(MANIFEST);
+        let text = std::fs::read_to_string(&mpath)
+            .map_err(|e| Error::Input(format!("{}: cannot read: {e}", mpath.display())))?;
+        let manifest: InterleavedManifest =
+            serde_json::from_str(&text).map_err(|e| Error::Input(format!("{}:{}: {e}", mpath.display(), e.line())))?;
+        let mut runs = Vec::new();
+        for a in &manifest.agents {
+            runs.push(rundata::load_with(&agent_dir(dir, a), allow_incomplete)?);
+        }
+        let blocks = read_blocks(&dir.join(BLOCKS))?;
+        let mut comparisons = Vec::new();
+        for cand in runs.iter().skip(1) {
+            comparisons.push(compare::compare(&runs[0], cand, false)?);
+        }
+        let periods = periods::periods(&blocks, &manifest.agents, periods::MAX_PERIODS);
+        let mut specs = Vec::new();
+        for g in &manifest.gates {
+            specs.push(
+                gate::from_manifest(&g.name, g.threshold, g.on)
+                    .map_err(|e| Error::Input(format!("{}: gate {e}", mpath.display())))?,
+            );
+        }
+        let mut run = Interleaved {
+            dir: dir.to_path_buf(),
+            manifest,
+            runs,
+            blocks,
+            comparisons,
+            periods,
+            gates: Vec::new(),
+            warnings: Vec::new(),
+        };
+        run.gates = run.decide(&specs, allow_incomplete)?;
+        for (name, r) in run.manifest.agents.iter().zip(&run.runs) {
+            for w in &r.warnings {
+                run.warnings.push(format!("{name}: {w}"));
+            }
+        }
+        Ok(run)
+    }
+
+    pub fn complete(&self) -> bool {
+        self.runs.iter().all(|r| r.complete())
+    }
+
+    pub fn gates_passed(&self) -> bool {
+        self.gates.iter().all(|g| g.passed) && self.runs.iter().all(|r| r.complete() || r.allow_incomplete)
+    }
+
+    fn run_of(&self, name: &str) -> Option<&RunData> {
+        self.manifest.agents.iter().position(|a| a == name).map(|i| &self.runs[i])
+    }
+
+    /// Every gate: each plain gate for each agent (named `GATE@AGENT`), each
+    /// gate naming an agent, each difference.
+    fn decide(&self, specs: &[Gate], allow_incomplete: bool) -> Result<Vec<Verdict>> {
+        let names: Vec<&str> = self.manifest.agents.iter().map(String::as_str).collect();
+        let mut out = Vec::new();
+        let incomplete = !self.complete() && !allow_incomplete;
+        for g in specs {
+            match &g.scope {
+                Scope::Run => {
+                    for (name, r) in names.iter().zip(&self.runs) {
+                        let (point, iv) = gate_figure(&r.summary, g.metric);
+                        let mut v = gate::decide(g, point, iv);
+                        v.name = format!("{}@{name}", g.name);
+                        out.push(v);
+                    }
+                }
+                Scope::Agent(a) => match self.run_of(a) {
+                    Some(r) => {
+                        let (point, iv) = gate_figure(&r.summary, g.metric);
+                        out.push(gate::decide(g, point, iv));
+                    }
+                    None => out.push(undecided(g, format!("agent '{a}' did not run in this run"))),
+                },
+                Scope::Delta { pair } => match Scope::delta_pair(pair, &names) {
+                    Some((cand, base)) => {
+                        let (b, c) = (self.run_of(base), self.run_of(cand));
+                        let (Some(b), Some(c)) = (b, c) else { continue };
+                        let found = self
+                            .comparisons
+                            .iter()
+                            .find(|x| x.base.run_id == b.run_id() && x.cand.run_id == c.run_id());
+                        let owned;
+                        let cmp = match found {
+                            Some(x) => x,
+                            None => {
+                                owned = compare::compare(b, c, false)?;
+                                &owned
+                            }
+                        };
+                        let (point, iv) = delta_figure(cmp, b, c, g.metric);
+                        out.push(gate::decide(g, point, iv));
+                    }
+                    None => out.push(undecided(
+                        g,
+                        format!("'{pair}' does not name two agents of this run ({})", names.join(", ")),
+                    )),
+                },
+            }
+        }
+        if incomplete {
+            for v in out.iter_mut().filter(|v| v.passed) {
+                v.passed = false;
+                v.note = Some(crate::stats::INCOMPLETE_NOTE.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The run's summary.json content.
+    pub fn summary(&self) -> InterleavedSummary<'_> {
+        let agents = self
+            .manifest
+            .agents
+            .iter()
+            .zip(&self.runs)
+            .map(|(name, r)| AgentPart {
+                name,
+                dir: format!("agents/{name}"),
+                run_id: r.run_id(),
+                complete: r.complete(),
+                coverage: r.coverage,
+                cases: &r.summary.cases,
+                figures: &r.summary.figures,
+                efficiency: r.summary.efficiency.as_ref(),
+                first_in: self.blocks.iter().filter(|b| b.order.first() == Some(name)).count(),
+            })
+            .collect();
+        InterleavedSummary {
+            kind: "interleaved",
+            suite: &self.manifest.suite,
+            run_id: &self.manifest.run_id,
+            seed: self.manifest.seed,
+            complete: self.complete(),
+            blocks: self.blocks.len(),
+            agents,
+            comparisons: &self.comparisons,
+            periods: &self.periods,
+            gates: &self.gates,
+            warnings: &self.warnings,
+        }
+    }
+}
+
+/// A gate this run cannot decide: failed, saying why.
+fn undecided(g: &Gate, why: String) -> Verdict {
+    Verdict {
+        name: g.name.clone(),
+        threshold: g.threshold,
+        value: None,
+        on: g.on,
+        passed: false,
+        note: Some(why),
+        undefined: false,
+    }
+}
+
+/// A difference gate's figure: the paired difference (candidate − base) with
+/// its interval, for the figures `compare` pairs; the plain difference of the
+/// two runs' figures (no interval) for the counts and latencies.
+fn delta_figure(c: &Comparison, base: &RunData, cand: &RunData, m: Metric) -> (Option<f64>, Option<(f64, f64)>) {
+    let name = m.to_string();
+    if let Some(f) = c.figures.iter().find(|f| f.name == name) {
+        return (f.delta, f.interval);
+    }
+    if matches!(m, Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::CostPerAccepted) {
+        // k beyond what both runs support, or no cost: undefined.
+        return (None, None);
+    }
+    let (b, _) = gate_figure(&base.summary, m);
+    let (c, _) = gate_figure(&cand.summary, m);
+    (c.zip(b).map(|(c, b)| c - b), None)
+}
+
+/// Read blocks.jsonl (absent: no block finished).
+pub fn read_blocks(path: &Path) -> Result<Vec<BlockRecord>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::Input(format!("{}: cannot read: {e}", path.display()))),
+    };
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        out.push(serde_json::from_str(line).map_err(|e| Error::Input(format!("{}:{}: {e}", path.display(), i + 1)))?);
+    }
+    out.sort_by_key(|b: &BlockRecord| b.block);
+    Ok(out)
+}
+
+/// The figures shown side by side: (label, per agent).
+fn rows(run: &Interleaved) -> Vec<(String, Vec<String>)> {
+    let figs: Vec<&SuiteFigures> = run.runs.iter().map(|r| &r.summary.figures).collect();
+    let kmax = figs.iter().filter_map(|f| f.capability.k_max()).min().unwrap_or(1);
+    let ks: Vec<u32> = [1, 2, 3, 5, 10].into_iter().filter(|&k| k <= kmax).chain((kmax > 10).then_some(kmax)).collect();
+    let ks: Vec<u32> = if ks.contains(&kmax) { ks } else { ks.into_iter().chain([kmax]).collect() };
+    let rate = |f: &SuiteFigures, m: Metric, v: Option<f64>| {
+        let iv = f
+            .capability
+            .interval(m)
+            .map(|i| format!(" [{}, {}]", fmt_value(Some(i.lower), true), fmt_value(Some(i.upper), true)))
+            .unwrap_or_default();
+        format!("{}{iv}", fmt_value(v, true))
+    };
+    let mut out = Vec::new();
+    out.push((
+        "n (capability view)".to_string(),
+        figs.iter()
+            .map(|f| {
+                format!("{}, {}", plural(f.capability.trials as usize, "trial"), plural(f.capability.cases, "case"))
+            })
+            .collect(),
+    ));
+    for &k in &ks {
+        out.push((
+            format!("pass^{k}"),
+            figs.iter().map(|f| rate(f, Metric::PassHat(k), f.capability.pass_hat(k))).collect(),
+        ));
+    }
+    out.push(("accepted".into(), figs.iter().map(|f| rate(f, Metric::Accepted, f.capability.accepted_rate)).collect()));
+    out.push((
+        "operational accepted".into(),
+        figs.iter()
+            .map(|f| {
+                format!(
+                    "{} of {}",
+                    fmt_value(f.operational.accepted_rate, true),
+                    plural(f.operational.trials as usize, "trial")
+                )
+            })
+            .collect(),
+    ));
+    out.push((
+        "critical / grader err / infra err".into(),
+        figs.iter().map(|f| format!("{} / {} / {}", f.critical_failures, f.grader_errors, f.infra_errors)).collect(),
+    ));
+    out.push((
+        "cost per accepted".into(),
+        figs.iter()
+            .map(|f| match f.cost_per_accepted_usd {
+                Some(c) => fmt_value(Some(c), false),
+                None if f.total_cost_usd > 0.0 => "∞".into(),
+                None => "–".into(),
+            })
+            .collect(),
+    ));
+    let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or_else(|| "–".into());
+    out.push((
+        "latency p50 / p95".into(),
+        figs.iter().map(|f| format!("{} / {} (n={})", ms(f.p50_ms), ms(f.p95_ms), f.latency_n)).collect(),
+    ));
+    out.push((
+        "mean tool calls / tokens".into(),
+        figs.iter()
+            .map(|f| {
+                format!(
+                    "{} / {}",
+                    f.mean_tool_calls.map(|v| format!("{v:.1}")).unwrap_or("–".into()),
+                    f.mean_tokens.map(|v| format!("{v:.0}")).unwrap_or("–".into())
+                )
+            })
+            .collect(),
+    ));
+    if run.runs.iter().any(|r| r.summary.efficiency.is_some()) {
+        out.push((
+            "calls vs reference (median)".into(),
+            run.runs
+                .iter()
+                .map(|r| {
+                    r.summary
+                        .efficiency
+                        .as_ref()
+                        .and_then(|e| e.all.calls.as_ref())
+                        .map(ratio_text)
+                        .unwrap_or("–".into())
+                })
+                .collect(),
+        ));
+    }
+    out
+}
+
+fn delta_text(v: Option<f64>, name: &str) -> String {
+    match v.map(|v| if v.abs() < 1e-9 { 0.0 } else { v }) {
+        Some(v) if name.starts_with("cost") => format!("{}${:.4}", if v >= 0.0 { "+" } else { "−" }, v.abs()),
+        Some(v) => format!("{}{:.1} pt", if v >= 0.0 { "+" } else { "−" }, v.abs() * 100.0),
+        None => "–".into(),
+    }
+}
+
+/// Each comparison in lines: the paired differences of pass^1, the largest
+/// pass^k, accepted and cost, then the per-case classes.
+fn comparison_lines(run: &Interleaved) -> Vec<String> {
+    let mut out = Vec::new();
+    for (c, cand) in run.comparisons.iter().zip(run.manifest.agents.iter().skip(1)) {
+        let base = &run.manifest.agents[0];
+        let kmax =
+            c.figures.iter().filter_map(|f| f.name.strip_prefix("pass^").and_then(|k| k.parse::<u32>().ok())).max();
+        let shown: Vec<String> = c
+            .figures
+            .iter()
+            .filter(|f| {
+                f.name == "pass^1"
+                    || f.name == "accepted"
+                    || f.name.starts_with("cost")
+                    || kmax.is_some_and(|k| k > 1 && f.name == format!("pass^{k}"))
+            })
+            .map(|f| {
+                let iv = match f.interval {
+                    Some((lo, hi)) => format!(
+                        " [{}, {}]{}",
+                        delta_text(Some(lo), &f.name),
+                        delta_text(Some(hi), &f.name),
+                        if lo > 0.0 || hi < 0.0 { " *" } else { "" }
+                    ),
+                    None => String::new(),
+                };
+                format!("{} {}{iv}", f.name, delta_text(f.delta, &f.name))
+            })
+            .collect();
+        out.push(format!(
+            "{cand} − {base} (paired by case, {} cases): {}",
+            c.figures.first().map(|f| f.cases).unwrap_or(0),
+            shown.join("   ")
+        ));
+        out.push(format!("  cases: {}", compare::counts_line(c)));
+    }
+    out
+}
+
+/// Each period in a line: its window, its blocks, and each agent's trials,
+/// accepted, wall p50 and provider calls, errors and p50 latency.
+fn period_lines(run: &Interleaved) -> Vec<String> {
+    let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or_else(|| "–".into());
+    run.periods
+        .iter()
+        .map(|p| {
+            let agents: Vec<String> = p
+                .agents
+                .iter()
+                .map(|a| {
+                    format!(
+                        "{}: {}/{} accepted, {} infra err, wall p50 {}, provider {} calls {} errors p50 {}",
+                        a.agent,
+                        a.accepted,
+                        a.trials,
+                        a.infra_errors,
+                        ms(a.wall_p50_ms),
+                        a.provider_calls,
+                        a.provider_errors,
+                        ms(a.provider_p50_ms)
+                    )
+                })
+                .collect();
+            format!(
+                "{:>2}. {:.1}–{:.1} s, {}: {}",
+                p.period,
+                p.from_ms / 1000.0,
+                p.to_ms / 1000.0,
+                plural(p.blocks, "block"),
+                agents.join(" | ")
+            )
+        })
+        .collect()
+}
+
+/// The console summary.
+pub fn console(run: &Interleaved) -> String {
+    let mut o = String::new();
+    let names = &run.manifest.agents;
+    if !run.complete() {
+        let _ = writeln!(
+            o,
+            "INCOMPLETE interleaved run: some agent's part has trials missing or interrupted; the figures cover only what ran"
+        );
+    }
+    let firsts: Vec<String> = names
+        .iter()
+        .map(|n| format!("{n} first in {}", run.blocks.iter().filter(|b| b.order.first() == Some(n)).count()))
+        .collect();
+    let _ = writeln!(
+        o,
+        "{}: {} agents interleaved over {} ((case, trial) pairs), each block's agents back to back, the order rotating ({})",
+        run.manifest.suite,
+        names.len(),
+        plural(run.blocks.len(), "block"),
+        firsts.join(", ")
+    );
+    let mut t = comfy_table::Table::new();
+    t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
+    let mut header = vec!["figure".to_string()];
+    header.extend(names.iter().cloned());
+    t.set_header(header);
+    for (label, values) in rows(run) {
+        let mut row = vec![label];
+        row.extend(values);
+        t.add_row(row);
+    }
+    let _ = writeln!(o, "{t}");
+    let _ = writeln!(o, "(capability view; 95% intervals resample cases, then each case's trials)");
+    for l in comparison_lines(run) {
+        let _ = writeln!(o, "{l}");
+    }
+    if !run.periods.is_empty() {
+        let _ = writeln!(o, "periods (blocks by when they started):");
+        for l in period_lines(run) {
+            let _ = writeln!(o, "  {l}");
+        }
+    }
+    if !run.gates.is_empty() {
+        let failed = run.gates.iter().filter(|g| !g.passed).count();
+        let _ = writeln!(
+            o,
+            "gates: {}",
+            if failed == 0 {
+                format!("all {} passed", run.gates.len())
+            } else {
+                format!("{failed} of {} FAILED", run.gates.len())
+            }
+        );
+        for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
+            let _ = writeln!(o, "  {}", gate_line(g));
+        }
+    }
+    for w in &run.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    let dirs: Vec<String> = names.iter().map(|n| format!("agents/{n}")).collect();
+    let _ = writeln!(o, "run dir: {} (each agent's run: {})", run.dir.display(), dirs.join(", "));
+    o
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// report.md.
+pub fn markdown(run: &Interleaved) -> String {
+    let mut o = String::new();
+    let names = &run.manifest.agents;
+    let _ = writeln!(
+        o,
+        "# evalua report: {} — {} interleaved{}\n",
+        run.manifest.suite,
+        names.join(" vs "),
+        if run.complete() { "" } else { " — INCOMPLETE" }
+    );
+    let _ = writeln!(
+        o,
+        "Run `{}` · seed {} · {} ((case, trial) pairs); in each block every agent ran the trial once, back to back, from the same seed, the order rotating from block to block.\n",
+        run.manifest.run_id,
+        run.manifest.seed,
+        plural(run.blocks.len(), "block")
+    );
+    if !run.gates.is_empty() {
+        let failed = run.gates.iter().filter(|g| !g.passed).count();
+        let _ = writeln!(
+            o,
+            "**Gates: {}.**\n",
+            if failed == 0 {
+                format!("all {} passed", run.gates.len())
+            } else {
+                format!("{failed} of {} FAILED", run.gates.len())
+            }
+        );
+        for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
+            let _ = writeln!(o, "- {}", gate_line(g));
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(o, "## Side by side\n");
+    let _ = writeln!(o, "| figure | {} |", names.iter().map(|n| cell(n)).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(o, "|---|{}", "---|".repeat(names.len()));
+    for (label, values) in rows(run) {
+        let _ = writeln!(o, "| {label} | {} |", values.iter().map(|v| cell(v)).collect::<Vec<_>>().join(" | "));
+    }
+    let _ = writeln!(
+        o,
+        "\nCapability view; 95% intervals resample cases, then each case's trials. Each agent's own report: {}.\n",
+        names.iter().map(|n| format!("[{n}](agents/{n}/report.md)")).collect::<Vec<_>>().join(", ")
+    );
+    if !run.comparisons.is_empty() {
+        let _ = writeln!(o, "## Paired comparison\n");
+        for (c, cand) in run.comparisons.iter().zip(names.iter().skip(1)) {
+            let _ = writeln!(o, "### {cand} − {}\n", names[0]);
+            let _ = writeln!(o, "{}", compare::markdown(c));
+        }
+    }
+    if !run.periods.is_empty() {
+        let _ = writeln!(o, "## Periods\n");
+        let _ = writeln!(o, "Blocks grouped by when they started; every agent of a block is in its period.\n");
+        let _ = writeln!(
+            o,
+            "| period | window | blocks | agent | trials | accepted | infra err | wall p50 | provider calls | provider errors | provider p50 | provider p95 |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+        let ms = |v: Option<f64>| v.map(|v| format!("{v:.0} ms")).unwrap_or_else(|| "–".into());
+        for p in &run.periods {
+            for a in &p.agents {
+                let _ = writeln!(
+                    o,
+                    "| {} | {:.1}–{:.1} s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    p.period,
+                    p.from_ms / 1000.0,
+                    p.to_ms / 1000.0,
+                    p.blocks,
+                    cell(&a.agent),
+                    a.trials,
+                    a.accepted,
+                    a.infra_errors,
+                    ms(a.wall_p50_ms),
+                    a.provider_calls,
+                    a.provider_errors,
+                    ms(a.provider_p50_ms),
+                    ms(a.provider_p95_ms)
+                );
+            }
+        }
+        let _ = writeln!(o);
+    }
+    if !run.warnings.is_empty() {
+        let _ = writeln!(o, "## Warnings\n");
+        for w in &run.warnings {
+            let _ = writeln!(o, "- {}", cell(w));
+        }
+    }
+    o
+}
+
+/// report.html: the same as report.md, as one self-contained page.
+pub fn html(run: &Interleaved) -> String {
+    use super::html::esc;
+    let names = &run.manifest.agents;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!doctype html><meta charset=utf-8><title>evalua: {} — {}</title><style>body{{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}}.fail{{color:#b00}}</style>",
+        esc(&run.manifest.suite),
+        esc(&names.join(" vs "))
+    );
+    let _ = write!(
+        o,
+        "<h1>{} — {} interleaved{}</h1><p>Run <code>{}</code> · seed {} · {}; each block's agents ran back to back from the same seed, the order rotating.</p>",
+        esc(&run.manifest.suite),
+        esc(&names.join(" vs ")),
+        if run.complete() { "" } else { " — INCOMPLETE" },
+        esc(&run.manifest.run_id),
+        run.manifest.seed,
+        esc(&plural(run.blocks.len(), "block"))
+    );
+    if !run.gates.is_empty() {
+        o.push_str("<h2>Gates</h2><ul>");
+        for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
+            let _ = write!(o, "<li{}>{}</li>", if g.passed { "" } else { " class=fail" }, esc(&gate_line(g)));
+        }
+        o.push_str("</ul>");
+    }
+    o.push_str("<h2>Side by side</h2><table><tr><th>figure</th>");
+    for n in names {
+        let _ = write!(o, "<th><a href=\"agents/{0}/report.html\">{0}</a></th>", esc(n));
+    }
+    o.push_str("</tr>");
+    for (label, values) in rows(run) {
+        let _ = write!(o, "<tr><td>{}</td>", esc(&label));
+        for v in values {
+            let _ = write!(o, "<td>{}</td>", esc(&v));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</table><p>Capability view; 95% intervals resample cases, then each case's trials.</p>");
+    if !run.comparisons.is_empty() {
+        o.push_str("<h2>Paired comparison</h2><pre>");
+        for c in &run.comparisons {
+            o.push_str(&esc(&compare::console(c)));
+        }
+        o.push_str("</pre>");
+    }
+    if !run.periods.is_empty() {
+        o.push_str("<h2>Periods</h2><ul>");
+        for l in period_lines(run) {
+            let _ = write!(o, "<li>{}</li>", esc(&l));
+        }
+        o.push_str("</ul>");
+    }
+    for w in &run.warnings {
+        let _ = write!(o, "<p class=fail>warning: {}</p>", esc(w));
+    }
+    o
+}
+
+/// Write the run's summary.json, report.md and report.html.
+pub fn write_all(run: &Interleaved) -> Result<()> {
+    crate::record::rundir::write_json(&run.dir.join(files::SUMMARY), &run.summary())?;
+    let write = |name: &str, text: String| {
+        let p = run.dir.join(name);
+        std::fs::write(&p, text).map_err(|e| Error::Environment(format!("{}: cannot write: {e}", p.display())))
+    };
+    write(files::REPORT_MD, markdown(run))?;
+    write(files::REPORT_HTML, html(run))
+}
