@@ -69,12 +69,8 @@ pub fn mcp(root: Option<&Path>) -> Result<u8> {
     let out = crate::util::stdio::divert().map_err(|e| Error::Environment(format!("cannot set stdout aside: {e}")))?;
     let server = Server { root: Arc::new(root.clone()), exe: Arc::new(exe), tools: Arc::new(tools()) };
     eprintln!("evalua mcp: serving on stdio; project root {}", root.display());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("evalua-mcp")
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Environment(format!("cannot start the runtime: {e}")))?;
+    // The process's one runtime: the session's tasks are blocking children and stdio.
+    let rt = crate::model::runtime();
     rt.block_on(async move {
         let stdin = tokio::io::stdin();
         let stdout = tokio::fs::File::from_std(out);
@@ -84,8 +80,7 @@ pub fn mcp(root: Option<&Path>) -> Result<u8> {
         running.waiting().await.map_err(|e| Error::Environment(format!("MCP: {e}")))?;
         Ok::<(), Error>(())
     })?;
-    // stdin may still be read by a blocking thread: do not wait for it.
-    rt.shutdown_background();
+    // stdin may still be read by a blocking thread: the process ends without waiting for it.
     Ok(0)
 }
 
