@@ -455,8 +455,10 @@ fn read_agent_with(lua: &Lua, v: Option<Table>, resolve: bool) -> std::result::R
             model_proxy: proxy_spec(lua, &a)?,
         }))),
         "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
-        "openai" | "anthropic" => Ok(Some(AgentSpec::Model(model_agent(lua, &a, &kind, resolve)?))),
-        other => Err(format!("agent kind '{other}' is not supported")),
+        other => match crate::spec::Provider::from_name(other) {
+            Some(p) => Ok(Some(AgentSpec::Model(model_agent(lua, &a, p, resolve)?))),
+            None => Err(format!("agent kind '{other}' is not supported")),
+        },
     }
 }
 
@@ -486,10 +488,15 @@ fn read_agents(lua: &Lua, t: &Table) -> std::result::Result<(Option<AgentSpec>, 
 
 /// `evalua.agent.openai{}` / `anthropic{}`: the endpoint must resolve now
 /// (a model named, a key variable where one is needed), not in every trial.
-fn model_agent(lua: &Lua, t: &Table, provider: &str, resolve: bool) -> std::result::Result<ModelAgentSpec, String> {
+fn model_agent(
+    lua: &Lua,
+    t: &Table,
+    provider: crate::spec::Provider,
+    resolve: bool,
+) -> std::result::Result<ModelAgentSpec, String> {
     let what = format!("evalua.agent.{provider}");
     let mut model = model_spec(lua, &Value::Table(t.clone())).map_err(|e| format!("{what}: {e}"))?;
-    model.provider = provider.to_string();
+    model.provider = provider;
     if resolve {
         crate::model::Endpoint::resolve(&model, true).map_err(|e| format!("{what}: {e}"))?;
     }
@@ -517,15 +524,15 @@ fn proxy_spec(lua: &Lua, agent: &Table) -> std::result::Result<Option<ProxySpec>
     match opt::<Value>(agent, "model_proxy")?.unwrap_or(Value::Nil) {
         Value::Nil | Value::Boolean(false) => Ok(None),
         Value::Boolean(true) => Ok(Some(ProxySpec {
-            openai: Some(ModelSpec::for_provider("openai")),
-            anthropic: Some(ModelSpec::for_provider("anthropic")),
+            openai: Some(ModelSpec::for_provider(crate::spec::Provider::OpenAI)),
+            anthropic: Some(ModelSpec::for_provider(crate::spec::Provider::Anthropic)),
         })),
         t @ Value::Table(_) => {
             let spec = model_spec(lua, &t).map_err(|e| format!("{what}: {e}"))?;
             crate::model::Endpoint::resolve(&spec, false).map_err(|e| format!("{what}: {e}"))?;
-            Ok(Some(match spec.provider.as_str() {
-                "anthropic" => ProxySpec { openai: None, anthropic: Some(spec) },
-                _ => ProxySpec { openai: Some(spec), anthropic: None },
+            Ok(Some(match spec.provider {
+                crate::spec::Provider::Anthropic => ProxySpec { openai: None, anthropic: Some(spec) },
+                crate::spec::Provider::OpenAI => ProxySpec { openai: Some(spec), anthropic: None },
             }))
         }
         other => Err(format!("{what} must be true or model options, got {}", other.type_name())),
@@ -679,7 +686,13 @@ fn faults_spec(lua: &Lua, v: Option<Value>) -> std::result::Result<Option<Faults
     for (tool, rules) in map {
         let rules = match rules {
             Json::Bool(false) => None,
-            r => Some(serde_json::from_value::<Vec<FaultRule>>(r.clone()).map_err(|e| format!("faults.{tool}: {e}"))?),
+            r => Some(
+                serde_json::from_value::<Vec<FaultRule>>(r.clone())
+                    .map_err(|e| format!("faults.{tool}: {e}"))?
+                    .into_iter()
+                    .map(FaultRule::with_defaults)
+                    .collect(),
+            ),
         };
         out.insert(tool.clone(), rules);
     }

@@ -5,6 +5,7 @@
 
 pub mod fault;
 pub mod gate;
+pub mod keys;
 pub mod model;
 pub mod sources;
 
@@ -17,7 +18,7 @@ use serde_json::Value as Json;
 
 pub use fault::{FaultEffect, FaultKind, FaultRule, Faults};
 pub use gate::Gate;
-pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, ProxySpec, UserSpec};
+pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, UserSpec};
 pub use sources::{SourceFile, Sources};
 
 /// The trial deadline when the suite's budget sets none.
