@@ -63,7 +63,7 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
     h.raw_set(
         "fields",
         lua.create_function(|_, what: String| {
-            crate::spec::keys::declared(&what)
+            crate::lua::api::fields::declared(&what)
                 .ok_or_else(|| mlua::Error::runtime(format!("host.fields: no declaration named '{what}'")))
         })?,
     )?;
