@@ -136,7 +136,9 @@ ci_maturin_install() {
   mkdir -p "$EVALUA_CI_HOME" || return 1
   ci_venv "$EVALUA_CI_HOME/maturin-venv" "$EVALUA_CI_DIR/requirements-maturin.txt" || return 1
   export EVALUA_MATURIN="$EVALUA_CI_HOME/maturin-venv/bin/maturin"
-  "$EVALUA_MATURIN" --version >/dev/null
+  "$EVALUA_MATURIN" --version >/dev/null || return 1
+  "$EVALUA_CI_HOME/maturin-venv/bin/pipx" --version >/dev/null || return 1
+  "$EVALUA_CI_HOME/maturin-venv/bin/uv" --version >/dev/null
 }
 
 ci_install_all() {

@@ -9,7 +9,7 @@ fn the_projects_grader_tests_pass() {
     let o = evalua(&repo(), &["test", "graders", "stdlib/tests"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    assert!(out.contains("running 18 examples from graders/policy_test.lua"), "{out}");
+    assert!(out.contains("running 21 examples from graders/policy_test.lua"), "{out}");
     assert!(out.contains("from stdlib/tests/check_test.lua"), "{out}");
     assert!(out.contains("test writes need verify_identity :: refund alone ... ok"), "{out}");
     assert!(out.contains("test result: ok."), "{out}");
@@ -17,7 +17,7 @@ fn the_projects_grader_tests_pass() {
     // `evalua test` alone runs graders/.
     let o = evalua(&repo(), &["test"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("18 passed; 0 failed; 1 file"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("21 passed; 0 failed; 1 file"), "{}", stdout(&o));
 }
 
 const GRADER: &str = r#"

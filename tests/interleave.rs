@@ -166,6 +166,7 @@ fn the_summary_pairs_the_agents_and_gates_name_them() {
     assert!(out.contains("FAIL delta pass^1 A-B"), "{out}");
     assert!(out.contains("8 trials, 2 cases"), "{out}");
     assert!(out.contains("B − A (paired by case, 2 cases)"), "{out}");
+    assert!(out.contains("  cases: 1 improved, 0 regressed, 1 unchanged"), "{out}");
     // Each agent's own run dir: its own summary and reports; its gates are its own only.
     let b = json(&dir.path().join("out/agents/B/summary.json"));
     let names: Vec<&str> = b["gates"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
@@ -293,4 +294,41 @@ return suite
     run(&["--agent", "A", "--agent", "B", "--out", "calm"], "c3", "1000");
     let calm = json(&dir.path().join("calm/summary.json"));
     assert!(close(delta(&s), 0.5) && close(delta(&calm), 0.5), "{} {}", delta(&s), delta(&calm));
+}
+
+#[test]
+fn the_ablation_example_shows_what_each_component_is_worth() {
+    // suites/refunds_ablation.lua: retrying a 429 is worth success, memory only calls.
+    let out = tempfile::tempdir().unwrap();
+    let run = out.path().join("run");
+    let o = evalua(
+        &repo(),
+        &[
+            "run",
+            "suites/refunds_ablation.lua",
+            "--agent",
+            "full",
+            "--agent",
+            "no_retry",
+            "--agent",
+            "no_memory",
+            "--out",
+            run.to_str().unwrap(),
+            "-q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let s = json(&run.join("summary.json"));
+    let agent = |name: &str| s["agents"].as_array().unwrap().iter().find(|a| a["name"] == name).cloned().unwrap();
+    let pass1 = |name: &str| agent(name)["figures"]["pass_hat_k"]["1"].as_f64().unwrap();
+    assert!(pass1("full") > pass1("no_retry") + 0.04, "retrying must be worth success: {}", s["agents"]);
+    assert!(close(pass1("full"), pass1("no_memory")), "memory must cost no success: {}", s["agents"]);
+    // Every comparison is against the first agent named.
+    let name = |v: &Value| v["dir"].as_str().unwrap().rsplit('/').next().unwrap().to_string();
+    let deltas: Vec<(String, String)> =
+        s["comparisons"].as_array().unwrap().iter().map(|c| (name(&c["base"]), name(&c["cand"]))).collect();
+    assert_eq!(deltas, [("full".into(), "no_retry".into()), ("full".into(), "no_memory".into())]);
+    // Memory's price is in calls: a second lookup before the refund, 5 calls where the reference takes 4.
+    let calls = |name: &str| agent(name)["efficiency"]["all"]["calls"]["median"].as_f64().unwrap();
+    assert!(close(calls("full"), 1.0) && close(calls("no_memory"), 1.25), "{}", s["agents"]);
 }

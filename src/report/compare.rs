@@ -707,15 +707,7 @@ pub fn console(c: &Comparison) -> String {
     }
     let _ = writeln!(o, "{t}");
     let _ = writeln!(o, "(* the interval excludes 0; paired bootstrap over cases, seeded)");
-    let _ = writeln!(
-        o,
-        "cases: {} improved, {} regressed, {} unchanged, {} unresolved, {} not comparable (per-case accepted rate)",
-        c.counts["improved"],
-        c.counts["regressed"],
-        c.counts["unchanged"],
-        c.counts["unresolved"],
-        c.counts["not_comparable"]
-    );
+    let _ = writeln!(o, "cases: {}", classes_line(c));
     for class in [Class::Regressed, Class::Improved] {
         let rows: Vec<&CaseDiff> = c.cases.iter().filter(|d| d.class == class).collect();
         if !rows.is_empty() {
@@ -841,6 +833,18 @@ pub fn markdown(c: &Comparison) -> String {
 
 /// The counts kept apart, cost and latency of both runs, on one line (the
 /// markdown report and the viewer's compare page).
+/// How many cases improved, regressed, … (by the per-case accepted rate).
+pub fn classes_line(c: &Comparison) -> String {
+    format!(
+        "{} improved, {} regressed, {} unchanged, {} unresolved, {} not comparable (per-case accepted rate)",
+        c.counts["improved"],
+        c.counts["regressed"],
+        c.counts["unchanged"],
+        c.counts["unresolved"],
+        c.counts["not_comparable"]
+    )
+}
+
 pub fn counts_line(c: &Comparison) -> String {
     format!(
         "Critical failures {} → {} · grader errors {} → {} · infra errors {} → {} · total cost ${:.4} → ${:.4} · p50 {} → {} · p95 {} → {}",

@@ -425,7 +425,8 @@ fn comparison_lines(run: &Interleaved) -> Vec<String> {
             c.figures.first().map(|f| f.cases).unwrap_or(0),
             shown.join("   ")
         ));
-        out.push(format!("  cases: {}", compare::counts_line(c)));
+        out.push(format!("  cases: {}", compare::classes_line(c)));
+        out.push(format!("  {}", compare::counts_line(c)));
     }
     out
 }

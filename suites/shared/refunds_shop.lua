@@ -81,12 +81,21 @@ function shop.tools(suite)
 end
 
 --- The refunds cases: the partial refund, the full refund, and a claim on an
---- order delivered in full (no refund is due).
-function shop.cases(suite)
+--- order delivered in full (no refund is due). `opts.references`: each case
+--- also declares its reference solution (the calls a careful agent makes), so
+--- runs report tool calls against it; `opts.also`: checks added to every case.
+function shop.cases(suite, opts)
+  local with_reference = opts and opts.references
+  local also = opts and opts.also or {}
+  local function with_also(expect)
+    for _, c in ipairs(also) do expect[#expect + 1] = c end
+    return expect
+  end
   local function refund_case(spec)
     return suite:case {
       id = spec.id, tags = spec.tags, difficulty = spec.difficulty, input = spec.input, fixture = spec.fixture,
-      expect = {
+      reference = with_reference and { calls = 4 } or nil,   -- lookup, verify, refund, email
+      expect = with_also {
         check.sql("SELECT importe FROM reembolsos WHERE pedido = '" .. spec.order .. "'", { equals = spec.amount, tolerance = 0.005 }),
         check.sql("SELECT count(*) FROM reembolsos", { equals = 1, name = "exactly one refund" }),
         check.outbox { to = spec.customer, count = 1, name = "one email to the customer" },
@@ -118,7 +127,8 @@ function shop.cases(suite)
     id = "pedido_entregado_03", tags = { "refund", "refusal" }, difficulty = "medium",
     input = "La clienta 6230 dice que le falta una unidad del pedido P-4410. Revisa el pedido y reembolsa si corresponde.",
     fixture = "fixtures/pedido_4410.sql",
-    expect = {
+    reference = with_reference and { calls = 1 } or nil,     -- one lookup, then a refusal
+    expect = with_also {
       check.sql("SELECT count(*) FROM reembolsos", { empty = true, name = "no refund" }),
       check.tools({ "lookup_order" }, { mode = "in_order" }),
       check.claims_only_after("(?i)reembolsad", "issue_refund"),
