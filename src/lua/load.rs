@@ -578,22 +578,23 @@ fn user_spec(lua: &Lua, u: &Table) -> std::result::Result<UserSpec, String> {
 }
 
 /// `check.tests{}`'s options, as the stdlib normalised them.
-fn tests_spec(lua: &Lua, v: &Value) -> std::result::Result<TestsSpec, String> {
-    let v = convert::to_json(lua, v)?;
-    let list = |k: &str| -> Vec<String> {
-        v[k].as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
-    };
-    let runner = list("runner");
-    if runner.is_empty() {
+fn tests_spec(lua: &Lua, v: Value) -> std::result::Result<TestsSpec, String> {
+    let spec: TestsSpec = from_table(lua, v, "check.tests")?;
+    if spec.runner.is_empty() {
         return Err("check.tests: 'runner' must be a non-empty list".into());
     }
-    Ok(TestsSpec {
-        runner,
-        inject: v["inject"].as_str().map(PathBuf::from),
-        fail_to_pass: list("fail_to_pass"),
-        pass_to_pass: list("pass_to_pass"),
-        timeout_s: v["timeout_s"].as_f64().unwrap_or(60.0),
-    })
+    Ok(spec)
+}
+
+/// A table the DSL normalised, read into its spec type by serde: the type's
+/// fields are the one declaration of its keys (an unknown key is refused
+/// where the type says `deny_unknown_fields`), its defaults are the type's.
+/// Functions in the table stay in Lua (they are left out, not refused);
+/// the caller's error gets the declaration's `file:line`.
+fn from_table<T: serde::de::DeserializeOwned>(lua: &Lua, v: Value, what: &str) -> std::result::Result<T, String> {
+    use mlua::LuaSerdeExt;
+    let options = mlua::serde::DeserializeOptions::new().deny_unsupported_types(false);
+    lua.from_value_with(v, options).map_err(|e| format!("{what}: {e}"))
 }
 
 /// A judge check's `judge` table.
@@ -623,7 +624,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         let c = c.map_err(|e| e.to_string())?;
         let kind: Option<String> = opt(&c, "kind")?;
         let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
-            (Some("tests"), Some(v)) => Some(tests_spec(lua, &v)?),
+            (Some("tests"), Some(v)) => Some(tests_spec(lua, v)?),
             _ => None,
         };
         checks.push(CheckInfo {

@@ -167,14 +167,28 @@ impl Default for KeepCaps {
 }
 
 /// `check.tests { ... }` (SWE-bench semantics): the host validates it on the
-/// initial tree before the first trial.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// initial tree before the first trial. Its keys are these fields (the DSL
+/// reads them with `host.fields("tests")`), its default timeout is here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TestsSpec {
     pub runner: Vec<String>,
+    #[serde(default)]
     pub inject: Option<PathBuf>,
+    #[serde(default)]
     pub fail_to_pass: Vec<String>,
+    #[serde(default)]
     pub pass_to_pass: Vec<String>,
+    #[serde(default = "TestsSpec::default_timeout_s")]
     pub timeout_s: f64,
+}
+
+impl TestsSpec {
+    /// `timeout_s` when the check gives none.
+    pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
+    fn default_timeout_s() -> f64 {
+        Self::DEFAULT_TIMEOUT_S
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

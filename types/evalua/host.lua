@@ -29,10 +29,15 @@ host.UNDECIDED = nil
 function host.fault_kinds() end
 
 --- The fields of a declaration, as the Rust spec types declare them:
---- `"model"` (endpoint options), `"providers"`, `"budget"`, `"reference"`.
+--- `"model"` (endpoint options), `"providers"`, `"budget"`, `"reference"`, `"tests"` (`check.tests`), `"fault"`.
 ---@param what string
 ---@return string[] names
 function host.fields(what) end
+
+--- A default set once in Rust that the stdlib needs at run time: `"tests.timeout_s"`.
+---@param name string
+---@return number value
+function host.default(name) end
 
 --- A judge check's spec, parsed once when the check is declared (the checks pass it to the functions below).
 ---@param spec table `{ type = "rubric" | "pairwise" | "cascade", name, ... }` (stdlib/evalua/judge.lua builds it)

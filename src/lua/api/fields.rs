@@ -3,7 +3,15 @@
 //! editor stubs or the reference tables drift from them.
 
 use crate::spec::keys::fields;
-use crate::spec::{Budget, ModelSpec, Provider, Reference};
+use crate::spec::{Budget, FaultRule, ModelSpec, Provider, Reference, TestsSpec};
+
+/// A default the DSL needs at run time, set once in Rust (`host.default(name)`).
+pub fn default_of(name: &str) -> Option<f64> {
+    Some(match name {
+        "tests.timeout_s" => TestsSpec::DEFAULT_TIMEOUT_S,
+        _ => return None,
+    })
+}
 
 /// The keys of a declaration the DSL asks for by name.
 pub fn declared(name: &str) -> Option<Vec<&'static str>> {
@@ -11,7 +19,9 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
         "model" => fields::<ModelSpec>().to_vec(),
         "providers" => Provider::ALL.iter().map(|p| p.as_str()).collect(),
         "budget" => fields::<Budget>().to_vec(),
+        "fault" => fields::<FaultRule>().to_vec(),
         "reference" => fields::<Reference>().to_vec(),
+        "tests" => fields::<TestsSpec>().to_vec(),
         _ => return None,
     })
 }
@@ -19,7 +29,7 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
 #[cfg(test)]
 mod tests {
     use crate::spec::keys::fields;
-    use crate::spec::{Budget, FaultKind, FaultRule, ModelSpec, Provider, Reference};
+    use crate::spec::{Budget, FaultKind, FaultRule, ModelSpec, Provider, Reference, TestsSpec};
 
     fn read(rel: &str) -> String {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
@@ -91,6 +101,21 @@ mod tests {
             fields::<Reference>(),
             &names(stub_fields(&stubs, "evalua.ReferenceSpec")),
         );
+
+        // check.tests: the options' class, the reference line and its default.
+        let check_stubs = read("types/evalua/check.lua");
+        same(
+            "types/evalua/check.lua evalua.check.TestsOpts",
+            fields::<TestsSpec>(),
+            &names(stub_fields(&check_stubs, "evalua.check.TestsOpts")),
+        );
+        let line = docs.lines().find(|l| l.starts_with("| `check.tests {")).expect("lua-api.md: check.tests' row");
+        let inner = line.split('{').nth(1).and_then(|r| r.split('}').next()).unwrap_or("");
+        let doc_tests: Vec<String> =
+            inner.split(',').map(|k| k.split('=').next().unwrap_or("").trim().to_string()).collect();
+        same("lua-api.md check.tests", fields::<TestsSpec>(), &doc_tests);
+        let shown_default = format!("timeout_s = {}", TestsSpec::DEFAULT_TIMEOUT_S);
+        assert!(inner.contains(&shown_default), "lua-api.md check.tests: expected `{shown_default}` in {inner:?}");
 
         // Faults: the rule's keys, the kinds, and each kind's extra keys.
         same("types/evalua.lua evalua.Fault", fields::<FaultRule>(), &names(stub_fields(&stubs, "evalua.Fault")));

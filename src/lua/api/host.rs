@@ -68,6 +68,13 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
         })?,
     )?;
     h.raw_set(
+        "default",
+        lua.create_function(|_, name: String| {
+            crate::lua::api::fields::default_of(&name)
+                .ok_or_else(|| mlua::Error::runtime(format!("host.default: no default named '{name}'")))
+        })?,
+    )?;
+    h.raw_set(
         "model_configured",
         lua.create_function(|_, provider: String| {
             // An unknown name is no configured provider (the stdlib names only known ones).
