@@ -24,6 +24,7 @@ mod injection;
 mod interleave;
 mod isolation;
 mod isolation_attacks;
+mod isolation_postgres;
 mod isolation_services;
 mod judge;
 mod labels;

@@ -4,7 +4,7 @@
 //! valid PostgreSQL is exit 2 naming the file, the line and the server's
 //! message; and no database is left behind, even when evalua is killed.
 //!
-//! Needs EVALUA_PG_URL (a role that may CREATE DATABASE; .ci/run starts a
+//! Needs EVALUA_PG_URL (a role that may create databases and roles; .ci/run starts a
 //! server and sets it). Skips with a loud message without it, unless
 //! EVALUA_REQUIRE_PG=1 (set by .ci/run), where its absence fails.
 
@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::common::*;
 
-fn pg_url() -> Option<String> {
+pub(crate) fn pg_url() -> Option<String> {
     match std::env::var("EVALUA_PG_URL") {
         Ok(u) if !u.is_empty() => Some(u),
         _ => {
@@ -32,7 +32,7 @@ fn pg_url() -> Option<String> {
 }
 
 /// The tests that leave (or look for) databases no live run owns take turns.
-static ORPHAN_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static ORPHAN_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// evalua's databases on the server that no live run owns: no session carries
 /// their run's `application_name`. Read as sessions, databases, sessions,
@@ -61,12 +61,12 @@ fn orphans(url: &str) -> Vec<String> {
     before.into_iter().filter(|n| after.contains(n) && !live.iter().any(|t| *t == n[7..23])).collect()
 }
 
-fn client(url: &str) -> postgres::Client {
+pub(crate) fn client(url: &str) -> postgres::Client {
     postgres::Client::connect(url, postgres::NoTls).expect("connect to EVALUA_PG_URL")
 }
 
 /// The databases on the server whose names start with `prefix`.
-fn databases(url: &str, prefix: &str) -> Vec<String> {
+pub(crate) fn databases(url: &str, prefix: &str) -> Vec<String> {
     let pattern = format!("{}%", prefix.replace('_', "\\_"));
     client(url)
         .query("SELECT datname::text FROM pg_database WHERE datname LIKE $1 ORDER BY 1", &[&pattern])
@@ -77,7 +77,7 @@ fn databases(url: &str, prefix: &str) -> Vec<String> {
 }
 
 /// The prefix of the run's databases, from its manifest.
-fn prefix_of(run: &Path) -> String {
+pub(crate) fn prefix_of(run: &Path) -> String {
     let m = json(&run.join("manifest.json"));
     assert_eq!(m["suite"]["db"]["kind"], "postgres", "{}", m["suite"]);
     let p = m["suite"]["db"]["prefix"].as_str().expect("db.prefix in the manifest").to_string();
@@ -485,6 +485,26 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     wait_until("the live run's manifest", || d.join("live/manifest.json").is_file());
     let live_prefix = prefix_of(&d.join("live"));
     wait_until("the live run's trial databases", || databases(&url, &live_prefix).len() >= 3);
+    // Both trials are waiting at the gate: each trial's role may connect to
+    // its own database and to no other (issue 24, item 7).
+    wait_until("the live run's two trials", || {
+        databases(&url, &live_prefix).iter().filter(|d| d[live_prefix.len()..].parse::<u64>().is_ok()).count() == 2
+    });
+    let trial_dbs: Vec<String> =
+        databases(&url, &live_prefix).into_iter().filter(|d| d[live_prefix.len()..].parse::<u64>().is_ok()).collect();
+    let as_role = |db: &str, of: &str| {
+        let mut config: postgres::Config = url.parse().unwrap();
+        config.dbname(db).user(&format!("{live_prefix}r{}", &of[live_prefix.len()..]));
+        config.connect(postgres::NoTls)
+    };
+    match as_role(&trial_dbs[0], &trial_dbs[0]) {
+        Ok(_) => {
+            let refused = as_role(&trial_dbs[1], &trial_dbs[0]).map(drop).unwrap_err();
+            assert_eq!(refused.code(), Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{refused}");
+        }
+        // The server asks for a password (the trial's, which only evalua knows).
+        Err(e) => eprintln!("(not tried: a trial role's login to a sibling's database: {e})"),
+    }
 
     // A run killed while its trials run leaves its databases: a template and
     // the two trials' copies.
@@ -505,6 +525,8 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
             == 0
     });
     assert_eq!(databases(&url, &killed).len(), 4, "the killed run left its databases");
+    // ... and its two trials' roles.
+    assert_eq!(crate::isolation_postgres::roles(&url, &killed).len(), 2, "the killed run left its trials' roles");
 
     // The next run against the server (here `evalua check`) drops them, and
     // only them.
@@ -512,7 +534,9 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("dropped") && stderr(&o).contains("earlier runs left"), "{}", stderr(&o));
     assert_eq!(databases(&url, &killed), Vec::<String>::new(), "the dead run's databases are swept");
+    assert_eq!(crate::isolation_postgres::roles(&url, &killed), Vec::<String>::new(), "and its roles");
     assert!(databases(&url, &live_prefix).len() >= 3, "the live run's databases are spared");
+    assert_eq!(crate::isolation_postgres::roles(&url, &live_prefix).len(), 2, "and its roles");
     assert_eq!(orphans(&url), Vec::<String>::new());
 
     // The live run was not disturbed: its trials finish and pass, and it drops its own.
@@ -522,6 +546,7 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     let recs = trials(&d.join("live"));
     assert!(recs.iter().all(|r| r["outcome"] == "accepted"), "{recs:?}");
     assert_eq!(databases(&url, &live_prefix), Vec::<String>::new());
+    assert_eq!(crate::isolation_postgres::roles(&url, &live_prefix), Vec::<String>::new());
 }
 
 #[test]

@@ -20,6 +20,8 @@ use crate::sandbox::sql::{Database, DbError, SqlValue};
 pub struct PgDb {
     server: Arc<Server>,
     name: String,
+    /// The trial's own role (a trial's copy), dropped after its database.
+    role: Option<String>,
     client: RefCell<Option<Client>>,
     statements: RefCell<HashMap<String, Statement>>,
     /// Dropped on close (a trial's copy), or only disconnected (t.initial's).
@@ -28,10 +30,18 @@ pub struct PgDb {
 }
 
 impl PgDb {
-    pub(super) fn new(server: Arc<Server>, name: String, client: Client, owned: bool, sealed: bool) -> Self {
+    pub(super) fn new(
+        server: Arc<Server>,
+        name: String,
+        role: Option<String>,
+        client: Client,
+        owned: bool,
+        sealed: bool,
+    ) -> Self {
         PgDb {
             server,
             name,
+            role,
             client: RefCell::new(Some(client)),
             statements: RefCell::new(HashMap::new()),
             owned,
@@ -205,6 +215,9 @@ impl Database for PgDb {
         self.statements.borrow_mut().clear();
         if self.owned && !self.server.closed.load(Ordering::SeqCst) {
             self.server.drop_database(&self.name);
+            if let Some(role) = &self.role {
+                self.server.drop_role(role);
+            }
         }
     }
 }

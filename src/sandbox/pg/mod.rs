@@ -6,11 +6,21 @@
 //! trial ends (after grading; also when the trial panics, by a guard). `t.initial`
 //! reads one more copy per template, made the first time a check asks.
 //!
-//! Every database a run creates is named `evalua_<token>_…`, where the token
+//! The trial's connection logs in as a role made for the trial (no
+//! superuser, CREATEDB or CREATEROLE, no membership, a random password sent
+//! as a SCRAM verifier), dropped after its database: PUBLIC's CONNECT is
+//! revoked on every database of the run, and the trial's role is granted
+//! CONNECT on its own copy only; in the template, PUBLIC is granted the
+//! fixture's tables and sequences and CREATE on its schemas, so the trial's
+//! role may use them there (the admin role keeps loading fixtures and
+//! making and dropping databases and roles; it must have CREATEDB and
+//! CREATEROLE, else [`Server::connect`] refuses it).
+//!
+//! Every database and role a run creates is named `evalua_<token>_…`, where the token
 //! is the run's own (16 hex digits), and every connection the run opens
 //! carries `application_name = evalua:<token>`. Nothing is left behind:
-//! - the run drops all of its databases when it ends ([`Server::shutdown`]);
-//! - a run that could not (killed, the machine died) leaves databases whose
+//! - the run drops all of its databases and roles when it ends ([`Server::shutdown`]);
+//! - a run that could not (killed, the machine died) leaves databases and roles whose
 //!   token no live session carries: the next run against the same server
 //!   drops them when it starts ([`Server::connect`]). The check is by session,
 //!   not by host, so runs on many machines sharing one server (a Slurm array)

@@ -73,7 +73,22 @@ fn random_token() -> String {
     format!("{:016x}", fastrand::u64(..))
 }
 
-/// The token in one of evalua's database names (`evalua_<16 hex>_…`).
+/// `CREATE ROLE` for a trial's login role: no right beyond logging in (no
+/// superuser, no CREATEDB, no CREATEROLE, no replication, no RLS bypass), a
+/// member of nothing, and inheriting nothing. Its password goes to the
+/// server as a SCRAM verifier, never in the clear (server logs, other
+/// sessions' `pg_stat_activity`).
+fn create_role_sql(role: &str, password: &str) -> String {
+    let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
+    format!(
+        "CREATE ROLE {} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS \
+         CONNECTION LIMIT 4 PASSWORD '{}';",
+        ident(role),
+        verifier.replace('\'', "''")
+    )
+}
+
+/// The token in one of evalua's database (or role) names (`evalua_<16 hex>_…`).
 fn token_of(name: &str) -> Option<&str> {
     let rest = name.strip_prefix("evalua_")?;
     let (token, tail) = rest.split_at_checked(16)?;
@@ -121,22 +136,37 @@ impl Server {
         let row = control
             .query_one(
                 "SELECT current_setting('server_version'), current_setting('server_version_num')::int, \
-                 (SELECT rolcreatedb OR rolsuper FROM pg_roles WHERE rolname = current_user), current_user::text",
+                 (SELECT rolcreatedb OR rolsuper FROM pg_roles WHERE rolname = current_user), \
+                 (SELECT rolcreaterole OR rolsuper FROM pg_roles WHERE rolname = current_user), current_user::text",
                 &[],
             )
             .map_err(env_err)?;
-        let (version, num, may_create, user): (String, i32, Option<bool>, String) =
-            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let (version, num, may_create_db, may_create_role, user): (String, i32, Option<bool>, Option<bool>, String) =
+            (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4));
         if num < MIN_SERVER_VERSION {
             return Err(Error::Environment(format!(
                 "PostgreSQL at {display} is version {version}: evalua needs 13 or later"
             )));
         }
-        if may_create != Some(true) {
+        // Each trial gets a database of its own, and its SQL runs as a role
+        // of its own: without both rights evalua refuses, rather than run an
+        // agent's SQL as the configured role.
+        let missing: Vec<(&str, &str)> = [
+            (may_create_db != Some(true), ("databases", "CREATEDB")),
+            (may_create_role != Some(true), ("roles", "CREATEROLE")),
+        ]
+        .into_iter()
+        .filter_map(|(m, what)| m.then_some(what))
+        .collect();
+        if !missing.is_empty() {
+            let what: Vec<&str> = missing.iter().map(|m| m.0).collect();
+            let rights: Vec<&str> = missing.iter().map(|m| m.1).collect();
             return Err(Error::Environment(format!(
-                "PostgreSQL at {display}: role {user} may not create databases (each trial gets its own): \
-                 ALTER ROLE {} CREATEDB",
-                ident(&user)
+                "PostgreSQL at {display}: role {user} may not create {} (each trial gets a database and a role of \
+                 its own): ALTER ROLE {} {}",
+                what.join(" or "),
+                ident(&user),
+                rights.join(" ")
             )));
         }
         let server = Arc::new(Server {
@@ -158,7 +188,32 @@ impl Server {
         // A second Ctrl-C exits without unwinding: drop the databases first.
         crate::util::cancel::at_exit(shutdown_all);
         server.sweep_dead_runs();
+        server.probe_trial_login()?;
         Ok(server)
+    }
+
+    /// Make sure a role made for a trial can log in (pg_hba.conf may not let
+    /// it): make one, log in as it to the maintenance database, drop it.
+    fn probe_trial_login(&self) -> Result<()> {
+        let role = format!("{}probe", self.prefix());
+        let password = crate::util::digest::random_hex(24);
+        let env = |m: String| Error::Environment(format!("PostgreSQL at {}: {m}", self.display));
+        self.admin(|c| c.batch_execute(&create_role_sql(&role, &password)))
+            .map_err(|e| env(format!("cannot create a role for the trials: {e}")))?;
+        let mut config = self.config.clone();
+        config.user(&role).password(password.as_bytes());
+        let login = config.connect(NoTls);
+        self.drop_role(&role);
+        match login {
+            Ok(_) => Ok(()),
+            // Logged in, but may not connect to that database: enough.
+            Err(e) if e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => Ok(()),
+            Err(e) => Err(env(format!(
+                "a role evalua made for a trial cannot log in ({}): the server's pg_hba.conf must let roles \
+                 named evalua_* log in with a password (scram-sha-256 or md5) from this machine",
+                db_message(&e)
+            ))),
+        }
     }
 
     pub fn server_version(&self) -> &str {
@@ -171,7 +226,30 @@ impl Server {
     }
 
     pub(super) fn next_name(&self, kind: &str) -> String {
-        format!("{}{kind}{}", self.prefix(), self.next.fetch_add(1, Ordering::Relaxed))
+        format!("{}{kind}{}", self.prefix(), self.next_number())
+    }
+
+    pub(super) fn next_number(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Make the login role of the trial whose database is `db` (a copy
+    /// made by [`Server::create_copy`]), that may connect to `db` only.
+    /// Returns its password.
+    pub(super) fn create_trial_role(&self, role: &str, db: &str) -> std::result::Result<String, String> {
+        let password = crate::util::digest::random_hex(24);
+        let sql = format!(
+            "{} GRANT CONNECT, TEMPORARY ON DATABASE {} TO {};",
+            create_role_sql(role, &password),
+            ident(db),
+            ident(role)
+        );
+        self.admin(|c| c.batch_execute(&sql)).map_err(|e| format!("cannot create the trial's role: {e}"))?;
+        Ok(password)
+    }
+
+    pub(super) fn drop_role(&self, role: &str) {
+        let _ = self.admin(|c| c.batch_execute(&format!("DROP ROLE IF EXISTS {}", ident(role))));
     }
 
     /// Run `f` on a connection to the maintenance database.
@@ -195,9 +273,16 @@ impl Server {
         r
     }
 
+    /// Copy `template` into a new database `name`, to which no one but the
+    /// admin role may connect (PUBLIC's CONNECT and TEMPORARY are revoked).
     pub(super) fn create_copy(&self, name: &str, template: &str) -> std::result::Result<(), String> {
         self.admin(|c| c.batch_execute(&format!("CREATE DATABASE {} TEMPLATE {}", ident(name), ident(template))))
             .map_err(|e| format!("cannot create the trial's database from the template: {e}"))?;
+        if let Err(e) = self.admin(|c| c.batch_execute(&format!("REVOKE ALL ON DATABASE {} FROM PUBLIC", ident(name))))
+        {
+            self.drop_database(name);
+            return Err(format!("cannot close the trial's database to other roles: {e}"));
+        }
         if self.closed.load(Ordering::SeqCst) {
             // The run's databases were dropped while this one was made.
             self.drop_database(name);
@@ -210,10 +295,19 @@ impl Server {
         let _ = self.admin(|c| c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", ident(name))));
     }
 
-    /// Connect to one of the run's databases.
-    pub(super) fn connect_to(&self, name: &str, opts: Option<OpenOptions>) -> std::result::Result<Client, String> {
+    /// Connect to one of the run's databases, as the admin role or as
+    /// `login` (a trial's role and its password).
+    pub(super) fn connect_to(
+        &self,
+        name: &str,
+        opts: Option<OpenOptions>,
+        login: Option<(&str, &str)>,
+    ) -> std::result::Result<Client, String> {
         let mut config = self.config.clone();
         config.dbname(name);
+        if let Some((role, password)) = login {
+            config.user(role).password(password.as_bytes());
+        }
         // Times read the same on every machine; no statement outlives the trial.
         let mut options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
         options.push_str("-c TimeZone=UTC -c client_min_messages=warning");
@@ -246,15 +340,26 @@ impl Server {
             Ok((names, live))
         });
         let Ok((names, live)) = found else { return };
+        let dead = |name: &str| {
+            token_of(name)
+                .is_some_and(|t| t != self.token && !live.iter().any(|a| a.strip_prefix("evalua:") == Some(t)))
+        };
         let mut dropped = 0;
-        for name in &names {
-            let Some(token) = token_of(name) else { continue };
-            if token == self.token || live.iter().any(|a| a.strip_prefix("evalua:") == Some(token)) {
-                continue;
-            }
+        for name in names.iter().filter(|n| dead(n)) {
             match self.admin(|c| c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", ident(name)))) {
                 Ok(()) => dropped += 1,
                 Err(e) => eprintln!("warning: PostgreSQL: cannot drop {name}, left by an earlier run: {e}"),
+            }
+        }
+        // Their trials' roles, once their databases are gone (a role that
+        // may connect to a database cannot be dropped before it).
+        let roles: Vec<String> = self
+            .admin(|c| c.query("SELECT rolname::text FROM pg_roles WHERE rolname LIKE 'evalua\\_%' ORDER BY 1", &[]))
+            .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+            .unwrap_or_default();
+        for role in roles.iter().filter(|r| dead(r)) {
+            if let Err(e) = self.admin(|c| c.batch_execute(&format!("DROP ROLE IF EXISTS {}", ident(role)))) {
+                eprintln!("warning: PostgreSQL: cannot drop role {role}, left by an earlier run: {e}");
             }
         }
         if dropped > 0 {
@@ -282,6 +387,15 @@ impl Server {
                 self.admin(|c| c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", ident(&name))))
             {
                 eprintln!("warning: PostgreSQL: cannot drop {name}: {e} (the next run will)");
+            }
+        }
+        let roles: Vec<String> = self
+            .admin(|c| c.query("SELECT rolname::text FROM pg_roles WHERE rolname LIKE $1", &[&pattern]))
+            .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+            .unwrap_or_default();
+        for role in roles {
+            if let Err(e) = self.admin(|c| c.batch_execute(&format!("DROP ROLE IF EXISTS {}", ident(&role)))) {
+                eprintln!("warning: PostgreSQL: cannot drop role {role}: {e} (the next run will)");
             }
         }
         if let Ok(mut p) = self.admin.lock() {

@@ -35,7 +35,7 @@ impl Server {
         let env = |m: String| Error::Environment(format!("PostgreSQL at {}: {m}", self.display));
         self.admin(|c| c.batch_execute(&format!("CREATE DATABASE {} TEMPLATE template0", ident(&name))))
             .map_err(|e| env(format!("cannot create a template database: {e}")))?;
-        let mut client = self.connect_to(&name, None).map_err(env)?;
+        let mut client = self.connect_to(&name, None, None).map_err(env)?;
         for file in files {
             let sql = std::fs::read_to_string(file)
                 .map_err(|e| Error::Input(format!("{}: cannot read fixture: {e}", display_path(file))))?;
@@ -53,13 +53,43 @@ impl Server {
                 return Err(Error::Input(format!("{}{line}: PostgreSQL: {}", display_path(file), db_message(&e))));
             }
         }
+        // A trial's role owns nothing and is granted nothing by name: what it
+        // may use in its copy, PUBLIC may (every table and sequence, and
+        // creating objects in every schema, as on SQLite), and only it and
+        // the admin role may connect to its copy.
+        client
+            .batch_execute(GRANT_TO_TRIALS)
+            .map_err(|e| env(format!("cannot grant the trials the fixture's tables: {}", db_message(&e))))?;
         drop(client);
         // Nobody connects to a template: a session on it would block every copy.
-        self.admin(|c| c.batch_execute(&format!("ALTER DATABASE {} ALLOW_CONNECTIONS false", ident(&name))))
-            .map_err(env)?;
+        self.admin(|c| {
+            c.batch_execute(&format!(
+                "ALTER DATABASE {0} ALLOW_CONNECTIONS false; REVOKE ALL ON DATABASE {0} FROM PUBLIC",
+                ident(&name)
+            ))
+        })
+        .map_err(env)?;
         Ok(Arc::new(Template { server: self.clone(), name, initial: Mutex::new(None) }))
     }
 }
+
+/// Run in a template once its fixture is loaded (by the admin role, which
+/// owns what it made): a trial's role may read and write every table and
+/// sequence, and create objects, in every schema but the system's. It may
+/// not alter or drop the fixture's tables (it does not own them).
+const GRANT_TO_TRIALS: &str = r#"
+DO $evalua$
+DECLARE s name;
+BEGIN
+  FOR s IN SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\_%' AND nspname <> 'information_schema'
+  LOOP
+    EXECUTE format('GRANT USAGE, CREATE ON SCHEMA %I TO PUBLIC', s);
+    EXECUTE format('GRANT ALL ON ALL TABLES IN SCHEMA %I TO PUBLIC', s);
+    EXECUTE format('GRANT ALL ON ALL SEQUENCES IN SCHEMA %I TO PUBLIC', s);
+  END LOOP;
+END
+$evalua$;
+"#;
 
 /// A case's initial database on the server.
 pub struct Template {
@@ -77,12 +107,19 @@ impl Template {
         if s.closed.load(Ordering::SeqCst) {
             return Err("the run's PostgreSQL databases are already dropped".into());
         }
-        let name = s.next_name("");
+        let n = s.next_number();
+        let (name, role) = (format!("{}{n}", s.prefix()), format!("{}r{n}", s.prefix()));
         s.create_copy(&name, &self.name)?;
-        match s.connect_to(&name, Some(opts)) {
-            Ok(client) => Ok(PgDb::new(s.clone(), name, client, true, false)),
+        // The trial's connection (its tools' SQL, its checks' t.db) logs in as
+        // a role of its own, that may connect to this database only.
+        let login = s
+            .create_trial_role(&role, &name)
+            .and_then(|password| s.connect_to(&name, Some(opts), Some((&role, &password))));
+        match login {
+            Ok(client) => Ok(PgDb::new(s.clone(), name, Some(role), client, true, false)),
             Err(e) => {
                 s.drop_database(&name);
+                s.drop_role(&role);
                 Err(e)
             }
         }
@@ -103,7 +140,7 @@ impl Template {
                 }
             }
         };
-        let client = s.connect_to(&name, Some(OpenOptions { statement_timeout: Duration::from_secs(60) }))?;
-        Ok(PgDb::new(s.clone(), name, client, false, true))
+        let client = s.connect_to(&name, Some(OpenOptions { statement_timeout: Duration::from_secs(60) }), None)?;
+        Ok(PgDb::new(s.clone(), name, None, client, false, true))
     }
 }
