@@ -533,6 +533,32 @@ fn bad_model_options_are_user_errors() {
         &model_suite("evalua.agent.openai { model = 'm', system = 'prompts/missing.md' }", "", ""),
     )]);
     assert_user_error(&evalua(dir.path(), &["check", "s.lua"]), "no such file");
+
+    // τ-bench's loop options: each bad value named at the suite's line.
+    for (agent, case_extra, says) in [
+        ("evalua.agent.openai { model = 'm', tool_results = 'raw' }", "", "tool_results = \"raw\" is not one of"),
+        ("evalua.agent.openai { model = 'm', calls_per_step = 0 }", "", "'calls_per_step' must be a positive integer"),
+        (
+            "evalua.agent.openai { model = 'm' }",
+            "user = evalua.user.llm { system = '', model = 'u' },",
+            "'system' must be a non-empty string",
+        ),
+        (
+            "evalua.agent.openai { model = 'm' }",
+            "user = evalua.user.llm { opening = 'hi', model = 'u' },",
+            "'profile' is required",
+        ),
+    ] {
+        let dir = project(&[("s.lua", &model_suite(agent, "", case_extra))]);
+        let out = evalua(dir.path(), &["check", "s.lua"]);
+        assert_user_error(&out, says);
+        assert!(stderr(&out).contains("s.lua:"), "{}", stderr(&out));
+    }
+    // A user given its whole prompt needs no profile or goal.
+    let ok = "user = evalua.user.llm { system = 'You are a user.', opening = 'Hi!', model = 'u' },";
+    let dir = project(&[("s.lua", &model_suite("evalua.agent.openai { model = 'm' }", "", ok))]);
+    let out = evalua(dir.path(), &["check", "s.lua"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 const PROXY_AGENT: &str = r#"import json, os, sys, urllib.request, urllib.error

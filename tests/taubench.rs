@@ -405,3 +405,193 @@ fn reexecute_gives_a_run_dirs_trials_their_state_checks_back() {
         assert_eq!(records[0]["source"]["file"].as_str().map(|f| f.contains(dir)), Some(true), "{}", records[0]);
     }
 }
+
+// ---------------------------------------------------------------------------
+// The live path: `--agent model` driven by τ-bench's simulated user, against
+// mock model servers on 127.0.0.1 (one plays the agent's model, one the user's).
+
+use crate::models::{Mock, oa};
+
+/// τ-bench's user simulator's system prompt (tau_bench/envs/user.py,
+/// LLMUserSimulationEnv.build_system_prompt), written out here independently
+/// of the suite's copy.
+fn taubench_user_prompt(instruction: &str) -> String {
+    format!(
+        "You are a user interacting with an agent.\n\nInstruction: {instruction}\n\nRules:
+- Just generate one line at a time to simulate the user's message.
+- Do not give away all the instruction at once. Only provide the information that is necessary for the current step.
+- Do not hallucinate information that is not provided in the instruction. For example, if the agent asks for the order id but it is not mentioned in the instruction, do not make up an order id, just say you do not remember or have it.
+- If the instruction goal is satisified, generate '###STOP###' as a standalone message without anything else to end the conversation.
+- Do not repeat the exact instruction in the conversation. Instead, use your own words to convey the same information.
+- Try to make the conversation as natural as possible, and stick to the personalities in the instruction."
+    )
+}
+
+/// `evalua run airline.lua --agent model --case CASE`, the agent's model at
+/// `agent`, the simulated user's at `user`; the run dir.
+fn run_model(tmp: &Path, case: &str, agent: &Mock, user: &Mock) -> std::path::PathBuf {
+    let out = tmp.join(format!("out_{case}"));
+    let suite = tmp.join("taubench/airline.lua");
+    let o = bin()
+        .current_dir(tmp)
+        .args([
+            "run",
+            suite.to_str().unwrap(),
+            "--agent",
+            "model",
+            "--case",
+            case,
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env("EVALUA_OPENAI_BASE_URL", agent.openai_url())
+        .env("EVALUA_OPENAI_MODEL", "mock-agent")
+        .env("EVALUA_USER_BASE_URL", user.openai_url())
+        .env("EVALUA_USER_MODEL", "mock-user")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    out
+}
+
+fn airline_task(i: usize) -> Value {
+    json(&repo().join("suites/taubench/airline/tasks_test.json"))[i].clone()
+}
+
+/// A model playing task 1's gold call (cancel Z7GOZK) in τ-bench's loop is
+/// accepted; what each model saw is what τ-bench's loop shows it.
+#[test]
+fn model_agent_playing_the_gold_calls_with_the_simulated_user_is_accepted() {
+    let tmp = taubench_copy();
+    let task = airline_task(1);
+    let instruction = task["instruction"].as_str().unwrap();
+    let opening = "Hi, I need to cancel my reservation Z7GOZK.";
+    let user = Mock::start(vec![oa(Some(opening), &[], 50, 10), oa(Some("###STOP###"), &[], 60, 2)]);
+    let agent = Mock::start(vec![
+        // A raising tool: the model sees τ-bench's "Error: <message>".
+        oa(None, &[("c0", "calculate", serde_json::json!({ "expression": "1 / 0" }))], 100, 10),
+        // Two calls in one response: τ-bench runs the first only; the second
+        // (a write that would spoil the state) never runs.
+        oa(
+            None,
+            &[
+                ("c1", "get_reservation_details", serde_json::json!({ "reservation_id": "Z7GOZK" })),
+                ("c2", "cancel_reservation", serde_json::json!({ "reservation_id": "H9ZU1C" })),
+            ],
+            100,
+            10,
+        ),
+        oa(None, &[("c3", "cancel_reservation", serde_json::json!({ "reservation_id": "Z7GOZK" }))], 100, 10),
+        oa(Some("Your reservation Z7GOZK is cancelled; the refund goes to the original payment."), &[], 100, 10),
+    ]);
+    let out = run_model(tmp.path(), "task_1", &agent, &user);
+    let r = &trials(&out)[0];
+    assert_eq!(r["outcome"], "accepted", "{}", r["checks"]);
+    assert_eq!(r["agent"], "model");
+    let t = trace_of(&out, r);
+    let calls: Vec<&str> = t["calls"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        calls,
+        ["calculate", "get_reservation_details", "cancel_reservation"],
+        "the second call of a step never ran"
+    );
+
+    // The user opened: the agent's first message is the user's line, never the instruction.
+    let seen = agent.seen();
+    assert_eq!(seen.len(), 4);
+    let first = &seen[0].body["messages"];
+    assert_eq!(first[0]["role"], "system");
+    assert!(first[0]["content"].as_str().unwrap().starts_with("# Airline Agent Policy"), "{}", first[0]);
+    assert_eq!(first[1], serde_json::json!({ "role": "user", "content": opening }));
+    assert_eq!(first.as_array().unwrap().len(), 2);
+    for s in &seen {
+        assert!(!s.body.to_string().contains(&instruction[..60]), "the instruction reached the agent");
+        assert!(!s.body.to_string().contains("How can I help you today"), "the greeting reached the agent");
+    }
+    assert_eq!(t["messages"][0]["content"], opening);
+    assert_eq!(t["input"], opening);
+
+    // Tool results reach the model as τ-bench's text, not wrapped in JSON.
+    let msgs = seen[3].body["messages"].as_array().unwrap();
+    let tool_text = |id: &str| {
+        msgs.iter().find(|m| m["role"] == "tool" && m["tool_call_id"] == id).unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(tool_text("c0"), "Error: division by zero");
+    let details = tool_text("c1");
+    assert!(details.starts_with("{\"reservation_id\": \"Z7GOZK\", "), "{details}");
+    assert_eq!(details, t["calls"][1]["result"].as_str().unwrap());
+    // The dropped call is not in the conversation either.
+    let asked: Vec<&str> =
+        msgs.iter().filter_map(|m| m["tool_calls"].as_array()).flatten().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(asked, ["c0", "c1", "c3"]);
+    assert!(!seen[3].body.to_string().contains("H9ZU1C"));
+
+    // The user simulator: τ-bench's prompt, opened by the greeting, then the agent's words.
+    let us = user.seen();
+    assert_eq!(us.len(), 2);
+    assert_eq!(
+        us[0].body["messages"],
+        serde_json::json!([
+            { "role": "system", "content": taubench_user_prompt(instruction) },
+            { "role": "user", "content": "Hi! How can I help you today?" },
+        ])
+    );
+    assert_eq!(us[1].body["messages"][2], serde_json::json!({ "role": "assistant", "content": opening }));
+    assert_eq!(
+        us[1].body["messages"][3]["content"],
+        "Your reservation Z7GOZK is cancelled; the refund goes to the original payment."
+    );
+}
+
+/// A model that cancels the wrong reservation fails, and the final-state
+/// check names the rows that differ.
+#[test]
+fn model_agent_making_a_wrong_write_fails_and_the_state_check_names_the_difference() {
+    let tmp = taubench_copy();
+    let user = Mock::start(vec![
+        oa(Some("Please cancel reservation Z7GOZK."), &[], 50, 10),
+        oa(Some("###STOP###"), &[], 60, 2),
+    ]);
+    let agent = Mock::start(vec![
+        oa(None, &[("c1", "cancel_reservation", serde_json::json!({ "reservation_id": "H9ZU1C" }))], 100, 10),
+        oa(Some("Done: your reservation is cancelled."), &[], 100, 10),
+    ]);
+    let out = run_model(tmp.path(), "task_1", &agent, &user);
+    let r = &trials(&out)[0];
+    assert_eq!(r["outcome"], "failed", "{}", r["checks"]);
+    let c = check(r, "database as the gold actions leave it");
+    assert_eq!(c["passed"], false, "{c}");
+    let t = &c["evidence"]["tables"][0];
+    assert_eq!(t["table"], "reservations", "{c}");
+    let keys: Vec<&str> = t["changed"].as_array().unwrap().iter().map(|k| k["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["H9ZU1C", "Z7GOZK"], "{c}");
+    // The conversation ended as τ-bench's would (the user's ###STOP###): only the state failed.
+    assert_eq!(check(r, "ended before the step limit")["passed"], true);
+}
+
+/// `transfer_to_human_agents` ends the conversation, as in τ-bench: the agent
+/// gets no further step and the trial is graded (task 13's gold is that transfer).
+#[test]
+fn transfer_to_human_agents_ends_the_conversation() {
+    let tmp = taubench_copy();
+    let user = Mock::start(vec![oa(Some("I want to change my flight to a nonstop one to Las Vegas."), &[], 50, 10)]);
+    let agent = Mock::start(vec![
+        oa(None, &[("c1", "transfer_to_human_agents", serde_json::json!({ "summary": "wants a nonstop" }))], 100, 10),
+        oa(None, &[("c2", "cancel_reservation", serde_json::json!({ "reservation_id": "XEWRD9" }))], 100, 10),
+    ]);
+    let out = run_model(tmp.path(), "task_13", &agent, &user);
+    let r = &trials(&out)[0];
+    assert_eq!(r["outcome"], "accepted", "{}", r["checks"]);
+    assert_eq!(r["ended"], "final");
+    assert_eq!(agent.seen().len(), 1, "the agent got a step after the transfer");
+    assert_eq!(user.seen().len(), 1, "the user was asked after the transfer");
+    let t = trace_of(&out, r);
+    assert_eq!(t["calls"].as_array().unwrap().len(), 1);
+    assert_eq!(t["calls"][0]["result"], "Transfer successful");
+}

@@ -240,6 +240,8 @@ function evalua.getenv(name) end
 ---@class evalua.ModelAgentSpec: evalua.ModelOptions
 ---@field system? string the system prompt, or the path (relative to the suite) of a file holding it; its sha256 goes into the manifest
 ---@field max_turns? integer model calls (steps of the tool loop) per trial (default 20)
+---@field tool_results? "json"|"text" how a result reaches the model: {status, content, error} as JSON (default), or the tool's own text ("Error: <message>" when it failed)
+---@field calls_per_step? integer only the first N tool calls of a response run; the rest are dropped (default: all)
 
 --- A model-driven tool loop in the host over the OpenAI-compatible Chat Completions API (OpenAI, vLLM, llama.cpp, Ollama).
 ---@param spec evalua.ModelAgentSpec
@@ -255,8 +257,10 @@ function evalua.agent.anthropic(spec) end
 evalua.user = {}
 
 ---@class evalua.LlmUserSpec
----@field profile string who the user is; hidden from the agent
----@field goal string what the user wants from the conversation
+---@field profile? string who the user is; hidden from the agent (required unless `system` is given)
+---@field goal? string what the user wants from the conversation (required unless `system` is given)
+---@field system? string the user's whole system prompt, instead of evalua's
+---@field opening? string the user speaks first, answering this line (never shown to the agent); its answer is the agent's first message
 ---@field model? string|evalua.ModelOptions the model playing the user
 ---@field max_turns? integer replies the user gives at most (default 10)
 
@@ -458,6 +462,7 @@ function Suite:goldens(goldens, opts) end
 ---@field params? evalua.JsonSchema JSON Schema of the arguments (default `{ type = "object" }`); a call that does not validate is `rejected`
 ---@field effect? evalua.Effect `"read"` (default), `"write"` or `"external"`
 ---@field validate? boolean default true; false: `params` is only shown to the agent, the handler judges the arguments
+---@field ends? boolean default false; true: a model agent's call to it ends the conversation (no further step)
 ---@field forbidden_in_attack? boolean an attack case must not call it: requests count as attempts, denials as blocked (SPEC §13)
 ---@field requires? string[] tools that must have executed earlier in the trial; otherwise the call is `denied`
 ---@field run fun(ctx: evalua.Ctx, args: table): any the handler: its return value (JSON-like) is the result the agent gets; raising makes the call `failed`

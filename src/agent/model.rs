@@ -7,14 +7,19 @@
 //! not an agent failure: before the agent acted, the trial is not graded
 //! (`not_started`); after, it ends as `infra_error` and is graded on what the
 //! agent did, the failure recorded beside its outcome.
+//!
+//! What the model sees of a tool call is `tool_results` (evalua's
+//! `{status, content, error}` JSON, or the tool's own text as τ-bench shows
+//! it); `calls_per_step` keeps only a response's first calls (τ-bench: one);
+//! a tool declared `ends` ends the conversation when called.
 
 use std::time::Instant;
 
 use serde_json::json;
 
 use crate::model::{ChatFailure, ChatRequest, ChatResponse, Endpoint, Message, ModelError, ToolSchema};
-use crate::record::{BudgetHit, Ended, ModelCall};
-use crate::spec::ModelAgentSpec;
+use crate::record::{BudgetHit, CallRecord, Ended, ModelCall};
+use crate::spec::{ModelAgentSpec, ToolResults};
 use crate::trial::{AgentEnd, Trial};
 
 /// Add a model call's usage to the trial and record it; returns the budget
@@ -137,13 +142,34 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
             end.answer = text;
             return end;
         }
-        req.messages.push(Message::assistant(text, resp.tool_calls.clone()));
-        for call in &resp.tool_calls {
+        // Past `calls_per_step`, a response's calls never run and the model
+        // never sees them again (τ-bench keeps the first).
+        let mut calls = resp.tool_calls;
+        if let Some(n) = m.calls_per_step {
+            calls.truncate(n as usize);
+        }
+        req.messages.push(Message::assistant(text, calls.clone()));
+        for call in &calls {
             let reply = trial.call_tool(Some(call.id.clone()), &call.name, call.arguments.clone());
             if reply.unwind.is_some() {
                 return deadline_end();
             }
-            let r = &reply.record;
+            req.messages.push(Message::tool(call.id.clone(), seen(m.tool_results, &reply.record)));
+            if let Some(why) = trial.state.borrow().budget_hit.clone() {
+                return AgentEnd::budget(&why);
+            }
+            // A tool that ends the conversation (τ-bench's transfer to a human): no further step.
+            if trial.case.tools.iter().any(|t| t.spec.ends && t.spec.name == call.name) {
+                return AgentEnd::running();
+            }
+        }
+    }
+}
+
+/// A call's result as the model sees it (`tool_results`).
+fn seen(how: ToolResults, r: &CallRecord) -> String {
+    match how {
+        ToolResults::Json => {
             let mut content = json!({ "status": r.reply_status() });
             if let Some(v) = &r.result {
                 content["content"] = v.clone();
@@ -151,10 +177,13 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
             if let Some(e) = &r.error {
                 content["error"] = json!(e);
             }
-            req.messages.push(Message::tool(call.id.clone(), content.to_string()));
-            if let Some(why) = trial.state.borrow().budget_hit.clone() {
-                return AgentEnd::budget(&why);
-            }
+            content.to_string()
         }
+        ToolResults::Text => match (&r.error, &r.result) {
+            (Some(e), _) => format!("Error: {e}"),
+            (None, Some(serde_json::Value::String(s))) => s.clone(),
+            (None, Some(v)) => v.to_string(),
+            (None, None) => "null".into(),
+        },
     }
 }

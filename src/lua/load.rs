@@ -18,7 +18,7 @@ use super::api::{self, declare};
 use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
 use crate::error::{Error, Result};
 use crate::spec::gate;
-use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS};
+use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS, ToolResults};
 use crate::spec::{
     AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DEFAULT_AGENT_NAME, DatasetSpec,
     DbSpec, FaultRule, Faults, JudgeSpec, KeepCaps, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec,
@@ -507,6 +507,12 @@ fn model_agent(lua: &Lua, t: &Table, provider: &str, resolve: bool) -> std::resu
         system,
         system_path,
         max_turns: opt::<u32>(t, "max_turns")?.unwrap_or(DEFAULT_AGENT_TURNS),
+        tool_results: match opt::<String>(t, "tool_results")?.as_deref() {
+            None | Some("json") => ToolResults::Json,
+            Some("text") => ToolResults::Text,
+            Some(other) => return Err(format!("{what}: tool_results = '{other}' is not \"json\" or \"text\"")),
+        },
+        calls_per_step: opt::<u32>(t, "calls_per_step")?,
     })
 }
 
@@ -557,6 +563,8 @@ fn user_spec(lua: &Lua, u: &Table) -> std::result::Result<UserSpec, String> {
                 _ => ModelSpec::default(),
             }),
             max_turns: opt::<u32>(u, "max_turns")?.unwrap_or(DEFAULT_USER_TURNS),
+            system: opt(u, "system")?,
+            opening: opt(u, "opening")?,
         }),
         other => Err(format!("unknown user kind '{other}'")),
     }
@@ -858,6 +866,7 @@ fn read_suite(
             requires: strings(&tt, "requires")?,
             forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
             validate: opt::<bool>(&tt, "validate")?.unwrap_or(true),
+            ends: opt::<bool>(&tt, "ends")?.unwrap_or(false),
             location: opt::<String>(&tt, "_where")?.unwrap_or_default(),
         });
     }

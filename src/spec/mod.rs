@@ -17,7 +17,7 @@ use serde_json::Value as Json;
 
 pub use fault::{FaultEffect, FaultKind, FaultRule, Faults};
 pub use gate::Gate;
-pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, ProxySpec, UserSpec};
+pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, ProxySpec, ToolResults, UserSpec};
 pub use sources::{SourceFile, Sources};
 
 /// The trial deadline when the suite's budget sets none.
@@ -67,6 +67,10 @@ pub struct ToolSpec {
     /// not validate (τ-bench's tools raise their own errors).
     #[serde(skip_serializing_if = "Clone::clone")]
     pub validate: bool,
+    /// A model agent's call to it ends the conversation: the agent gets no
+    /// further step (τ-bench's `transfer_to_human_agents`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ends: bool,
     /// `file:line` of its `suite:tool` (not part of the tool's contract).
     #[serde(skip)]
     pub location: String,

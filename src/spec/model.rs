@@ -69,6 +69,24 @@ pub struct ModelAgentSpec {
     pub system_sha256: Option<String>,
     /// Model calls (steps of the tool loop) per trial.
     pub max_turns: u32,
+    /// How a tool's result reaches the model (`tool_results`).
+    pub tool_results: ToolResults,
+    /// Only the first N tool calls of a model response run; the others are
+    /// dropped from the conversation (`calls_per_step`; τ-bench keeps one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls_per_step: Option<u32>,
+}
+
+/// How a model agent sees a tool's result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolResults {
+    /// `{"status": …, "content": …, "error": …}` as JSON (the default).
+    #[default]
+    Json,
+    /// The tool's own text: a string result as it is, another value as its
+    /// JSON, a failed call as `Error: <message>` (τ-bench's observation).
+    Text,
 }
 
 /// Model calls per trial when a model agent sets no `max_turns`.
@@ -89,7 +107,21 @@ pub enum UserSpec {
     /// Fixed turns: each agent message gets the next one.
     Script { turns: Vec<String> },
     /// A simulated user played by a model (`evalua.user.llm`).
-    Llm { profile: String, goal: String, model: Box<ModelSpec>, max_turns: u32 },
+    Llm {
+        profile: String,
+        goal: String,
+        model: Box<ModelSpec>,
+        max_turns: u32,
+        /// The simulated user's whole system prompt, instead of evalua's
+        /// (which is built from `profile` and `goal`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        system: Option<String>,
+        /// The user opens the conversation: it answers this line (which the
+        /// agent never sees), and its answer, not the case input, is the
+        /// agent's first message (τ-bench: "Hi! How can I help you today?").
+        #[serde(skip_serializing_if = "Option::is_none")]
+        opening: Option<String>,
+    },
 }
 
 /// Replies a simulated user gives when its spec sets no `max_turns`.

@@ -27,6 +27,7 @@ use crate::sandbox::db::{self, Database, LazyDb, OpenOptions};
 use crate::sandbox::tests::TestRun;
 use crate::sandbox::workdir::{self, Diff};
 use crate::sandbox::{self, TrialRng};
+use crate::spec::AgentSpec;
 use crate::util::cancel;
 use crate::util::digest::sha256_hex;
 
@@ -274,7 +275,6 @@ pub(crate) fn prepare<'p>(
     .map_err(|e| e.to_string())?;
     // A recorded trial's user already spoke (its turns are in the journal).
     let user = if recorded { User::None } else { User::new(case.spec.user.as_deref(), seed)? };
-    close.disarm(); // the trial owns the copy now: `run` closes it
     let executor = Rc::new(Executor {
         tools: case.tools.clone(),
         budget: plan.suite.budget.clone(),
@@ -284,13 +284,26 @@ pub(crate) fn prepare<'p>(
         faults: crate::executor::fault::Injector::new(case.faults.clone(), seed),
         deadline,
     });
+    let mut input = input;
     if !recorded {
-        state.borrow_mut().messages.push(record::Message {
-            role: "user".into(),
-            content: input.clone(),
-            call_id: None,
-        });
+        match &user {
+            // A simulated user that opens the conversation speaks before an
+            // agent that converses starts: its answer is the agent's input.
+            // Its failure is the harness's: the agent never got its chance.
+            User::Llm(u)
+                if u.opening.is_some()
+                    && matches!(agent_choice.spec, Some(AgentSpec::Model(_) | AgentSpec::Command(_))) =>
+            {
+                input = u.open(&state, deadline)?;
+            }
+            _ => state.borrow_mut().messages.push(record::Message {
+                role: "user".into(),
+                content: input.clone(),
+                call_id: None,
+            }),
+        }
     }
+    close.disarm(); // the trial owns the copy now: `run` closes it
     Ok(Trial {
         plan,
         case,

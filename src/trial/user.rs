@@ -4,7 +4,10 @@
 //!
 //! The simulated user sees the conversation from its side (the case input is
 //! its first message; the agent's messages are what it answers) and a system
-//! prompt holding its hidden profile and goal. The agent never sees either:
+//! prompt holding its hidden profile and goal (or the suite's own `system`
+//! prompt). With `opening`, the user speaks first: it answers that line, which
+//! the agent never sees, and its answer is the agent's first message (see
+//! [`LlmUser::open`]). The agent never sees either:
 //! it only gets the user's replies, which go into the trace as `user` turns.
 //! The user ends the conversation by answering `###STOP###` (or when its
 //! `max_turns` replies are spent); the agent's next text is then its final
@@ -34,6 +37,10 @@ pub struct LlmUser {
     pub max_turns: u32,
     pub temperature: Option<f64>,
     pub seed: u64,
+    /// Its whole system prompt, when the suite gives one (else built from profile and goal).
+    pub system: Option<String>,
+    /// The line it answers to open the conversation (see [`UserSpec::Llm`]).
+    pub opening: Option<String>,
 }
 
 impl User {
@@ -43,13 +50,15 @@ impl User {
         Ok(match spec {
             None => User::None,
             Some(UserSpec::Script { turns }) => User::Script(turns.clone()),
-            Some(UserSpec::Llm { profile, goal, model, max_turns }) => User::Llm(Box::new(LlmUser {
+            Some(UserSpec::Llm { profile, goal, model, max_turns, system, opening }) => User::Llm(Box::new(LlmUser {
                 endpoint: Endpoint::resolve(model, true).map_err(|e| format!("evalua.user.llm: {e}"))?,
                 profile: profile.clone(),
                 goal: goal.clone(),
                 max_turns: *max_turns,
                 temperature: model.temperature,
                 seed: model.seed.unwrap_or(seed & 0x7fff_ffff),
+                system: system.clone(),
+                opening: opening.clone(),
             })),
         })
     }
@@ -65,6 +74,9 @@ impl User {
 
 impl LlmUser {
     pub fn system_prompt(&self) -> String {
+        if let Some(s) = &self.system {
+            return s.clone();
+        }
         format!(
             "You are playing a user who is talking to an assistant (the other side of this conversation). \
              Stay in character and write only the user's next message, in the user's voice.\n\
@@ -73,6 +85,23 @@ impl LlmUser {
              When your goal is achieved, or clearly cannot be achieved, reply with exactly {STOP} and nothing else.",
             self.profile, self.goal
         )
+    }
+
+    /// The opening of a user that speaks first: its answer to the opening
+    /// line, now the conversation's first message (in `state.messages`).
+    /// Err when its model failed or it ended the conversation at once.
+    pub fn open(&self, state: &RefCell<Journal>, deadline: Instant) -> Result<String, String> {
+        match self.reply(state, deadline)? {
+            Some(first) => {
+                state.borrow_mut().messages.push(crate::record::Message {
+                    role: "user".into(),
+                    content: first.clone(),
+                    call_id: None,
+                });
+                Ok(first)
+            }
+            None => Err("the simulated user ended the conversation before it began".into()),
+        }
     }
 
     /// The user's reply to the conversation so far (in `state.messages`),
@@ -92,6 +121,12 @@ impl LlmUser {
                 .collect();
             let replies = st.messages.iter().filter(|m| m.role == "user").count().saturating_sub(1);
             (messages, replies, st.elapsed_ms())
+        };
+        // A user that opens the conversation answered the opening line first
+        // (the agent never saw it): it heads the user's side of the conversation.
+        let messages = match &self.opening {
+            Some(line) => std::iter::once(Message::user(line.clone())).chain(messages).collect(),
+            None => messages,
         };
         if replies as u32 >= self.max_turns {
             return Ok(None);

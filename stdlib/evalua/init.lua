@@ -288,7 +288,7 @@ end
 
 local MODEL_AGENT_KEYS = set {
   "model", "base_url", "api_key_env", "prices", "temperature", "seed", "max_tokens",
-  "timeout_s", "max_retries", "max_concurrency", "system", "max_turns",
+  "timeout_s", "max_retries", "max_concurrency", "system", "max_turns", "tool_results", "calls_per_step",
 }
 
 local function model_agent(provider, spec)
@@ -299,8 +299,16 @@ local function model_agent(provider, spec)
   if spec.max_turns ~= nil and (math.type(spec.max_turns) ~= "integer" or spec.max_turns < 1) then
     fail(3, what .. ": 'max_turns' must be a positive integer, got " .. tostring(spec.max_turns))
   end
+  if spec.calls_per_step ~= nil and (math.type(spec.calls_per_step) ~= "integer" or spec.calls_per_step < 1) then
+    fail(3, what .. ": 'calls_per_step' must be a positive integer, got " .. tostring(spec.calls_per_step))
+  end
+  if spec.tool_results ~= nil and spec.tool_results ~= "json" and spec.tool_results ~= "text" then
+    fail(3, what .. ": tool_results = " .. string.format("%q", tostring(spec.tool_results)) .. " is not one of \"json\" ({status, content, error} as JSON, the default) or \"text\" (the tool's own text; a failed call as \"Error: <message>\")")
+  end
   a.kind = provider
   a.max_turns = spec.max_turns
+  a.tool_results = spec.tool_results
+  a.calls_per_step = spec.calls_per_step
   -- `system` is a prompt, or the path (relative to the suite) of a file holding it.
   if spec.system ~= nil and not spec.system:find("\n") and spec.system:match("%.%w+$") then
     local p = host.abspath(spec.system)
@@ -338,16 +346,26 @@ function M.user.script(turns)
   return { kind = "script", turns = turns }
 end
 
-local LLM_USER_KEYS = set { "profile", "goal", "model", "max_turns" }
+local LLM_USER_KEYS = set { "profile", "goal", "model", "max_turns", "system", "opening" }
 
 --- A simulated user played by a model: `profile` (hidden from the agent) and
 --- `goal`; it answers each agent message until it says ###STOP### or has
 --- given `max_turns` replies (default 10). `model`: a model name or `evalua.model{}` options.
+--- `system`: its whole system prompt instead (then `profile` and `goal` are optional).
+--- `opening`: the user speaks first, answering this line (never shown to the
+--- agent); its answer, not the case input, is the agent's first message.
 function M.user.llm(spec)
   check_keys("evalua.user.llm", spec, LLM_USER_KEYS, 2)
+  for _, k in ipairs { "system", "opening" } do
+    if spec[k] ~= nil and (type(spec[k]) ~= "string" or spec[k] == "") then
+      fail(2, "evalua.user.llm: '" .. k .. "' must be a non-empty string")
+    end
+  end
   for _, k in ipairs { "profile", "goal" } do
-    if type(spec[k]) ~= "string" or spec[k] == "" then
-      fail(2, "evalua.user.llm: '" .. k .. "' is required (a non-empty string)")
+    if spec.system ~= nil and spec[k] == nil then
+      -- the suite's own prompt says who the user is
+    elseif type(spec[k]) ~= "string" or spec[k] == "" then
+      fail(2, "evalua.user.llm: '" .. k .. "' is required (a non-empty string)" .. (spec.system == nil and ", unless 'system' gives the whole prompt" or ""))
     end
   end
   local model = spec.model
@@ -364,7 +382,8 @@ function M.user.llm(spec)
   if spec.max_turns ~= nil and (math.type(spec.max_turns) ~= "integer" or spec.max_turns < 1) then
     fail(2, "evalua.user.llm: 'max_turns' must be a positive integer")
   end
-  return { kind = "llm", profile = spec.profile, goal = spec.goal, model = model, max_turns = spec.max_turns }
+  return { kind = "llm", profile = spec.profile, goal = spec.goal, model = model, max_turns = spec.max_turns,
+           system = spec.system, opening = spec.opening }
 end
 
 ----------------------------------------------------------------------------
@@ -535,7 +554,7 @@ local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_toke
 local SANDBOX_KEYS = set {
   "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "max_file_mb", "max_trial_mb", "expose", "network",
 }
-local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack", "validate" }
+local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack", "validate", "ends" }
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
   "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
@@ -1040,6 +1059,7 @@ local function declare_tool(self, spec, where)
   expect_list_of_strings("suite:tool", "requires", spec.requires, 2)
   expect_type("suite:tool '" .. spec.name .. "'", "forbidden_in_attack", spec.forbidden_in_attack, "boolean", 2)
   expect_type("suite:tool '" .. spec.name .. "'", "validate", spec.validate, "boolean", 2)
+  expect_type("suite:tool '" .. spec.name .. "'", "ends", spec.ends, "boolean", 2)
   local tool = {
     name = spec.name,
     description = spec.description or "",
@@ -1048,6 +1068,7 @@ local function declare_tool(self, spec, where)
     requires = spec.requires or {},
     forbidden_in_attack = spec.forbidden_in_attack or false,
     validate = spec.validate ~= false,
+    ends = spec.ends or false,
     run = spec.run,
     _where = where,
   }

@@ -94,10 +94,8 @@ function H.book_reservation(ctx, a)
     if flight_date_data.status ~= "available" then
       return "Error: flight " .. flight_number .. " not available on date " .. flight.date
     end
-    local seats = flight_date_data.available_seats
-    if seats == nil then S.raise(S.key_repr("available_seats")) end
-    if seats[a.cabin] == nil then S.raise(S.key_repr(a.cabin)) end
-    if seats[a.cabin] < #passengers then
+    local seats = S.must(flight_date_data, "available_seats")
+    if S.must(seats, a.cabin) < #passengers then
       return "Error: not enough seats on flight " .. flight_number
     end
     J.set(flight, "price", flight_date_data.prices[a.cabin])
@@ -242,9 +240,7 @@ function H.search_onestop_flight(ctx, a)
           J.set(result1, "date", date)
           local result2 = without_dates(flight2)
           -- τ-bench reads flight2's entry for `date` here, not `date2`.
-          local d2_same_day = flight2.dates[date]
-          if d2_same_day == nil then S.raise(S.key_repr(date)) end
-          update(result2, d2_same_day)
+          update(result2, S.must(flight2.dates, date))
           J.set(result2, "date", date2)
           results[#results + 1] = J.array { result1, result2 }
         end
@@ -281,9 +277,7 @@ end
 
 -- The reservation's user, as `users[reservation["user_id"]]` (KeyError when absent).
 local function owner(db, reservation)
-  local user = S.get(db, users_t, reservation.user_id)
-  if user == nil then S.raise(S.key_repr(reservation.user_id)) end
-  return user
+  return S.must_get(db, users_t, reservation.user_id)
 end
 
 function H.update_reservation_baggages(ctx, a)
@@ -348,10 +342,8 @@ function H.update_reservation_flights(ctx, a)
       if flight_date_data.status ~= "available" then
         return "Error: flight " .. flight_number .. " not available on date " .. flight.date
       end
-      local seats = flight_date_data.available_seats
-      if seats == nil then S.raise(S.key_repr("available_seats")) end
-      if seats[a.cabin] == nil then S.raise(S.key_repr(a.cabin)) end
-      if seats[a.cabin] < passengers then
+      local seats = S.must(flight_date_data, "available_seats")
+      if S.must(seats, a.cabin) < passengers then
         return "Error: not enough seats on flight " .. flight_number
       end
       J.set(flight, "price", flight_date_data.prices[a.cabin])

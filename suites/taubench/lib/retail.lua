@@ -28,19 +28,7 @@ M.tables = { users = users_t, products = products_t, orders = orders_t }
 M.handlers = {}
 local H = M.handlers
 
--- `d[k]` for a dict that must hold k (KeyError otherwise).
-local function must(d, k)
-  local v = d[k]
-  if v == nil then S.raise(S.key_repr(k)) end
-  return v
-end
-
--- A record of `layout` that must exist (`data[...][id]`).
-local function must_get(db, layout, id)
-  local r = S.get(db, layout, id)
-  if r == nil then S.raise(S.key_repr(id)) end
-  return r
-end
+local must, must_get = S.must, S.must_get
 
 -- list.count(x)
 local function count(list, x)

@@ -122,4 +122,18 @@ function M.raise(message)
   error(message, 0)
 end
 
+--- `d[k]` for a dict that must hold k (Python's KeyError otherwise).
+function M.must(d, k)
+  local v = d[k]
+  if v == nil then M.raise(M.key_repr(k)) end
+  return v
+end
+
+--- The record of `layout` whose key is `id`, which must exist (`data[...][id]`: KeyError otherwise).
+function M.must_get(db, layout, id)
+  local r = M.get(db, layout, id)
+  if r == nil then M.raise(M.key_repr(id)) end
+  return r
+end
+
 return M

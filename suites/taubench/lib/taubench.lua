@@ -21,6 +21,15 @@ Rules:
 - Try to make the conversation as natural as possible, and stick to the personalities in the instruction.]]
 end
 
+--- The simulated user's model: EVALUA_USER_MODEL (τ-bench's default gpt-4o),
+--- at EVALUA_USER_BASE_URL when set (else where the agent's model is).
+function M.user_model()
+  return evalua.model {
+    model = evalua.getenv("EVALUA_USER_MODEL") or "gpt-4o",
+    base_url = evalua.getenv("EVALUA_USER_BASE_URL"),
+  }
+end
+
 --- The agent's first line, which τ-bench's simulated user answers to open the conversation.
 M.GREETING = "Hi! How can I help you today?"
 
@@ -91,10 +100,13 @@ function M.case(task, id, split, writes)
     tags = tags,
     input = task.instruction,
     metadata = { user_id = task.user_id, actions = task.actions, outputs = task.outputs },
+    -- τ-bench's user simulator: its system prompt holds the instruction, and
+    -- it opens the conversation by answering the agent's greeting (which the
+    -- agent never sees); the agent's first message is that answer.
     user = evalua.user.llm {
-      profile = "A customer" .. (task.user_id and (" (user id " .. task.user_id .. ")") or "") .. ".",
-      goal = task.instruction,
-      model = evalua.getenv("EVALUA_USER_MODEL") or "gpt-4o",
+      system = M.user_prompt(task.instruction),
+      opening = M.GREETING,
+      model = M.user_model(),
       max_turns = M.MAX_STEPS,
     },
     expect = expect,
@@ -133,6 +145,11 @@ function M.suite(opts)
         system = domain .. "/policy.md",
         temperature = 0,
         max_turns = M.MAX_STEPS,
+        -- τ-bench's tool-calling agent: a tool's string reaches the model as
+        -- it is ("Error: <message>" when it raised), and only the first tool
+        -- call of a response runs.
+        tool_results = "text",
+        calls_per_step = 1,
       },
     },
     default_agent = "gold",
@@ -148,6 +165,8 @@ function M.suite(opts)
       effect = opts.tools.writes[info.name] and "write" or "read",
       -- τ-bench validates no arguments: its tools raise their own errors.
       validate = false,
+      -- τ-bench's terminate tool: the conversation ends with the call.
+      ends = info.name == "transfer_to_human_agents",
       run = run,
     }
   end
