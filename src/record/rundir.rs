@@ -142,11 +142,23 @@ impl RunDir {
     }
 
     /// An existing run dir (it has a manifest.json).
+    ///
+    /// The top dir of an interleaved run is refused with the way to its agents' runs.
     pub fn open(dir: &Path) -> Result<RunDir> {
         if !dir.is_dir() {
             return Err(Error::Input(format!("{}: not a run dir (no such directory)", dir.display())));
         }
         if !dir.join(files::MANIFEST).is_file() {
+            if dir.join(files::INTERLEAVED).is_file() {
+                return Err(Error::Input(format!(
+                    "{}: an interleaved run, not one agent's run dir: each agent's run is {}/<name> ({}); \
+                     `evalua report {}` re-renders the side-by-side reports",
+                    dir.display(),
+                    dir.join(files::AGENTS_DIR).display(),
+                    agent_names(dir).join(", "),
+                    dir.display()
+                )));
+            }
             return Err(Error::Input(format!("{}: not a run dir (no {})", dir.display(), files::MANIFEST)));
         }
         Ok(RunDir { path: dir.to_path_buf(), store: Arc::default() })
@@ -725,4 +737,15 @@ mod tests {
         let err = write_json(&dir.path().join("gone/summary.json"), &1).unwrap_err().to_string();
         assert!(err.contains("gone/summary.json"), "{err}");
     }
+}
+
+/// The agents of an interleaved run's top dir: the folders under `agents/`, sorted.
+fn agent_names(top: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(top.join(files::AGENTS_DIR))
+        .map(|d| {
+            d.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
 }
