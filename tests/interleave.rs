@@ -173,6 +173,20 @@ fn the_summary_pairs_the_agents_and_gates_name_them() {
     assert_eq!(names, ["accepted", "pass^1@B"], "the differences are decided by the interleaved run");
     let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
     assert!(md.contains("## Side by side") && md.contains("## Paired comparison") && md.contains("## Periods"), "{md}");
+    // `evalua report` on the top dir re-renders the side-by-side reports; its exit code is the gates'.
+    std::fs::remove_file(dir.path().join("out/report.md")).unwrap();
+    let o = evalua(dir.path(), &["report", "out"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("FAIL delta pass^1 A-B"), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("out/report.md")).unwrap(), md);
+    // … and its pull-request comment is the side-by-side report.
+    let o = evalua(dir.path(), &["report", "out", "--format", "github"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("## Paired comparison"), "{}", stdout(&o));
+    // A command that takes one run names the agents' run dirs instead.
+    let o = evalua(dir.path(), &["show", "out", "easy", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("an interleaved run") && stderr(&o).contains("(A, B)"), "{}", stderr(&o));
 
     // The passing gates: B no worse than A.
     let dir = project(&[("pair.lua", &pair_suite(r#"["pass^1@B"] = 0.9, ["delta pass^1 B-A"] = 0"#))]);

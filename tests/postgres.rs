@@ -487,8 +487,10 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     wait_until("the live run's trial databases", || databases(&url, &live_prefix).len() >= 3);
     // Both trials are waiting at the gate: each trial's role may connect to
     // its own database and to no other (issue 24, item 7).
-    wait_until("the live run's two trials", || {
+    // (A trial's role is made just after its database.)
+    wait_until("the live run's two trials and their roles", || {
         databases(&url, &live_prefix).iter().filter(|d| d[live_prefix.len()..].parse::<u64>().is_ok()).count() == 2
+            && crate::isolation_postgres::roles(&url, &live_prefix).len() == 2
     });
     let trial_dbs: Vec<String> =
         databases(&url, &live_prefix).into_iter().filter(|d| d[live_prefix.len()..].parse::<u64>().is_ok()).collect();
@@ -503,7 +505,10 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
             assert_eq!(refused.code(), Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE), "{refused}");
         }
         // The server asks for a password (the trial's, which only evalua knows).
-        Err(e) => eprintln!("(not tried: a trial role's login to a sibling's database: {e})"),
+        Err(e) if e.code() == Some(&postgres::error::SqlState::INVALID_PASSWORD) => {
+            eprintln!("(not tried: a trial role's login to a sibling's database: {e})")
+        }
+        Err(e) => panic!("a trial's role cannot connect to its own database: {e}"),
     }
 
     // A run killed while its trials run leaves its databases: a template and
@@ -512,7 +517,9 @@ fn no_database_is_left_behind_when_evalua_is_killed_and_live_runs_are_spared() {
     wait_until("the killed run's manifest", || d.join("killed/manifest.json").is_file());
     let killed = prefix_of(&d.join("killed"));
     // A template, the copy its check.sql was prepared on (t.initial's), two trials' copies.
-    wait_until("two trial databases", || databases(&url, &killed).len() >= 4);
+    wait_until("two trial databases and their roles", || {
+        databases(&url, &killed).len() >= 4 && crate::isolation_postgres::roles(&url, &killed).len() >= 2
+    });
     victim.kill().unwrap(); // SIGKILL: no destructor, no handler runs
     victim.wait().unwrap();
     // The server notices the closed connections within moments.

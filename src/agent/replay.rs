@@ -29,7 +29,7 @@ pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
     // Agent turns other than the final answer (recorded as the last agent
     // message when the trial ended with one).
     let turns: Vec<_> = trace.messages.iter().filter(|m| m.role == "agent").collect();
-    let has_final = trace.ended == Ended::Final || !trace.answer.is_empty();
+    let has_final = trace.record.ended == Ended::Final || !trace.record.answer.is_empty();
     for m in turns.iter().take(if has_final { turns.len().saturating_sub(1) } else { turns.len() }) {
         if let Err(why) = trial.agent_says(m.content.clone()) {
             return AgentEnd::budget(&why);
@@ -42,5 +42,6 @@ pub fn run(trial: &Trial<'_>, path: &Path) -> AgentEnd {
         }
     }
     trial.state.borrow_mut().usage.turns += 1;
-    AgentEnd { ended: trace.ended, answer: trace.answer, error: trace.error, ..AgentEnd::running() }
+    let r = trace.record;
+    AgentEnd { ended: r.ended, answer: r.answer, error: r.error, ..AgentEnd::running() }
 }

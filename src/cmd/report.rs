@@ -6,10 +6,13 @@ use crate::record::files;
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
-use crate::report::{self, compare, github};
+use crate::report::{self, compare, github, interleaved};
 use crate::stats::rundata;
 
 pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
+    if is_interleaved(dir) {
+        return report_interleaved(dir, allow_incomplete);
+    }
     let data = rundata::load_with(dir, allow_incomplete)?;
     report::write_all(&data)?;
     if !data.summary_present {
@@ -29,6 +32,42 @@ pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
     Ok(if data.gates_passed() { 0 } else { 1 })
 }
 
+/// An interleaved run's top dir (`run --agent A --agent B`): interleaved.json
+/// beside `agents/<name>/`, each an ordinary run dir.
+fn is_interleaved(dir: &Path) -> bool {
+    dir.join(files::INTERLEAVED).is_file()
+}
+
+/// Re-render each agent's reports, then the side-by-side ones; the exit code
+/// is the interleaved run's gates', as at the end of the run.
+fn report_interleaved(dir: &Path, allow_incomplete: bool) -> Result<u8> {
+    let run = interleaved::Interleaved::load(dir, allow_incomplete)?;
+    for data in &run.runs {
+        report::write_all(data)?;
+    }
+    interleaved::write_all(&run)?;
+    for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
+        println!("{}", report::gate_line(g));
+    }
+    for w in &run.warnings {
+        println!("warning: {w}");
+    }
+    println!(
+        "wrote {}/{}, {}/{}, and each agent's reports ({})",
+        dir.display(),
+        files::REPORT_MD,
+        dir.display(),
+        files::REPORT_HTML,
+        run.manifest
+            .agents
+            .iter()
+            .map(|a| interleaved::agent_dir(dir, a).display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(if run.gates_passed() && run.complete() { 0 } else { 1 })
+}
+
 pub struct GithubArgs {
     pub dir: PathBuf,
     pub allow_incomplete: bool,
@@ -41,6 +80,22 @@ pub struct GithubArgs {
 /// `evalua report RUN_DIR --format github`: print a pull-request comment body
 /// (Markdown) and write nothing. Exit code as `report`: 1 when a gate failed.
 pub fn github(a: GithubArgs) -> Result<u8> {
+    if is_interleaved(&a.dir) {
+        // The side-by-side report is the comment: the agents, their paired differences, the gates.
+        if a.baseline.is_some() {
+            return Err(crate::error::Error::Input(format!(
+                "{}: an interleaved run compares its own agents; --baseline takes one agent's run dir ({})",
+                a.dir.display(),
+                interleaved::agent_dir(&a.dir, "NAME").display()
+            )));
+        }
+        let run = interleaved::Interleaved::load(&a.dir, a.allow_incomplete)?;
+        print!("{}", interleaved::markdown(&run));
+        if let Some(url) = &a.artifact_url {
+            println!("\n[The run's artifact]({url})");
+        }
+        return Ok(if run.gates_passed() && run.complete() { 0 } else { 1 });
+    }
     let data = rundata::load_with(&a.dir, a.allow_incomplete)?;
     let base = match &a.baseline {
         Some(b) => Some(rundata::load(b)?),

@@ -305,7 +305,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 (dir, run_id, Default::default(), false)
             }
         };
-        let keys: HashSet<(String, u32)> = kept.values().map(|k| (k.record.case.clone(), k.record.trial)).collect();
+        let keys: HashSet<(String, u32)> =
+            kept.values().map(|k| (k.trace.record.case.clone(), k.trace.record.trial)).collect();
         let mut followers = sinks::Followers::new(&follow, &dir, &plan.suite.name, &run_id, resumed.then_some(keys))?;
         // Shared with the workers, which are detached (the watchdog may abandon one).
         let plan = std::sync::Arc::new(plan);

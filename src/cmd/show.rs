@@ -36,13 +36,13 @@ pub fn render(t: &Trace) -> String {
     let _ = writeln!(
         o,
         "{} · trial {} · seed {} · {} (ended: {})",
-        t.case,
-        t.trial,
-        t.seed,
-        t.outcome.as_str(),
-        t.ended.as_str()
+        t.record.case,
+        t.record.trial,
+        t.record.seed,
+        t.record.outcome.as_str(),
+        t.record.ended.as_str()
     );
-    if let Some(e) = &t.error {
+    if let Some(e) = &t.record.error {
         let _ = writeln!(o, "error: {e}");
     }
     let _ = writeln!(o, "\ninput:\n{}", indent(&t.input));
@@ -85,10 +85,10 @@ pub fn render(t: &Trace) -> String {
         }
         o.push('\n');
     }
-    let _ = writeln!(o, "answer:\n{}", indent(&t.answer));
-    if !t.checks.is_empty() {
+    let _ = writeln!(o, "answer:\n{}", indent(&t.record.answer));
+    if !t.record.checks.is_empty() {
         let _ = writeln!(o, "checks:");
-        for c in &t.checks {
+        for c in &t.record.checks {
             let mark = match (c.passed, c.skipped) {
                 (Some(true), _) => "pass",
                 (Some(false), _) => "FAIL",
@@ -108,7 +108,7 @@ pub fn render(t: &Trace) -> String {
         }
         o.push('\n');
     }
-    let u = &t.usage;
+    let u = &t.record.usage;
     let _ = writeln!(
         o,
         "usage: {} turns, {} tool calls, {} input + {} output tokens, ${:.4}, {:.0} ms",

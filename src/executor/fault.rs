@@ -101,7 +101,10 @@ impl Fired {
         let default = match r.kind {
             FaultKind::Error => "internal error: the service failed to handle the request".to_string(),
             FaultKind::RateLimit => {
-                format!("429 Too Many Requests: rate limit exceeded; retry after {} s", r.retry_after_s.unwrap_or(1.0))
+                format!(
+                    "429 Too Many Requests: rate limit exceeded; retry after {} s",
+                    r.retry_after_s.unwrap_or(crate::spec::fault::DEFAULT_RETRY_AFTER_S)
+                )
             }
             FaultKind::Timeout => "the call timed out before the service answered".to_string(),
             FaultKind::Empty | FaultKind::Partial | FaultKind::Stale | FaultKind::Inject => return None,
@@ -161,7 +164,7 @@ impl Fired {
             kind: self.rule.kind,
             rule: self.label.clone(),
             retry_after_s: if self.rule.kind == FaultKind::RateLimit {
-                self.rule.retry_after_s.or(Some(1.0))
+                self.rule.retry_after_s.or(Some(crate::spec::fault::DEFAULT_RETRY_AFTER_S))
             } else {
                 None
             },

@@ -76,7 +76,7 @@ impl Context {
 
 /// A graded item, before the run gives it its trial number.
 pub struct Graded {
-    pub record: TrialRecord,
+    /// The item's trace, its record within.
     pub trace: Trace,
     /// Whether the item belongs to one of the suite's cases (else its case is the item's own key).
     pub matched: bool,
@@ -301,13 +301,13 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
         Item::Trial { record, trace, file } => {
             let recorded = Recorded {
                 input: trace.input.clone(),
-                answer: trace.answer.clone(),
+                answer: trace.record.answer.clone(),
                 messages: trace.messages.clone(),
                 calls: trace.calls.clone(),
                 model_calls: trace.model_calls.clone(),
-                usage: trace.usage.clone(),
-                ended: Some(trace.ended),
-                error: trace.error.clone(),
+                usage: trace.record.usage.clone(),
+                ended: Some(trace.record.ended),
+                error: trace.record.error.clone(),
                 first_failure: record::FirstFailure::of(&trace.calls, &trace.model_calls),
                 readable: true,
                 ..Default::default()
@@ -452,7 +452,6 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
                     reexec::Recording { recorded: &recorded, row: parts.row.as_ref(), source: parts.source, workdir },
                 );
                 return Done::Graded(Box::new(Graded {
-                    record: out.record,
                     trace: out.trace,
                     matched: true,
                     warnings,
@@ -498,17 +497,17 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
     let case_id = case.clone().unwrap_or_else(|| parts.key.clone());
     let record = TrialRecord {
         agent: None,
-        case: case_id.clone(),
+        case: case_id,
         trial: 0,
         seed: 0,
         outcome,
         ended,
-        checks: results.clone(),
+        checks: results,
         calls: CallCounts::of(&recorded.calls),
-        usage: recorded.usage.clone(),
         wall_ms: recorded.usage.wall_ms,
-        answer: recorded.answer.clone(),
-        error: recorded.error.clone(),
+        usage: recorded.usage,
+        answer: recorded.answer,
+        error: recorded.error,
         infra_error: None,
         trace: String::new(),
         failure_modes: (!ctx.suite.monitors.is_empty()).then_some(modes),
@@ -518,27 +517,18 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
         safety: None,
     };
     let trace = Trace {
-        case: case_id,
-        trial: 0,
-        seed: 0,
+        record,
         input: recorded.input,
-        outcome,
-        ended,
-        answer: recorded.answer,
-        error: recorded.error,
-        infra_error: None,
         messages: recorded.messages,
         calls: recorded.calls,
         outbox: Vec::new(),
-        usage: recorded.usage,
-        checks: results,
         log,
         stderr_tail: None,
         model_calls: recorded.model_calls.into_iter().chain(judged).collect(),
         started_at: parts.started_at,
         state: None,
     };
-    Done::Graded(Box::new(Graded { record, trace, matched: case.is_some(), warnings, trial: parts.trial }))
+    Done::Graded(Box::new(Graded { trace, matched: case.is_some(), warnings, trial: parts.trial }))
 }
 
 /// The case table of an item that matches none of the suite's cases.

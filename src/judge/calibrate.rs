@@ -143,7 +143,7 @@ fn read_trace(base: &Path, rel: &str, at: &str) -> Result<TrialData> {
         messages: values(serde_json::to_value(&t.messages)),
         outbox: values(serde_json::to_value(&t.outbox)),
         input: t.input,
-        answer: t.answer,
+        answer: t.record.answer,
     })
 }
 

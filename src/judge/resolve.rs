@@ -36,11 +36,7 @@ fn env_nonempty(name: &str) -> Option<String> {
 /// `EVALUA_<P>_BASE_URL` / `<P>_BASE_URL`) or the API key variable set. The
 /// endpoint itself is built as for model agents (`model::Endpoint::resolve`).
 pub fn resolve(spec: &ModelSpec) -> Result<Judge, String> {
-    let pre = match spec.provider.as_str() {
-        "openai" => "OPENAI",
-        "anthropic" => "ANTHROPIC",
-        other => return Err(format!("unknown judge provider '{other}' (openai or anthropic)")),
-    };
+    let pre = spec.provider.env_prefix();
     let key_env = spec.api_key_env.clone().unwrap_or_else(|| format!("{pre}_API_KEY"));
     let has_base = spec.base_url.is_some()
         || env_nonempty(&format!("EVALUA_{pre}_BASE_URL")).is_some()

@@ -455,8 +455,10 @@ fn read_agent_with(lua: &Lua, v: Option<Table>, resolve: bool) -> std::result::R
             model_proxy: proxy_spec(lua, &a)?,
         }))),
         "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
-        "openai" | "anthropic" => Ok(Some(AgentSpec::Model(model_agent(lua, &a, &kind, resolve)?))),
-        other => Err(format!("agent kind '{other}' is not supported")),
+        other => match crate::spec::Provider::from_name(other) {
+            Some(p) => Ok(Some(AgentSpec::Model(model_agent(lua, &a, p, resolve)?))),
+            None => Err(format!("agent kind '{other}' is not supported")),
+        },
     }
 }
 
@@ -486,10 +488,15 @@ fn read_agents(lua: &Lua, t: &Table) -> std::result::Result<(Option<AgentSpec>, 
 
 /// `evalua.agent.openai{}` / `anthropic{}`: the endpoint must resolve now
 /// (a model named, a key variable where one is needed), not in every trial.
-fn model_agent(lua: &Lua, t: &Table, provider: &str, resolve: bool) -> std::result::Result<ModelAgentSpec, String> {
+fn model_agent(
+    lua: &Lua,
+    t: &Table,
+    provider: crate::spec::Provider,
+    resolve: bool,
+) -> std::result::Result<ModelAgentSpec, String> {
     let what = format!("evalua.agent.{provider}");
     let mut model = model_spec(lua, &Value::Table(t.clone())).map_err(|e| format!("{what}: {e}"))?;
-    model.provider = provider.to_string();
+    model.provider = provider;
     if resolve {
         crate::model::Endpoint::resolve(&model, true).map_err(|e| format!("{what}: {e}"))?;
     }
@@ -523,15 +530,15 @@ fn proxy_spec(lua: &Lua, agent: &Table) -> std::result::Result<Option<ProxySpec>
     match opt::<Value>(agent, "model_proxy")?.unwrap_or(Value::Nil) {
         Value::Nil | Value::Boolean(false) => Ok(None),
         Value::Boolean(true) => Ok(Some(ProxySpec {
-            openai: Some(ModelSpec::for_provider("openai")),
-            anthropic: Some(ModelSpec::for_provider("anthropic")),
+            openai: Some(ModelSpec::for_provider(crate::spec::Provider::OpenAI)),
+            anthropic: Some(ModelSpec::for_provider(crate::spec::Provider::Anthropic)),
         })),
         t @ Value::Table(_) => {
             let spec = model_spec(lua, &t).map_err(|e| format!("{what}: {e}"))?;
             crate::model::Endpoint::resolve(&spec, false).map_err(|e| format!("{what}: {e}"))?;
-            Ok(Some(match spec.provider.as_str() {
-                "anthropic" => ProxySpec { openai: None, anthropic: Some(spec) },
-                _ => ProxySpec { openai: Some(spec), anthropic: None },
+            Ok(Some(match spec.provider {
+                crate::spec::Provider::Anthropic => ProxySpec { openai: None, anthropic: Some(spec) },
+                crate::spec::Provider::OpenAI => ProxySpec { openai: Some(spec), anthropic: None },
             }))
         }
         other => Err(format!("{what} must be true or model options, got {}", other.type_name())),
@@ -571,22 +578,23 @@ fn user_spec(lua: &Lua, u: &Table) -> std::result::Result<UserSpec, String> {
 }
 
 /// `check.tests{}`'s options, as the stdlib normalised them.
-fn tests_spec(lua: &Lua, v: &Value) -> std::result::Result<TestsSpec, String> {
-    let v = convert::to_json(lua, v)?;
-    let list = |k: &str| -> Vec<String> {
-        v[k].as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
-    };
-    let runner = list("runner");
-    if runner.is_empty() {
+fn tests_spec(lua: &Lua, v: Value) -> std::result::Result<TestsSpec, String> {
+    let spec: TestsSpec = from_table(lua, v, "check.tests")?;
+    if spec.runner.is_empty() {
         return Err("check.tests: 'runner' must be a non-empty list".into());
     }
-    Ok(TestsSpec {
-        runner,
-        inject: v["inject"].as_str().map(PathBuf::from),
-        fail_to_pass: list("fail_to_pass"),
-        pass_to_pass: list("pass_to_pass"),
-        timeout_s: v["timeout_s"].as_f64().unwrap_or(60.0),
-    })
+    Ok(spec)
+}
+
+/// A table the DSL normalised, read into its spec type by serde: the type's
+/// fields are the one declaration of its keys (an unknown key is refused
+/// where the type says `deny_unknown_fields`), its defaults are the type's.
+/// Functions in the table stay in Lua (they are left out, not refused);
+/// the caller's error gets the declaration's `file:line`.
+fn from_table<T: serde::de::DeserializeOwned>(lua: &Lua, v: Value, what: &str) -> std::result::Result<T, String> {
+    use mlua::LuaSerdeExt;
+    let options = mlua::serde::DeserializeOptions::new().deny_unsupported_types(false);
+    lua.from_value_with(v, options).map_err(|e| format!("{what}: {e}"))
 }
 
 /// A judge check's `judge` table.
@@ -616,7 +624,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         let c = c.map_err(|e| e.to_string())?;
         let kind: Option<String> = opt(&c, "kind")?;
         let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
-            (Some("tests"), Some(v)) => Some(tests_spec(lua, &v)?),
+            (Some("tests"), Some(v)) => Some(tests_spec(lua, v)?),
             _ => None,
         };
         checks.push(CheckInfo {
@@ -687,7 +695,13 @@ fn faults_spec(lua: &Lua, v: Option<Value>) -> std::result::Result<Option<Faults
     for (tool, rules) in map {
         let rules = match rules {
             Json::Bool(false) => None,
-            r => Some(serde_json::from_value::<Vec<FaultRule>>(r.clone()).map_err(|e| format!("faults.{tool}: {e}"))?),
+            r => Some(
+                serde_json::from_value::<Vec<FaultRule>>(r.clone())
+                    .map_err(|e| format!("faults.{tool}: {e}"))?
+                    .into_iter()
+                    .map(FaultRule::with_defaults)
+                    .collect(),
+            ),
         };
         out.insert(tool.clone(), rules);
     }

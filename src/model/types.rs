@@ -12,21 +12,7 @@ use crate::record::ModelApi;
 use crate::spec::ModelSpec;
 pub use crate::spec::Prices;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    OpenAI,
-    Anthropic,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAI => "openai",
-            Provider::Anthropic => "anthropic",
-        }
-    }
-}
+pub use crate::spec::Provider;
 
 /// Where and how to reach a model. Holds the *name* of the key's environment
 /// variable, never the key.
@@ -125,21 +111,10 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
 }
 
-fn env_prefix(provider: Provider) -> &'static str {
-    match provider {
-        Provider::OpenAI => "OPENAI",
-        Provider::Anthropic => "ANTHROPIC",
-    }
-}
-
-/// Whether a model of `provider` ("openai" | "anthropic") is reachable by
-/// configuration: `EVALUA_<P>_BASE_URL`, `<P>_BASE_URL` or `<P>_API_KEY` is set.
-pub fn configured(provider: &str) -> bool {
-    let p = match provider {
-        "anthropic" => Provider::Anthropic,
-        _ => Provider::OpenAI,
-    };
-    let pre = env_prefix(p);
+/// Whether a model of `provider` is reachable by configuration:
+/// `EVALUA_<P>_BASE_URL`, `<P>_BASE_URL` or `<P>_API_KEY` is set.
+pub fn configured(provider: Provider) -> bool {
+    let pre = provider.env_prefix();
     [format!("EVALUA_{pre}_BASE_URL"), format!("{pre}_BASE_URL"), format!("{pre}_API_KEY")]
         .iter()
         .any(|n| env_nonempty(n).is_some())
@@ -167,12 +142,8 @@ impl Endpoint {
     /// Without `require_model`, no model named leaves `model` empty (the
     /// model proxy then keeps the agent's choice).
     pub fn resolve(spec: &ModelSpec, require_model: bool) -> Result<Endpoint, String> {
-        let provider = match spec.provider.as_str() {
-            "openai" => Provider::OpenAI,
-            "anthropic" => Provider::Anthropic,
-            other => return Err(format!("unknown model provider '{other}'")),
-        };
-        let pre = env_prefix(provider);
+        let provider = spec.provider;
+        let pre = provider.env_prefix();
         let nonempty = |v: &Option<String>| v.clone().filter(|x| !x.is_empty());
         let base_url = nonempty(&spec.base_url)
             .or_else(|| env_nonempty(&format!("EVALUA_{pre}_BASE_URL")))

@@ -400,7 +400,7 @@ impl Exporter {
             .or(fallback_start)
             .unwrap_or_else(SystemTime::now);
         let at = |ms: f64| start + Duration::from_secs_f64((ms.max(0.0)) / 1000.0);
-        let root_end = at(record.wall_ms.max(trace.usage.wall_ms));
+        let root_end = at(record.wall_ms.max(trace.record.usage.wall_ms));
         let ctx = |id: SpanId| SpanContext::new(tid, id, TraceFlags::SAMPLED, false, TraceState::default());
         let mut out = Vec::with_capacity(trace.calls.len() + trace.model_calls.len() + 1);
 

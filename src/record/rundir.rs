@@ -142,11 +142,23 @@ impl RunDir {
     }
 
     /// An existing run dir (it has a manifest.json).
+    ///
+    /// The top dir of an interleaved run is refused with the way to its agents' runs.
     pub fn open(dir: &Path) -> Result<RunDir> {
         if !dir.is_dir() {
             return Err(Error::Input(format!("{}: not a run dir (no such directory)", dir.display())));
         }
         if !dir.join(files::MANIFEST).is_file() {
+            if dir.join(files::INTERLEAVED).is_file() {
+                return Err(Error::Input(format!(
+                    "{}: an interleaved run, not one agent's run dir: each agent's run is {}/<name> ({}); \
+                     `evalua report {}` re-renders the side-by-side reports",
+                    dir.display(),
+                    dir.join(files::AGENTS_DIR).display(),
+                    agent_names(dir).join(", "),
+                    dir.display()
+                )));
+            }
             return Err(Error::Input(format!("{}: not a run dir (no {})", dir.display(), files::MANIFEST)));
         }
         Ok(RunDir { path: dir.to_path_buf(), store: Arc::default() })
@@ -230,7 +242,7 @@ impl RunDir {
     /// Store one trial's trace (see [`RunDir::write_traces`]).
     pub fn write_trace(&self, trace: &Trace) -> std::io::Result<()> {
         let json = serde_json::to_vec(trace)?;
-        self.write_traces(&[(&trace.case, trace.trial, &json)])
+        self.write_traces(&[(&trace.record.case, trace.record.trial, &json)])
     }
 
     fn index(&self) -> std::result::Result<Arc<Index>, String> {
@@ -270,23 +282,25 @@ impl RunDir {
                 self.file(traces::PACK).display()
             ))
         })?;
-        if trace.case != case || trace.trial != trial {
+        if trace.record.case != case || trace.record.trial != trial {
             return Err(Error::Input(format!(
                 "{}: the index points {case}#{trial} at the trace of {}#{}",
                 self.file(traces::INDEX).display(),
-                trace.case,
-                trace.trial
+                trace.record.case,
+                trace.record.trial
             )));
         }
         Ok(Some(trace))
     }
 
-    /// The trace of a record, if the run dir holds it and it is a trace.
+    /// The trace of a record, if the run dir holds it and it is a trace,
+    /// carrying that record.
     pub fn read_trace(&self, rec: &TrialRecord) -> Option<Trace> {
-        if let Some(p) = traces::legacy_file(&self.path, &rec.trace) {
-            return serde_json::from_str(&fs::read_to_string(p).ok()?).ok();
-        }
-        self.find_trace(&rec.case, rec.trial).ok().flatten()
+        let found: Option<Trace> = match traces::legacy_file(&self.path, &rec.trace) {
+            Some(p) => serde_json::from_str(&fs::read_to_string(p).ok()?).ok(),
+            None => self.find_trace(&rec.case, rec.trial).ok().flatten(),
+        };
+        found.map(|t| Trace { record: rec.clone(), ..t })
     }
 
     /// Where a record's trace is, relative to the run dir, for a report's link.
@@ -298,8 +312,12 @@ impl RunDir {
         TraceLink { file: traces::PACK.to_string(), line }
     }
 
-    /// The trace of a record, or why it cannot be read (naming the file).
+    /// The trace of a record, carrying that record, or why it cannot be read (naming the file).
     pub fn load_trace(&self, rec: &TrialRecord) -> std::result::Result<Trace, String> {
+        self.load_trace_file(rec).map(|t| Trace { record: rec.clone(), ..t })
+    }
+
+    fn load_trace_file(&self, rec: &TrialRecord) -> std::result::Result<Trace, String> {
         if !files::in_traces_dir(&rec.trace) {
             return Err(format!("trace path {:?} is not under traces/", rec.trace));
         }
@@ -719,4 +737,15 @@ mod tests {
         let err = write_json(&dir.path().join("gone/summary.json"), &1).unwrap_err().to_string();
         assert!(err.contains("gone/summary.json"), "{err}");
     }
+}
+
+/// The agents of an interleaved run's top dir: the folders under `agents/`, sorted.
+fn agent_names(top: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(top.join(files::AGENTS_DIR))
+        .map(|d| {
+            d.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
 }

@@ -101,7 +101,8 @@ impl Place<Done> for Cases<'_> {
             }
             Done::Graded(g) => *g,
         };
-        let grade::Graded { mut record, mut trace, matched, warnings, trial } = g;
+        let grade::Graded { mut trace, matched, warnings, trial } = g;
+        let record = &mut trace.record;
         if !warnings.is_empty() {
             warn(warnings);
         }
@@ -131,11 +132,10 @@ impl Place<Done> for Cases<'_> {
                 n
             }
         };
-        trace.trial = record.trial;
         record.trace = crate::record::traces::PACK.to_string();
         let index = self.announced;
         self.announced += 1;
-        Some(Placed { index, case, out: TrialOutput { record, trace, tests: Vec::new(), state: None }, bytes: None })
+        Some(Placed { index, case, out: TrialOutput { trace, tests: Vec::new(), state: None }, bytes: None })
     }
 }
 

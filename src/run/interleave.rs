@@ -90,8 +90,8 @@ impl Interleaved {
     fn placed(&self, pos: usize, mut out: TrialOutput) -> Placed {
         let (b, a) = self.unit_of(pos);
         // The record names its agent: the run dir it goes to follows from it.
-        out.record.agent = Some(self.agents[a].clone());
-        let bytes = Some(trace_bytes(&mut out.record, &out.trace));
+        out.trace.record.agent = Some(self.agents[a].clone());
+        let bytes = Some(trace_bytes(&mut out.trace));
         Placed { index: pos, case: self.blocks[b].0, out, bytes }
     }
 }

@@ -314,8 +314,8 @@ pub fn select_agent(plan: &mut Plan, name: Option<&str>) -> Result<()> {
         let what = format!("{where_}: agent '{n}' (evalua.agent.{})", m.model.provider);
         crate::model::Endpoint::resolve(&m.model, true).map_err(|e| Error::Input(format!("{what}: {e}")))?;
         let explicit = m.model.base_url.as_deref().is_some_and(|u| !u.is_empty());
-        if !explicit && !crate::model::configured(&m.model.provider) {
-            let pre = if m.model.provider == "anthropic" { "ANTHROPIC" } else { "OPENAI" };
+        if !explicit && !crate::model::configured(m.model.provider) {
+            let pre = m.model.provider.env_prefix();
             return Err(Error::Input(format!(
                 "{what}: no model endpoint is configured: set {pre}_API_KEY, or EVALUA_{pre}_BASE_URL for another compatible server"
             )));

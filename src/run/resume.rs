@@ -372,37 +372,13 @@ pub fn prepare(
         .map(|(i, l)| {
             let case = &plan.cases[work[i].0];
             // (The input is in the trace; the plan keeps none.)
-            let trace = dir.read_trace(&l.record).unwrap_or_else(|| trace_of(&l.record, ""));
             let tests = trial::test_rows_of(&case.spec, &l.record.checks);
-            (i, Kept { record: l.record, trace, tests })
+            // The record as trials.jsonl has it; the rest from its trace, when it can be read.
+            let trace = dir.read_trace(&l.record).unwrap_or_else(|| Trace::of(l.record));
+            (i, Kept { trace, tests })
         })
         .collect();
     Ok((old, Prepared { kept, entry }))
-}
-
-/// A trace for a kept record whose trace file is missing: what the record says.
-fn trace_of(r: &TrialRecord, input: &str) -> Trace {
-    Trace {
-        started_at: None,
-        case: r.case.clone(),
-        trial: r.trial,
-        seed: r.seed,
-        input: input.to_string(),
-        outcome: r.outcome,
-        ended: r.ended,
-        answer: r.answer.clone(),
-        error: r.error.clone(),
-        messages: Vec::new(),
-        calls: Vec::new(),
-        outbox: Vec::new(),
-        usage: r.usage.clone(),
-        checks: r.checks.clone(),
-        log: Vec::new(),
-        stderr_tail: None,
-        model_calls: Vec::new(),
-        infra_error: r.infra_error.clone(),
-        state: None,
-    }
 }
 
 /// Once every planned trial is recorded: put trials.jsonl in plan order (a

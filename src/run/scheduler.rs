@@ -192,11 +192,11 @@ impl Store for RunDir {
 }
 
 /// A trace as stored, or an empty one and the record saying why.
-pub fn trace_bytes(record: &mut TrialRecord, trace: &Trace) -> Vec<u8> {
+pub fn trace_bytes(trace: &mut Trace) -> Vec<u8> {
     match serde_json::to_vec(trace) {
         Ok(b) => b,
         Err(e) => {
-            record.error = Some(format!("could not write the trace: {e}"));
+            trace.record.error = Some(format!("could not write the trace: {e}"));
             Vec::new()
         }
     }
@@ -232,7 +232,7 @@ pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
 /// A trial an earlier, interrupted run finished, kept by `--resume`: its
 /// record (as read back from trials.jsonl) and its trace.
 pub struct Kept {
-    pub record: TrialRecord,
+    /// The kept trial's trace, its record (as trials.jsonl has it) within.
     pub trace: Trace,
     pub tests: Vec<TestRow>,
 }
@@ -291,7 +291,7 @@ impl Planned {
     fn output(&self, pos: usize, out: TrialOutput, with_bytes: bool) -> Placed {
         let index = self.todo[pos];
         let mut out = out;
-        let bytes = with_bytes.then(|| trace_bytes(&mut out.record, &out.trace));
+        let bytes = with_bytes.then(|| trace_bytes(&mut out.trace));
         Placed { index, case: self.work[index].0, out, bytes }
     }
 }
@@ -361,7 +361,7 @@ impl Source for Planned {
             .map(|(index, k)| Placed {
                 index,
                 case: self.work[index].0,
-                out: TrialOutput { record: k.record, trace: k.trace, tests: k.tests, state: None },
+                out: TrialOutput { trace: k.trace, tests: k.tests, state: None },
                 bytes: None,
             })
             .collect()
@@ -498,7 +498,7 @@ fn serialise(batch: &mut [Placed], jobs: usize) {
         for part in missing.chunks_mut(size) {
             s.spawn(move || {
                 for p in part.iter_mut() {
-                    p.bytes = Some(trace_bytes(&mut p.out.record, &p.out.trace));
+                    p.bytes = Some(trace_bytes(&mut p.out.trace));
                 }
             });
         }
@@ -525,10 +525,10 @@ fn tell(sinks: &mut [&mut dyn Sink], ev: &RunEvent<'_>, failure: &mut Option<Err
 impl Herald {
     fn announce(&mut self, d: Placed, sinks: &mut [&mut dyn Sink], failure: &mut Option<Error>) {
         let o = &d.out;
-        let ev = RunEvent::TrialFinished { case: d.case, record: &o.record, trace: &o.trace, tests: &o.tests };
+        let ev = RunEvent::TrialFinished { case: d.case, record: &o.trace.record, trace: &o.trace, tests: &o.tests };
         tell(sinks, &ev, failure);
         self.announced += 1;
-        if o.record.ended == Ended::Interrupted {
+        if o.trace.record.ended == Ended::Interrupted {
             self.interrupted += 1;
         }
     }
@@ -634,23 +634,23 @@ impl Scheduler {
                         // Each trial's kept state, then the traces, are stored before their records are announced.
                         for d in batch.iter_mut() {
                             if let Some(kept) = d.out.state.take()
-                                && let Err(e) = dir.write_state(&d.out.record, &kept)
+                                && let Err(e) = dir.write_state(&d.out.trace.record, &kept)
                             {
-                                d.out.record.error = Some(format!("could not keep the trial's state: {e}"));
+                                d.out.trace.record.error = Some(format!("could not keep the trial's state: {e}"));
                             }
                         }
                         let stored = {
                             let items: Vec<(&TrialRecord, &[u8])> = batch
                                 .iter()
                                 .filter_map(|d| {
-                                    d.bytes.as_deref().filter(|b| !b.is_empty()).map(|b| (&d.out.record, b))
+                                    d.bytes.as_deref().filter(|b| !b.is_empty()).map(|b| (&d.out.trace.record, b))
                                 })
                                 .collect();
                             dir.write_traces(&items)
                         };
                         for mut d in batch {
                             if let Err(e) = &stored {
-                                d.out.record.error = Some(format!("could not write the trace: {e}"));
+                                d.out.trace.record.error = Some(format!("could not write the trace: {e}"));
                             }
                             d.bytes = None;
                             if tx.send(d).is_err() {

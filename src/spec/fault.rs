@@ -32,7 +32,37 @@ pub enum FaultKind {
     Inject,
 }
 
+/// `rate_limit`'s wait when its rule gives no `retry_after_s`.
+pub const DEFAULT_RETRY_AFTER_S: f64 = 1.0;
+
 impl FaultKind {
+    /// Every kind. The DSL's check of a rule's keys (`FAULT_KINDS` in
+    /// stdlib/evalua/init.lua) is built from this and [`FaultKind::keys`]
+    /// (`host.fault_kinds`): a new kind is declared here, once.
+    pub const ALL: [FaultKind; 7] = [
+        FaultKind::Error,
+        FaultKind::RateLimit,
+        FaultKind::Timeout,
+        FaultKind::Empty,
+        FaultKind::Partial,
+        FaultKind::Stale,
+        FaultKind::Inject,
+    ];
+
+    /// The keys of [`FaultRule`] a rule of this kind takes besides `kind`,
+    /// `on_call` and `probability`.
+    pub fn keys(self) -> &'static [&'static str] {
+        match self {
+            FaultKind::Error => &["message"],
+            FaultKind::RateLimit => &["retry_after_s", "message"],
+            FaultKind::Timeout => &["message", "effect"],
+            FaultKind::Empty => &[],
+            FaultKind::Partial => &["keep"],
+            FaultKind::Stale => &["age_s"],
+            FaultKind::Inject => &["text", "field"],
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             FaultKind::Error => "error",
@@ -83,6 +113,17 @@ pub struct FaultRule {
     pub field: Option<String>,
 }
 
+impl FaultRule {
+    /// The rule with its kind's defaults filled in (`rate_limit`'s
+    /// `retry_after_s`): the one place they are set, when a suite is read.
+    pub fn with_defaults(mut self) -> FaultRule {
+        if self.kind == FaultKind::RateLimit && self.retry_after_s.is_none() {
+            self.retry_after_s = Some(DEFAULT_RETRY_AFTER_S);
+        }
+        self
+    }
+}
+
 /// Whether a `timeout`'s call has its effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -130,6 +171,29 @@ mod tests {
             text: None,
             field: None,
         }
+    }
+
+    #[test]
+    fn every_key_a_kind_takes_is_a_field_of_a_rule_and_every_field_is_taken() {
+        let fields = crate::spec::keys::fields::<FaultRule>();
+        let mut taken = vec!["kind", "on_call", "probability"];
+        for kind in FaultKind::ALL {
+            for k in kind.keys() {
+                assert!(fields.contains(k), "{}: '{k}' is not a field of FaultRule", kind.as_str());
+                taken.push(k);
+            }
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        for f in fields {
+            assert!(taken.contains(f), "FaultRule's '{f}' is taken by no kind");
+        }
+    }
+
+    #[test]
+    fn a_rate_limit_waits_one_second_unless_told() {
+        let r = FaultRule { kind: FaultKind::RateLimit, ..rule(FaultKind::RateLimit) }.with_defaults();
+        assert_eq!(r.retry_after_s, Some(DEFAULT_RETRY_AFTER_S));
+        assert_eq!(rule(FaultKind::Error).with_defaults().retry_after_s, None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod fault;
 pub mod gate;
+pub mod keys;
 pub mod model;
 pub mod sources;
 
@@ -17,7 +18,7 @@ use serde_json::Value as Json;
 
 pub use fault::{FaultEffect, FaultKind, FaultRule, Faults};
 pub use gate::Gate;
-pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, ProxySpec, ToolResults, UserSpec};
+pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, ToolResults, UserSpec};
 pub use sources::{SourceFile, Sources};
 
 /// The trial deadline when the suite's budget sets none.
@@ -166,14 +167,28 @@ impl Default for KeepCaps {
 }
 
 /// `check.tests { ... }` (SWE-bench semantics): the host validates it on the
-/// initial tree before the first trial.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// initial tree before the first trial. Its keys are these fields (the DSL
+/// reads them with `host.fields("tests")`), its default timeout is here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TestsSpec {
     pub runner: Vec<String>,
+    #[serde(default)]
     pub inject: Option<PathBuf>,
+    #[serde(default)]
     pub fail_to_pass: Vec<String>,
+    #[serde(default)]
     pub pass_to_pass: Vec<String>,
+    #[serde(default = "TestsSpec::default_timeout_s")]
     pub timeout_s: f64,
+}
+
+impl TestsSpec {
+    /// `timeout_s` when the check gives none.
+    pub const DEFAULT_TIMEOUT_S: f64 = 60.0;
+    fn default_timeout_s() -> f64 {
+        Self::DEFAULT_TIMEOUT_S
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -14,13 +14,59 @@ pub struct Prices {
     pub output: f64,
 }
 
+/// Which API family a model endpoint speaks: what a suite names with
+/// `provider = "openai" | "anthropic"` (and `evalua.agent.openai` /
+/// `anthropic`), with what each implies (its environment variables' prefix).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// OpenAI-compatible Chat Completions (the default).
+    #[default]
+    OpenAI,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+impl Provider {
+    /// Every provider, in the order a message lists them.
+    pub const ALL: [Provider; 2] = [Provider::OpenAI, Provider::Anthropic];
+
+    /// Its name in a suite (`provider = "openai"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAI => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+
+    /// The provider a suite names, if it is one.
+    pub fn from_name(name: &str) -> Option<Provider> {
+        Provider::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
+    /// The prefix of its environment variables: `OPENAI` in `OPENAI_API_KEY`,
+    /// `EVALUA_OPENAI_BASE_URL`, `EVALUA_OPENAI_MODEL`.
+    pub fn env_prefix(self) -> &'static str {
+        match self {
+            Provider::OpenAI => "OPENAI",
+            Provider::Anthropic => "ANTHROPIC",
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A model endpoint as declared (`evalua.model{}` and the same keys on
 /// `evalua.agent.openai{}`, judges and `model_proxy`). Holds the *name* of
 /// the key's environment variable, never a key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelSpec {
-    #[serde(default = "default_provider")]
-    pub provider: String,
+    #[serde(default)]
+    pub provider: Provider,
     /// None: from `EVALUA_<P>_MODEL` (or, for the proxy, the agent's choice).
     #[serde(default)]
     pub model: Option<String>,
@@ -44,13 +90,9 @@ pub struct ModelSpec {
     pub prices: Option<Prices>,
 }
 
-fn default_provider() -> String {
-    "openai".into()
-}
-
 impl ModelSpec {
-    pub fn for_provider(provider: &str) -> Self {
-        ModelSpec { provider: provider.to_string(), ..Default::default() }
+    pub fn for_provider(provider: Provider) -> Self {
+        ModelSpec { provider, ..Default::default() }
     }
     /// `provider:model` (the model may be unnamed yet).
     pub fn id(&self) -> String {

@@ -41,7 +41,7 @@ pub struct TestRow {
 }
 
 pub struct TrialOutput {
-    pub record: TrialRecord,
+    /// The trial's trace, its record (the line of trials.jsonl) within.
     pub trace: Trace,
     pub tests: Vec<TestRow>,
     /// What the trial changed, on its way to the run dir (SPEC §10); None when nothing is kept.
@@ -119,7 +119,7 @@ pub(crate) fn run_in(
     if workdir.exists() {
         let _ = std::fs::remove_dir_all(&workdir);
     }
-    if cancel::requested() && out.record.ended != Ended::Interrupted {
+    if cancel::requested() && out.trace.record.ended != Ended::Interrupted {
         // Stopped while the checks ran, or while the trial was being prepared
         // (a stopped suite evaluation): what it says is not to be trusted.
         return interrupted_after_grading(out);
@@ -132,15 +132,11 @@ pub(crate) fn run_in(
 /// (they were stopped, not decided).
 pub(crate) fn interrupted_after_grading(mut out: TrialOutput) -> TrialOutput {
     let end = AgentEnd::interrupted();
-    for r in [&mut out.record.ended, &mut out.trace.ended] {
-        *r = Ended::Interrupted;
-    }
-    out.record.outcome = record::Outcome::InfraError;
-    out.trace.outcome = record::Outcome::InfraError;
-    out.record.checks.clear();
-    out.trace.checks.clear();
-    out.record.error = end.error.clone();
-    out.trace.error = end.error;
+    let r = &mut out.trace.record;
+    r.ended = Ended::Interrupted;
+    r.outcome = record::Outcome::InfraError;
+    r.checks.clear();
+    r.error = end.error;
     out.tests.clear();
     out
 }
@@ -159,7 +155,7 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> T
         wall_ms: 0.0,
         answer: String::new(),
         error: Some(error.clone()),
-        infra_error: Some(error.clone()),
+        infra_error: Some(error),
         trace: record::traces::PACK.to_string(),
         failure_modes: None,
         tool_spans: Vec::new(),
@@ -167,29 +163,9 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> T
         source: None,
         safety: None,
     };
-    let trace = Trace {
-        case: case.spec.id.clone(),
-        trial: number,
-        seed,
-        // The case could not be materialised: its input is in the suite file.
-        input: String::new(),
-        outcome: record.outcome,
-        ended: record.ended,
-        answer: String::new(),
-        error: Some(error.clone()),
-        infra_error: Some(error),
-        messages: Vec::new(),
-        calls: Vec::new(),
-        outbox: Vec::new(),
-        usage: Default::default(),
-        checks: Vec::new(),
-        log: Vec::new(),
-        stderr_tail: None,
-        model_calls: Vec::new(),
-        started_at: Some(jiff::Timestamp::now().to_string()),
-        state: None,
-    };
-    TrialOutput { record, trace, tests: Vec::new(), state: None }
+    // The case could not be materialised: its input is in the suite file.
+    let trace = Trace { started_at: Some(jiff::Timestamp::now().to_string()), ..Trace::of(record) };
+    TrialOutput { trace, tests: Vec::new(), state: None }
 }
 
 /// Where a trial's final state and journal come from.
@@ -392,6 +368,7 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         }
     };
     let st = trial.state.borrow();
+    let trial_safety = trial.plan.safety.then(|| safety(&trial, &checks, &st.calls));
     let record = TrialRecord {
         // Which of the suite's named agents played (none when the suite names none).
         agent: trial.agent_choice.name.filter(|_| trial.plan.names_agents()).map(str::to_string),
@@ -400,39 +377,30 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         seed: trial.seed,
         outcome,
         ended: end.ended,
-        checks: checks.clone(),
+        checks,
         calls: CallCounts::of(&st.calls),
         usage: st.usage.clone(),
         wall_ms,
-        answer: end.answer.clone(),
-        error: end.error.clone(),
         infra_error: end.infra_error(),
+        answer: end.answer,
+        error: end.error,
         trace: record::traces::PACK.to_string(),
         failure_modes,
         tool_spans: record::ToolSpan::of(&st.calls),
         first_failure: record::FirstFailure::of(&st.calls, &st.model_calls),
         source: None,
-        safety: trial.plan.safety.then(|| safety(&trial, &checks, &st.calls)),
+        safety: trial_safety,
     };
     let started_at = std::time::SystemTime::now()
         .checked_sub(st.started.elapsed())
         .and_then(|t| jiff::Timestamp::try_from(t).ok())
         .map(|t| t.to_string());
     let trace = Trace {
-        case: record.case.clone(),
-        trial: trial.number,
-        seed: trial.seed,
+        record,
         input: trial.input.clone(),
-        outcome,
-        ended: end.ended,
-        infra_error: record.infra_error.clone(),
-        answer: end.answer,
-        error: end.error,
         messages: st.messages.clone(),
         calls: st.calls.clone(),
         outbox: st.outbox.clone(),
-        usage: st.usage.clone(),
-        checks,
         log,
         stderr_tail: end.stderr_tail,
         model_calls: st.model_calls.clone(),
@@ -446,7 +414,7 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
     // hold a connection per trial in between (100 KB each, gigabytes at
     // 100,000 cases). A handle kept past its trial refuses to run.
     release_db(&trial.ctx, "db");
-    TrialOutput { record, trace, tests, state: kept }
+    TrialOutput { trace, tests, state: kept }
 }
 
 /// What a finished trial changed, to keep (SPEC §10): the database's

@@ -38,12 +38,11 @@ pub fn run(plan: &Plan, case: &CasePlan, number: u32, rec: Recording<'_>) -> Tri
         run_in(plan, case, number, None, rec.workdir.clone(), Start::Replay, |trial| drive(trial, rec.recorded))
     });
     // The recorded agent's time, tokens and cost, not the re-execution's.
-    let usage = merged_usage(rec.recorded, &out.record.usage);
-    out.record.wall_ms = rec.recorded.usage.wall_ms;
-    out.record.usage = usage.clone();
-    out.trace.usage = usage;
+    let r = &mut out.trace.record;
+    r.usage = merged_usage(rec.recorded, &r.usage);
+    r.wall_ms = rec.recorded.usage.wall_ms;
+    r.source = Some(rec.source);
     out.trace.model_calls.splice(0..0, rec.recorded.model_calls.iter().cloned());
-    out.record.source = Some(rec.source);
     out
 }
 

@@ -28,7 +28,7 @@ pub fn regrade(plan: &Plan, case: &CasePlan, old: &RunDir, rec: &TrialRecord) ->
         if let Ok(trace) = old.load_trace(rec) {
             out.trace = trace;
         }
-        out.record = TrialRecord { trace: out.record.trace.clone(), ..rec.clone() };
+        out.trace.record = TrialRecord { trace: record::traces::PACK.to_string(), ..rec.clone() };
         return out;
     }
     let trace = match old.load_trace(rec) {
@@ -112,7 +112,7 @@ fn graded(
         calls: trace.calls,
         messages: trace.messages,
         outbox: trace.outbox,
-        usage: trace.usage,
+        usage: trace.record.usage,
         // The judges are asked again: their earlier calls are not this grading's.
         model_calls: trace.model_calls.into_iter().filter(|m| m.by != "judge").collect(),
         ..Journal::new()
@@ -137,9 +137,9 @@ fn graded(
     let lua_state = trial.lua.clone();
     let trips = lua::limits(&lua_state).trips();
     let end = AgentEnd {
-        ended: trace.ended,
-        answer: trace.answer,
-        error: trace.error,
+        ended: trace.record.ended,
+        answer: trace.record.answer,
+        error: trace.record.error,
         infra: false,
         stderr_tail: trace.stderr_tail,
     };
@@ -156,22 +156,8 @@ fn graded(
 fn unrebuildable(plan: &Plan, case: &CasePlan, rec: &TrialRecord, trace: Option<Trace>, why: &str) -> TrialOutput {
     let checks = all_errors(plan, case, &format!("cannot re-grade: {why}"));
     let outcome = record::outcome_of(false, &checks);
-    let record =
-        TrialRecord { outcome, checks: checks.clone(), trace: record::traces::PACK.to_string(), ..rec.clone() };
+    let record = TrialRecord { outcome, checks, trace: record::traces::PACK.to_string(), ..rec.clone() };
     let mut out = infra(case, rec.trial, rec.seed, String::new());
-    let trace = match trace {
-        Some(t) => Trace { outcome, checks, ..t },
-        None => Trace {
-            outcome,
-            ended: rec.ended,
-            answer: rec.answer.clone(),
-            error: rec.error.clone(),
-            usage: rec.usage.clone(),
-            checks,
-            ..out.trace
-        },
-    };
-    out.record = record;
-    out.trace = trace;
+    out.trace = Trace { record, ..trace.unwrap_or(out.trace) };
     out
 }

@@ -382,7 +382,7 @@ pub fn item_data(rec: &TrialRecord, trace: Option<&Trace>, rubric: Option<&str>)
     let mut d = match trace {
         Some(t) => json!({
             "input": t.input,
-            "answer": if t.answer.is_empty() { &rec.answer } else { &t.answer },
+            "answer": if t.record.answer.is_empty() { &rec.answer } else { &t.record.answer },
             "calls": values(serde_json::to_value(&t.calls)).iter().map(strip_call).collect::<Vec<_>>(),
             "messages": values(serde_json::to_value(&t.messages)),
             "outbox": values(serde_json::to_value(&t.outbox)),

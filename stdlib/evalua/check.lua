@@ -894,7 +894,7 @@ function check.command(opts)
   end
   local inject = inject_of("check.command", opts.inject, 2)
   local expect = opts.expect_exit or 0
-  local timeout = opts.timeout_s or 60
+  local timeout = opts.timeout_s or host.default("tests.timeout_s")
   return make("command", "command: " .. short(label), opts, function(t)
     local r, err = t.run_command { cmd = cmd, timeout_s = timeout, inject = inject, max_output = opts.max_output }
     if not r then error("check.command: " .. err, 0) end
@@ -912,7 +912,7 @@ end
 --- SWE-bench style tests: `inject` (hidden test files, copied in only at grading time) over a copy of the
 --- final tree, then `runner ++ { id }` per test id; every FAIL_TO_PASS and PASS_TO_PASS id must exit 0.
 function check.tests(opts)
-  opts = opts_of("check.tests", opts, { "runner", "inject", "fail_to_pass", "pass_to_pass", "timeout_s" }, 2)
+  opts = opts_of("check.tests", opts, host.fields("tests"), 2)   -- spec::TestsSpec
   string_list("check.tests", "runner", opts.runner, 2, true)
   string_list("check.tests", "fail_to_pass", opts.fail_to_pass, 2)
   string_list("check.tests", "pass_to_pass", opts.pass_to_pass, 2)

@@ -141,11 +141,9 @@ end
 ----------------------------------------------------------------------------
 -- Models: model-driven agents, simulated users (and judges) name an endpoint.
 
-local MODEL_KEYS = set {
-  "provider", "model", "base_url", "api_key_env", "prices", "temperature", "seed", "max_tokens",
-  "timeout_s", "max_retries", "max_concurrency",
-}
-local PROVIDERS = set { "openai", "anthropic" }
+-- Declared once, in Rust: spec::ModelSpec's fields and spec::Provider.
+local MODEL_KEYS = set(host.fields("model"))
+local PROVIDERS = set(host.fields("providers"))
 
 -- Validate the endpoint options in `spec` (keys in MODEL_KEYS) and return them
 -- as a normalised table { kind = "model", provider = ..., ... }. Defaults the
@@ -286,10 +284,10 @@ function M.agent.replay(path)
   return { kind = "replay", path = p }
 end
 
-local MODEL_AGENT_KEYS = set {
-  "model", "base_url", "api_key_env", "prices", "temperature", "seed", "max_tokens",
-  "timeout_s", "max_retries", "max_concurrency", "system", "max_turns", "tool_results", "calls_per_step",
-}
+-- An agent's provider is its constructor's: the endpoint options but `provider`.
+local MODEL_AGENT_KEYS = set(host.fields("model"))
+MODEL_AGENT_KEYS.provider = nil
+for _, k in ipairs { "system", "max_turns", "tool_results", "calls_per_step" } do MODEL_AGENT_KEYS[k] = true end
 
 local function model_agent(provider, spec)
   local what = "evalua.agent." .. provider
@@ -550,7 +548,7 @@ local SUITE_KEYS = set {
   "seed", "skip", "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
 }
 local GRADE_KEYS = set { "gate", "reexecute" }
-local BUDGET_KEYS = set { "deadline_s", "max_tool_calls", "max_turns", "max_tokens", "max_cost_usd" }
+local BUDGET_KEYS = set(host.fields("budget"))   -- spec::Budget
 local SANDBOX_KEYS = set {
   "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "max_file_mb", "max_trial_mb", "expose", "network",
 }
@@ -586,18 +584,10 @@ local function check_budget(what, b, level)
 end
 
 -- Fault injection (SPEC §11): which keys each kind takes besides kind, on_call
--- and probability. Another kind joins by adding its entry here and its
--- behaviour in the executor (src/executor/fault.rs).
-local FAULT_KINDS = {
-  error = set { "message" },
-  rate_limit = set { "retry_after_s", "message" },
-  timeout = set { "message", "effect" },
-  empty = set {},
-  partial = set { "keep" },
-  stale = set { "age_s" },
-  inject = set { "text", "field" },
-}
-M._fault_kinds = FAULT_KINDS
+-- and probability. Declared once, in Rust (spec::FaultKind::keys, with the
+-- kind's behaviour in src/executor/fault.rs); its defaults are set there too.
+local FAULT_KINDS = {}
+for kind, keys in pairs(host.fault_kinds()) do FAULT_KINDS[kind] = set(keys) end
 
 local function fault_rule(what, r, level)
   if type(r) ~= "table" or type(r.kind) ~= "string" then
@@ -647,7 +637,7 @@ local function fault_rule(what, r, level)
   end
   return {
     kind = r.kind, on_call = on_call and host.array(on_call) or nil, probability = r.probability,
-    retry_after_s = r.retry_after_s or (r.kind == "rate_limit" and 1 or nil), message = r.message,
+    retry_after_s = r.retry_after_s, message = r.message,
     keep = r.keep, age_s = r.age_s, effect = r.effect, text = r.text, field = r.field,
   }
 end
@@ -679,7 +669,7 @@ local function normalize_faults(what, faults, level)
   return out
 end
 
-local REFERENCE_KEYS = set { "calls", "tokens", "max_ratio" }
+local REFERENCE_KEYS = set(host.fields("reference"))   -- spec::Reference
 local REFERENCE_CALL_KEYS = set { "name", "args" }
 
 -- `reference = { calls = N | { call, ... }, tokens = M, max_ratio = k }`: what

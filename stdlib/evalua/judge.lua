@@ -17,11 +17,11 @@ local function set(list)
   return s
 end
 
-local MODEL_KEYS = set {
-  "kind", "provider", "model", "base_url", "api_key_env", "prices", "temperature", "seed", "max_tokens", "timeout_s",
-  "max_retries", "max_concurrency",
-}
-local PROVIDERS = set { "openai", "anthropic" }
+-- Declared once, in Rust: spec::ModelSpec's fields (and the normalised
+-- table's `kind`), spec::Provider.
+local MODEL_KEYS = set(host.fields("model"))
+MODEL_KEYS.kind = true
+local PROVIDERS = set(host.fields("providers"))
 
 -- A judge's model: the options of evalua.model (shared with model agents and
 -- simulated users), with `model` required (a judge is calibrated per model)
@@ -38,8 +38,8 @@ local function model_spec(m, what, level)
   end
   for k in pairs(m) do
     if type(k) ~= "string" or not MODEL_KEYS[k] then
-      error(what .. ": unknown key '" .. tostring(k) .. "' in the judge model (known: provider, model, base_url, "
-        .. "api_key_env, prices, temperature, seed, max_tokens, timeout_s, max_retries, max_concurrency)", level)
+      error(what .. ": unknown key '" .. tostring(k) .. "' in the judge model (known: "
+        .. table.concat(host.fields("model"), ", ") .. ")", level)
     end
   end
   if type(m.model) ~= "string" or m.model == "" then
@@ -98,12 +98,13 @@ function judge.rubric(spec)
   if not ok then error("judge.rubric: " .. tostring(err):gsub("^[^:]*:%d+: ", ""), 2) end
   local name = spec.name or ("rubric: " .. criteria[1]:sub(1, 50))
   local jspec = { type = "rubric", name = name, criteria = host.array(criteria), models = err, panel = spec.panel ~= nil }
+  local parsed = host.judge_spec(jspec)   -- parsed once, here, not at every check
   return {
     name = name,
     critical = spec.critical or false,
     kind = "judge",
     judge = jspec,
-    run = function(t) return host.judge_rubric(jspec, t) end,
+    run = function(t) return host.judge_rubric(parsed, t) end,
   }
 end
 
@@ -138,13 +139,14 @@ function judge.pairwise(spec)
   local question = spec.question or "Which response better accomplishes the task?"
   local name = spec.name or ("pairwise: " .. question:sub(1, 50))
   local jspec = { type = "pairwise", name = name, question = question, models = models, pass = spec.pass or "a_or_tie" }
+  local parsed = host.judge_spec(jspec)   -- parsed once, here, not at every check
   local a = spec.a or function(t) return t.answer end
   return {
     name = name,
     critical = spec.critical or false,
     kind = "judge",
     judge = jspec,
-    run = function(t) return host.judge_pairwise(jspec, text_of(a, t, "a"), text_of(spec.b, t, "b"), t) end,
+    run = function(t) return host.judge_pairwise(parsed, text_of(a, t, "a"), text_of(spec.b, t, "b"), t) end,
   }
 end
 
@@ -188,12 +190,13 @@ function judge.cascade(spec)
   end
   local name = spec.name or ("cascade: " .. first.criteria[1]:sub(1, 50))
   local jspec = { type = "cascade", name = name, first = first, ["then"] = second, escalate = spec.escalate }
+  local parsed = host.judge_spec(jspec)   -- parsed once, here, not at every check
   return {
     name = name,
     critical = spec.critical or false,
     kind = "judge",
     judge = jspec,
-    run = function(t) return host.judge_cascade(jspec, t) end,
+    run = function(t) return host.judge_cascade(parsed, t) end,
   }
 end
 

@@ -23,10 +23,31 @@ host.SKIP = nil
 ---@type lightuserdata
 host.UNDECIDED = nil
 
+--- Which keys a fault rule of each kind takes besides `kind`, `on_call` and `probability`
+--- (declared once, in Rust: `spec::FaultKind::keys`).
+---@return table<string, string[]> keys
+function host.fault_kinds() end
+
+--- The fields of a declaration, as the Rust spec types declare them:
+--- `"model"` (endpoint options), `"providers"`, `"budget"`, `"reference"`, `"tests"` (`check.tests`), `"fault"`.
+---@param what string
+---@return string[] names
+function host.fields(what) end
+
+--- A default set once in Rust that the stdlib needs at run time: `"tests.timeout_s"`.
+---@param name string
+---@return number value
+function host.default(name) end
+
+--- A judge check's spec, parsed once when the check is declared (the checks pass it to the functions below).
+---@param spec table `{ type = "rubric" | "pairwise" | "cascade", name, ... }` (stdlib/evalua/judge.lua builds it)
+---@return userdata parsed
+function host.judge_spec(spec) end
+
 --- Run a rubric judge on the trial `t` (stdlib/evalua/judge.lua builds `spec`).
 --- Returns what a check returns: true/false and evidence, `host.SKIP` and why,
 --- or `host.UNDECIDED`, evidence and a message (a grader error).
----@param spec table `{ type = "rubric", name, criteria, models, panel }`
+---@param spec userdata `host.judge_spec { type = "rubric", name, criteria, models, panel }`
 ---@param t evalua.Trial
 ---@return any verdict
 ---@return any evidence
@@ -34,7 +55,7 @@ host.UNDECIDED = nil
 function host.judge_rubric(spec, t) end
 
 --- Compare `a` with `b` (the task taken from `t`) in both orders; a tie when the orders disagree.
----@param spec table `{ type = "pairwise", name, question, models, pass }`
+---@param spec userdata `host.judge_spec { type = "pairwise", name, question, models, pass }`
 ---@param a string
 ---@param b string
 ---@param t evalua.Trial
@@ -44,7 +65,7 @@ function host.judge_rubric(spec, t) end
 function host.judge_pairwise(spec, a, b, t) end
 
 --- Run a judge cascade on the trial `t`: `spec.first` on every item, `spec.then` on those `spec.escalate` selects.
----@param spec table `{ type = "cascade", name, first, then, escalate }` (`first` and `then`: rubric specs)
+---@param spec userdata `host.judge_spec { type = "cascade", name, first, then, escalate }` (`first` and `then`: rubric specs)
 ---@param t evalua.Trial
 ---@return any verdict
 ---@return any evidence

@@ -49,7 +49,38 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
             Ok(std::env::var(&name).ok().filter(|v| !v.is_empty()))
         })?,
     )?;
-    h.raw_set("model_configured", lua.create_function(|_, provider: String| Ok(crate::model::configured(&provider)))?)?;
+    // What the DSL checks a suite's tables against, from the Rust declarations.
+    h.raw_set(
+        "fault_kinds",
+        lua.create_function(|lua, ()| {
+            let t = lua.create_table()?;
+            for kind in crate::spec::FaultKind::ALL {
+                t.raw_set(kind.as_str(), kind.keys())?;
+            }
+            Ok(t)
+        })?,
+    )?;
+    h.raw_set(
+        "fields",
+        lua.create_function(|_, what: String| {
+            crate::lua::api::fields::declared(&what)
+                .ok_or_else(|| mlua::Error::runtime(format!("host.fields: no declaration named '{what}'")))
+        })?,
+    )?;
+    h.raw_set(
+        "default",
+        lua.create_function(|_, name: String| {
+            crate::lua::api::fields::default_of(&name)
+                .ok_or_else(|| mlua::Error::runtime(format!("host.default: no default named '{name}'")))
+        })?,
+    )?;
+    h.raw_set(
+        "model_configured",
+        lua.create_function(|_, provider: String| {
+            // An unknown name is no configured provider (the stdlib names only known ones).
+            Ok(crate::spec::Provider::from_name(&provider).is_some_and(crate::model::configured))
+        })?,
+    )?;
     // Whether a variable is set (e.g. a database URL, which may hold a password): its value stays out of Lua.
     h.raw_set(
         "env_is_set",

@@ -6,9 +6,10 @@
 //! evidence and a message (a grader error that keeps its evidence: the votes,
 //! the invalid answer).
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use mlua::{IntoLuaMulti, Lua, LuaSerdeExt, MultiValue, Table, Value};
+use mlua::{IntoLuaMulti, Lua, LuaSerdeExt, MultiValue, Table, UserData, UserDataRef, Value};
 use serde_json::Value as Json;
 
 use super::marks;
@@ -16,6 +17,12 @@ use crate::judge::prompt::{TrialData, strip_call};
 use crate::judge::{self, Status};
 use crate::lua::engine::{self, convert};
 use crate::spec::{JudgeSpec, ModelSpec};
+
+/// A judge check's spec, parsed once when the check is declared
+/// (`host.judge_spec`), not at every check: the checks' closures hold it.
+pub struct Parsed(pub Arc<JudgeSpec>);
+
+impl UserData for Parsed {}
 
 fn spec_of(lua: &Lua, v: &Value) -> mlua::Result<JudgeSpec> {
     let j = convert::to_json(lua, v).map_err(mlua::Error::runtime)?;
@@ -81,38 +88,42 @@ fn conclude(lua: &Lua, c: judge::Conclusion) -> mlua::Result<MultiValue> {
 
 pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
     h.raw_set(
+        "judge_spec",
+        lua.create_function(|lua, spec: Value| lua.create_userdata(Parsed(Arc::new(spec_of(lua, &spec)?))))?,
+    )?;
+    h.raw_set(
         "judge_rubric",
-        lua.create_function(|lua, (spec, t): (Value, Table)| {
-            let JudgeSpec::Rubric { criteria, models, panel, .. } = spec_of(lua, &spec)? else {
+        lua.create_function(|lua, (spec, t): (UserDataRef<Parsed>, Table)| {
+            let JudgeSpec::Rubric { criteria, models, panel, .. } = &*spec.0 else {
                 return Err(mlua::Error::runtime("judge_rubric: not a rubric spec"));
             };
             let data = trial_data(lua, &t)?;
             let cache = cache_of(lua);
-            let c = blocking(lua, || judge::rubric(&criteria, &models, panel, &data, &cache));
+            let c = blocking(lua, || judge::rubric(criteria, models, *panel, &data, &cache));
             conclude(lua, c)
         })?,
     )?;
     h.raw_set(
         "judge_pairwise",
-        lua.create_function(|lua, (spec, a, b, t): (Value, String, String, Table)| {
-            let JudgeSpec::Pairwise { question, models, pass, .. } = spec_of(lua, &spec)? else {
+        lua.create_function(|lua, (spec, a, b, t): (UserDataRef<Parsed>, String, String, Table)| {
+            let JudgeSpec::Pairwise { question, models, pass, .. } = &*spec.0 else {
                 return Err(mlua::Error::runtime("judge_pairwise: not a pairwise spec"));
             };
             let task = trial_data(lua, &t)?.input;
             let cache = cache_of(lua);
-            let c = blocking(lua, || judge::pairwise(&question, &models, &pass, &task, &a, &b, &cache));
+            let c = blocking(lua, || judge::pairwise(question, models, pass, &task, &a, &b, &cache));
             conclude(lua, c)
         })?,
     )?;
     h.raw_set(
         "judge_cascade",
-        lua.create_function(|lua, (spec, t): (Value, Table)| {
-            let JudgeSpec::Cascade { first, then, escalate, .. } = spec_of(lua, &spec)? else {
+        lua.create_function(|lua, (spec, t): (UserDataRef<Parsed>, Table)| {
+            let JudgeSpec::Cascade { first, then, escalate, .. } = &*spec.0 else {
                 return Err(mlua::Error::runtime("judge_cascade: not a cascade spec"));
             };
             let data = trial_data(lua, &t)?;
             let cache = cache_of(lua);
-            let c = blocking(lua, || judge::verdict::cascade(&first, &then, &escalate, &data, &cache));
+            let c = blocking(lua, || judge::verdict::cascade(first, then, escalate, &data, &cache));
             conclude(lua, c)
         })?,
     )?;

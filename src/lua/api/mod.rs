@@ -14,6 +14,7 @@ pub mod ctx;
 pub mod db;
 pub mod declare;
 pub mod env;
+pub mod fields;
 pub mod host;
 pub mod judge;
 pub mod marks;
