@@ -3,6 +3,7 @@
 mod action;
 mod annotate;
 mod architecture;
+mod atif;
 mod bad_input;
 mod browser;
 mod budgets;

@@ -560,6 +560,7 @@ function Suite:goldens(goldens, opts) end
 ---@field db evalua.Db read-only handle on the final database
 ---@field initial evalua.Db read-only handle on the database before the agent ran
 ---@field replay fun(self: evalua.Trial, calls: { name: string, args?: table }[]): evalua.Db the state `calls` leave on a fresh copy of the case's database (read-only)
+---@field replay_digest fun(self: evalua.Trial, calls: { name: string, args?: table }[]): string `t:replay(calls):digest()`, computed once per fixture, clock and calls in the process
 ---@field files table<string, string> the work dir's files after the trial, by relative path (read on demand; `pairs` lists them)
 ---@field diff evalua.Diff the change the trial made to its work tree (against `sandbox.workdir`, or an empty tree)
 ---@field failure_modes string[] the monitors this trial failed (monitors run before the case's checks)

@@ -8,10 +8,19 @@
 //!   τ-bench never scored (`reward_info: null`: its step limit) ended on its
 //!   budget. Re-execution is on for these (SPEC §14).
 //! - **ATIF** (Harbor's Agent Trajectory Interchange Format, RFC 0001,
-//!   v1.x): one trajectory per document, `{schema_version: "ATIF-v1.N",
-//!   session_id, agent, steps: [{source: system|user|agent, message,
+//!   v1.0 to v1.7, field names checked against the RFC's v1.4 text and the
+//!   later models): one trajectory per document, `{schema_version:
+//!   "ATIF-v1.N", session_id, agent: {name, version, model_name},
+//!   steps: [{step_id, source: system|user|agent, message, model_name,
 //!   tool_calls: [{tool_call_id, function_name, arguments}], observation:
-//!   {results: [{source_call_id, content}]}, metrics}]}`.
+//!   {results: [{source_call_id, content}]}, metrics: {prompt_tokens,
+//!   completion_tokens, cost_usd}}], final_metrics: {total_prompt_tokens,
+//!   total_completion_tokens, total_cost_usd}}`. A `message` or a result's
+//!   `content` may be a list of content parts (v1.6: `{type: "text", text}` or
+//!   an image): its text parts are read. `final_metrics` gives the usage when
+//!   no step has `metrics`. What is not read: `reasoning_content`, token ids,
+//!   logprobs, `subagent_trajectory_ref` (a delegated trajectory is its own
+//!   file), `extra`.
 //!
 //! Both become [`Trajectory`] items: the calls with their recorded results,
 //! the conversation, the final answer and how it ended, as a recorded trace
@@ -118,6 +127,20 @@ fn text(v: Option<&Json>) -> String {
         Some(Json::String(s)) => s.clone(),
         None | Some(Json::Null) => String::new(),
         Some(other) => other.to_string(),
+    }
+}
+
+/// An ATIF `message` or result `content`: a string, or (v1.6) a list of
+/// content parts whose text parts are joined (an image part has no text).
+fn atif_text(v: Option<&Json>) -> String {
+    match v {
+        Some(Json::Array(parts)) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(|t| t.as_str()) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => text(other),
     }
 }
 
@@ -272,7 +295,7 @@ fn atif(doc: Json, file: &str) -> Result<Trajectory, String> {
     let mut by_id: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (i, s) in steps.iter().enumerate() {
         let Some(s) = s.as_object() else { return Err(format!("ATIF {session}: steps[{i}] is not an object")) };
-        let msg = text(s.get("message"));
+        let msg = atif_text(s.get("message"));
         match s.get("source").and_then(|v| v.as_str()).unwrap_or("") {
             "system" => {}
             "user" => r.messages.push(message("user", msg)),
@@ -327,9 +350,22 @@ fn atif(doc: Json, file: &str) -> Result<Trajectory, String> {
         for res in results.into_iter().flatten() {
             let Some(id) = res.get("source_call_id").and_then(|v| v.as_str()) else { continue };
             if let Some(&at) = by_id.get(id) {
-                r.calls[at].result = Some(res.get("content").cloned().unwrap_or(Json::Null));
+                r.calls[at].result = match res.get("content") {
+                    None | Some(Json::Null) => Some(Json::Null),
+                    c @ Some(Json::Array(_)) => Some(Json::String(atif_text(c))),
+                    Some(c) => Some(c.clone()),
+                };
             }
         }
+    }
+    // The trajectory's totals, when no step said its own.
+    if r.model_calls.is_empty()
+        && let Some(m) = o.get("final_metrics").and_then(|m| m.as_object())
+    {
+        let n = |k: &str| m.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+        r.usage.input_tokens = n("total_prompt_tokens");
+        r.usage.output_tokens = n("total_completion_tokens");
+        r.usage.cost_usd = m.get("total_cost_usd").and_then(|v| v.as_f64()).unwrap_or(0.0);
     }
     finish(&mut r);
     r.ended = Some(Ended::Final);
@@ -424,5 +460,31 @@ mod tests {
         assert_eq!(r.calls[0].name, "search");
         assert_eq!(r.calls[0].result, Some(Json::String("185.35".into())));
         assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (10, 5));
+    }
+
+    #[test]
+    fn atif_content_parts_are_read_as_text_and_final_metrics_give_the_usage() {
+        let doc = serde_json::json!({
+            "schema_version": "ATIF-v1.6", "session_id": "s2",
+            "agent": { "name": "a", "version": "1" },
+            "steps": [
+                { "step_id": 1, "source": "user", "message": [
+                    { "type": "text", "text": "What is in" },
+                    { "type": "image", "source": { "media_type": "image/png", "path": "a.png" } },
+                    { "type": "text", "text": "this picture?" }] },
+                { "step_id": 2, "source": "agent", "message": "", "tool_calls": [
+                    { "tool_call_id": "c1", "function_name": "look", "arguments": {} }],
+                  "observation": { "results": [{ "source_call_id": "c1", "content": [{ "type": "text", "text": "a cat" }] }] } },
+                { "step_id": 3, "source": "agent", "message": [{ "type": "text", "text": "A cat." }] }
+            ],
+            "final_metrics": { "total_prompt_tokens": 40, "total_completion_tokens": 9, "total_cost_usd": 0.5 }
+        });
+        let (t, w) = warnings(doc);
+        assert!(w.is_empty(), "{w:?}");
+        let r = &t[0].recorded;
+        assert_eq!(r.input, "What is in\nthis picture?");
+        assert_eq!(r.answer, "A cat.");
+        assert_eq!(r.calls[0].result, Some(Json::String("a cat".into())));
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens, r.usage.cost_usd), (40, 9, 0.5));
     }
 }

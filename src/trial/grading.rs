@@ -169,47 +169,132 @@ pub(crate) fn build_t(
 /// own on that copy, as in a trial; a call that raises changes nothing more
 /// and the next one runs (τ-bench replays its gold actions so). The copy is
 /// the grading's: it goes when the trial's grading ends.
+///
+/// `t:replay_digest(calls)`: that state's `digest()`, computed once per
+/// fixture, clock and calls in the process (the gold state of a case is the
+/// same for each of its trials: the tools are deterministic, which comparing
+/// with a replayed state assumes anyway). Grading 200 trajectories of 50
+/// tasks replays each task's gold calls once, not 200 times.
 fn install_replay(trial: &Trial<'_>, t: &Table, grading: &Phase) -> mlua::Result<()> {
-    let template = trial.case.template.clone();
-    let handlers = trial.handlers.clone();
-    let case_table = trial.case_table.clone();
-    let (number, seed, deadline) = (trial.number, trial.seed, trial.deadline);
-    let workdir = trial.workdir.clone();
-    let (clock, clock_text) = (trial.case.clock, trial.case.clock_text.clone());
-    let view = view_of(trial.plan);
-    let opts = OpenOptions { statement_timeout: trial.plan.suite.budget.deadline() };
-    let phase = grading.clone();
+    let replayer = Rc::new(Replayer {
+        template: trial.case.template.clone(),
+        handlers: trial.handlers.clone(),
+        case_table: trial.case_table.clone(),
+        number: trial.number,
+        seed: trial.seed,
+        deadline: trial.deadline,
+        workdir: trial.workdir.clone(),
+        clock: trial.case.clock,
+        clock_text: trial.case.clock_text.clone(),
+        view: view_of(trial.plan),
+        opts: OpenOptions { statement_timeout: trial.plan.suite.budget.deadline() },
+        phase: grading.clone(),
+    });
+    let r = replayer.clone();
     let replay = trial.lua.create_function(move |lua, (_t, calls): (mlua::Value, Table)| {
-        phase.check("t:replay")?;
-        let rt = |m: String| mlua::Error::runtime(format!("t:replay: {m}"));
-        let conn = match &template {
-            Some(t) => t.open_trial(opts),
+        r.phase.check("t:replay")?;
+        let conn = r.run(lua, &calls, "t:replay")?;
+        Ok(api::db::Db::read_only(conn, "t:replay", r.phase.clone()))
+    })?;
+    t.raw_set("replay", replay)?;
+    let r = replayer;
+    let replay_digest = trial.lua.create_function(move |lua, (_t, calls): (mlua::Value, Table)| {
+        r.phase.check("t:replay_digest")?;
+        let rt = |m: String| mlua::Error::runtime(format!("t:replay_digest: {m}"));
+        let key = match &r.template {
+            Some(db::DbTemplate::Sqlite(image)) => {
+                let calls = crate::lua::engine::convert::to_json(lua, &mlua::Value::Table(calls.clone()))
+                    .map_err(|e| rt(format!("calls: {e}")))?;
+                Some((std::sync::Arc::as_ptr(image) as usize, r.clock, calls.to_string()))
+            }
+            // A PostgreSQL fixture's digest is computed every time.
+            _ => None,
+        };
+        if let Some(k) = &key
+            && let Some((_, d)) = gold_digests().lock().unwrap_or_else(|e| e.into_inner()).get(k)
+        {
+            return Ok(d.clone());
+        }
+        let conn = r.run(lua, &calls, "t:replay_digest")?;
+        let digest = conn.digest().map_err(|e| rt(e.to_string()))?;
+        conn.close();
+        if let (Some(k), Some(db::DbTemplate::Sqlite(image))) = (key, &r.template) {
+            let mut cache = gold_digests().lock().unwrap_or_else(|e| e.into_inner());
+            if cache.len() >= GOLD_DIGESTS {
+                cache.clear();
+            }
+            // The entry keeps the image alive: its address names no other fixture meanwhile.
+            cache.insert(k, (image.clone(), digest.clone()));
+        }
+        Ok(digest)
+    })?;
+    t.raw_set("replay_digest", replay_digest)
+}
+
+/// Gold-state digests kept at most (each entry holds a digest and a handle
+/// on a fixture image that is alive anyway).
+const GOLD_DIGESTS: usize = 100_000;
+
+type GoldKey = (usize, i64, String);
+
+/// `t:replay_digest`'s cache: (fixture image, clock, calls) → digest.
+fn gold_digests()
+-> &'static std::sync::Mutex<std::collections::HashMap<GoldKey, (crate::sandbox::sqlite::DbImage, String)>> {
+    static CACHE: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<GoldKey, (crate::sandbox::sqlite::DbImage, String)>>,
+    > = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// What replaying calls on a fresh copy of a trial's fixture needs.
+struct Replayer {
+    template: Option<db::DbTemplate>,
+    handlers: Table,
+    case_table: Table,
+    number: u32,
+    seed: u64,
+    deadline: std::time::Instant,
+    workdir: std::path::PathBuf,
+    clock: i64,
+    clock_text: String,
+    view: crate::process::View,
+    opts: OpenOptions,
+    phase: Phase,
+}
+
+impl Replayer {
+    /// `calls` run on a fresh copy of the fixture; the sealed copy.
+    fn run(&self, lua: &Lua, calls: &Table, what: &str) -> mlua::Result<Rc<dyn db::Database>> {
+        let rt = |m: String| mlua::Error::runtime(format!("{what}: {m}"));
+        let conn = match &self.template {
+            Some(t) => t.open_trial(self.opts),
             None => db::empty(false),
         }
         .map_err(rt)?;
         let journal = Rc::new(RefCell::new(Journal::new()));
-        let rng = Rc::new(RefCell::new(TrialRng::new(seed ^ 0x5eed)));
+        let rng = Rc::new(RefCell::new(TrialRng::new(self.seed ^ 0x5eed)));
         let ctx = api::ctx::build(
             lua,
             CtxParts {
-                case_table: &case_table,
-                trial: number,
-                seed,
+                case_table: &self.case_table,
+                trial: self.number,
+                seed: self.seed,
                 conn: conn.clone(),
                 journal: &journal,
                 rng: &rng,
-                workdir: &workdir,
-                clock,
-                clock_text: &clock_text,
-                deadline,
-                phase: phase.clone(),
-                view: view.clone(),
+                workdir: &self.workdir,
+                clock: self.clock,
+                clock_text: &self.clock_text,
+                deadline: self.deadline,
+                phase: self.phase.clone(),
+                view: self.view.clone(),
             },
         )?;
-        for (i, call) in calls.sequence_values::<Table>().enumerate() {
+        for (i, call) in calls.clone().sequence_values::<Table>().enumerate() {
             let call = call.map_err(|e| rt(format!("call {}: expected {{ name, args }}: {e}", i + 1)))?;
             let name: String = call.get("name").map_err(|e| rt(format!("call {}: name: {e}", i + 1)))?;
-            let run: mlua::Function = handlers
+            let run: mlua::Function = self
+                .handlers
                 .get::<Option<Table>>(name.as_str())
                 .ok()
                 .flatten()
@@ -234,9 +319,8 @@ fn install_replay(trial: &Trial<'_>, t: &Table, grading: &Phase) -> mlua::Result
         }
         release_db(&ctx, "db");
         conn.seal();
-        Ok(api::db::Db::read_only(conn, "t:replay", phase.clone()))
-    })?;
-    t.raw_set("replay", replay)
+        Ok(conn)
+    }
 }
 
 /// Take the database handle `key` of a trial's table (`ctx.db`, `t.db`,

@@ -172,7 +172,7 @@ pub fn take_state_needed(lua: &Lua) -> Option<String> {
 /// Why a field of `t` is missing from a recorded trace, if it is one of those.
 fn state_field(key: &str) -> Option<&'static str> {
     Some(match key {
-        "db" | "initial" | "replay" => {
+        "db" | "initial" | "replay" | "replay_digest" => {
             "it reads the database (t.db / t.initial / t:replay), and a recorded trace has no final state (re-execute it: --reexecute)"
         }
         "files" | "diff" | "run_command" | "run_tests" => "it reads the work dir, and a recorded trace has none",
