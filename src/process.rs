@@ -45,9 +45,8 @@ mod fds {
     /// close-on-exec (`evalua run suite.lua 7<secret` must not hand fd 7 to
     /// an agent; nor a CI runner's jobserver pipes, logs or sockets), and
     /// make sure descriptors 3 and 4 stay taken for the process's life (by
-    /// what was inherited there or by /dev/null): the sandbox's relay moves
-    /// a child's stdin and stdout there between fork and exec, where they
-    /// must not replace a descriptor std uses then. Everything evalua opens
+    /// what was inherited there or by /dev/null), so nothing evalua opens
+    /// lands on the numbers a sandboxed child's relay uses. Everything evalua opens
     /// itself is close-on-exec (std's default). Call first in `main`, before
     /// any thread; idempotent.
     pub fn init() {
@@ -83,25 +82,13 @@ mod fds {
             }
         }
     }
-
-    /// The /dev/null descriptor (after [`init`]).
-    pub fn null() -> RawFd {
-        init();
-        *NULL.get().unwrap_or(&-1)
-    }
-
-    /// Between fork and exec: stdin and stdout to 3 and 4 (for the sandbox's
-    /// relay), /dev/null on 0 and 1 (for bubblewrap's own processes).
-    pub fn relay(null: RawFd) -> std::io::Result<()> {
-        // SAFETY: dup2 is async-signal-safe and touches only descriptors.
-        let ok = unsafe {
-            libc::dup2(0, 3) >= 0 && libc::dup2(1, 4) >= 0 && libc::dup2(null, 0) >= 0 && libc::dup2(null, 1) >= 0
-        };
-        if ok { Ok(()) } else { Err(std::io::Error::last_os_error()) }
-    }
 }
 
 pub use fds::init as init_fds;
+
+/// The shell that puts a sandboxed command's stdio in place before bubblewrap
+/// starts (any POSIX shell: only redirections and `exec`).
+const RELAY_SHELL: &str = "/bin/sh";
 
 /// The variables every process gets from the harness's environment.
 const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
@@ -196,16 +183,17 @@ impl Launch {
                 if let Some(reason) = bwrap.refuse(&self.argv, &self.cwd, path_var, &self.view) {
                     return Err(StartError::Spawn { program: program.clone(), reason });
                 }
-                let mut c = Command::new(&bwrap.path);
-                c.args(bwrap.args(&self.argv, &self.cwd, &env, &self.view, true));
-                let null = fds::null();
-                // SAFETY: the closure runs between fork and exec and calls only
-                // dup2, which is async-signal-safe. std has put the caller's
-                // stdio on 0–2; 3 and 4 are held by evalua (`fds::init`), so
-                // never by std's own error pipe, which dup2 could replace.
-                unsafe {
-                    c.pre_exec(move || fds::relay(null));
-                }
+                // The relay: the caller's stdin and stdout move to 3 and 4 (for
+                // the sandbox's relay), /dev/null takes 0 and 1 (for
+                // bubblewrap's own processes). A POSIX shell's redirections do
+                // it, then exec bubblewrap: with no `pre_exec` hook std starts
+                // the shell with posix_spawn instead of forking all of evalua
+                // for every trial (a fork and its wait cost ~4 ms a trial).
+                let mut c = Command::new(RELAY_SHELL);
+                c.arg("-c")
+                    .arg(r#"exec 3<&0 4>&1 </dev/null >/dev/null; exec "$0" "$@""#)
+                    .arg(&bwrap.path)
+                    .args(bwrap.args(&self.argv, &self.cwd, &env, &self.view, true));
                 c
             }
         };
