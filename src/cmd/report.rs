@@ -22,14 +22,19 @@ pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
     if let Some(line) = report::text::incomplete_line(&data) {
         println!("{line}");
     }
-    for g in data.gates.iter().filter(|g| !g.passed).chain(data.gates.iter().filter(|g| g.passed)) {
-        println!("{}", report::gate_line(g));
-    }
-    for w in &data.warnings {
-        println!("warning: {w}");
-    }
+    print_verdicts(&data.gates, &data.warnings);
     println!("wrote {}/{}", dir.display(), files::REPORTS.join(", "));
     Ok(if data.gates_passed() { 0 } else { 1 })
+}
+
+/// Each gate's verdict, failing ones first, then the warnings.
+fn print_verdicts(gates: &[crate::spec::gate::Verdict], warnings: &[String]) {
+    for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {
+        println!("{}", report::gate_line(g));
+    }
+    for w in warnings {
+        println!("warning: {w}");
+    }
 }
 
 /// An interleaved run's top dir (`run --agent A --agent B`): interleaved.json
@@ -46,12 +51,7 @@ fn report_interleaved(dir: &Path, allow_incomplete: bool) -> Result<u8> {
         report::write_all(data)?;
     }
     interleaved::write_all(&run)?;
-    for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
-        println!("{}", report::gate_line(g));
-    }
-    for w in &run.warnings {
-        println!("warning: {w}");
-    }
+    print_verdicts(&run.gates, &run.warnings);
     println!(
         "wrote {}/{}, {}/{}, and each agent's reports ({})",
         dir.display(),
