@@ -7,7 +7,7 @@
 //! - its own PID namespace with a fresh `/proc`: it sees only its own
 //!   processes (never evalua's, so never evalua's environment, command line or
 //!   working directory), and everything it started dies with it, daemons that
-//!   left the process group included (it is the namespace's pid 1);
+//!   left the process group included;
 //! - its own mount view: the system directories (`/usr`, `/bin`, `/lib*`,
 //!   `/etc` with its secret files masked) read-only, a fresh `/dev`, an empty
 //!   `/tmp` and an empty home, its writable folders (the trial's work dir) at
@@ -255,10 +255,7 @@ impl Bwrap {
     ) -> Vec<OsString> {
         let mut a: Vec<OsString> = Vec::new();
         let mut push = |xs: &[&dyn AsRef<std::ffi::OsStr>]| a.extend(xs.iter().map(|x| x.as_ref().to_os_string()));
-        // The command is the sandbox's pid 1 (no bubblewrap reaper there): one
-        // process fewer to start per trial (issue 24's cost). It still dies
-        // with bubblewrap, and everything in its PID namespace dies with it.
-        push(&[&"--die-with-parent", &"--new-session", &"--clearenv", &"--unshare-all", &"--as-pid-1"]);
+        push(&[&"--die-with-parent", &"--new-session", &"--clearenv", &"--unshare-all"]);
         if !view.no_network {
             push(&[&"--share-net"]);
         }
