@@ -21,9 +21,8 @@ use crate::spec::gate;
 use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS, ToolResults};
 use crate::spec::{
     AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DEFAULT_AGENT_NAME, DatasetSpec,
-    DbSpec, FaultRule, Faults, JudgeSpec, KeepCaps, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec,
-    NamedAgent, ProxySpec, QueryUse, Reference, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia,
-    UserSpec, WorkdirSpec,
+    DbSpec, FaultRule, Faults, JudgeSpec, KeepCaps, Mention, ModelAgentSpec, ModelSpec, MonitorSpec, NamedAgent,
+    ProxySpec, QueryUse, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia, UserSpec,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -545,18 +544,6 @@ fn proxy_spec(lua: &Lua, agent: &Table) -> std::result::Result<Option<ProxySpec>
     }
 }
 
-/// `sandbox.workdir` as normalised by the DSL: `{ dir = abs }` or `{ git = abs, rev = s }`.
-fn workdir_spec(t: &Table) -> std::result::Result<WorkdirSpec, String> {
-    let get = |k: &str| t.get::<Option<String>>(k).map_err(|e| format!("workdir.{k}: {e}"));
-    if let Some(dir) = get("dir")? {
-        return Ok(WorkdirSpec::Dir { path: PathBuf::from(dir) });
-    }
-    match get("git")? {
-        Some(bundle) => Ok(WorkdirSpec::Git { bundle: PathBuf::from(bundle), rev: get("rev")? }),
-        None => Err("workdir: expected a folder or { git = bundle, rev = ... }".into()),
-    }
-}
-
 /// A case's `user` (`evalua.user.script{}` / `evalua.user.llm{}`).
 fn user_spec(lua: &Lua, u: &Table) -> std::result::Result<UserSpec, String> {
     let kind: String = opt(u, "kind")?.unwrap_or_default();
@@ -578,8 +565,8 @@ fn user_spec(lua: &Lua, u: &Table) -> std::result::Result<UserSpec, String> {
 }
 
 /// `check.tests{}`'s options, as the stdlib normalised them.
-fn tests_spec(lua: &Lua, v: Value) -> std::result::Result<TestsSpec, String> {
-    let spec: TestsSpec = from_table(lua, v, "check.tests")?;
+fn tests_spec(v: Value) -> std::result::Result<TestsSpec, String> {
+    let spec: TestsSpec = from_table(v, "check.tests")?;
     if spec.runner.is_empty() {
         return Err("check.tests: 'runner' must be a non-empty list".into());
     }
@@ -589,12 +576,19 @@ fn tests_spec(lua: &Lua, v: Value) -> std::result::Result<TestsSpec, String> {
 /// A table the DSL normalised, read into its spec type by serde: the type's
 /// fields are the one declaration of its keys (an unknown key is refused
 /// where the type says `deny_unknown_fields`), its defaults are the type's.
-/// Functions in the table stay in Lua (they are left out, not refused);
-/// the caller's error gets the declaration's `file:line`.
-fn from_table<T: serde::de::DeserializeOwned>(lua: &Lua, v: Value, what: &str) -> std::result::Result<T, String> {
-    use mlua::LuaSerdeExt;
+/// Functions in the table stay in Lua (they are left out, not refused).
+/// The error names the key (`what.key: …`); the caller adds the
+/// declaration's `file:line`.
+pub fn from_table<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> std::result::Result<T, String> {
     let options = mlua::serde::DeserializeOptions::new().deny_unsupported_types(false);
-    lua.from_value_with(v, options).map_err(|e| format!("{what}: {e}"))
+    serde_path_to_error::deserialize(mlua::serde::Deserializer::new_with_options(v, options)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = match e.into_inner() {
+            mlua::Error::DeserializeError(m) => m,
+            other => other.to_string(),
+        };
+        if path == "." { format!("{what}: {inner}") } else { format!("{what}.{path}: {inner}") }
+    })
 }
 
 /// A judge check's `judge` table.
@@ -624,7 +618,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         let c = c.map_err(|e| e.to_string())?;
         let kind: Option<String> = opt(&c, "kind")?;
         let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
-            (Some("tests"), Some(v)) => Some(tests_spec(lua, v)?),
+            (Some("tests"), Some(v)) => Some(tests_spec(v)?),
             _ => None,
         };
         checks.push(CheckInfo {
@@ -654,7 +648,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         tools: tools_subset,
         agent: read_agent(lua, opt(ct, "agent")?)?.map(Box::new),
         clock: opt(ct, "clock")?,
-        workdir: opt::<Table>(ct, "workdir")?.map(|w| workdir_spec(&w)).transpose()?.map(Box::new),
+        workdir: from_table(ct.get("workdir").map_err(|e| e.to_string())?, "workdir")?,
         user: opt::<Table>(ct, "user")?.map(|u| user_spec(lua, &u)).transpose()?.map(Box::new),
         checks: checks.len() as u32,
         tests: checks
@@ -664,7 +658,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         digest: String::new(),
         location,
         faults: faults_spec(lua, opt(ct, "faults")?)?,
-        reference: opt::<Table>(ct, "reference")?.map(|r| reference_spec(&r)).transpose()?,
+        reference: from_table(ct.get("reference").map_err(|e| e.to_string())?, "reference")?,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
@@ -672,15 +666,6 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
     spec.digest = sha256_hex(declared.as_bytes());
     let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
     Ok(ReadCase { spec, judges, checks })
-}
-
-/// `reference = { … }` as the DSL normalised it (`calls` a count).
-fn reference_spec(r: &Table) -> std::result::Result<Reference, String> {
-    Ok(Reference {
-        calls: opt::<f64>(r, "calls")?.map(|v| v as u32),
-        tokens: opt::<f64>(r, "tokens")?.map(|v| v as u64),
-        max_ratio: opt::<f64>(r, "max_ratio")?.unwrap_or(Reference::DEFAULT_MAX_RATIO),
-    })
 }
 
 /// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
@@ -777,40 +762,6 @@ fn check_gate_agents(suite: &Suite) -> Vec<String> {
     errors
 }
 
-/// The budget's numbers, checked again on the host (the DSL checks them at the
-/// suite's line): finite, in range, integral where a count is meant.
-fn budget_spec(t: &Table, at: &str) -> std::result::Result<Budget, String> {
-    let num = |k: &str| -> std::result::Result<Option<f64>, String> {
-        match opt::<f64>(t, k)? {
-            Some(v) if !v.is_finite() || v < 0.0 => {
-                Err(format!("{at}: budget.{k} must be a finite non-negative number, got {v}"))
-            }
-            v => Ok(v),
-        }
-    };
-    let count = |k: &str, max: f64| -> std::result::Result<Option<u64>, String> {
-        match num(k)? {
-            Some(v) if v > max || v.fract() != 0.0 => {
-                Err(format!("{at}: budget.{k} must be a whole number of at most {max}, got {v}"))
-            }
-            v => Ok(v.map(|v| v as u64)),
-        }
-    };
-    let deadline_s = match num("deadline_s")? {
-        Some(v) if v <= 0.0 || v > MAX_DEADLINE_S => {
-            return Err(format!("{at}: budget.deadline_s must be above 0 and at most {MAX_DEADLINE_S} s, got {v}"));
-        }
-        v => v,
-    };
-    Ok(Budget {
-        deadline_s,
-        max_tool_calls: count("max_tool_calls", u32::MAX as f64)?.map(|v| v as u32),
-        max_turns: count("max_turns", u32::MAX as f64)?.map(|v| v as u32),
-        max_tokens: count("max_tokens", 2f64.powi(53))?,
-        max_cost_usd: num("max_cost_usd")?,
-    })
-}
-
 /// The default of `sandbox.max_fixture_mb` (overridden by `EVALUA_MAX_FIXTURE_MB`).
 pub const DEFAULT_MAX_FIXTURE_MB: f64 = 64.0;
 
@@ -854,8 +805,8 @@ fn read_suite(
     if let Some(e) = bad_number(t, "", &location, 0, &mut Vec::new()) {
         return Err(e);
     }
-    let budget_t: Table = t.get("budget").map_err(|e| e.to_string())?;
-    let budget = budget_spec(&budget_t, &location)?;
+    let budget: Budget =
+        from_table(t.get("budget").map_err(|e| e.to_string())?, "budget").map_err(|e| format!("{location}: {e}"))?;
     let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
     let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
     let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
@@ -871,18 +822,9 @@ fn read_suite(
     let tools_t: Table = t.get("_tools").map_err(|e| e.to_string())?;
     for tt in tools_t.sequence_values::<Table>() {
         let tt = tt.map_err(|e| e.to_string())?;
-        let params: Value = tt.get("params").map_err(|e| e.to_string())?;
-        tools.push(ToolSpec {
-            name: tt.get("name").map_err(|e| e.to_string())?,
-            description: tt.get("description").map_err(|e| e.to_string())?,
-            params: convert::to_json(lua, &params)?,
-            effect: tt.get("effect").map_err(|e| e.to_string())?,
-            requires: strings(&tt, "requires")?,
-            forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
-            validate: opt::<bool>(&tt, "validate")?.unwrap_or(true),
-            ends: opt::<bool>(&tt, "ends")?.unwrap_or(false),
-            location: opt::<String>(&tt, "_where")?.unwrap_or_default(),
-        });
+        let at: Option<String> = tt.raw_get("_where").unwrap_or_default();
+        let tool = from_table::<ToolSpec>(Value::Table(tt), "suite:tool");
+        tools.push(tool.map_err(|e| at.map_or_else(|| e.clone(), |at| format!("{at}: {e}")))?);
     }
 
     let mut monitors = Vec::new();
@@ -912,7 +854,7 @@ fn read_suite(
         },
         schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
         clock: opt(&sandbox, "clock")?,
-        workdir: opt::<Table>(&sandbox, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,
+        workdir: from_table(sandbox.get("workdir").map_err(|e| e.to_string())?, "sandbox.workdir")?,
         expose: opt::<Vec<String>>(&sandbox, "expose")?.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
         network: opt::<bool>(&sandbox, "network")?.unwrap_or(true),
         gates,

@@ -15,6 +15,13 @@ pub fn fields<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     found
 }
 
+/// The keys a suite writes in a table of type `T`: its fields but `dsl`,
+/// those the DSL writes itself when it normalises the table (`_where`, a
+/// `kind` mark, a derived list: each type names its own as `DSL_KEYS`).
+pub fn suite_keys<'de, T: Deserialize<'de>>(dsl: &[&str]) -> Vec<&'static str> {
+    fields::<T>().iter().copied().filter(|f| !dsl.contains(f)).collect()
+}
+
 /// A deserializer that records the fields a type asks for and gives nothing.
 struct Probe<'a> {
     found: &'a mut &'static [&'static str],

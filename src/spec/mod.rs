@@ -3,6 +3,7 @@
 //! loader (`lua::load`) builds these from the suite file's tables, and every
 //! layer above plans and runs from them.
 
+pub mod de;
 pub mod fault;
 pub mod gate;
 pub mod keys;
@@ -26,16 +27,34 @@ pub const DEFAULT_DEADLINE_S: f64 = 300.0;
 /// The longest trial deadline a suite may set: a week.
 pub const MAX_DEADLINE_S: f64 = 7.0 * 24.0 * 3600.0;
 
+/// `budget = { … }` (the DSL checks it at the suite's line; the host reads
+/// it again through these fields: counts whole, amounts finite).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Budget {
+    #[serde(default, deserialize_with = "Budget::read_deadline_s")]
     pub deadline_s: Option<f64>,
+    #[serde(default, deserialize_with = "de::count")]
     pub max_tool_calls: Option<u32>,
+    #[serde(default, deserialize_with = "de::count")]
     pub max_turns: Option<u32>,
+    #[serde(default, deserialize_with = "de::count")]
     pub max_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "de::amount")]
     pub max_cost_usd: Option<f64>,
 }
 
 impl Budget {
+    /// `deadline_s`: above 0 and at most [`MAX_DEADLINE_S`].
+    fn read_deadline_s<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        match de::amount(d)? {
+            Some(v) if v <= 0.0 || v > MAX_DEADLINE_S => {
+                Err(serde::de::Error::custom(format_args!("must be above 0 and at most {MAX_DEADLINE_S} s, got {v}")))
+            }
+            v => Ok(v),
+        }
+    }
+
     /// How long a trial's agent may run: `deadline_s`, else [`DEFAULT_DEADLINE_S`].
     /// Never panics: the loader refuses a deadline that is not a positive number
     /// of at most [`MAX_DEADLINE_S`], and a value that slips through anyway is
@@ -52,7 +71,10 @@ impl Budget {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// `suite:tool { … }` as the DSL normalised it (every key filled in; `run`
+/// stays in Lua).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
@@ -73,8 +95,13 @@ pub struct ToolSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ends: bool,
     /// `file:line` of its `suite:tool` (not part of the tool's contract).
-    #[serde(skip)]
+    #[serde(rename(deserialize = "_where"), default, skip_serializing)]
     pub location: String,
+}
+
+impl ToolSpec {
+    /// The keys the DSL writes on the table it normalised, which a suite does not.
+    pub const DSL_KEYS: &[&str] = &["_where"];
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -143,6 +170,30 @@ pub enum WorkdirSpec {
     Dir { path: PathBuf },
     /// A git bundle, cloned once and checked out at `rev` (default: the bundle's HEAD).
     Git { bundle: PathBuf, rev: Option<String> },
+}
+
+impl WorkdirSpec {
+    /// The folder form, which a suite writes as a string (the DSL makes it `{ dir = abs }`).
+    pub const DSL_KEYS: &[&str] = &["dir"];
+}
+
+/// The DSL gives a work dir as `{ dir = abs }` or `{ git = abs, rev = … }`
+/// (`normalize_workdir` in stdlib/evalua/init.lua).
+impl<'de> Deserialize<'de> for WorkdirSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Normalised {
+            dir: Option<PathBuf>,
+            git: Option<PathBuf>,
+            rev: Option<String>,
+        }
+        match Normalised::deserialize(d)? {
+            Normalised { dir: Some(path), git: None, rev: None } => Ok(WorkdirSpec::Dir { path }),
+            Normalised { dir: None, git: Some(bundle), rev } => Ok(WorkdirSpec::Git { bundle, rev }),
+            _ => Err(serde::de::Error::custom("expected { dir = folder } or { git = bundle, rev = ... }")),
+        }
+    }
 }
 
 /// How much of a trial's changed work-dir files evalua reads (for `t.diff`,
@@ -266,22 +317,29 @@ pub struct CaseSpec {
 /// set as ratios. At least one of `calls` and `tokens` is given; both are
 /// positive (a ratio to nothing says nothing).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Reference {
     /// Tool calls the reference makes (given as a number, or counted from
     /// the list of its calls).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "de::count")]
     pub calls: Option<u32>,
     /// Tokens (input + output) the reference takes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "de::count")]
     pub tokens: Option<u64>,
     /// An accepted trial above this many times the reference (in calls or
     /// in tokens) is listed in the reports, and is what `check.efficiency`
     /// rejects unless it is given its own.
     #[serde(default = "Reference::default_max_ratio")]
     pub max_ratio: f64,
+    /// The DSL's: `calls` given as a list, kept in Lua for `t.case.reference`
+    /// (the DSL counts it into `calls`; the plan needs only the count).
+    #[serde(default, skip_serializing)]
+    pub call_list: serde::de::IgnoredAny,
 }
 
 impl Reference {
+    /// The keys the DSL writes on the table it normalised, which a suite does not.
+    pub const DSL_KEYS: &[&str] = &["call_list"];
     /// `max_ratio` when the case gives none.
     pub const DEFAULT_MAX_RATIO: f64 = 2.0;
     fn default_max_ratio() -> f64 {

@@ -552,7 +552,9 @@ local BUDGET_KEYS = set(host.fields("budget"))   -- spec::Budget
 local SANDBOX_KEYS = set {
   "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "max_file_mb", "max_trial_mb", "expose", "network",
 }
-local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack", "validate", "ends" }
+-- Declared once, in Rust: spec::ToolSpec's fields; `run`, the handler, stays in Lua.
+local TOOL_KEYS = set(host.fields("tool"))
+TOOL_KEYS.run = true
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
   "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
@@ -719,7 +721,7 @@ local function normalize_reference(self, what, r, level)
   if r.max_ratio ~= nil and not (finite(r.max_ratio) and r.max_ratio > 0) then
     fail(level + 1, w .. ".max_ratio must be a positive number, got " .. tostring(r.max_ratio))
   end
-  return { calls = count, tokens = r.tokens, max_ratio = r.max_ratio or 2, call_list = list }
+  return { calls = count, tokens = r.tokens, max_ratio = r.max_ratio or host.default("reference.max_ratio"), call_list = list }
 end
 
 local function check_positive_integer(what, key, v, level)
@@ -729,13 +731,15 @@ local function check_positive_integer(what, key, v, level)
 end
 
 -- A work-dir fixture: a folder, or { git = "x.bundle", rev = "..." }.
+-- Declared once, in Rust: spec::WorkdirSpec (the folder form is a string).
+local WORKDIR_KEYS = set(host.fields("workdir"))
 local function normalize_workdir(what, w, level)
   if type(w) == "string" then
     local p = host.abspath(w)
     if not host.exists(p) then fail(level + 1, what .. ": folder not found: " .. p) end
     return { dir = p }
   elseif type(w) == "table" then
-    check_keys(what, w, set { "git", "rev" }, level + 1)
+    check_keys(what, w, WORKDIR_KEYS, level + 1)
     if type(w.git) ~= "string" then
       fail(level + 1, what .. ": 'git' is required in the table form (a git bundle file)")
     end

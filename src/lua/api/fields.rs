@@ -2,13 +2,14 @@
 //! types' serde fields (`spec::keys`), and the test that fails when the
 //! editor stubs or the reference tables drift from them.
 
-use crate::spec::keys::fields;
-use crate::spec::{Budget, FaultRule, ModelSpec, Provider, Reference, TestsSpec};
+use crate::spec::keys::{fields, suite_keys};
+use crate::spec::{Budget, FaultRule, ModelSpec, Provider, Reference, TestsSpec, ToolSpec, WorkdirSpec};
 
 /// A default the DSL needs at run time, set once in Rust (`host.default(name)`).
 pub fn default_of(name: &str) -> Option<f64> {
     Some(match name {
         "tests.timeout_s" => TestsSpec::DEFAULT_TIMEOUT_S,
+        "reference.max_ratio" => Reference::DEFAULT_MAX_RATIO,
         _ => return None,
     })
 }
@@ -20,16 +21,18 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
         "providers" => Provider::ALL.iter().map(|p| p.as_str()).collect(),
         "budget" => fields::<Budget>().to_vec(),
         "fault" => fields::<FaultRule>().to_vec(),
-        "reference" => fields::<Reference>().to_vec(),
+        "reference" => suite_keys::<Reference>(Reference::DSL_KEYS),
         "tests" => fields::<TestsSpec>().to_vec(),
+        "tool" => suite_keys::<ToolSpec>(ToolSpec::DSL_KEYS),
+        "workdir" => suite_keys::<WorkdirSpec>(WorkdirSpec::DSL_KEYS),
         _ => return None,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::spec::keys::fields;
-    use crate::spec::{Budget, FaultKind, FaultRule, ModelSpec, Provider, Reference, TestsSpec};
+    use crate::spec::keys::{fields, suite_keys};
+    use crate::spec::{Budget, FaultKind, FaultRule, ModelSpec, Provider, Reference, TestsSpec, ToolSpec, WorkdirSpec};
 
     fn read(rel: &str) -> String {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
@@ -96,10 +99,29 @@ mod tests {
         same("types/evalua.lua evalua.Budget", fields::<Budget>(), &names(stub_fields(&stubs, "evalua.Budget")));
         same("lua-api.md budget", fields::<Budget>(), &doc_keys(&docs, "**`budget`**"));
 
+        // A reference as declared, and as `t.case.reference` holds it (with the DSL's keys).
         same(
             "types/evalua.lua evalua.ReferenceSpec",
-            fields::<Reference>(),
+            &suite_keys::<Reference>(Reference::DSL_KEYS),
             &names(stub_fields(&stubs, "evalua.ReferenceSpec")),
+        );
+        same(
+            "types/evalua.lua evalua.Reference",
+            fields::<Reference>(),
+            &names(stub_fields(&stubs, "evalua.Reference")),
+        );
+
+        // suite:tool: the keys a suite gives (and `run`, the handler, which stays in Lua).
+        let mut tool_keys = suite_keys::<ToolSpec>(ToolSpec::DSL_KEYS);
+        tool_keys.push("run");
+        same("types/evalua.lua evalua.ToolSpec", &tool_keys, &names(stub_fields(&stubs, "evalua.ToolSpec")));
+        same("lua-api.md ### `suite:tool(spec)`", &tool_keys, &doc_keys(&docs, "### `suite:tool(spec)`"));
+
+        // A git work dir (the folder form is a string).
+        same(
+            "types/evalua.lua evalua.GitWorkdir",
+            &suite_keys::<WorkdirSpec>(WorkdirSpec::DSL_KEYS),
+            &names(stub_fields(&stubs, "evalua.GitWorkdir")),
         );
 
         // check.tests: the options' class, the reference line and its default.
