@@ -6,6 +6,9 @@
 //! - A count may arrive as a Lua float (`3.0`): [`count`] takes a whole,
 //!   non-negative number in range, whatever its Lua type.
 //! - An amount ([`amount`]) is finite and non-negative.
+//! - An empty Lua table is a map to serde, and stays one when serde buffers it
+//!   (an internally tagged enum, as agents and users are): [`list`] takes it as
+//!   an empty list.
 //! - The DSL's own keys on a table it normalised (`_where`, the `kind = "model"`
 //!   mark) are fields of the type too, each with its doc comment; the keys a
 //!   suite may write are the type's fields without its `DSL_KEYS`.
@@ -53,6 +56,45 @@ pub fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> 
         }
         v => Ok(v),
     }
+}
+
+/// A list, where an empty Lua table (a map to serde) is the empty list.
+struct List<T>(Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> de::Visitor<'de> for V<T> {
+            type Value = List<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<List<T>, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+                while let Some(v) = seq.next_element()? {
+                    out.push(v);
+                }
+                Ok(List(out))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<List<T>, A::Error> {
+                match map.next_key::<de::IgnoredAny>()? {
+                    None => Ok(List(Vec::new())),
+                    Some(_) => Err(de::Error::invalid_type(de::Unexpected::Map, &self)),
+                }
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// A list (`{}` is the empty one).
+pub fn list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    List::deserialize(d).map(|l| l.0)
+}
+
+/// An optional list (`{}` is the empty one).
+pub fn opt_list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    Option::<List<T>>::deserialize(d).map(|l| l.map(|l| l.0))
 }
 
 #[cfg(test)]

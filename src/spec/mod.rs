@@ -19,7 +19,9 @@ use serde_json::Value as Json;
 
 pub use fault::{FaultEffect, FaultKind, FaultRule, Faults};
 pub use gate::Gate;
-pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, ToolResults, UserSpec};
+pub use model::{
+    JudgeSpec, LlmUserSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, ToolResults, UserSpec,
+};
 pub use sources::{SourceFile, Sources};
 
 /// The trial deadline when the suite's budget sets none.
@@ -80,6 +82,7 @@ pub struct ToolSpec {
     pub description: String,
     pub params: Json,
     pub effect: String,
+    #[serde(deserialize_with = "de::list")]
     pub requires: Vec<String>,
     /// An attack case must not call it: requests are counted as attempts (SPEC §13).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -99,13 +102,16 @@ pub struct ToolSpec {
     pub location: String,
 }
 
-impl ToolSpec {
-    /// The keys the DSL writes on the table it normalised, which a suite does not.
-    pub const DSL_KEYS: &[&str] = &["_where"];
+impl keys::Keys for ToolSpec {
+    const DSL_KEYS: &[&str] = &["_where"];
+    /// The handler, a function.
+    const LUA_KEYS: &[&str] = &["run"];
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// An agent as the DSL normalised it (`evalua.agent.*`): its `kind`, then
+/// its own keys. A scripted agent's function stays in Lua.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AgentSpec {
     /// A scripted agent: a Lua file, or a function defined in the suite.
     Scripted { path: Option<PathBuf> },
@@ -113,7 +119,9 @@ pub enum AgentSpec {
     Command(CommandAgentSpec),
     /// A recorded trace's tool calls, fed back through the executor.
     Replay { path: PathBuf },
-    /// A model-driven tool loop in the host (`evalua.agent.openai` / `anthropic`).
+    /// A model-driven tool loop in the host (`evalua.agent.openai` / `anthropic`:
+    /// the DSL's kind is the provider).
+    #[serde(alias = "openai", alias = "anthropic")]
     Model(ModelAgentSpec),
 }
 
@@ -128,20 +136,31 @@ pub struct NamedAgent {
 pub const DEFAULT_AGENT_NAME: &str = "default";
 
 /// `evalua.agent.command { ... }`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CommandAgentSpec {
+    #[serde(deserialize_with = "de::list")]
     pub cmd: Vec<String>,
+    #[serde(default, deserialize_with = "de::list")]
     pub env: Vec<String>,
+    #[serde(default, deserialize_with = "de::opt_list")]
     pub setup: Option<Vec<String>>,
+    #[serde(default)]
     pub tools: ToolsVia,
+    #[serde(default)]
     pub io: AgentIo,
     /// `model_proxy`: the endpoints the harness's model proxy forwards to.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "ProxySpec::read")]
     pub model_proxy: Option<ProxySpec>,
 }
 
+impl keys::Keys for CommandAgentSpec {
+    /// `cwd` may only be "workdir" (the DSL checks it; nothing else to hold).
+    const LUA_KEYS: &[&str] = &["cwd"];
+}
+
 /// How a command agent reaches the case's tools.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolsVia {
     /// `tool_call` / `tool_result` lines of the JSON Lines protocol.
@@ -152,7 +171,7 @@ pub enum ToolsVia {
 }
 
 /// How a command agent's task input and final answer travel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentIo {
     /// `start` … `final` JSON Lines on stdin/stdout.
@@ -172,9 +191,9 @@ pub enum WorkdirSpec {
     Git { bundle: PathBuf, rev: Option<String> },
 }
 
-impl WorkdirSpec {
+impl keys::Keys for WorkdirSpec {
     /// The folder form, which a suite writes as a string (the DSL makes it `{ dir = abs }`).
-    pub const DSL_KEYS: &[&str] = &["dir"];
+    const DSL_KEYS: &[&str] = &["dir"];
 }
 
 /// The DSL gives a work dir as `{ dir = abs }` or `{ git = abs, rev = … }`
@@ -223,16 +242,20 @@ impl Default for KeepCaps {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestsSpec {
+    #[serde(deserialize_with = "de::list")]
     pub runner: Vec<String>,
     #[serde(default)]
     pub inject: Option<PathBuf>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de::list")]
     pub fail_to_pass: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de::list")]
     pub pass_to_pass: Vec<String>,
     #[serde(default = "TestsSpec::default_timeout_s")]
     pub timeout_s: f64,
 }
+
+impl keys::Keys for TestsSpec {}
+impl keys::Keys for Budget {}
 
 impl TestsSpec {
     /// `timeout_s` when the check gives none.
@@ -337,9 +360,11 @@ pub struct Reference {
     pub call_list: serde::de::IgnoredAny,
 }
 
+impl keys::Keys for Reference {
+    const DSL_KEYS: &[&str] = &["call_list"];
+}
+
 impl Reference {
-    /// The keys the DSL writes on the table it normalised, which a suite does not.
-    pub const DSL_KEYS: &[&str] = &["call_list"];
     /// `max_ratio` when the case gives none.
     pub const DEFAULT_MAX_RATIO: f64 = 2.0;
     fn default_max_ratio() -> f64 {

@@ -236,7 +236,8 @@ function M.agent.scripted(f)
   fail(2, "evalua.agent.scripted expects a file path or a function, got " .. type(f))
 end
 
-local COMMAND_KEYS = set { "cmd", "env", "cwd", "setup", "tools", "io", "model_proxy" }
+-- Declared once, in Rust: spec::CommandAgentSpec (with `cwd`, checked here and dropped).
+local COMMAND_KEYS = set(host.fields("command"))
 
 --- Any program, any language, speaking JSON Lines on stdin/stdout (SPEC §4).
 --- One process per trial, in a fresh work dir, with a scrubbed environment
@@ -303,22 +304,21 @@ local function model_agent(provider, spec)
   if spec.tool_results ~= nil and spec.tool_results ~= "json" and spec.tool_results ~= "text" then
     fail(3, what .. ": tool_results = " .. string.format("%q", tostring(spec.tool_results)) .. " is not one of \"json\" ({status, content, error} as JSON, the default) or \"text\" (the tool's own text; a failed call as \"Error: <message>\")")
   end
-  a.kind = provider
-  a.max_turns = spec.max_turns
-  a.tool_results = spec.tool_results
-  a.calls_per_step = spec.calls_per_step
+  -- As spec::ModelAgentSpec declares it: the endpoint options under `model`.
+  local agent = { kind = provider, model = a, max_turns = spec.max_turns, tool_results = spec.tool_results,
+                  calls_per_step = spec.calls_per_step }
   -- `system` is a prompt, or the path (relative to the suite) of a file holding it.
   if spec.system ~= nil and not spec.system:find("\n") and spec.system:match("%.%w+$") then
     local p = host.abspath(spec.system)
     if host.exists(p) then
-      a.system_path = p
+      agent.system_path = p
     else
       fail(3, what .. ": 'system' looks like a file name but no such file: " .. p)
     end
   else
-    a.system = spec.system
+    agent.system = spec.system
   end
-  return a
+  return agent
 end
 
 --- A model-driven tool loop in the host over the OpenAI-compatible Chat Completions API.
@@ -344,7 +344,8 @@ function M.user.script(turns)
   return { kind = "script", turns = turns }
 end
 
-local LLM_USER_KEYS = set { "profile", "goal", "model", "max_turns", "system", "opening" }
+-- Declared once, in Rust: spec::LlmUserSpec.
+local LLM_USER_KEYS = set(host.fields("user.llm"))
 
 --- A simulated user played by a model: `profile` (hidden from the agent) and
 --- `goal`; it answers each agent message until it says ###STOP### or has
