@@ -476,7 +476,7 @@ fn converse(
                 if let Some(e) = &r.error {
                     out["error"] = json!(e);
                 }
-                if let Some(s) = r.fault.as_ref().and_then(|f| f.retry_after_s) {
+                if let Some(s) = r.fault().and_then(|f| f.retry_after_s) {
                     out["retry_after_s"] = json!(s);
                 }
                 send(stdin, &out);
