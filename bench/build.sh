@@ -56,7 +56,7 @@ for line in open(sys.argv[1], encoding="utf-8"):
             s = float(parts[0]) + float(parts[1])
         except ValueError:
             continue
-        if parts[2] == "cc":
+        if parts[2] == "cc" and parts[4] == "-":  # the C compiler, not the cc crate
             cc[parts[3] + " (C)"] += s
         else:
             cpu[parts[2]] += s

@@ -88,7 +88,7 @@ def main():
         except ValueError:
             continue
         crate, pkg, ctype = parts[2], parts[3], parts[4]
-        if crate == "cc":
+        if crate == "cc" and ctype == "-":   # bench/cc_cpu.sh (the `cc` crate itself is rustc's, "lib")
             cc_cpu[pkg] += s
             cc_files[pkg] += 1
         elif crate == "-":
