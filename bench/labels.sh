@@ -99,41 +99,28 @@ tail -1 "$out/time"
 
 if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
   start_view "$out/kb.jsonl" kb; kb=$base
-  python3 - "$kb" "$out" <<'PY'
-import json, statistics, subprocess, sys, time, urllib.request
+  PYTHONPATH=bench python3 - "$kb" "$out" <<'PY'
+import json, statistics, sys, time
+from webdriver import WebDriver
 base, out = sys.argv[1], sys.argv[2]
-drv = subprocess.Popen(["chromedriver", "--port=9628"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-def call(method, path, body=None):
-    req = urllib.request.Request("http://127.0.0.1:9628" + path, method=method,
-                                 data=None if body is None else json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    return json.load(urllib.request.urlopen(req, timeout=120))["value"]
-try:
-    for _ in range(100):
-        try: call("GET", "/status"); break
-        except Exception: time.sleep(0.1)
-    s = call("POST", "/session", {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
-        "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--user-data-dir=%s/prof-kb" % out]}}}})["sessionId"]
-    js = lambda src: call("POST", "/session/%s/execute/sync" % s, {"script": src, "args": []})
-    def key(k):
-        call("POST", "/session/%s/actions" % s, {"actions": [{"type": "key", "id": "kb", "actions":
-            [{"type": "keyDown", "value": k}, {"type": "keyUp", "value": k}]}]})
+with WebDriver(9628) as d:
+    s = d.session("%s/prof-kb" % out)
+    js = lambda src: d.js(s, src)
     def wait(src, want, limit=30):
         t0 = time.time()
         while js(src) != want:
             if time.time() - t0 > limit: raise SystemExit("timed out waiting for " + src)
             time.sleep(0.005)
-    call("POST", "/session/%s/url" % s, {"url": base + "/run?r=0%3Alabels_bench%2Fr1&outcome=failed&labels=unlabelled"})
+    d.go(s, base + "/run?r=0%3Alabels_bench%2Fr1&outcome=failed&labels=unlabelled")
     wait("return document.body.getAttribute('data-ready')", "1")
     t_start = time.time()
     trials = 40
     for t in range(trials):
         title = js("var e=document.getElementById('trajtitle');return e?e.innerText:''")
-        key("n")
+        d.key(s, "n")
         wait("var e=document.getElementById('trajtitle');return !!document.getElementById('labtab') && (e?e.innerText:'') !== %s" % json.dumps(title), True)
         for i, k in enumerate("pfu"):
-            key(k)
+            d.key(s, k)
             wait("return document.getElementById('labels').getAttribute('data-saved')", str(t * 3 + i + 1))
     wall = time.time() - t_start
     ms = sorted(js("return window.__evalua_label_ms"))
@@ -142,8 +129,6 @@ try:
           % (n, trials, wall, wall * 1000 / n))
     print("  a label's round trip, key press to saved state drawn: median %.1f ms, p95 %.1f ms, max %.1f ms (n = %d)"
           % (statistics.median(ms), ms[int(len(ms) * 0.95)], ms[-1], len(ms)))
-    call("DELETE", "/session/%s" % s)
-finally:
-    drv.kill()
+    d.close(s)
 PY
 fi

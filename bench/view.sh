@@ -64,34 +64,22 @@ echo "viewer peak RSS: $(grep VmHWM /proc/$pid/status | awk '{print $2/1024 " MB
 
 if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
   # WebDriver, as tests/browser.rs: load each run page three times, read when its script was done.
-  python3 - "$base" "$out" <<'PY'
-import json, subprocess, sys, time, urllib.request
+  PYTHONPATH=bench python3 - "$base" "$out" <<'PY'
+import sys, time
+from webdriver import WebDriver
 base, out = sys.argv[1], sys.argv[2]
-drv = subprocess.Popen(["chromedriver", "--port=9627"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-def call(method, path, body=None):
-    req = urllib.request.Request("http://127.0.0.1:9627" + path, method=method,
-                                 data=None if body is None else json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    return json.load(urllib.request.urlopen(req, timeout=120))["value"]
-try:
-    for _ in range(100):
-        try: call("GET", "/status"); break
-        except Exception: time.sleep(0.1)
+with WebDriver(9627) as d:
     for name in ["wide", "deep"]:
         for i in range(3):
-            s = call("POST", "/session", {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
-                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                         "--disable-background-networking", "--user-data-dir=%s/prof-%s-%d" % (out, name, i)]}}}})["sessionId"]
+            s = d.session("%s/prof-%s-%d" % (out, name, i))
             t0 = time.time()
-            call("POST", "/session/%s/url" % s, {"url": "%s/run?r=0%%3Abench%%2F%s" % (base, name)})
+            d.go(s, "%s/run?r=0%%3Abench%%2F%s" % (base, name))
             while True:
-                r = call("POST", "/session/%s/execute/sync" % s, {"script": "return [document.body.getAttribute('data-ready-ms'), document.querySelectorAll('#trials tr.t').length, document.documentElement.outerHTML.length]", "args": []})
+                r = d.js(s, "return [document.body.getAttribute('data-ready-ms'), document.querySelectorAll('#trials tr.t').length, document.documentElement.outerHTML.length]")
                 if r[0] or time.time() - t0 > 60: break
                 time.sleep(0.05)
             print("chromium, %s run page, load %d: ready %s ms after navigation start, %d trial rows drawn, DOM %d KB"
                   % (name, i + 1, r[0], r[1], r[2] // 1024))
-            call("DELETE", "/session/%s" % s)
-finally:
-    drv.kill()
+            d.close(s)
 PY
 fi

@@ -114,7 +114,6 @@ impl Executor {
             error_type: None,
             started_ms,
             ended_ms: started_ms,
-            fault: None,
             diverged: false,
             recorded: None,
         };
@@ -131,9 +130,8 @@ impl Executor {
                 Some(f) if f.before().is_some() => {
                     // The fault stands in for the handler, which does not run.
                     let message = f.before();
-                    record.status = CallStatus::Faulted;
                     record.error = message.clone();
-                    record.fault = Some(f.record(false, message, None, None));
+                    record.status = CallStatus::faulted(f.record(false, message, None, None));
                 }
                 fired => {
                     state.borrow_mut().denied = None;
@@ -152,8 +150,7 @@ impl Executor {
                         && record.status == CallStatus::Executed
                     {
                         let original = record.result.take().unwrap_or(Json::Null);
-                        record.status = CallStatus::Faulted;
-                        record.fault = Some(match f.after(&original) {
+                        record.status = CallStatus::faulted(match f.after(&original) {
                             fault::After::Result(shaped, changed) => {
                                 record.result = Some(shaped);
                                 f.record(true, None, Some(original), Some(changed))

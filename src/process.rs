@@ -16,15 +16,19 @@
 //!   mount view, unless the run opted out with `--isolation none`.
 
 mod sandbox;
+mod spawn;
+
+pub use spawn::Io;
 
 pub use sandbox::{
     Bwrap, Isolation, View, protected_by, ready as sandbox_ready, real as real_path, refuse as sandbox_refuses,
     sees as sandbox_sees,
 };
 
+use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
@@ -85,10 +89,6 @@ mod fds {
 }
 
 pub use fds::init as init_fds;
-
-/// The shell that puts a sandboxed command's stdio in place before bubblewrap
-/// starts (any POSIX shell: only redirections and `exec`).
-const RELAY_SHELL: &str = "/bin/sh";
 
 /// The variables every process gets from the harness's environment.
 const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
@@ -163,18 +163,35 @@ impl Launch {
         env
     }
 
-    /// The command, in its own process group, with the scrubbed environment,
-    /// inside the sandbox unless its view says `--isolation none`; stdio is the
-    /// caller's to set.
-    fn command(&self) -> Result<Command, StartError> {
+    /// Start the process, in its own process group, with the scrubbed
+    /// environment, inside the sandbox unless its view says `--isolation
+    /// none`, with these stdio settings, as a [`Group`].
+    pub fn spawn(&self, stdin: Io, stdout: Io, stderr: Io) -> Result<Group, StartError> {
         use std::os::unix::process::CommandExt;
         let program = self.argv.first().filter(|p| !p.is_empty()).ok_or(StartError::Empty)?;
         let env = self.env();
-        let mut c = match self.view.isolation {
+        let spawn_failed = |e: std::io::Error| StartError::Spawn { program: program.clone(), reason: e.to_string() };
+        let (pid, ends) = match self.view.isolation {
             Isolation::None => {
-                let mut c = Command::new(program);
-                c.args(&self.argv[1..]);
-                c
+                let stdio = |io: Io| if io == Io::Piped { Stdio::piped() } else { Stdio::null() };
+                let mut child = Command::new(program)
+                    .args(&self.argv[1..])
+                    .current_dir(&self.cwd)
+                    .env_clear()
+                    .envs(env.iter().map(|(k, v)| (k, v)))
+                    .process_group(0)
+                    .stdin(stdio(stdin))
+                    .stdout(stdio(stdout))
+                    .stderr(stdio(stderr))
+                    .spawn()
+                    .map_err(spawn_failed)?;
+                // The std handle is dropped unreaped: the group reaps its leader.
+                let ends = spawn::Ends {
+                    stdin: child.stdin.take().map(Into::into),
+                    stdout: child.stdout.take().map(Into::into),
+                    stderr: child.stderr.take().map(Into::into),
+                };
+                (child.id(), ends)
             }
             Isolation::Sandbox => {
                 let fail = |reason: String| StartError::Sandbox { program: program.clone(), reason };
@@ -183,44 +200,37 @@ impl Launch {
                 if let Some(reason) = bwrap.refuse(&self.argv, &self.cwd, path_var, &self.view) {
                     return Err(StartError::Spawn { program: program.clone(), reason });
                 }
-                // The relay: the caller's stdin and stdout move to 3 and 4 (for
-                // the sandbox's relay), /dev/null takes 0 and 1 (for
-                // bubblewrap's own processes). A POSIX shell's redirections do
-                // it, then exec bubblewrap: with no `pre_exec` hook std starts
-                // the shell with posix_spawn instead of forking all of evalua
-                // for every trial (a fork and its wait cost ~4 ms a trial).
-                let mut c = Command::new(RELAY_SHELL);
-                c.arg("-c")
-                    .arg(r#"exec 3<&0 4>&1 </dev/null >/dev/null; exec "$0" "$@""#)
-                    .arg(&bwrap.path)
-                    .args(bwrap.args(&self.argv, &self.cwd, &env, &self.view, true));
-                c
+                // bwrap itself gets no environment (its /proc/1/environ,
+                // visible in the sandbox, must not show the harness's), and
+                // the caller's stdin and stdout on 3 and 4 for the sandbox's
+                // relay, started with posix_spawn: neither a fork of all of
+                // evalua nor a shell per trial (issue 24: each cost ~0.5–4 ms).
+                let args = bwrap.args(&self.argv, &self.cwd, &env, &self.view, true);
+                spawn::relayed(&bwrap.path, &args, &self.cwd, stdin, stdout, stderr).map_err(spawn_failed)?
             }
         };
-        // bwrap itself gets no environment: its /proc/1/environ, visible in
-        // the sandbox, must not show the harness's.
-        c.current_dir(&self.cwd).env_clear().process_group(0);
-        if self.view.isolation == Isolation::None {
-            c.envs(env.iter().map(|(k, v)| (k, v)));
-        }
-        Ok(c)
-    }
-
-    /// Start the process with these stdio settings, as a [`Group`].
-    pub fn spawn(&self, stdin: Stdio, stdout: Stdio, stderr: Stdio) -> Result<Group, StartError> {
-        let mut c = self.command()?;
-        c.stdin(stdin).stdout(stdout).stderr(stderr);
-        let child =
-            c.spawn().map_err(|e| StartError::Spawn { program: self.argv[0].clone(), reason: e.to_string() })?;
-        let tracked = Some(cancel::track_group(child.id() as i32));
-        Ok(Group { child, done: false, status: None, tracked })
+        let tracked = Some(cancel::track_group(pid as i32));
+        Ok(Group {
+            pid,
+            stdin: ends.stdin.map(File::from),
+            stdout: ends.stdout.map(File::from),
+            stderr: ends.stderr.map(File::from),
+            done: false,
+            status: None,
+            tracked,
+        })
     }
 }
 
 /// A started process and its process group; the whole group is killed when
 /// dropped.
 pub struct Group {
-    pub child: Child,
+    /// The leader's pid, which is also its group's id.
+    pid: u32,
+    /// The parent's ends of the piped streams, for the caller to take.
+    pub stdin: Option<File>,
+    pub stdout: Option<File>,
+    pub stderr: Option<File>,
     /// Set once the group was signalled and its leader reaped: its pid may be
     /// reused from then on, so it must never be signalled again.
     done: bool,
@@ -236,7 +246,7 @@ impl Group {
         if self.done {
             return self.status;
         }
-        let pgid = self.child.id() as i32;
+        let pgid = self.pid as i32;
         // SAFETY: killpg only sends a signal. The group is the child's own
         // (process_group(0)) and its leader is not reaped yet, so the id is ours.
         unsafe {
@@ -244,7 +254,7 @@ impl Group {
         }
         // Unregistered before the leader is reaped: after that its id may be reused.
         self.tracked = None;
-        self.status = self.child.wait().ok();
+        self.status = reap(self.pid);
         self.done = true;
         self.status
     }
@@ -260,7 +270,7 @@ impl Group {
             let mut info: libc::siginfo_t = std::mem::zeroed();
             let r = libc::waitid(
                 libc::P_PID,
-                self.child.id() as libc::id_t,
+                self.pid as libc::id_t,
                 &mut info,
                 libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
             );
@@ -292,6 +302,23 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         let _ = self.kill();
+    }
+}
+
+/// Wait for child `pid` to exit and reap it.
+fn reap(pid: u32) -> Option<ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid writes only into `status`; `pid` is our unreaped child.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+        if r == pid as libc::pid_t {
+            return Some(ExitStatus::from_raw(status));
+        }
+        if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return None;
     }
 }
 
@@ -452,12 +479,12 @@ pub fn run(spec: &Spec<'_>) -> Result<Outcome, StartError> {
 /// the last `tail` bytes of each stream. Err only when it cannot start.
 pub fn run_launch(launch: &Launch, timeout: Duration, max_output: usize, tail: usize) -> Result<Outcome, StartError> {
     let started = Instant::now();
-    let mut group = launch.spawn(Stdio::null(), Stdio::piped(), Stdio::piped())?;
+    let mut group = launch.spawn(Io::Null, Io::Piped, Io::Piped)?;
     let total = Arc::new(AtomicUsize::new(0));
     let over = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
-    let stdout = group.child.stdout.take().expect("piped");
-    let stderr = group.child.stderr.take().expect("piped");
+    let stdout = group.stdout.take().expect("piped");
+    let stderr = group.stderr.take().expect("piped");
     let out = Tail::drain(stdout, tail, total.clone(), over.clone(), max_output, Some(tx.clone()));
     let err = Tail::drain(stderr, tail, total, over.clone(), max_output, Some(tx));
     let deadline = started + timeout;
@@ -607,9 +634,9 @@ mod tests {
             .pass(&["EVALUA_TEST_SECRET".into()])
             .set("X", "y")
             .view(&view());
-        let mut g = l.spawn(Stdio::null(), Stdio::piped(), Stdio::null()).unwrap();
+        let mut g = l.spawn(Io::Null, Io::Piped, Io::Null).unwrap();
         let mut s = String::new();
-        g.child.stdout.take().unwrap().read_to_string(&mut s).unwrap();
+        g.stdout.take().unwrap().read_to_string(&mut s).unwrap();
         assert_eq!(s.trim(), "s3cret y");
     }
 }

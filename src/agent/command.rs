@@ -15,8 +15,8 @@
 //! loop here answers them through the same executor. With `io = "plain"` the
 //! input is the last argument and the whole stdout (exit 0) is the answer.
 
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ use super::mcp::{self, Event};
 use super::protocol::{self, AgentMessage, quote};
 use crate::model::Endpoint;
 use crate::model::proxy::Proxy;
-use crate::process::{self, Group, Launch, Tail, describe_status};
+use crate::process::{self, Group, Io, Launch, Tail, describe_status};
 use crate::record::{BudgetHit, CallRecord, Ended};
 use crate::spec::{AgentIo, CommandAgentSpec, ModelSpec, ToolsVia};
 use crate::trial::{AgentEnd, Trial};
@@ -100,7 +100,7 @@ fn read_all(mut r: impl Read + Send + 'static, tx: SyncSender<Event>) {
     });
 }
 
-fn send(stdin: &mut Option<ChildStdin>, msg: &Json) -> bool {
+fn send(stdin: &mut Option<File>, msg: &Json) -> bool {
     let Some(w) = stdin.as_mut() else { return false };
     let mut line = msg.to_string();
     line.push('\n');
@@ -172,23 +172,23 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
             .set("ANTHROPIC_API_KEY", p.dummy_key.clone());
     }
     let stdin = match io {
-        AgentIo::Jsonl => Stdio::piped(),
+        AgentIo::Jsonl => Io::Piped,
         AgentIo::Plain => {
             launch.argv.push(trial.input.clone());
-            Stdio::null()
+            Io::Null
         }
     };
-    let mut group = match launch.spawn(stdin, Stdio::piped(), Stdio::piped()) {
+    let mut group = match launch.spawn(stdin, Io::Piped, Io::Piped) {
         Ok(g) => g,
         Err(e) => return AgentEnd::infra(e.to_string()),
     };
-    let mut stdin = group.child.stdin.take();
-    let stdout = group.child.stdout.take().expect("piped");
+    let mut stdin = group.stdin.take();
+    let stdout = group.stdout.take().expect("piped");
     match io {
         AgentIo::Jsonl => read_lines(stdout, tx),
         AgentIo::Plain => read_all(stdout, tx),
     }
-    let stderr = Tail::keep(group.child.stderr.take().expect("piped"), STDERR_TAIL);
+    let stderr = Tail::keep(group.stderr.take().expect("piped"), STDERR_TAIL);
 
     let mut end = match io {
         AgentIo::Jsonl => {
@@ -377,7 +377,7 @@ fn plain(trial: &Trial<'_>, events: &Receiver<Event>, group: &mut Group, proxy: 
 /// The protocol loop: returns how the agent's part ended.
 fn converse(
     trial: &Trial<'_>,
-    stdin: &mut Option<ChildStdin>,
+    stdin: &mut Option<File>,
     events: &Receiver<Event>,
     group: &mut Group,
     mcp_url: Option<&str>,
@@ -476,7 +476,7 @@ fn converse(
                 if let Some(e) = &r.error {
                     out["error"] = json!(e);
                 }
-                if let Some(s) = r.fault.as_ref().and_then(|f| f.retry_after_s) {
+                if let Some(s) = r.fault().and_then(|f| f.retry_after_s) {
                     out["retry_after_s"] = json!(s);
                 }
                 send(stdin, &out);

@@ -76,8 +76,8 @@ fn result_of(r: &CallRecord) -> CallToolResult {
         }
         v
     } else {
-        let status = match r.status {
-            CallStatus::Faulted if r.fault.as_ref().is_some_and(|f| f.retry_after_s.is_some()) => "rate limited",
+        let status = match &r.status {
+            CallStatus::Faulted(Some(f)) if f.retry_after_s.is_some() => "rate limited",
             CallStatus::Rejected => "rejected",
             CallStatus::Denied => "denied",
             _ => "failed",

@@ -610,7 +610,7 @@ fn adapted(lua: &Lua, v: Value) -> Result<Adapted, String> {
             Some("failed") | Some("error") => CallStatus::Failed,
             Some("denied") => CallStatus::Denied,
             Some("rejected") => CallStatus::Rejected,
-            Some("faulted") => CallStatus::Faulted,
+            Some("faulted") => CallStatus::Faulted(None),
             Some(other) => {
                 return Err(format!("call.status {other:?} is not executed, failed, denied, rejected or faulted"));
             }

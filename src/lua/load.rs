@@ -18,12 +18,10 @@ use super::api::{self, declare};
 use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
 use crate::error::{Error, Result};
 use crate::spec::gate;
-use crate::spec::model::{DEFAULT_AGENT_TURNS, DEFAULT_USER_TURNS, ToolResults};
 use crate::spec::{
-    AgentIo, AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, CommandAgentSpec, DEFAULT_AGENT_NAME, DatasetSpec,
-    DbSpec, FaultRule, Faults, JudgeSpec, KeepCaps, MAX_DEADLINE_S, Mention, ModelAgentSpec, ModelSpec, MonitorSpec,
-    NamedAgent, ProxySpec, QueryUse, Reference, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec, ToolsVia,
-    UserSpec, WorkdirSpec,
+    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, DbSpec, FaultRule, Faults,
+    JudgeSpec, KeepCaps, Mention, MonitorSpec, NamedAgent, QueryUse, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec,
+    ToolSpec, ToolsVia,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -419,64 +417,48 @@ fn strings(t: &Table, k: &str) -> std::result::Result<Vec<String>, String> {
     Ok(opt::<Vec<String>>(t, k)?.unwrap_or_default())
 }
 
-/// Model endpoint options (`evalua.model{}` and the same keys elsewhere), as
-/// the DSL normalised them.
-fn model_spec(lua: &Lua, v: &Value) -> std::result::Result<ModelSpec, String> {
-    let j = convert::to_json(lua, v)?;
-    serde_json::from_value(j).map_err(|e| format!("model options: {e}"))
-}
-
-fn read_agent(lua: &Lua, v: Option<Table>) -> std::result::Result<Option<AgentSpec>, String> {
-    read_agent_with(lua, v, true)
+fn read_agent(v: Option<Value>) -> std::result::Result<Option<AgentSpec>, String> {
+    read_agent_with(v, true)
 }
 
 /// An agent declaration; `resolve`: a model agent's endpoint must resolve now
 /// (not for a named agent that is not the default: it resolves when a run
 /// picks it, so a suite whose `model` agent needs a key still loads without one).
-fn read_agent_with(lua: &Lua, v: Option<Table>, resolve: bool) -> std::result::Result<Option<AgentSpec>, String> {
-    let Some(a) = v else { return Ok(None) };
-    let kind: String = opt(&a, "kind")?.unwrap_or_default();
-    match kind.as_str() {
-        "scripted" => Ok(Some(AgentSpec::Scripted { path: opt::<String>(&a, "path")?.map(PathBuf::from) })),
-        "command" => Ok(Some(AgentSpec::Command(CommandAgentSpec {
-            cmd: strings(&a, "cmd")?,
-            env: strings(&a, "env")?,
-            setup: opt::<Vec<String>>(&a, "setup")?,
-            tools: match opt::<String>(&a, "tools")?.as_deref() {
-                None | Some("protocol") => ToolsVia::Protocol,
-                Some("mcp") => ToolsVia::Mcp,
-                Some(other) => return Err(format!("agent tools = '{other}' is not supported")),
-            },
-            io: match opt::<String>(&a, "io")?.as_deref() {
-                None | Some("jsonl") => AgentIo::Jsonl,
-                Some("plain") => AgentIo::Plain,
-                Some(other) => return Err(format!("agent io = '{other}' is not supported")),
-            },
-            model_proxy: proxy_spec(lua, &a)?,
-        }))),
-        "replay" => Ok(Some(AgentSpec::Replay { path: PathBuf::from(opt::<String>(&a, "path")?.unwrap_or_default()) })),
-        other => match crate::spec::Provider::from_name(other) {
-            Some(p) => Ok(Some(AgentSpec::Model(model_agent(lua, &a, p, resolve)?))),
-            None => Err(format!("agent kind '{other}' is not supported")),
-        },
+/// A model agent's system prompt file is read now.
+fn read_agent_with(v: Option<Value>, resolve: bool) -> std::result::Result<Option<AgentSpec>, String> {
+    let Some(v) = v else { return Ok(None) };
+    let mut spec: AgentSpec = from_table(v, "agent")?;
+    if let AgentSpec::Model(a) = &mut spec {
+        let what = format!("evalua.agent.{}", a.model.provider);
+        if resolve {
+            crate::model::Endpoint::resolve(&a.model, true).map_err(|e| format!("{what}: {e}"))?;
+        }
+        if let Some(p) = a.system_path.take() {
+            let text = std::fs::read_to_string(&p)
+                .map_err(|e| format!("{what}: cannot read the system prompt {}: {e}", display_path(p.as_ref())))?;
+            a.system = Some(text);
+            a.system_path = Some(display_path(Path::new(&p)));
+        }
+        a.system_sha256 = a.system.as_ref().map(|s| sha256_hex(s.as_bytes()));
     }
+    Ok(Some(spec))
 }
 
 /// The suite's default agent and every agent by name (see `named_agents` in
 /// the stdlib): `agent = …` alone is one agent named "default".
-fn read_agents(lua: &Lua, t: &Table) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAgent>), String> {
+fn read_agents(t: &Table) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAgent>), String> {
     let default: Option<String> = opt(t, "default_agent")?;
     let Some(named) = opt::<Table>(t, "_agents")? else {
-        let agent = read_agent(lua, opt(t, "agent")?)?;
+        let agent = read_agent(opt(t, "agent")?)?;
         let agents =
             agent.iter().map(|a| NamedAgent { name: DEFAULT_AGENT_NAME.to_string(), spec: a.clone() }).collect();
         return Ok((agent, agents));
     };
     let mut agents = Vec::new();
-    for pair in named.pairs::<String, Table>() {
+    for pair in named.pairs::<String, Value>() {
         let (name, a) = pair.map_err(|e| format!("agents: {e}"))?;
         let is_default = default.as_deref() == Some(name.as_str());
-        let spec = read_agent_with(lua, Some(a), is_default)
+        let spec = read_agent_with(Some(a), is_default)
             .map_err(|e| format!("agent '{name}': {e}"))?
             .ok_or_else(|| format!("agent '{name}': not an agent"))?;
         agents.push(NamedAgent { name, spec });
@@ -486,100 +468,9 @@ fn read_agents(lua: &Lua, t: &Table) -> std::result::Result<(Option<AgentSpec>, 
     Ok((agent, agents))
 }
 
-/// `evalua.agent.openai{}` / `anthropic{}`: the endpoint must resolve now
-/// (a model named, a key variable where one is needed), not in every trial.
-fn model_agent(
-    lua: &Lua,
-    t: &Table,
-    provider: crate::spec::Provider,
-    resolve: bool,
-) -> std::result::Result<ModelAgentSpec, String> {
-    let what = format!("evalua.agent.{provider}");
-    let mut model = model_spec(lua, &Value::Table(t.clone())).map_err(|e| format!("{what}: {e}"))?;
-    model.provider = provider;
-    if resolve {
-        crate::model::Endpoint::resolve(&model, true).map_err(|e| format!("{what}: {e}"))?;
-    }
-    let (system, system_path) = match opt::<String>(t, "system_path")? {
-        Some(p) => {
-            let text = std::fs::read_to_string(&p)
-                .map_err(|e| format!("{what}: cannot read the system prompt {}: {e}", display_path(p.as_ref())))?;
-            (Some(text), Some(display_path(Path::new(&p))))
-        }
-        None => (opt::<String>(t, "system")?, None),
-    };
-    Ok(ModelAgentSpec {
-        system_sha256: system.as_ref().map(|s| sha256_hex(s.as_bytes())),
-        model,
-        system,
-        system_path,
-        max_turns: opt::<u32>(t, "max_turns")?.unwrap_or(DEFAULT_AGENT_TURNS),
-        tool_results: match opt::<String>(t, "tool_results")?.as_deref() {
-            None | Some("json") => ToolResults::Json,
-            Some("text") => ToolResults::Text,
-            Some(other) => return Err(format!("{what}: tool_results = '{other}' is not \"json\" or \"text\"")),
-        },
-        calls_per_step: opt::<u32>(t, "calls_per_step")?,
-    })
-}
-
-/// A command agent's `model_proxy`: `true` (both official endpoints) or one
-/// provider's options.
-fn proxy_spec(lua: &Lua, agent: &Table) -> std::result::Result<Option<ProxySpec>, String> {
-    let what = "evalua.agent.command: model_proxy";
-    match opt::<Value>(agent, "model_proxy")?.unwrap_or(Value::Nil) {
-        Value::Nil | Value::Boolean(false) => Ok(None),
-        Value::Boolean(true) => Ok(Some(ProxySpec {
-            openai: Some(ModelSpec::for_provider(crate::spec::Provider::OpenAI)),
-            anthropic: Some(ModelSpec::for_provider(crate::spec::Provider::Anthropic)),
-        })),
-        t @ Value::Table(_) => {
-            let spec = model_spec(lua, &t).map_err(|e| format!("{what}: {e}"))?;
-            crate::model::Endpoint::resolve(&spec, false).map_err(|e| format!("{what}: {e}"))?;
-            Ok(Some(match spec.provider {
-                crate::spec::Provider::Anthropic => ProxySpec { openai: None, anthropic: Some(spec) },
-                crate::spec::Provider::OpenAI => ProxySpec { openai: Some(spec), anthropic: None },
-            }))
-        }
-        other => Err(format!("{what} must be true or model options, got {}", other.type_name())),
-    }
-}
-
-/// `sandbox.workdir` as normalised by the DSL: `{ dir = abs }` or `{ git = abs, rev = s }`.
-fn workdir_spec(t: &Table) -> std::result::Result<WorkdirSpec, String> {
-    let get = |k: &str| t.get::<Option<String>>(k).map_err(|e| format!("workdir.{k}: {e}"));
-    if let Some(dir) = get("dir")? {
-        return Ok(WorkdirSpec::Dir { path: PathBuf::from(dir) });
-    }
-    match get("git")? {
-        Some(bundle) => Ok(WorkdirSpec::Git { bundle: PathBuf::from(bundle), rev: get("rev")? }),
-        None => Err("workdir: expected a folder or { git = bundle, rev = ... }".into()),
-    }
-}
-
-/// A case's `user` (`evalua.user.script{}` / `evalua.user.llm{}`).
-fn user_spec(lua: &Lua, u: &Table) -> std::result::Result<UserSpec, String> {
-    let kind: String = opt(u, "kind")?.unwrap_or_default();
-    match kind.as_str() {
-        "script" => Ok(UserSpec::Script { turns: strings(u, "turns")? }),
-        "llm" => Ok(UserSpec::Llm {
-            profile: opt(u, "profile")?.unwrap_or_default(),
-            goal: opt(u, "goal")?.unwrap_or_default(),
-            model: Box::new(match opt::<Value>(u, "model")? {
-                Some(m @ Value::Table(_)) => model_spec(lua, &m).map_err(|e| format!("evalua.user.llm: {e}"))?,
-                _ => ModelSpec::default(),
-            }),
-            max_turns: opt::<u32>(u, "max_turns")?.unwrap_or(DEFAULT_USER_TURNS),
-            system: opt(u, "system")?,
-            opening: opt(u, "opening")?,
-        }),
-        other => Err(format!("unknown user kind '{other}'")),
-    }
-}
-
 /// `check.tests{}`'s options, as the stdlib normalised them.
-fn tests_spec(lua: &Lua, v: Value) -> std::result::Result<TestsSpec, String> {
-    let spec: TestsSpec = from_table(lua, v, "check.tests")?;
+fn tests_spec(v: Value) -> std::result::Result<TestsSpec, String> {
+    let spec: TestsSpec = from_table(v, "check.tests")?;
     if spec.runner.is_empty() {
         return Err("check.tests: 'runner' must be a non-empty list".into());
     }
@@ -589,12 +480,19 @@ fn tests_spec(lua: &Lua, v: Value) -> std::result::Result<TestsSpec, String> {
 /// A table the DSL normalised, read into its spec type by serde: the type's
 /// fields are the one declaration of its keys (an unknown key is refused
 /// where the type says `deny_unknown_fields`), its defaults are the type's.
-/// Functions in the table stay in Lua (they are left out, not refused);
-/// the caller's error gets the declaration's `file:line`.
-fn from_table<T: serde::de::DeserializeOwned>(lua: &Lua, v: Value, what: &str) -> std::result::Result<T, String> {
-    use mlua::LuaSerdeExt;
+/// Functions in the table stay in Lua (they are left out, not refused).
+/// The error names the key (`what.key: …`); the caller adds the
+/// declaration's `file:line`.
+pub fn from_table<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> std::result::Result<T, String> {
     let options = mlua::serde::DeserializeOptions::new().deny_unsupported_types(false);
-    lua.from_value_with(v, options).map_err(|e| format!("{what}: {e}"))
+    serde_path_to_error::deserialize(mlua::serde::Deserializer::new_with_options(v, options)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = match e.into_inner() {
+            mlua::Error::DeserializeError(m) => m,
+            other => other.to_string(),
+        };
+        if path == "." { format!("{what}: {inner}") } else { format!("{what}.{path}: {inner}") }
+    })
 }
 
 /// A judge check's `judge` table.
@@ -624,7 +522,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         let c = c.map_err(|e| e.to_string())?;
         let kind: Option<String> = opt(&c, "kind")?;
         let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
-            (Some("tests"), Some(v)) => Some(tests_spec(lua, v)?),
+            (Some("tests"), Some(v)) => Some(tests_spec(v)?),
             _ => None,
         };
         checks.push(CheckInfo {
@@ -652,10 +550,10 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         trials: opt::<f64>(ct, "trials")?.map(|v| v as u32),
         weight: ct.get("weight").map_err(|e| e.to_string())?,
         tools: tools_subset,
-        agent: read_agent(lua, opt(ct, "agent")?)?.map(Box::new),
+        agent: read_agent(opt(ct, "agent")?)?.map(Box::new),
         clock: opt(ct, "clock")?,
-        workdir: opt::<Table>(ct, "workdir")?.map(|w| workdir_spec(&w)).transpose()?.map(Box::new),
-        user: opt::<Table>(ct, "user")?.map(|u| user_spec(lua, &u)).transpose()?.map(Box::new),
+        workdir: from_table(ct.get("workdir").map_err(|e| e.to_string())?, "workdir")?,
+        user: from_table(ct.get("user").map_err(|e| e.to_string())?, "user")?,
         checks: checks.len() as u32,
         tests: checks
             .iter()
@@ -664,7 +562,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
         digest: String::new(),
         location,
         faults: faults_spec(lua, opt(ct, "faults")?)?,
-        reference: opt::<Table>(ct, "reference")?.map(|r| reference_spec(&r)).transpose()?,
+        reference: from_table(ct.get("reference").map_err(|e| e.to_string())?, "reference")?,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
@@ -672,15 +570,6 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
     spec.digest = sha256_hex(declared.as_bytes());
     let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
     Ok(ReadCase { spec, judges, checks })
-}
-
-/// `reference = { … }` as the DSL normalised it (`calls` a count).
-fn reference_spec(r: &Table) -> std::result::Result<Reference, String> {
-    Ok(Reference {
-        calls: opt::<f64>(r, "calls")?.map(|v| v as u32),
-        tokens: opt::<f64>(r, "tokens")?.map(|v| v as u64),
-        max_ratio: opt::<f64>(r, "max_ratio")?.unwrap_or(Reference::DEFAULT_MAX_RATIO),
-    })
 }
 
 /// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
@@ -777,40 +666,6 @@ fn check_gate_agents(suite: &Suite) -> Vec<String> {
     errors
 }
 
-/// The budget's numbers, checked again on the host (the DSL checks them at the
-/// suite's line): finite, in range, integral where a count is meant.
-fn budget_spec(t: &Table, at: &str) -> std::result::Result<Budget, String> {
-    let num = |k: &str| -> std::result::Result<Option<f64>, String> {
-        match opt::<f64>(t, k)? {
-            Some(v) if !v.is_finite() || v < 0.0 => {
-                Err(format!("{at}: budget.{k} must be a finite non-negative number, got {v}"))
-            }
-            v => Ok(v),
-        }
-    };
-    let count = |k: &str, max: f64| -> std::result::Result<Option<u64>, String> {
-        match num(k)? {
-            Some(v) if v > max || v.fract() != 0.0 => {
-                Err(format!("{at}: budget.{k} must be a whole number of at most {max}, got {v}"))
-            }
-            v => Ok(v.map(|v| v as u64)),
-        }
-    };
-    let deadline_s = match num("deadline_s")? {
-        Some(v) if v <= 0.0 || v > MAX_DEADLINE_S => {
-            return Err(format!("{at}: budget.deadline_s must be above 0 and at most {MAX_DEADLINE_S} s, got {v}"));
-        }
-        v => v,
-    };
-    Ok(Budget {
-        deadline_s,
-        max_tool_calls: count("max_tool_calls", u32::MAX as f64)?.map(|v| v as u32),
-        max_turns: count("max_turns", u32::MAX as f64)?.map(|v| v as u32),
-        max_tokens: count("max_tokens", 2f64.powi(53))?,
-        max_cost_usd: num("max_cost_usd")?,
-    })
-}
-
 /// The default of `sandbox.max_fixture_mb` (overridden by `EVALUA_MAX_FIXTURE_MB`).
 pub const DEFAULT_MAX_FIXTURE_MB: f64 = 64.0;
 
@@ -854,8 +709,8 @@ fn read_suite(
     if let Some(e) = bad_number(t, "", &location, 0, &mut Vec::new()) {
         return Err(e);
     }
-    let budget_t: Table = t.get("budget").map_err(|e| e.to_string())?;
-    let budget = budget_spec(&budget_t, &location)?;
+    let budget: Budget =
+        from_table(t.get("budget").map_err(|e| e.to_string())?, "budget").map_err(|e| format!("{location}: {e}"))?;
     let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
     let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
     let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
@@ -871,18 +726,9 @@ fn read_suite(
     let tools_t: Table = t.get("_tools").map_err(|e| e.to_string())?;
     for tt in tools_t.sequence_values::<Table>() {
         let tt = tt.map_err(|e| e.to_string())?;
-        let params: Value = tt.get("params").map_err(|e| e.to_string())?;
-        tools.push(ToolSpec {
-            name: tt.get("name").map_err(|e| e.to_string())?,
-            description: tt.get("description").map_err(|e| e.to_string())?,
-            params: convert::to_json(lua, &params)?,
-            effect: tt.get("effect").map_err(|e| e.to_string())?,
-            requires: strings(&tt, "requires")?,
-            forbidden_in_attack: opt::<bool>(&tt, "forbidden_in_attack")?.unwrap_or(false),
-            validate: opt::<bool>(&tt, "validate")?.unwrap_or(true),
-            ends: opt::<bool>(&tt, "ends")?.unwrap_or(false),
-            location: opt::<String>(&tt, "_where")?.unwrap_or_default(),
-        });
+        let at: Option<String> = tt.raw_get("_where").unwrap_or_default();
+        let tool = from_table::<ToolSpec>(Value::Table(tt), "suite:tool");
+        tools.push(tool.map_err(|e| at.map_or_else(|| e.clone(), |at| format!("{at}: {e}")))?);
     }
 
     let mut monitors = Vec::new();
@@ -895,7 +741,7 @@ fn read_suite(
         });
     }
 
-    let (agent, agents) = read_agents(lua, t)?;
+    let (agent, agents) = read_agents(t)?;
     let mut suite = Suite {
         path: path.to_path_buf(),
         dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
@@ -912,7 +758,7 @@ fn read_suite(
         },
         schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
         clock: opt(&sandbox, "clock")?,
-        workdir: opt::<Table>(&sandbox, "workdir")?.map(|w| workdir_spec(&w)).transpose()?,
+        workdir: from_table(sandbox.get("workdir").map_err(|e| e.to_string())?, "sandbox.workdir")?,
         expose: opt::<Vec<String>>(&sandbox, "expose")?.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
         network: opt::<bool>(&sandbox, "network")?.unwrap_or(true),
         gates,
@@ -989,4 +835,87 @@ fn read_suite(
         }
     }
     Ok((suite, errors))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::model::{DEFAULT_USER_TURNS, ToolResults};
+    use crate::spec::{Reference, UserSpec, WorkdirSpec};
+
+    fn table(lua: &Lua, src: &str) -> Value {
+        lua.load(format!("return {src}")).eval().expect("a Lua value")
+    }
+
+    #[test]
+    fn a_count_may_be_a_whole_float_and_an_unknown_key_is_named() {
+        let lua = Lua::new();
+        let b: Budget = from_table(table(&lua, "{ max_turns = 3.0, max_tokens = 1000, deadline_s = 2.5 }"), "budget")
+            .expect("a budget");
+        assert_eq!((b.max_turns, b.max_tokens, b.deadline_s), (Some(3), Some(1000), Some(2.5)));
+        let e = from_table::<Budget>(table(&lua, "{ max_turns = 3.5 }"), "budget").unwrap_err();
+        assert!(e.starts_with("budget.max_turns: must be a whole number"), "{e}");
+        let e = from_table::<Budget>(table(&lua, "{ max_turn = 3 }"), "budget").unwrap_err();
+        assert!(e.contains("unknown field `max_turn`") && e.contains("max_turns"), "{e}");
+        let e = from_table::<Budget>(table(&lua, "{ deadline_s = 0 }"), "budget").unwrap_err();
+        assert!(e.starts_with("budget.deadline_s: must be above 0"), "{e}");
+    }
+
+    #[test]
+    fn the_dsls_own_keys_are_read_and_functions_stay_in_lua() {
+        let lua = Lua::new();
+        let t: ToolSpec = from_table(
+            table(
+                &lua,
+                r#"{ name = "lookup", description = "", params = { type = "object", properties = {} }, effect = "read",
+                     requires = {}, forbidden_in_attack = false, validate = true, ends = false,
+                     run = function() end, _where = "s.lua:3" }"#,
+            ),
+            "suite:tool",
+        )
+        .expect("a tool");
+        assert_eq!(t.location, "s.lua:3");
+        assert_eq!(t.params, serde_json::json!({ "type": "object", "properties": {} }));
+        let r: Reference = from_table(
+            table(&lua, r#"{ calls = 2.0, max_ratio = 2, call_list = { { name = "a" }, { name = "b" } } }"#),
+            "r",
+        )
+        .expect("a reference");
+        assert_eq!((r.calls, r.tokens, r.max_ratio), (Some(2), None, 2.0));
+        let a: AgentSpec = from_table(
+            table(
+                &lua,
+                r#"{ kind = "anthropic", model = { kind = "model", provider = "anthropic", model = "m" }, max_turns = 3 }"#,
+            ),
+            "agent",
+        )
+        .expect("a model agent");
+        let AgentSpec::Model(m) = a else { panic!("{a:?}") };
+        assert_eq!(
+            (m.model.provider, m.max_turns, m.tool_results),
+            (crate::spec::Provider::Anthropic, 3, ToolResults::Json)
+        );
+        let e = from_table::<AgentSpec>(table(&lua, r#"{ kind = "scripted", path = "/a.lua", pth = 1 }"#), "agent")
+            .unwrap_err();
+        assert!(e.contains("unknown field `pth`"), "{e}");
+        let u: UserSpec = from_table(
+            table(&lua, r#"{ kind = "llm", profile = "p", goal = "g", model = { kind = "model" } }"#),
+            "user",
+        )
+        .expect("a user");
+        let UserSpec::Llm(u) = u else { panic!("{u:?}") };
+        assert_eq!(u.max_turns, DEFAULT_USER_TURNS);
+        // An empty table is an empty list, also where serde buffers the table (a tagged enum).
+        let c: AgentSpec = from_table(
+            table(&lua, r#"{ kind = "command", cmd = { "a" }, env = {}, setup = {}, model_proxy = true }"#),
+            "agent",
+        )
+        .expect("a command agent");
+        let AgentSpec::Command(c) = c else { panic!("{c:?}") };
+        assert_eq!((c.env.len(), c.setup, c.tools), (0, Some(vec![]), ToolsVia::Protocol));
+        assert!(c.model_proxy.is_some_and(|p| p.openai.is_some() && p.anthropic.is_some()));
+        let w: WorkdirSpec =
+            from_table(table(&lua, r#"{ git = "/b.bundle", rev = "v1" }"#), "workdir").expect("a work dir");
+        assert_eq!(w, WorkdirSpec::Git { bundle: "/b.bundle".into(), rev: Some("v1".into()) });
+    }
 }

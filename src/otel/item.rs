@@ -149,7 +149,8 @@ fn tool_call(s: &Span, base: u64) -> CallRecord {
     let own = s.attributes.get("evalua.tool.status").and_then(|v| serde_json::from_value::<CallStatus>(v.clone()).ok());
     let status = own.unwrap_or(if s.status == Status::Error { CallStatus::Failed } else { CallStatus::Executed });
     let (ex_message, ex_type) = exception(s);
-    let error = (status != CallStatus::Executed).then(|| {
+    let executed = status == CallStatus::Executed;
+    let error = (!executed).then(|| {
         Some(s.status_message.clone())
             .filter(|m| !m.is_empty())
             .or(ex_message)
@@ -158,7 +159,6 @@ fn tool_call(s: &Span, base: u64) -> CallRecord {
     });
     CallRecord {
         requested_id: None,
-        fault: None,
         diverged: false,
         recorded: None,
         id: first(s, &["gen_ai.tool.call.id", "tool_call.id"]).map(text_of).unwrap_or_else(|| s.span_id.clone()),
@@ -168,7 +168,7 @@ fn tool_call(s: &Span, base: u64) -> CallRecord {
         effect: None,
         result,
         error,
-        error_type: first(s, &["error.type"]).map(text_of).or(ex_type).filter(|_| status != CallStatus::Executed),
+        error_type: first(s, &["error.type"]).map(text_of).or(ex_type).filter(|_| !executed),
         started_ms: ms(s.start_ns, base),
         ended_ms: ms(s.end_ns, base),
     }
@@ -366,7 +366,6 @@ pub fn read(spans: &[Span], adapted: &[Adapted]) -> Recorded {
                     });
                     r.calls.push(CallRecord {
                         requested_id: None,
-                        fault: None,
                         diverged: false,
                         recorded: None,
                         id: s.span_id.clone(),
@@ -545,7 +544,6 @@ fn calls_from_model_spans(llm: &[&Span], base: u64) -> Vec<CallRecord> {
                     id.clone(),
                     CallRecord {
                         requested_id: None,
-                        fault: None,
                         diverged: false,
                         recorded: None,
                         id: id.clone(),

@@ -175,7 +175,6 @@ fn call(id: String, name: String, args: Json) -> CallRecord {
         error_type: None,
         started_ms: 0.0,
         ended_ms: 0.0,
-        fault: None,
         diverged: false,
         recorded: None,
     }

@@ -15,6 +15,22 @@ pub fn fields<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     found
 }
 
+/// What a spec type's fields do not say about the keys of its Lua table.
+pub trait Keys {
+    /// Fields the DSL writes on the table it normalised, which a suite does
+    /// not (`_where`, a `kind` mark, a derived list).
+    const DSL_KEYS: &'static [&'static str] = &[];
+    /// Keys a suite writes that stay in Lua (a handler function) or that the
+    /// DSL checks and drops: no field holds them.
+    const LUA_KEYS: &'static [&'static str] = &[];
+}
+
+/// The keys a suite writes in a table of type `T`: its fields but its
+/// `DSL_KEYS`, and its `LUA_KEYS`.
+pub fn suite_keys<'de, T: Deserialize<'de> + Keys>() -> Vec<&'static str> {
+    fields::<T>().iter().copied().filter(|f| !T::DSL_KEYS.contains(f)).chain(T::LUA_KEYS.iter().copied()).collect()
+}
+
 /// A deserializer that records the fields a type asks for and gives nothing.
 struct Probe<'a> {
     found: &'a mut &'static [&'static str],

@@ -3,6 +3,7 @@
 //! loader (`lua::load`) builds these from the suite file's tables, and every
 //! layer above plans and runs from them.
 
+pub mod de;
 pub mod fault;
 pub mod gate;
 pub mod keys;
@@ -18,7 +19,9 @@ use serde_json::Value as Json;
 
 pub use fault::{FaultEffect, FaultKind, FaultRule, Faults};
 pub use gate::Gate;
-pub use model::{JudgeSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, ToolResults, UserSpec};
+pub use model::{
+    JudgeSpec, LlmUserSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, ToolResults, UserSpec,
+};
 pub use sources::{SourceFile, Sources};
 
 /// The trial deadline when the suite's budget sets none.
@@ -26,16 +29,34 @@ pub const DEFAULT_DEADLINE_S: f64 = 300.0;
 /// The longest trial deadline a suite may set: a week.
 pub const MAX_DEADLINE_S: f64 = 7.0 * 24.0 * 3600.0;
 
+/// `budget = { … }` (the DSL checks it at the suite's line; the host reads
+/// it again through these fields: counts whole, amounts finite).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Budget {
+    #[serde(default, deserialize_with = "Budget::read_deadline_s")]
     pub deadline_s: Option<f64>,
+    #[serde(default, deserialize_with = "de::count")]
     pub max_tool_calls: Option<u32>,
+    #[serde(default, deserialize_with = "de::count")]
     pub max_turns: Option<u32>,
+    #[serde(default, deserialize_with = "de::count")]
     pub max_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "de::amount")]
     pub max_cost_usd: Option<f64>,
 }
 
 impl Budget {
+    /// `deadline_s`: above 0 and at most [`MAX_DEADLINE_S`].
+    fn read_deadline_s<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        match de::amount(d)? {
+            Some(v) if v <= 0.0 || v > MAX_DEADLINE_S => {
+                Err(serde::de::Error::custom(format_args!("must be above 0 and at most {MAX_DEADLINE_S} s, got {v}")))
+            }
+            v => Ok(v),
+        }
+    }
+
     /// How long a trial's agent may run: `deadline_s`, else [`DEFAULT_DEADLINE_S`].
     /// Never panics: the loader refuses a deadline that is not a positive number
     /// of at most [`MAX_DEADLINE_S`], and a value that slips through anyway is
@@ -52,12 +73,16 @@ impl Budget {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// `suite:tool { … }` as the DSL normalised it (every key filled in; `run`
+/// stays in Lua).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub params: Json,
     pub effect: String,
+    #[serde(deserialize_with = "de::list")]
     pub requires: Vec<String>,
     /// An attack case must not call it: requests are counted as attempts (SPEC §13).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -73,12 +98,20 @@ pub struct ToolSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ends: bool,
     /// `file:line` of its `suite:tool` (not part of the tool's contract).
-    #[serde(skip)]
+    #[serde(rename(deserialize = "_where"), default, skip_serializing)]
     pub location: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+impl keys::Keys for ToolSpec {
+    const DSL_KEYS: &[&str] = &["_where"];
+    /// The handler, a function.
+    const LUA_KEYS: &[&str] = &["run"];
+}
+
+/// An agent as the DSL normalised it (`evalua.agent.*`): its `kind`, then
+/// its own keys. A scripted agent's function stays in Lua.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AgentSpec {
     /// A scripted agent: a Lua file, or a function defined in the suite.
     Scripted { path: Option<PathBuf> },
@@ -86,7 +119,9 @@ pub enum AgentSpec {
     Command(CommandAgentSpec),
     /// A recorded trace's tool calls, fed back through the executor.
     Replay { path: PathBuf },
-    /// A model-driven tool loop in the host (`evalua.agent.openai` / `anthropic`).
+    /// A model-driven tool loop in the host (`evalua.agent.openai` / `anthropic`:
+    /// the DSL's kind is the provider).
+    #[serde(alias = "openai", alias = "anthropic")]
     Model(ModelAgentSpec),
 }
 
@@ -101,20 +136,31 @@ pub struct NamedAgent {
 pub const DEFAULT_AGENT_NAME: &str = "default";
 
 /// `evalua.agent.command { ... }`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CommandAgentSpec {
+    #[serde(deserialize_with = "de::list")]
     pub cmd: Vec<String>,
+    #[serde(default, deserialize_with = "de::list")]
     pub env: Vec<String>,
+    #[serde(default, deserialize_with = "de::opt_list")]
     pub setup: Option<Vec<String>>,
+    #[serde(default)]
     pub tools: ToolsVia,
+    #[serde(default)]
     pub io: AgentIo,
     /// `model_proxy`: the endpoints the harness's model proxy forwards to.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "ProxySpec::read")]
     pub model_proxy: Option<ProxySpec>,
 }
 
+impl keys::Keys for CommandAgentSpec {
+    /// `cwd` may only be "workdir" (the DSL checks it; nothing else to hold).
+    const LUA_KEYS: &[&str] = &["cwd"];
+}
+
 /// How a command agent reaches the case's tools.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolsVia {
     /// `tool_call` / `tool_result` lines of the JSON Lines protocol.
@@ -125,7 +171,7 @@ pub enum ToolsVia {
 }
 
 /// How a command agent's task input and final answer travel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AgentIo {
     /// `start` … `final` JSON Lines on stdin/stdout.
@@ -143,6 +189,30 @@ pub enum WorkdirSpec {
     Dir { path: PathBuf },
     /// A git bundle, cloned once and checked out at `rev` (default: the bundle's HEAD).
     Git { bundle: PathBuf, rev: Option<String> },
+}
+
+impl keys::Keys for WorkdirSpec {
+    /// The folder form, which a suite writes as a string (the DSL makes it `{ dir = abs }`).
+    const DSL_KEYS: &[&str] = &["dir"];
+}
+
+/// The DSL gives a work dir as `{ dir = abs }` or `{ git = abs, rev = … }`
+/// (`normalize_workdir` in stdlib/evalua/init.lua).
+impl<'de> Deserialize<'de> for WorkdirSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Normalised {
+            dir: Option<PathBuf>,
+            git: Option<PathBuf>,
+            rev: Option<String>,
+        }
+        match Normalised::deserialize(d)? {
+            Normalised { dir: Some(path), git: None, rev: None } => Ok(WorkdirSpec::Dir { path }),
+            Normalised { dir: None, git: Some(bundle), rev } => Ok(WorkdirSpec::Git { bundle, rev }),
+            _ => Err(serde::de::Error::custom("expected { dir = folder } or { git = bundle, rev = ... }")),
+        }
+    }
 }
 
 /// How much of a trial's changed work-dir files evalua reads (for `t.diff`,
@@ -172,16 +242,20 @@ impl Default for KeepCaps {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TestsSpec {
+    #[serde(deserialize_with = "de::list")]
     pub runner: Vec<String>,
     #[serde(default)]
     pub inject: Option<PathBuf>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de::list")]
     pub fail_to_pass: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de::list")]
     pub pass_to_pass: Vec<String>,
     #[serde(default = "TestsSpec::default_timeout_s")]
     pub timeout_s: f64,
 }
+
+impl keys::Keys for TestsSpec {}
+impl keys::Keys for Budget {}
 
 impl TestsSpec {
     /// `timeout_s` when the check gives none.
@@ -266,19 +340,28 @@ pub struct CaseSpec {
 /// set as ratios. At least one of `calls` and `tokens` is given; both are
 /// positive (a ratio to nothing says nothing).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Reference {
     /// Tool calls the reference makes (given as a number, or counted from
     /// the list of its calls).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "de::count")]
     pub calls: Option<u32>,
     /// Tokens (input + output) the reference takes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "de::count")]
     pub tokens: Option<u64>,
     /// An accepted trial above this many times the reference (in calls or
     /// in tokens) is listed in the reports, and is what `check.efficiency`
     /// rejects unless it is given its own.
     #[serde(default = "Reference::default_max_ratio")]
     pub max_ratio: f64,
+    /// The DSL's: `calls` given as a list, kept in Lua for `t.case.reference`
+    /// (the DSL counts it into `calls`; the plan needs only the count).
+    #[serde(default, skip_serializing)]
+    pub call_list: serde::de::IgnoredAny,
+}
+
+impl keys::Keys for Reference {
+    const DSL_KEYS: &[&str] = &["call_list"];
 }
 
 impl Reference {

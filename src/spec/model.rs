@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Prices {
     /// USD per million input tokens.
     pub input: f64,
@@ -64,6 +65,7 @@ impl std::fmt::Display for Provider {
 /// `evalua.agent.openai{}`, judges and `model_proxy`). Holds the *name* of
 /// the key's environment variable, never a key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     #[serde(default)]
     pub provider: Provider,
@@ -88,7 +90,34 @@ pub struct ModelSpec {
     pub max_concurrency: Option<u32>,
     #[serde(default)]
     pub prices: Option<Prices>,
+    /// The DSL's mark on a model table it normalised (`kind = "model"`).
+    #[serde(default, skip_serializing)]
+    pub kind: Mark,
 }
+
+/// The mark the DSL sets on a model table it normalised: `kind = "model"`
+/// (`evalua.model`) or `"judge_model"` (`judge.model`). Read and dropped:
+/// one mark is as good as another, so they compare equal.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Mark;
+
+impl<'de> Deserialize<'de> for Mark {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        enum Kind {
+            Model,
+            JudgeModel,
+        }
+        Kind::deserialize(d).map(|_| Mark)
+    }
+}
+
+impl super::keys::Keys for ModelSpec {
+    const DSL_KEYS: &[&str] = &["kind"];
+}
+
+impl super::keys::Keys for LlmUserSpec {}
 
 impl ModelSpec {
     pub fn for_provider(provider: Provider) -> Self {
@@ -100,27 +129,41 @@ impl ModelSpec {
     }
 }
 
-/// `evalua.agent.openai{}` / `evalua.agent.anthropic{}`.
-#[derive(Debug, Clone, Serialize)]
+/// `evalua.agent.openai{}` / `evalua.agent.anthropic{}`, as the DSL
+/// normalised it: the endpoint options under `model`, the prompt's text in
+/// `system` or its file (absolute) in `system_path`. Loading reads the file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelAgentSpec {
     pub model: ModelSpec,
     /// The system prompt's text (not in the manifest: its sha256 is).
-    #[serde(skip)]
+    #[serde(default, skip_serializing)]
     pub system: Option<String>,
+    #[serde(default)]
     pub system_path: Option<String>,
+    /// Set when the prompt is read.
+    #[serde(skip_deserializing)]
     pub system_sha256: Option<String>,
     /// Model calls (steps of the tool loop) per trial.
+    #[serde(default = "ModelAgentSpec::default_max_turns")]
     pub max_turns: u32,
     /// How a tool's result reaches the model (`tool_results`).
+    #[serde(default)]
     pub tool_results: ToolResults,
     /// Only the first N tool calls of a model response run; the others are
     /// dropped from the conversation (`calls_per_step`; τ-bench keeps one).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls_per_step: Option<u32>,
 }
 
+impl ModelAgentSpec {
+    fn default_max_turns() -> u32 {
+        DEFAULT_AGENT_TURNS
+    }
+}
+
 /// How a model agent sees a tool's result.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolResults {
     /// `{"status": …, "content": …, "error": …}` as JSON (the default).
@@ -142,28 +185,69 @@ pub struct ProxySpec {
     pub anthropic: Option<ModelSpec>,
 }
 
+impl ProxySpec {
+    /// `model_proxy = true | false | evalua.model{…}` (absent: none).
+    pub fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ProxySpec>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Declared {
+            On(bool),
+            Options(ModelSpec),
+        }
+        Ok(match Option::<Declared>::deserialize(d)? {
+            None | Some(Declared::On(false)) => None,
+            Some(Declared::On(true)) => Some(ProxySpec {
+                openai: Some(ModelSpec::for_provider(Provider::OpenAI)),
+                anthropic: Some(ModelSpec::for_provider(Provider::Anthropic)),
+            }),
+            Some(Declared::Options(spec)) => Some(match spec.provider {
+                Provider::Anthropic => ProxySpec { openai: None, anthropic: Some(spec) },
+                Provider::OpenAI => ProxySpec { openai: Some(spec), anthropic: None },
+            }),
+        })
+    }
+}
+
 /// The user an agent talks to in a multi-turn case.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum UserSpec {
     /// Fixed turns: each agent message gets the next one.
-    Script { turns: Vec<String> },
-    /// A simulated user played by a model (`evalua.user.llm`).
-    Llm {
-        profile: String,
-        goal: String,
-        model: Box<ModelSpec>,
-        max_turns: u32,
-        /// The simulated user's whole system prompt, instead of evalua's
-        /// (which is built from `profile` and `goal`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        system: Option<String>,
-        /// The user opens the conversation: it answers this line (which the
-        /// agent never sees), and its answer, not the case input, is the
-        /// agent's first message (τ-bench: "Hi! How can I help you today?").
-        #[serde(skip_serializing_if = "Option::is_none")]
-        opening: Option<String>,
+    Script {
+        #[serde(default, deserialize_with = "super::de::list")]
+        turns: Vec<String>,
     },
+    /// A simulated user played by a model (`evalua.user.llm`).
+    Llm(LlmUserSpec),
+}
+
+/// `evalua.user.llm { … }`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmUserSpec {
+    #[serde(default)]
+    pub profile: String,
+    #[serde(default)]
+    pub goal: String,
+    #[serde(default)]
+    pub model: Box<ModelSpec>,
+    #[serde(default = "LlmUserSpec::default_max_turns")]
+    pub max_turns: u32,
+    /// The simulated user's whole system prompt, instead of evalua's
+    /// (which is built from `profile` and `goal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The user opens the conversation: it answers this line (which the
+    /// agent never sees), and its answer, not the case input, is the
+    /// agent's first message (τ-bench: "Hi! How can I help you today?").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening: Option<String>,
+}
+
+impl LlmUserSpec {
+    fn default_max_turns() -> u32 {
+        DEFAULT_USER_TURNS
+    }
 }
 
 /// Replies a simulated user gives when its spec sets no `max_turns`.

@@ -452,7 +452,7 @@ mod tests {
             weight,
             tags: vec![],
             difficulty: None,
-            reference: Some(Reference { calls, tokens, max_ratio: 2.0 }),
+            reference: Some(Reference { calls, tokens, max_ratio: 2.0, call_list: Default::default() }),
         }
     }
 

@@ -306,11 +306,11 @@ impl Tally {
             let tt = self.tools.entry(s.tool.clone()).or_default();
             tt.calls += 1;
             match s.status {
-                CallStatus::Failed | CallStatus::Faulted => tt.errors += 1,
+                CallStatus::Failed | CallStatus::Faulted(_) => tt.errors += 1,
                 CallStatus::Denied | CallStatus::Rejected => tt.refused += 1,
                 CallStatus::Executed => {}
             }
-            if matches!(s.status, CallStatus::Executed | CallStatus::Failed | CallStatus::Faulted) {
+            if matches!(s.status, CallStatus::Executed | CallStatus::Failed | CallStatus::Faulted(_)) {
                 tt.durations_ms.push(s.duration_ms);
             }
         }

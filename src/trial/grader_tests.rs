@@ -184,12 +184,11 @@ fn run_example(
         .map(|(i, c)| CallRecord {
             id: c.id.clone().unwrap_or_else(|| format!("c{}", i + 1)),
             requested_id: None,
-            fault: None,
             diverged: false,
             recorded: None,
             name: c.name.clone(),
             args: c.args.clone().filter(|a| !a.is_null()).unwrap_or_else(|| Json::Object(Default::default())),
-            status: c.status.unwrap_or(CallStatus::Executed),
+            status: c.status.clone().unwrap_or(CallStatus::Executed),
             effect: c.effect.clone(),
             result: c.result.clone(),
             error: c.error.clone(),

@@ -87,7 +87,7 @@ fn drive(trial: &Trial<'_>, rec: &Recorded) -> AgentEnd {
 /// The recorded outcome of a call as its agent saw it: its result (text as
 /// it is), or for a call that did not run, `Error: <error>`.
 fn recorded_view(c: &CallRecord) -> Json {
-    match (&c.result, c.status) {
+    match (&c.result, &c.status) {
         (Some(r), _) => r.clone(),
         (None, crate::record::CallStatus::Executed) => Json::Null,
         (None, _) => Json::String(format!("Error: {}", c.error.as_deref().unwrap_or("the call did not run"))),
@@ -153,7 +153,6 @@ mod tests {
             error_type: None,
             started_ms: 0.0,
             ended_ms: 0.0,
-            fault: None,
             diverged: false,
             recorded: None,
         }

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use crate::model::{ChatRequest, Endpoint, Message};
 use crate::record::{Journal, ModelCall};
-use crate::spec::UserSpec;
+use crate::spec::{LlmUserSpec, UserSpec};
 
 /// The simulated user's way of saying it has nothing more to say.
 pub const STOP: &str = "###STOP###";
@@ -50,16 +50,18 @@ impl User {
         Ok(match spec {
             None => User::None,
             Some(UserSpec::Script { turns }) => User::Script(turns.clone()),
-            Some(UserSpec::Llm { profile, goal, model, max_turns, system, opening }) => User::Llm(Box::new(LlmUser {
-                endpoint: Endpoint::resolve(model, true).map_err(|e| format!("evalua.user.llm: {e}"))?,
-                profile: profile.clone(),
-                goal: goal.clone(),
-                max_turns: *max_turns,
-                temperature: model.temperature,
-                seed: model.seed.unwrap_or(seed & 0x7fff_ffff),
-                system: system.clone(),
-                opening: opening.clone(),
-            })),
+            Some(UserSpec::Llm(LlmUserSpec { profile, goal, model, max_turns, system, opening })) => {
+                User::Llm(Box::new(LlmUser {
+                    endpoint: Endpoint::resolve(model, true).map_err(|e| format!("evalua.user.llm: {e}"))?,
+                    profile: profile.clone(),
+                    goal: goal.clone(),
+                    max_turns: *max_turns,
+                    temperature: model.temperature,
+                    seed: model.seed.unwrap_or(seed & 0x7fff_ffff),
+                    system: system.clone(),
+                    opening: opening.clone(),
+                }))
+            }
         })
     }
 

@@ -792,7 +792,7 @@ function check.efficiency(opts)
     if type(ref) ~= "table" then
       return evalua.SKIP, "the case declares no reference solution (reference = { calls = ..., tokens = ... })"
     end
-    local max = opts.max_ratio or ref.max_ratio or 2
+    local max = opts.max_ratio or ref.max_ratio   -- the reference's own, defaulted by the host
     local executed = 0
     for _, c in ipairs(t.calls) do
       if c.status == "executed" then executed = executed + 1 end

@@ -236,7 +236,8 @@ function M.agent.scripted(f)
   fail(2, "evalua.agent.scripted expects a file path or a function, got " .. type(f))
 end
 
-local COMMAND_KEYS = set { "cmd", "env", "cwd", "setup", "tools", "io", "model_proxy" }
+-- Declared once, in Rust: spec::CommandAgentSpec (with `cwd`, checked here and dropped).
+local COMMAND_KEYS = set(host.fields("command"))
 
 --- Any program, any language, speaking JSON Lines on stdin/stdout (SPEC §4).
 --- One process per trial, in a fresh work dir, with a scrubbed environment
@@ -303,22 +304,21 @@ local function model_agent(provider, spec)
   if spec.tool_results ~= nil and spec.tool_results ~= "json" and spec.tool_results ~= "text" then
     fail(3, what .. ": tool_results = " .. string.format("%q", tostring(spec.tool_results)) .. " is not one of \"json\" ({status, content, error} as JSON, the default) or \"text\" (the tool's own text; a failed call as \"Error: <message>\")")
   end
-  a.kind = provider
-  a.max_turns = spec.max_turns
-  a.tool_results = spec.tool_results
-  a.calls_per_step = spec.calls_per_step
+  -- As spec::ModelAgentSpec declares it: the endpoint options under `model`.
+  local agent = { kind = provider, model = a, max_turns = spec.max_turns, tool_results = spec.tool_results,
+                  calls_per_step = spec.calls_per_step }
   -- `system` is a prompt, or the path (relative to the suite) of a file holding it.
   if spec.system ~= nil and not spec.system:find("\n") and spec.system:match("%.%w+$") then
     local p = host.abspath(spec.system)
     if host.exists(p) then
-      a.system_path = p
+      agent.system_path = p
     else
       fail(3, what .. ": 'system' looks like a file name but no such file: " .. p)
     end
   else
-    a.system = spec.system
+    agent.system = spec.system
   end
-  return a
+  return agent
 end
 
 --- A model-driven tool loop in the host over the OpenAI-compatible Chat Completions API.
@@ -344,7 +344,8 @@ function M.user.script(turns)
   return { kind = "script", turns = turns }
 end
 
-local LLM_USER_KEYS = set { "profile", "goal", "model", "max_turns", "system", "opening" }
+-- Declared once, in Rust: spec::LlmUserSpec.
+local LLM_USER_KEYS = set(host.fields("user.llm"))
 
 --- A simulated user played by a model: `profile` (hidden from the agent) and
 --- `goal`; it answers each agent message until it says ###STOP### or has
@@ -552,7 +553,9 @@ local BUDGET_KEYS = set(host.fields("budget"))   -- spec::Budget
 local SANDBOX_KEYS = set {
   "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "max_file_mb", "max_trial_mb", "expose", "network",
 }
-local TOOL_KEYS = set { "name", "description", "params", "effect", "requires", "run", "forbidden_in_attack", "validate", "ends" }
+-- Declared once, in Rust: spec::ToolSpec's fields; `run`, the handler, stays in Lua.
+local TOOL_KEYS = set(host.fields("tool"))
+TOOL_KEYS.run = true
 local CASE_KEYS = set {
   "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
   "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
@@ -719,7 +722,7 @@ local function normalize_reference(self, what, r, level)
   if r.max_ratio ~= nil and not (finite(r.max_ratio) and r.max_ratio > 0) then
     fail(level + 1, w .. ".max_ratio must be a positive number, got " .. tostring(r.max_ratio))
   end
-  return { calls = count, tokens = r.tokens, max_ratio = r.max_ratio or 2, call_list = list }
+  return { calls = count, tokens = r.tokens, max_ratio = r.max_ratio or host.default("reference.max_ratio"), call_list = list }
 end
 
 local function check_positive_integer(what, key, v, level)
@@ -729,13 +732,15 @@ local function check_positive_integer(what, key, v, level)
 end
 
 -- A work-dir fixture: a folder, or { git = "x.bundle", rev = "..." }.
+-- Declared once, in Rust: spec::WorkdirSpec (the folder form is a string).
+local WORKDIR_KEYS = set(host.fields("workdir"))
 local function normalize_workdir(what, w, level)
   if type(w) == "string" then
     local p = host.abspath(w)
     if not host.exists(p) then fail(level + 1, what .. ": folder not found: " .. p) end
     return { dir = p }
   elseif type(w) == "table" then
-    check_keys(what, w, set { "git", "rev" }, level + 1)
+    check_keys(what, w, WORKDIR_KEYS, level + 1)
     if type(w.git) ~= "string" then
       fail(level + 1, what .. ": 'git' is required in the table form (a git bundle file)")
     end

@@ -28,13 +28,14 @@ host.UNDECIDED = nil
 ---@return table<string, string[]> keys
 function host.fault_kinds() end
 
---- The fields of a declaration, as the Rust spec types declare them:
---- `"model"` (endpoint options), `"providers"`, `"budget"`, `"reference"`, `"tests"` (`check.tests`), `"fault"`.
+--- The keys a suite may write in a declaration, as the Rust spec types declare them (without the
+--- keys the DSL writes itself): `"model"` (endpoint options), `"providers"`, `"budget"`, `"reference"`,
+--- `"tests"` (`check.tests`), `"fault"`, `"tool"` (`suite:tool`, without `run`), `"workdir"` (the git form).
 ---@param what string
 ---@return string[] names
 function host.fields(what) end
 
---- A default set once in Rust that the stdlib needs at run time: `"tests.timeout_s"`.
+--- A default set once in Rust that the stdlib needs at run time: `"tests.timeout_s"`, `"reference.max_ratio"`.
 ---@param name string
 ---@return number value
 function host.default(name) end

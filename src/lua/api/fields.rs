@@ -2,13 +2,16 @@
 //! types' serde fields (`spec::keys`), and the test that fails when the
 //! editor stubs or the reference tables drift from them.
 
-use crate::spec::keys::fields;
-use crate::spec::{Budget, FaultRule, ModelSpec, Provider, Reference, TestsSpec};
+use crate::spec::keys::{fields, suite_keys};
+use crate::spec::{
+    Budget, CommandAgentSpec, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, TestsSpec, ToolSpec, WorkdirSpec,
+};
 
 /// A default the DSL needs at run time, set once in Rust (`host.default(name)`).
 pub fn default_of(name: &str) -> Option<f64> {
     Some(match name {
         "tests.timeout_s" => TestsSpec::DEFAULT_TIMEOUT_S,
+        "reference.max_ratio" => Reference::DEFAULT_MAX_RATIO,
         _ => return None,
     })
 }
@@ -16,20 +19,27 @@ pub fn default_of(name: &str) -> Option<f64> {
 /// The keys of a declaration the DSL asks for by name.
 pub fn declared(name: &str) -> Option<Vec<&'static str>> {
     Some(match name {
-        "model" => fields::<ModelSpec>().to_vec(),
+        "model" => suite_keys::<ModelSpec>(),
         "providers" => Provider::ALL.iter().map(|p| p.as_str()).collect(),
-        "budget" => fields::<Budget>().to_vec(),
+        "budget" => suite_keys::<Budget>(),
         "fault" => fields::<FaultRule>().to_vec(),
-        "reference" => fields::<Reference>().to_vec(),
-        "tests" => fields::<TestsSpec>().to_vec(),
+        "reference" => suite_keys::<Reference>(),
+        "tests" => suite_keys::<TestsSpec>(),
+        "tool" => suite_keys::<ToolSpec>(),
+        "workdir" => suite_keys::<WorkdirSpec>(),
+        "command" => suite_keys::<CommandAgentSpec>(),
+        "user.llm" => suite_keys::<LlmUserSpec>(),
         _ => return None,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::spec::keys::fields;
-    use crate::spec::{Budget, FaultKind, FaultRule, ModelSpec, Provider, Reference, TestsSpec};
+    use crate::spec::keys::{Keys, fields, suite_keys};
+    use crate::spec::{
+        Budget, CommandAgentSpec, FaultKind, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, TestsSpec,
+        ToolSpec, WorkdirSpec,
+    };
 
     fn read(rel: &str) -> String {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
@@ -79,12 +89,14 @@ mod tests {
         let docs = read("docs/reference/lua-api.md");
         let names = |fs: Vec<(String, String)>| fs.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
 
+        // Model options as a suite gives them, and the DSL's mark on the normalised table.
         same(
             "types/evalua.lua evalua.ModelOptions",
-            fields::<ModelSpec>(),
+            &suite_keys::<ModelSpec>(),
             &names(stub_fields(&stubs, "evalua.ModelOptions")),
         );
-        same("lua-api.md ### Model options", fields::<ModelSpec>(), &doc_keys(&docs, "### Model options"));
+        same("types/evalua.lua evalua.Model", ModelSpec::DSL_KEYS, &names(stub_fields(&stubs, "evalua.Model")));
+        same("lua-api.md ### Model options", &suite_keys::<ModelSpec>(), &doc_keys(&docs, "### Model options"));
         let providers: Vec<String> = Provider::ALL.iter().map(|p| format!("\"{}\"", p.as_str())).collect();
         let provider_type =
             stub_fields(&stubs, "evalua.ModelOptions").into_iter().find(|(n, _)| n == "provider").unwrap().1;
@@ -96,11 +108,50 @@ mod tests {
         same("types/evalua.lua evalua.Budget", fields::<Budget>(), &names(stub_fields(&stubs, "evalua.Budget")));
         same("lua-api.md budget", fields::<Budget>(), &doc_keys(&docs, "**`budget`**"));
 
+        // A reference as declared, and as `t.case.reference` holds it (with the DSL's keys).
         same(
             "types/evalua.lua evalua.ReferenceSpec",
-            fields::<Reference>(),
+            &suite_keys::<Reference>(),
             &names(stub_fields(&stubs, "evalua.ReferenceSpec")),
         );
+        same(
+            "types/evalua.lua evalua.Reference",
+            fields::<Reference>(),
+            &names(stub_fields(&stubs, "evalua.Reference")),
+        );
+
+        // suite:tool: the keys a suite gives (and `run`, the handler, which stays in Lua).
+        let tool_keys = suite_keys::<ToolSpec>();
+        same("types/evalua.lua evalua.ToolSpec", &tool_keys, &names(stub_fields(&stubs, "evalua.ToolSpec")));
+        same("lua-api.md ### `suite:tool(spec)`", &tool_keys, &doc_keys(&docs, "### `suite:tool(spec)`"));
+
+        // A git work dir (the folder form is a string).
+        same(
+            "types/evalua.lua evalua.GitWorkdir",
+            &suite_keys::<WorkdirSpec>(),
+            &names(stub_fields(&stubs, "evalua.GitWorkdir")),
+        );
+
+        // Agents and users.
+        same(
+            "types/evalua.lua evalua.CommandAgentSpec",
+            &suite_keys::<CommandAgentSpec>(),
+            &names(stub_fields(&stubs, "evalua.CommandAgentSpec")),
+        );
+        same(
+            "types/evalua.lua evalua.LlmUserSpec",
+            &suite_keys::<LlmUserSpec>(),
+            &names(stub_fields(&stubs, "evalua.LlmUserSpec")),
+        );
+        same(
+            "lua-api.md evalua.agent.command",
+            &suite_keys::<CommandAgentSpec>(),
+            &doc_keys(&docs, "**`evalua.agent.command { … }`**"),
+        );
+        let line = docs.lines().find(|l| l.starts_with("| `evalua.user.llm {")).expect("lua-api.md: user.llm's row");
+        let inner = line.split('{').nth(1).and_then(|r| r.split('}').next()).unwrap_or("");
+        let doc_user: Vec<String> = inner.split(',').map(|k| k.trim().to_string()).collect();
+        same("lua-api.md evalua.user.llm", &suite_keys::<LlmUserSpec>(), &doc_user);
 
         // check.tests: the options' class, the reference line and its default.
         let check_stubs = read("types/evalua/check.lua");

@@ -70,8 +70,10 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
     h.raw_set(
         "default",
         lua.create_function(|_, name: String| {
-            crate::lua::api::fields::default_of(&name)
-                .ok_or_else(|| mlua::Error::runtime(format!("host.default: no default named '{name}'")))
+            let v = crate::lua::api::fields::default_of(&name)
+                .ok_or_else(|| mlua::Error::runtime(format!("host.default: no default named '{name}'")))?;
+            // A whole default is a Lua integer, as a suite would write it (`2`, not `2.0`).
+            Ok(if v.fract() == 0.0 && v.abs() < 2f64.powi(53) { Value::Integer(v as i64) } else { Value::Number(v) })
         })?,
     )?;
     h.raw_set(

@@ -91,7 +91,7 @@ fn common(lua: &Lua, p: Common<'_>) -> mlua::Result<Table> {
         }
         ct.raw_set("error", c.error.as_deref())?;
         ct.raw_set("error_type", c.error_type.as_deref())?;
-        if let Some(f) = &c.fault {
+        if let Some(f) = c.fault() {
             // `{ kind, rule, retry_after_s, message, handler_ran, handler_result, changed }`.
             ct.raw_set("fault", convert::to_lua(lua, &serde_json::to_value(f).unwrap_or_default())?)?;
         }
