@@ -12,16 +12,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlua::{Lua, Table, Value};
-use serde_json::Value as Json;
 
 use super::api::{self, declare};
 use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
 use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::{
-    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, FaultRule, Faults, JudgeSpec,
-    Mention, MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec,
-    ToolSpec, ToolsVia,
+    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, Faults, JudgeSpec, Mention,
+    MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec,
+    ToolsVia,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -561,7 +560,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
             .collect(),
         digest: String::new(),
         location,
-        faults: faults_spec(lua, opt(ct, "faults")?)?,
+        faults: faults_spec(opt(ct, "faults")?)?,
         reference: from_table(ct.get("reference").map_err(|e| e.to_string())?, "reference")?,
         source: CaseSource::Declared,
     };
@@ -573,28 +572,11 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
 }
 
 /// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
-fn faults_spec(lua: &Lua, v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
-    let Some(v) = v else { return Ok(None) };
-    let j = convert::to_json(lua, &v)?;
-    if j.as_array().is_some_and(|a| a.is_empty()) {
-        return Ok(Some(Faults::new()));
-    }
-    let map = j.as_object().ok_or("faults: expected a table of tool = fault")?;
-    let mut out = Faults::new();
-    for (tool, rules) in map {
-        let rules = match rules {
-            Json::Bool(false) => None,
-            r => Some(
-                serde_json::from_value::<Vec<FaultRule>>(r.clone())
-                    .map_err(|e| format!("faults.{tool}: {e}"))?
-                    .into_iter()
-                    .map(FaultRule::with_defaults)
-                    .collect(),
-            ),
-        };
-        out.insert(tool.clone(), rules);
-    }
-    Ok(Some(out))
+fn faults_spec(v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(transparent)]
+    struct Read(#[serde(deserialize_with = "crate::spec::fault::read_faults")] Option<Faults>);
+    Ok(from_table::<Read>(v.unwrap_or(Value::Nil), "faults")?.0)
 }
 
 /// Every tool name the suite mentions outside `suite:tool` (a tool's
@@ -760,7 +742,7 @@ fn read_suite(
             Value::String(s) => Some(s.to_string_lossy()),
             _ => None,
         }),
-        faults: faults_spec(lua, opt(t, "faults")?)?.unwrap_or_default(),
+        faults: faults_spec(opt(t, "faults")?)?.unwrap_or_default(),
         max_fixture_bytes: max_fixture_bytes(&sandbox)?,
         keep: sandbox.keep(),
         location,
@@ -892,6 +874,20 @@ mod tests {
         let AgentSpec::Command(c) = c else { panic!("{c:?}") };
         assert_eq!((c.env.len(), c.setup, c.tools), (0, Some(vec![]), ToolsVia::Protocol));
         assert!(c.model_proxy.is_some_and(|p| p.openai.is_some() && p.anthropic.is_some()));
+        // Faults: a rule list per tool (its kind's defaults filled in), or false.
+        let f = faults_spec(Some(table(
+            &lua,
+            r#"{ lookup = { { kind = "rate_limit", on_call = { 1 } } }, other = false }"#,
+        )))
+        .expect("faults")
+        .expect("some faults");
+        let rule = &f["lookup"].as_ref().expect("rules")[0];
+        assert_eq!(
+            (rule.on_call.clone(), rule.retry_after_s),
+            (Some(vec![1]), Some(crate::spec::fault::DEFAULT_RETRY_AFTER_S))
+        );
+        assert_eq!(f["other"], None);
+        assert_eq!(faults_spec(Some(table(&lua, "{}"))).expect("faults"), Some(Faults::new()));
         let w: WorkdirSpec =
             from_table(table(&lua, r#"{ git = "/b.bundle", rev = "v1" }"#), "workdir").expect("a work dir");
         assert_eq!(w, WorkdirSpec::Git { bundle: "/b.bundle".into(), rev: Some("v1".into()) });
