@@ -19,8 +19,8 @@ use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded}
 use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::{
-    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, DbSpec, FaultRule, Faults,
-    JudgeSpec, KeepCaps, Mention, MonitorSpec, NamedAgent, QueryUse, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec,
+    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, FaultRule, Faults, JudgeSpec,
+    Mention, MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec,
     ToolSpec, ToolsVia,
 };
 use crate::util::dataset::{self, Format};
@@ -666,36 +666,18 @@ fn check_gate_agents(suite: &Suite) -> Vec<String> {
     errors
 }
 
-/// The default of `sandbox.max_fixture_mb` (overridden by `EVALUA_MAX_FIXTURE_MB`).
-pub const DEFAULT_MAX_FIXTURE_MB: f64 = 64.0;
-
-fn max_fixture_bytes(sandbox: &Table) -> std::result::Result<u64, String> {
-    let from_env = match std::env::var("EVALUA_MAX_FIXTURE_MB") {
-        Ok(v) => Some(
-            v.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|m| m.is_finite() && *m > 0.0)
-                .ok_or_else(|| format!("EVALUA_MAX_FIXTURE_MB={v:?} is not a positive number of MiB"))?,
-        ),
-        Err(_) => None,
-    };
-    let mb = match from_env {
-        Some(m) => m,
-        None => opt::<f64>(sandbox, "max_fixture_mb")?.unwrap_or(DEFAULT_MAX_FIXTURE_MB),
-    };
-    Ok((mb * 1024.0 * 1024.0) as u64)
-}
-
-/// `sandbox.max_file_mb` and `sandbox.max_trial_mb` (validated by the stdlib).
-fn keep_caps(sandbox: &Table) -> std::result::Result<KeepCaps, String> {
-    let mb = |k: &str, default: u64| -> std::result::Result<u64, String> {
-        Ok(opt::<f64>(sandbox, k)?.map(|m| (m * 1024.0 * 1024.0) as u64).unwrap_or(default << 20))
-    };
-    Ok(KeepCaps {
-        file_bytes: mb("max_file_mb", crate::spec::DEFAULT_MAX_FILE_MB)?,
-        trial_bytes: mb("max_trial_mb", crate::spec::DEFAULT_MAX_TRIAL_MB)?,
-    })
+/// `sandbox.max_fixture_mb`, unless `EVALUA_MAX_FIXTURE_MB` overrides it.
+fn max_fixture_bytes(sandbox: &SandboxSpec) -> std::result::Result<u64, String> {
+    match std::env::var("EVALUA_MAX_FIXTURE_MB") {
+        Ok(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|m| m.is_finite() && *m > 0.0)
+            .map(crate::spec::mib)
+            .ok_or_else(|| format!("EVALUA_MAX_FIXTURE_MB={v:?} is not a positive number of MiB")),
+        Err(_) => Ok(crate::spec::mib(sandbox.max_fixture_mb)),
+    }
 }
 
 fn read_suite(
@@ -711,7 +693,8 @@ fn read_suite(
     }
     let budget: Budget =
         from_table(t.get("budget").map_err(|e| e.to_string())?, "budget").map_err(|e| format!("{location}: {e}"))?;
-    let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
+    let sandbox: SandboxSpec =
+        from_table(t.get("sandbox").map_err(|e| e.to_string())?, "sandbox").map_err(|e| format!("{location}: {e}"))?;
     let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
     let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
     let grade_gates = match opt::<Table>(t, "grade")? {
@@ -750,17 +733,12 @@ fn read_suite(
         description: opt(t, "description")?,
         trials: opt::<f64>(t, "trials")?.map(|v| v as u32).unwrap_or(1),
         budget,
-        db: match opt::<String>(&sandbox, "db")?.as_deref() {
-            Some("postgres") => DbSpec::Postgres {
-                url_env: opt::<String>(&sandbox, "url_env")?.unwrap_or_else(|| "EVALUA_PG_URL".into()),
-            },
-            _ => DbSpec::Sqlite,
-        },
-        schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
-        clock: opt(&sandbox, "clock")?,
-        workdir: from_table(sandbox.get("workdir").map_err(|e| e.to_string())?, "sandbox.workdir")?,
-        expose: opt::<Vec<String>>(&sandbox, "expose")?.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
-        network: opt::<bool>(&sandbox, "network")?.unwrap_or(true),
+        db: sandbox.db(),
+        schema: sandbox.schema.clone(),
+        clock: sandbox.clock.clone(),
+        workdir: sandbox.workdir.clone(),
+        expose: sandbox.expose.clone(),
+        network: sandbox.network,
         gates,
         grade_gates,
         agent: None,
@@ -784,7 +762,7 @@ fn read_suite(
         }),
         faults: faults_spec(lua, opt(t, "faults")?)?.unwrap_or_default(),
         max_fixture_bytes: max_fixture_bytes(&sandbox)?,
-        keep: keep_caps(&sandbox)?,
+        keep: sandbox.keep(),
         location,
         monitors,
         trace_adapter: opt::<mlua::Function>(t, "trace_adapter")?.is_some(),
