@@ -381,6 +381,92 @@ fn a_results_file_with_nothing_gradable_is_exit_2() {
     assert!(err.contains("entry 1") && err.contains("task_id"), "{err}");
 }
 
+/// Items re-executed one after another on one worker (`--jobs 1`) reuse
+/// its evaluated suite, each with its case built afresh from the task its
+/// entry carries. Each way an item could carry state into the next is tried
+/// alone (one would hide another): every item's call must still see 1.
+#[test]
+fn a_reexecuted_item_never_sees_what_an_earlier_item_did() {
+    let leaks = [
+        ("file_local_number", "local n = 0", "", "n = n + 1 return n"),
+        ("global", "", "", "LEAK_N = (LEAK_N or 0) + 1 return LEAK_N"),
+        ("project_module", "local counter = require('counter')", "", "return counter.bump()"),
+        ("case_table", "", "", "ctx.case.touched = (ctx.case.touched or 0) + 1 return ctx.case.touched"),
+        (
+            "task_row",
+            "",
+            "",
+            "ctx.case.metadata.task.seen = (ctx.case.metadata.task.seen or 0) + 1 return ctx.case.metadata.task.seen",
+        ),
+        (
+            "table_the_map_shares",
+            "local shared = { n = 0 }",
+            "shared = shared,",
+            "ctx.case.metadata.shared.n = ctx.case.metadata.shared.n + 1 return ctx.case.metadata.shared.n",
+        ),
+        ("stashed_case", "", "", "STASH = STASH or ctx.case STASH.k = (STASH.k or 0) + 1 return STASH.k"),
+    ];
+    let module = "local M = { n = 0 }\nfunction M.bump() M.n = M.n + 1 return M.n end\nreturn M\n";
+    let tasks = r#"[{"instruction": "a"}, {"instruction": "b"}]"#;
+    // Four trials of each task, each calling `leak` once and recorded as seeing 1.
+    let mut entries = Vec::new();
+    for task in 0..2 {
+        let instruction = ["a", "b"][task];
+        for trial in 0..4 {
+            entries.push(serde_json::json!({
+                "task_id": task, "trial": trial, "reward": 1.0,
+                "info": { "task": { "instruction": instruction }, "reward_info": { "reward": 1.0 } },
+                "traj": [
+                    { "role": "system", "content": "policy" },
+                    { "role": "user", "content": instruction },
+                    { "role": "assistant", "content": null, "tool_calls": [
+                        { "id": "c1", "type": "function", "function": { "name": "leak", "arguments": "{}" } } ] },
+                    { "role": "tool", "tool_call_id": "c1", "name": "leak", "content": "1" },
+                    { "role": "assistant", "content": "done" }
+                ]
+            }));
+        }
+    }
+    let results = Value::Array(entries).to_string();
+    let mut leaked = Vec::new();
+    for (name, setup, field, body) in leaks {
+        let suite = format!(
+            r#"
+local evalua = require("evalua")
+{setup}
+local suite = evalua.suite {{ name = "{name}", agent = evalua.agent.scripted(function() return "" end) }}
+suite:tool {{ name = "leak", validate = false, run = function(ctx) local function f() {body} end return tostring(f()) end }}
+local runs = 0
+suite:dataset("tasks.json", {{ format = "json", map = function(task, i)
+  return {{ id = "task_" .. (i - 1), input = task.instruction, metadata = {{ {field} task = task }},
+    expect = {{ function(t) runs = runs + 1 return t.calls[1].result == "1" and runs == 1, {{ result = t.calls[1].result, runs = runs }} end }} }}
+end }})
+return suite
+"#
+        );
+        let dir = project(&[
+            ("leak.lua", suite.as_str()),
+            ("counter.lua", module),
+            ("tasks.json", tasks),
+            ("results.json", results.as_str()),
+        ]);
+        let o =
+            evalua(dir.path(), &["grade", "leak.lua", "--traces", "results.json", "--jobs", "1", "--out", "out", "-q"]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let recs = trials(&dir.path().join("out"));
+        assert_eq!(recs.len(), 8, "{name}: {}", stderr(&o));
+        let bad: Vec<String> = recs
+            .iter()
+            .filter(|r| r["outcome"] != "accepted")
+            .map(|r| format!("{}.{}: {}", r["case"], r["trial"], r["checks"][0]["evidence"]))
+            .collect();
+        if !bad.is_empty() {
+            leaked.push(format!("{name}: {bad:?}"));
+        }
+    }
+    assert!(leaked.is_empty(), "an item saw an earlier item's state: {leaked:#?}");
+}
+
 /// Re-execution is general: evalua's own run dirs, with `--reexecute`, get
 /// their state checks back (without it they are not applicable).
 #[test]

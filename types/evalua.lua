@@ -381,6 +381,8 @@ function evalua.user.script(turns) end
 ---@field max_fixture_mb? number the largest schema or fixture file accepted, in MiB (default 64; `EVALUA_MAX_FIXTURE_MB` overrides)
 ---@field max_file_mb? number a trial's changed work-dir file larger than this (MiB, default 64) is not read, diffed line by line or kept: recorded by path and size as skipped
 ---@field max_trial_mb? number past this many MiB of a trial's kept work-dir files (default 256), further changed files are skipped likewise
+---@field expose? string[] paths (files or folders, relative to the suite) every process of the suite may read inside its sandbox
+---@field network? boolean `true` (default): processes share the host's network; `false`: only a loopback (not with `tools = "mcp"` or `model_proxy`)
 
 --- A work tree from a git bundle: cloned once per run (with the `git` CLI), checked out at `rev`, `.git` dropped.
 ---@class evalua.GitWorkdir

@@ -12,16 +12,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlua::{Lua, Table, Value};
-use serde_json::Value as Json;
 
 use super::api::{self, declare};
 use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
 use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::{
-    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, DbSpec, FaultRule, Faults,
-    JudgeSpec, KeepCaps, Mention, MonitorSpec, NamedAgent, QueryUse, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec,
-    ToolSpec, ToolsVia,
+    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, Faults, JudgeSpec, Mention,
+    MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec,
+    ToolsVia,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -561,7 +560,7 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
             .collect(),
         digest: String::new(),
         location,
-        faults: faults_spec(lua, opt(ct, "faults")?)?,
+        faults: faults_spec(opt(ct, "faults")?)?,
         reference: from_table(ct.get("reference").map_err(|e| e.to_string())?, "reference")?,
         source: CaseSource::Declared,
     };
@@ -573,28 +572,11 @@ fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
 }
 
 /// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
-fn faults_spec(lua: &Lua, v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
-    let Some(v) = v else { return Ok(None) };
-    let j = convert::to_json(lua, &v)?;
-    if j.as_array().is_some_and(|a| a.is_empty()) {
-        return Ok(Some(Faults::new()));
-    }
-    let map = j.as_object().ok_or("faults: expected a table of tool = fault")?;
-    let mut out = Faults::new();
-    for (tool, rules) in map {
-        let rules = match rules {
-            Json::Bool(false) => None,
-            r => Some(
-                serde_json::from_value::<Vec<FaultRule>>(r.clone())
-                    .map_err(|e| format!("faults.{tool}: {e}"))?
-                    .into_iter()
-                    .map(FaultRule::with_defaults)
-                    .collect(),
-            ),
-        };
-        out.insert(tool.clone(), rules);
-    }
-    Ok(Some(out))
+fn faults_spec(v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(transparent)]
+    struct Read(#[serde(deserialize_with = "crate::spec::fault::read_faults")] Option<Faults>);
+    Ok(from_table::<Read>(v.unwrap_or(Value::Nil), "faults")?.0)
 }
 
 /// Every tool name the suite mentions outside `suite:tool` (a tool's
@@ -666,36 +648,18 @@ fn check_gate_agents(suite: &Suite) -> Vec<String> {
     errors
 }
 
-/// The default of `sandbox.max_fixture_mb` (overridden by `EVALUA_MAX_FIXTURE_MB`).
-pub const DEFAULT_MAX_FIXTURE_MB: f64 = 64.0;
-
-fn max_fixture_bytes(sandbox: &Table) -> std::result::Result<u64, String> {
-    let from_env = match std::env::var("EVALUA_MAX_FIXTURE_MB") {
-        Ok(v) => Some(
-            v.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|m| m.is_finite() && *m > 0.0)
-                .ok_or_else(|| format!("EVALUA_MAX_FIXTURE_MB={v:?} is not a positive number of MiB"))?,
-        ),
-        Err(_) => None,
-    };
-    let mb = match from_env {
-        Some(m) => m,
-        None => opt::<f64>(sandbox, "max_fixture_mb")?.unwrap_or(DEFAULT_MAX_FIXTURE_MB),
-    };
-    Ok((mb * 1024.0 * 1024.0) as u64)
-}
-
-/// `sandbox.max_file_mb` and `sandbox.max_trial_mb` (validated by the stdlib).
-fn keep_caps(sandbox: &Table) -> std::result::Result<KeepCaps, String> {
-    let mb = |k: &str, default: u64| -> std::result::Result<u64, String> {
-        Ok(opt::<f64>(sandbox, k)?.map(|m| (m * 1024.0 * 1024.0) as u64).unwrap_or(default << 20))
-    };
-    Ok(KeepCaps {
-        file_bytes: mb("max_file_mb", crate::spec::DEFAULT_MAX_FILE_MB)?,
-        trial_bytes: mb("max_trial_mb", crate::spec::DEFAULT_MAX_TRIAL_MB)?,
-    })
+/// `sandbox.max_fixture_mb`, unless `EVALUA_MAX_FIXTURE_MB` overrides it.
+fn max_fixture_bytes(sandbox: &SandboxSpec) -> std::result::Result<u64, String> {
+    match std::env::var("EVALUA_MAX_FIXTURE_MB") {
+        Ok(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|m| m.is_finite() && *m > 0.0)
+            .map(crate::spec::mib)
+            .ok_or_else(|| format!("EVALUA_MAX_FIXTURE_MB={v:?} is not a positive number of MiB")),
+        Err(_) => Ok(crate::spec::mib(sandbox.max_fixture_mb)),
+    }
 }
 
 fn read_suite(
@@ -711,7 +675,8 @@ fn read_suite(
     }
     let budget: Budget =
         from_table(t.get("budget").map_err(|e| e.to_string())?, "budget").map_err(|e| format!("{location}: {e}"))?;
-    let sandbox: Table = t.get("sandbox").map_err(|e| e.to_string())?;
+    let sandbox: SandboxSpec =
+        from_table(t.get("sandbox").map_err(|e| e.to_string())?, "sandbox").map_err(|e| format!("{location}: {e}"))?;
     let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
     let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
     let grade_gates = match opt::<Table>(t, "grade")? {
@@ -750,17 +715,12 @@ fn read_suite(
         description: opt(t, "description")?,
         trials: opt::<f64>(t, "trials")?.map(|v| v as u32).unwrap_or(1),
         budget,
-        db: match opt::<String>(&sandbox, "db")?.as_deref() {
-            Some("postgres") => DbSpec::Postgres {
-                url_env: opt::<String>(&sandbox, "url_env")?.unwrap_or_else(|| "EVALUA_PG_URL".into()),
-            },
-            _ => DbSpec::Sqlite,
-        },
-        schema: opt::<String>(&sandbox, "schema")?.map(PathBuf::from),
-        clock: opt(&sandbox, "clock")?,
-        workdir: from_table(sandbox.get("workdir").map_err(|e| e.to_string())?, "sandbox.workdir")?,
-        expose: opt::<Vec<String>>(&sandbox, "expose")?.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
-        network: opt::<bool>(&sandbox, "network")?.unwrap_or(true),
+        db: sandbox.db(),
+        schema: sandbox.schema.clone(),
+        clock: sandbox.clock.clone(),
+        workdir: sandbox.workdir.clone(),
+        expose: sandbox.expose.clone(),
+        network: sandbox.network,
         gates,
         grade_gates,
         agent: None,
@@ -782,9 +742,9 @@ fn read_suite(
             Value::String(s) => Some(s.to_string_lossy()),
             _ => None,
         }),
-        faults: faults_spec(lua, opt(t, "faults")?)?.unwrap_or_default(),
+        faults: faults_spec(opt(t, "faults")?)?.unwrap_or_default(),
         max_fixture_bytes: max_fixture_bytes(&sandbox)?,
-        keep: keep_caps(&sandbox)?,
+        keep: sandbox.keep(),
         location,
         monitors,
         trace_adapter: opt::<mlua::Function>(t, "trace_adapter")?.is_some(),
@@ -914,6 +874,20 @@ mod tests {
         let AgentSpec::Command(c) = c else { panic!("{c:?}") };
         assert_eq!((c.env.len(), c.setup, c.tools), (0, Some(vec![]), ToolsVia::Protocol));
         assert!(c.model_proxy.is_some_and(|p| p.openai.is_some() && p.anthropic.is_some()));
+        // Faults: a rule list per tool (its kind's defaults filled in), or false.
+        let f = faults_spec(Some(table(
+            &lua,
+            r#"{ lookup = { { kind = "rate_limit", on_call = { 1 } } }, other = false }"#,
+        )))
+        .expect("faults")
+        .expect("some faults");
+        let rule = &f["lookup"].as_ref().expect("rules")[0];
+        assert_eq!(
+            (rule.on_call.clone(), rule.retry_after_s),
+            (Some(vec![1]), Some(crate::spec::fault::DEFAULT_RETRY_AFTER_S))
+        );
+        assert_eq!(f["other"], None);
+        assert_eq!(faults_spec(Some(table(&lua, "{}"))).expect("faults"), Some(Faults::new()));
         let w: WorkdirSpec =
             from_table(table(&lua, r#"{ git = "/b.bundle", rev = "v1" }"#), "workdir").expect("a work dir");
         assert_eq!(w, WorkdirSpec::Git { bundle: "/b.bundle".into(), rev: Some("v1".into()) });

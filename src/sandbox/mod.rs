@@ -6,6 +6,7 @@
 pub mod changes;
 pub mod db;
 pub mod diff;
+pub mod digest;
 pub mod pg;
 pub mod sql;
 pub mod sqlite;

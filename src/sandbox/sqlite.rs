@@ -196,17 +196,19 @@ pub fn sql_error_message(e: &rusqlite::Error) -> String {
 /// runs, and a read-only or sealed connection is also `query_only`.
 pub struct SqliteDb {
     conn: Connection,
+    /// The image it is a copy of: its digest reuses the image's tables (`super::digest`).
+    origin: Option<DbImage>,
 }
 
 impl SqliteDb {
     /// A private copy of `image`.
-    pub fn copy(image: &[u8], read_only: bool) -> rusqlite::Result<SqliteDb> {
-        Ok(SqliteDb { conn: open_copy(image, read_only)? })
+    pub fn copy(image: &DbImage, read_only: bool) -> rusqlite::Result<SqliteDb> {
+        Ok(SqliteDb { conn: open_copy(image, read_only)?, origin: Some(image.clone()) })
     }
 
     /// An existing connection (a re-graded trial's rebuilt final state).
     pub fn wrap(conn: Connection) -> SqliteDb {
-        SqliteDb { conn }
+        SqliteDb { conn, origin: None }
     }
 
     /// An empty database.
@@ -215,7 +217,7 @@ impl SqliteDb {
         if read_only {
             conn.pragma_update(None, "query_only", true)?;
         }
-        Ok(SqliteDb { conn })
+        Ok(SqliteDb { conn, origin: None })
     }
 
     fn statement(&self, sql: &str, read_only: bool) -> std::result::Result<rusqlite::CachedStatement<'_>, DbError> {
@@ -293,7 +295,7 @@ impl Database for SqliteDb {
     }
 
     fn digest(&self) -> std::result::Result<String, DbError> {
-        digest(&self.conn).map_err(sql_err)
+        super::digest::digest(&self.conn, self.origin.as_ref()).map_err(sql_err)
     }
 
     fn seal(&self) {
@@ -305,52 +307,4 @@ impl Database for SqliteDb {
     fn sqlite(&self) -> Option<&Connection> {
         Some(&self.conn)
     }
-}
-
-/// A stable digest of every table's content, to compare two states.
-pub fn digest(conn: &Connection) -> rusqlite::Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    let mut tables: Vec<String> = {
-        let mut s = conn.prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-        )?;
-        s.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
-    };
-    tables.sort();
-    for t in tables {
-        h.update(t.as_bytes());
-        h.update([0]);
-        let mut s = conn.prepare(&format!("SELECT * FROM \"{}\" ORDER BY 1", t.replace('"', "\"\"")))?;
-        let n = s.column_count();
-        let mut rows = s.query([])?;
-        let mut lines = Vec::new();
-        while let Some(r) = rows.next()? {
-            let mut line = Vec::new();
-            for i in 0..n {
-                match r.get_ref(i)? {
-                    ValueRef::Null => line.extend_from_slice(b"N"),
-                    ValueRef::Integer(v) => line.extend_from_slice(format!("I{v}").as_bytes()),
-                    ValueRef::Real(v) => line.extend_from_slice(format!("R{v:?}").as_bytes()),
-                    ValueRef::Text(v) => {
-                        line.push(b'T');
-                        line.extend_from_slice(v);
-                    }
-                    ValueRef::Blob(v) => {
-                        line.push(b'B');
-                        line.extend_from_slice(v);
-                    }
-                }
-                line.push(0x1f);
-            }
-            lines.push(line);
-        }
-        // Order-independent: rows compare as a multiset.
-        lines.sort();
-        for l in lines {
-            h.update(&l);
-            h.update([0x1e]);
-        }
-    }
-    Ok(crate::util::digest::hex(&h.finalize()))
 }

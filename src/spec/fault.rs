@@ -137,6 +137,32 @@ pub enum FaultEffect {
 /// Fault rules by tool name; `None` turns a suite-wide rule off for a case.
 pub type Faults = BTreeMap<String, Option<Vec<FaultRule>>>;
 
+/// `faults = { tool = { rule, … } | false }` as the DSL normalised it: each
+/// rule with its kind's defaults ([`FaultRule::with_defaults`]).
+pub fn read_faults<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Faults>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Rules {
+        Off(bool),
+        On(Vec<FaultRule>),
+    }
+    let Some(by_tool) = Option::<BTreeMap<String, Rules>>::deserialize(d)? else { return Ok(None) };
+    let mut out = Faults::new();
+    for (tool, rules) in by_tool {
+        let rules = match rules {
+            Rules::Off(false) => None,
+            Rules::Off(true) => {
+                return Err(serde::de::Error::custom(format_args!(
+                    "{tool}: true is not a fault (false turns them off)"
+                )));
+            }
+            Rules::On(rules) => Some(rules.into_iter().map(FaultRule::with_defaults).collect()),
+        };
+        out.insert(tool, rules);
+    }
+    Ok(Some(out))
+}
+
 /// The rules that apply in a case: the suite's, with the case's replacing
 /// them tool by tool.
 pub fn effective(suite: &Faults, case: Option<&Faults>) -> BTreeMap<String, Vec<FaultRule>> {

@@ -229,6 +229,81 @@ pub struct KeepCaps {
 pub const DEFAULT_MAX_FILE_MB: u64 = 64;
 /// `sandbox.max_trial_mb`'s default.
 pub const DEFAULT_MAX_TRIAL_MB: u64 = 256;
+/// `sandbox.max_fixture_mb`'s default (`EVALUA_MAX_FIXTURE_MB` overrides it when the suite loads).
+pub const DEFAULT_MAX_FIXTURE_MB: f64 = 64.0;
+
+/// `sandbox = { … }` as the DSL checked it (its paths made absolute, the
+/// work dir normalised). Loading spreads it over the suite's typed fields
+/// (`db`, `keep`, …).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSpec {
+    #[serde(default)]
+    pub db: DbName,
+    /// With `db = "postgres"`: the variable holding the server's URL.
+    #[serde(default = "SandboxSpec::default_url_env")]
+    pub url_env: String,
+    pub schema: Option<PathBuf>,
+    pub clock: Option<String>,
+    pub workdir: Option<WorkdirSpec>,
+    #[serde(default, deserialize_with = "de::list")]
+    pub expose: Vec<PathBuf>,
+    #[serde(default = "SandboxSpec::default_network")]
+    pub network: bool,
+    #[serde(default = "SandboxSpec::default_max_fixture_mb")]
+    pub max_fixture_mb: f64,
+    #[serde(default = "SandboxSpec::default_max_file_mb")]
+    pub max_file_mb: f64,
+    #[serde(default = "SandboxSpec::default_max_trial_mb")]
+    pub max_trial_mb: f64,
+}
+
+/// `sandbox.db`'s name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DbName {
+    #[default]
+    Sqlite,
+    Postgres,
+}
+
+impl keys::Keys for SandboxSpec {}
+
+impl SandboxSpec {
+    fn default_url_env() -> String {
+        "EVALUA_PG_URL".into()
+    }
+    fn default_network() -> bool {
+        true
+    }
+    fn default_max_fixture_mb() -> f64 {
+        DEFAULT_MAX_FIXTURE_MB
+    }
+    fn default_max_file_mb() -> f64 {
+        DEFAULT_MAX_FILE_MB as f64
+    }
+    fn default_max_trial_mb() -> f64 {
+        DEFAULT_MAX_TRIAL_MB as f64
+    }
+
+    /// Where each trial's database lives.
+    pub fn db(&self) -> DbSpec {
+        match self.db {
+            DbName::Sqlite => DbSpec::Sqlite,
+            DbName::Postgres => DbSpec::Postgres { url_env: self.url_env.clone() },
+        }
+    }
+
+    /// How much of a trial's changed work-dir files is read and kept.
+    pub fn keep(&self) -> KeepCaps {
+        KeepCaps { file_bytes: mib(self.max_file_mb), trial_bytes: mib(self.max_trial_mb) }
+    }
+}
+
+/// A number of MiB, in bytes.
+pub fn mib(mb: f64) -> u64 {
+    (mb * 1024.0 * 1024.0) as u64
+}
 
 impl Default for KeepCaps {
     fn default() -> Self {

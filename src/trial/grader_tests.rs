@@ -136,7 +136,7 @@ fn run_example(
     let (initial, conn) = match &ex.db {
         Some(db) => {
             let files: Vec<&Path> = db.schema.iter().chain(db.fixture.iter()).map(|p| p.as_path()).collect();
-            let image = build_template(&files, (crate::lua::load::DEFAULT_MAX_FIXTURE_MB * 1024.0 * 1024.0) as u64)
+            let image = build_template(&files, crate::spec::mib(crate::spec::DEFAULT_MAX_FIXTURE_MB))
                 .map_err(|e| format!("db: {e}"))?;
             let conn = open_copy(&image, false).map_err(|e| format!("db: {e}"))?;
             if let Some(sql) = &db.sql {

@@ -56,6 +56,10 @@ struct Evaluated {
     /// What the suite file printed while it was evaluated: every trial's log starts with it.
     log: Vec<String>,
     case: Option<Materialized>,
+    /// The last trial's case was built from its item's own row (`with_row`):
+    /// not kept, and the next trial builds its own afresh, so nothing of it
+    /// is reused and nothing of it needs comparing.
+    own_row: bool,
 }
 
 /// The case the last trial ran, reused by the next trial of the same case
@@ -198,7 +202,7 @@ fn evaluate(lua: &Lua, plan: &Plan, window: std::ops::Range<usize>) -> Result<Ev
             never
         }
     };
-    Ok(Evaluated { suite, decls, window, datasets, snapshot, log, case: None })
+    Ok(Evaluated { suite, decls, window, datasets, snapshot, log, case: None, own_row: false })
 }
 
 /// The evaluated suite and the case table for this trial: reused when the
@@ -257,10 +261,11 @@ pub fn case_table(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Tab
     seed_math_random(lua, crate::sandbox::trial_seed(plan.seed ^ 0x5417e, &case.spec.id, 0))?;
     let (decl, table) = materialize(lua, plan, case, &suite, &decls, &datasets)?;
     let roots = vec![decl, Value::Table(table.clone())];
-    let snapshot = reuse::snapshot(lua, roots.clone()).map_err(|e| e.to_string())?;
+    let snapshot = if own_row { None } else { reuse::snapshot(lua, roots.clone()).map_err(|e| e.to_string())? };
     WORKER.with(|w| {
         if let Some(ev) = w.borrow_mut().as_mut().and_then(|w| w.evaluated.as_mut()) {
-            ev.case = snapshot.filter(|_| !own_row).map(|snapshot| Materialized {
+            ev.own_row = own_row;
+            ev.case = snapshot.map(|snapshot| Materialized {
                 id: case.spec.id.clone(),
                 table: table.clone(),
                 roots,
@@ -385,6 +390,9 @@ pub fn keep_suite_if_unchanged(lua: &Lua) {
             .unwrap_or(false);
         let case_same = match &ev.case {
             Some(m) => reuse::unchanged(lua, m.roots.clone(), &m.snapshot).unwrap_or(false),
+            // Built from the item's own row: the next trial builds its case
+            // afresh, and what the suite holds was walked above.
+            None if ev.own_row => true,
             // Not kept (it holds a coroutine): its declaration may have changed too.
             None => false,
         };

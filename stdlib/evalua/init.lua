@@ -550,9 +550,7 @@ local SUITE_KEYS = set {
 }
 local GRADE_KEYS = set { "gate", "reexecute" }
 local BUDGET_KEYS = set(host.fields("budget"))   -- spec::Budget
-local SANDBOX_KEYS = set {
-  "db", "url_env", "schema", "clock", "workdir", "max_fixture_mb", "max_file_mb", "max_trial_mb", "expose", "network",
-}
+local SANDBOX_KEYS = set(host.fields("sandbox"))   -- spec::SandboxSpec
 -- Declared once, in Rust: spec::ToolSpec's fields; `run`, the handler, stays in Lua.
 local TOOL_KEYS = set(host.fields("tool"))
 TOOL_KEYS.run = true

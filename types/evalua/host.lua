@@ -30,7 +30,8 @@ function host.fault_kinds() end
 
 --- The keys a suite may write in a declaration, as the Rust spec types declare them (without the
 --- keys the DSL writes itself): `"model"` (endpoint options), `"providers"`, `"budget"`, `"reference"`,
---- `"tests"` (`check.tests`), `"fault"`, `"tool"` (`suite:tool`, without `run`), `"workdir"` (the git form).
+--- `"tests"` (`check.tests`), `"fault"`, `"tool"` (`suite:tool`, with `run`), `"workdir"` (the git form),
+--- `"command"` (`evalua.agent.command`), `"user.llm"`, `"sandbox"`.
 ---@param what string
 ---@return string[] names
 function host.fields(what) end

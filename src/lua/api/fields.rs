@@ -4,7 +4,8 @@
 
 use crate::spec::keys::{fields, suite_keys};
 use crate::spec::{
-    Budget, CommandAgentSpec, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, TestsSpec, ToolSpec, WorkdirSpec,
+    Budget, CommandAgentSpec, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec, TestsSpec, ToolSpec,
+    WorkdirSpec,
 };
 
 /// A default the DSL needs at run time, set once in Rust (`host.default(name)`).
@@ -29,6 +30,7 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
         "workdir" => suite_keys::<WorkdirSpec>(),
         "command" => suite_keys::<CommandAgentSpec>(),
         "user.llm" => suite_keys::<LlmUserSpec>(),
+        "sandbox" => suite_keys::<SandboxSpec>(),
         _ => return None,
     })
 }
@@ -37,8 +39,8 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
 mod tests {
     use crate::spec::keys::{Keys, fields, suite_keys};
     use crate::spec::{
-        Budget, CommandAgentSpec, FaultKind, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, TestsSpec,
-        ToolSpec, WorkdirSpec,
+        Budget, CommandAgentSpec, FaultKind, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec,
+        TestsSpec, ToolSpec, WorkdirSpec,
     };
 
     fn read(rel: &str) -> String {
@@ -131,6 +133,14 @@ mod tests {
             &suite_keys::<WorkdirSpec>(),
             &names(stub_fields(&stubs, "evalua.GitWorkdir")),
         );
+
+        // The sandbox.
+        same(
+            "types/evalua.lua evalua.Sandbox",
+            &suite_keys::<SandboxSpec>(),
+            &names(stub_fields(&stubs, "evalua.Sandbox")),
+        );
+        same("lua-api.md sandbox", &suite_keys::<SandboxSpec>(), &doc_keys(&docs, "**`sandbox`**"));
 
         // Agents and users.
         same(

@@ -7,34 +7,59 @@
 -- Objects decoded here remember their key order (`keys(obj)`); `set` appends
 -- a new key at the end as a Python dict does, `del` removes one. Arrays carry
 -- a marker so that an empty one encodes as [] (an empty object as {}).
+--
+-- The order and the marker live in each table's own metatable, not in tables
+-- of this module: a tool call leaves this module as it found it, so evalua
+-- keeps reusing the evaluated suite from one trial to the next (it does so
+-- only while nothing reachable from the suite changed).
 
 local M = {}
 
-local ORDER = setmetatable({}, { __mode = "k" })   -- object → list of keys, in order
-local ARRAY = setmetatable({}, { __mode = "k" })   -- tables that are arrays
+local KEYS = {}       -- the field of an object's metatable that lists its keys, in order
+local ARRAY_MT = {}   -- the metatable of an array (shared, never changed)
+-- The order of a table that came with a metatable of its own (none of this
+-- port's do): kept aside, as every order was before.
+local ORDER = setmetatable({}, { __mode = "k" })
+
+local function order_of(o)
+  local mt = getmetatable(o)
+  if type(mt) == "table" then
+    local keys = rawget(mt, KEYS)
+    if keys then return keys end
+  end
+  return ORDER[o]
+end
+
+local function set_order(o, order)
+  local mt = getmetatable(o)
+  if mt == nil then
+    setmetatable(o, { [KEYS] = order })
+  elseif type(mt) == "table" and rawget(mt, KEYS) then
+    rawset(mt, KEYS, order)
+  else
+    ORDER[o] = order
+  end
+end
 
 --- A new ordered object, optionally from a list of { key, value } pairs.
 function M.object(pairs_list)
-  local o = {}
-  ORDER[o] = {}
+  local o = setmetatable({}, { [KEYS] = {} })
   for _, kv in ipairs(pairs_list or {}) do M.set(o, kv[1], kv[2]) end
   return o
 end
 
 --- A new array (a plain list that encodes as [] when empty).
 function M.array(list)
-  list = list or {}
-  ARRAY[list] = true
-  return list
+  return setmetatable(list or {}, ARRAY_MT)
 end
 
 function M.is_array(t)
-  return ARRAY[t] == true
+  return getmetatable(t) == ARRAY_MT
 end
 
 --- The keys of an object, in order (keys set without `set` come last, sorted).
 function M.keys(o)
-  local order = ORDER[o]
+  local order = order_of(o)
   local out, seen = {}, {}
   for _, k in ipairs(order or {}) do
     if o[k] ~= nil and not seen[k] then
@@ -53,10 +78,10 @@ end
 
 --- obj[k] = v, appending k to the key order when it is new (a Python dict's assignment).
 function M.set(o, k, v)
-  local order = ORDER[o]
+  local order = order_of(o)
   if order == nil then
     order = {}
-    ORDER[o] = order
+    set_order(o, order)
   end
   -- A key absent now is not in the order (`del` took it out; `keys` skips
   -- one whose value was cleared without `del`).
@@ -67,7 +92,7 @@ end
 --- del obj[k].
 function M.del(o, k)
   o[k] = nil
-  local order = ORDER[o]
+  local order = order_of(o)
   if order then
     for i = #order, 1, -1 do
       if order[i] == k then table.remove(order, i) end
@@ -81,7 +106,7 @@ end
 function M.ordered(v, first)
   if type(v) ~= "table" then return v end
   -- An array: marked here, or a list, or an empty table with evalua's array marker (from JSON).
-  if ARRAY[v] or v[1] ~= nil or (next(v) == nil and getmetatable(v) ~= nil) then
+  if M.is_array(v) or v[1] ~= nil or (next(v) == nil and getmetatable(v) ~= nil and order_of(v) == nil) then
     local out = M.array({})
     for i, x in ipairs(v) do out[i] = M.ordered(x, first) end
     return out
@@ -103,10 +128,12 @@ end
 function M.copy(v)
   if type(v) ~= "table" then return v end
   local out = {}
-  if ARRAY[v] then ARRAY[out] = true end
-  if ORDER[v] then
-    ORDER[out] = {}
-    for i, k in ipairs(ORDER[v]) do ORDER[out][i] = k end
+  if M.is_array(v) then setmetatable(out, ARRAY_MT) end
+  local order = order_of(v)
+  if order then
+    local keys = {}
+    for i, k in ipairs(order) do keys[i] = k end
+    set_order(out, keys)
   end
   for k, x in pairs(v) do out[k] = M.copy(x) end
   return out
@@ -212,7 +239,7 @@ local function encode(v, out)
   elseif t == "string" then
     out[#out + 1] = encode_string(v)
   elseif t == "table" then
-    if ARRAY[v] or v[1] ~= nil then
+    if M.is_array(v) or v[1] ~= nil then
       out[#out + 1] = "["
       for i, x in ipairs(v) do
         if i > 1 then out[#out + 1] = ", " end
