@@ -39,11 +39,10 @@ use crate::util::cancel;
 
 /// The file descriptors a child may get.
 mod fds {
-    use std::os::fd::{IntoRawFd, RawFd};
-    use std::sync::OnceLock;
+    use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+    use std::sync::Once;
 
-    /// A descriptor on /dev/null (close-on-exec), held for the process's life.
-    static NULL: OnceLock<RawFd> = OnceLock::new();
+    static INIT: Once = Once::new();
 
     /// Mark every descriptor above 2 that evalua was started with
     /// close-on-exec (`evalua run suite.lua 7<secret` must not hand fd 7 to
@@ -54,7 +53,7 @@ mod fds {
     /// itself is close-on-exec (std's default). Call first in `main`, before
     /// any thread; idempotent.
     pub fn init() {
-        NULL.get_or_init(|| {
+        INIT.call_once(|| {
             // SAFETY: close_range only changes flags of descriptors; an error
             // (a kernel before 5.11) leaves them as they were.
             let marked =
@@ -62,13 +61,15 @@ mod fds {
             if marked != 0 {
                 mark_each();
             }
-            let open = || std::fs::File::open("/dev/null").map(|f| f.into_raw_fd()).unwrap_or(-1);
-            let mut null = open();
-            // Lowest free numbers first: taking 3 and 4 if they are free.
-            while (0..=4).contains(&null) {
-                null = open();
+            // Lowest free numbers first: /dev/null takes 3 and 4 if they are
+            // free, and is kept there; the first one above 4 is not needed
+            // and closes as it drops.
+            while let Ok(null) = std::fs::File::open("/dev/null") {
+                if null.as_raw_fd() > 4 {
+                    break;
+                }
+                let _held = null.into_raw_fd();
             }
-            null
         });
     }
 
