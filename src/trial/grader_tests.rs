@@ -254,3 +254,51 @@ fn run_example(
     grading.end();
     Ok(results)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use mlua::Value;
+
+    use super::run_example;
+    use crate::lua::engine::reuse;
+    use crate::lua::grader_tests::load;
+
+    #[test]
+    fn running_a_built_in_check_changes_nothing_a_worker_walks() {
+        // A worker reuses its evaluated suite for the next trial only while
+        // everything reachable from the case the trial ran is as it was
+        // (`lua::engine::reuse`); otherwise it evaluates the whole suite file
+        // again, every case of it, for one trial. check.tools once marked its
+        // own list as a JSON array when it ran: every trial of a suite using it
+        // evaluated the suite again (bench/agent.lua, 500 cases: 15× the CPU a
+        // trial). Each built-in check of stdlib/tests runs all its examples;
+        // what it reaches (its table, its upvalues, the examples' cases) must
+        // walk the same afterwards.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("stdlib/tests/check_test.lua");
+        let file = load(&path).unwrap();
+        let lua = &file.lua;
+        reuse::trust_host(lua).unwrap();
+        let mut changed = Vec::new();
+        let mut walked = 0;
+        for g in &file.groups {
+            let mut roots: Vec<Value> = g.checks.iter().map(|(t, _, _)| Value::Table(t.clone())).collect();
+            roots.extend(g.examples.iter().filter_map(|(_, c)| c.clone().map(Value::Table)));
+            let Some(snapshot) = reuse::snapshot(lua, roots.clone()).unwrap() else {
+                changed.push(format!("{} ({}): keeps a coroutine", g.location, g.name));
+                continue;
+            };
+            for (ex, case) in &g.examples {
+                run_example(lua, g, ex, case.as_ref(), crate::process::Isolation::None)
+                    .unwrap_or_else(|e| panic!("{}: {}: {e}", g.location, ex.name));
+            }
+            if !reuse::unchanged(lua, roots, &snapshot).unwrap() {
+                changed.push(format!("{} ({})", g.location, g.name));
+            }
+            walked += 1;
+        }
+        assert!(changed.is_empty(), "running these checks changed what they reach: {changed:#?}");
+        assert!(walked > 30, "only {walked} groups in {}", path.display());
+    }
+}

@@ -482,7 +482,13 @@ function check.tools(list, opts)
     end
     local recall = #list == 0 and 1 or matched / #list
     local precision = #got == 0 and (#list == 0 and 1 or 0) or matched / #got
-    local ev = { mode = mode, expected = evalua.array(list), [kind] = got, recall = ratio(recall), precision = ratio(precision) }
+    -- A copy: marking `list` itself as an array would change the case after
+    -- its first trial, and a worker evaluates the whole suite again for the
+    -- next trial whenever a trial changed its case.
+    local expected = {}
+    for i, n in ipairs(list) do expected[i] = n end
+    local ev = { mode = mode, expected = evalua.array(expected), [kind] = got, recall = ratio(recall),
+      precision = ratio(precision) }
     if mode == "exact" then
       local same = #got == #list
       for i = 1, #list do if got[i] ~= list[i] then same = false end end
