@@ -19,8 +19,7 @@ use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::{
     AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, Faults, JudgeSpec, Mention,
-    MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec,
-    ToolsVia,
+    MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, ToolSpec, ToolsVia,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -223,7 +222,7 @@ impl declare::Declarations for Loader {
 
     fn case(&self, lua: &Lua, case: Table) -> mlua::Result<Option<String>> {
         lua::limits(lua).extend(CASE_INSTRUCTIONS, CASE_TIME);
-        let read = match read_case(lua, &case) {
+        let read = match read_case(&case) {
             Ok(x) => x,
             Err(e) => return Ok(Some(e)),
         };
@@ -329,7 +328,7 @@ impl Loader {
             Guarded::Done(Err(e)) => return Err(format!("{at}: row {i}: {}", lua::describe(&e))),
             Guarded::Stopped(stop) => return Err(format!("{at}: row {i}: map stopped: {}", stop.describe())),
         };
-        let mut read = read_case(lua, &case).map_err(|e| format!("{at}: row {i}: {e}"))?;
+        let mut read = read_case(&case).map_err(|e| format!("{at}: row {i}: {e}"))?;
         read.spec.location = at.to_string();
         read.spec.source =
             CaseSource::Row { dataset: index, row: i, line: pos.line, offset: pos.offset, length: pos.length };
@@ -467,15 +466,6 @@ fn read_agents(t: &Table) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAg
     Ok((agent, agents))
 }
 
-/// `check.tests{}`'s options, as the stdlib normalised them.
-fn tests_spec(v: Value) -> std::result::Result<TestsSpec, String> {
-    let spec: TestsSpec = from_table(v, "check.tests")?;
-    if spec.runner.is_empty() {
-        return Err("check.tests: 'runner' must be a non-empty list".into());
-    }
-    Ok(spec)
-}
-
 /// A table the DSL normalised, read into its spec type by serde: the type's
 /// fields are the one declaration of its keys (an unknown key is refused
 /// where the type says `deny_unknown_fields`), its defaults are the type's.
@@ -494,12 +484,6 @@ pub fn from_table<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> std::
     })
 }
 
-/// A judge check's `judge` table.
-pub fn judge_spec(lua: &Lua, v: &Value) -> std::result::Result<JudgeSpec, String> {
-    let j = convert::to_json(lua, v)?;
-    serde_json::from_value(j).map_err(|e| format!("judge: bad spec: {e}"))
-}
-
 /// A case as loading reads it: its spec, the judge specs of its judge
 /// checks, and its checks (for what they use; the plan does not keep them).
 struct ReadCase {
@@ -510,33 +494,15 @@ struct ReadCase {
 }
 
 /// A case table, as `suite:case` normalised it, read into its spec.
-fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
+fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
     let location = opt::<String>(ct, "_where")?.unwrap_or_default();
     if let Some(e) = bad_number(ct, "", &location, 0, &mut Vec::new()) {
         return Err(e);
     }
     let mut checks = Vec::new();
     let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
-    for c in checks_t.sequence_values::<Table>() {
-        let c = c.map_err(|e| e.to_string())?;
-        let kind: Option<String> = opt(&c, "kind")?;
-        let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
-            (Some("tests"), Some(v)) => Some(tests_spec(v)?),
-            _ => None,
-        };
-        checks.push(CheckInfo {
-            name: c.get("name").map_err(|e| e.to_string())?,
-            critical: c.get("critical").map_err(|e| e.to_string())?,
-            kind,
-            tests,
-            judge: match c.get::<Value>("judge").map_err(|e| e.to_string())? {
-                Value::Nil => None,
-                v => Some(judge_spec(lua, &v)?),
-            },
-            tools: strings(&c, "tools")?,
-            sql: strings(&c, "sql")?,
-            location: opt(&c, "where")?,
-        });
+    for c in checks_t.sequence_values::<Value>() {
+        checks.push(from_table::<CheckInfo>(c.map_err(|e| e.to_string())?, "check")?);
     }
     let input: String = ct.get("input").map_err(|e| e.to_string())?;
     let tools_subset: Option<Vec<String>> = opt(ct, "tools")?;

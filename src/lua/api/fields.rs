@@ -4,8 +4,8 @@
 
 use crate::spec::keys::{fields, suite_keys};
 use crate::spec::{
-    Budget, CommandAgentSpec, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec, TestsSpec, ToolSpec,
-    WorkdirSpec,
+    Budget, CheckInfo, CommandAgentSpec, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec,
+    TestsSpec, ToolSpec, WorkdirSpec,
 };
 
 /// A default the DSL needs at run time, set once in Rust (`host.default(name)`).
@@ -26,6 +26,7 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
         "fault" => fields::<FaultRule>().to_vec(),
         "reference" => suite_keys::<Reference>(),
         "tests" => suite_keys::<TestsSpec>(),
+        "check" => suite_keys::<CheckInfo>(),
         "tool" => suite_keys::<ToolSpec>(),
         "workdir" => suite_keys::<WorkdirSpec>(),
         "command" => suite_keys::<CommandAgentSpec>(),
@@ -39,8 +40,8 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
 mod tests {
     use crate::spec::keys::{Keys, fields, suite_keys};
     use crate::spec::{
-        Budget, CommandAgentSpec, FaultKind, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec,
-        TestsSpec, ToolSpec, WorkdirSpec,
+        Budget, CheckInfo, CommandAgentSpec, FaultKind, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference,
+        SandboxSpec, TestsSpec, ToolSpec, WorkdirSpec,
     };
 
     fn read(rel: &str) -> String {
@@ -177,6 +178,9 @@ mod tests {
         same("lua-api.md check.tests", fields::<TestsSpec>(), &doc_tests);
         let shown_default = format!("timeout_s = {}", TestsSpec::DEFAULT_TIMEOUT_S);
         assert!(inner.contains(&shown_default), "lua-api.md check.tests: expected `{shown_default}` in {inner:?}");
+
+        // A check's table: its keys (and `run`).
+        same("types/evalua.lua evalua.Check", &suite_keys::<CheckInfo>(), &names(stub_fields(&stubs, "evalua.Check")));
 
         // Faults: the rule's keys, the kinds, and each kind's extra keys.
         same("types/evalua.lua evalua.Fault", fields::<FaultRule>(), &names(stub_fields(&stubs, "evalua.Fault")));
