@@ -530,7 +530,9 @@ function Suite:goldens(goldens, opts) end
 ---@field user? evalua.User its simulated user, if any
 ---@field metadata? table its free data
 ---@field clock? string its own frozen clock, if set
+---@field workdir? { dir?: string, git?: string, rev?: string } its own initial work tree, if set: a folder (`dir`) or a git bundle (`git`, `rev`), absolute
 ---@field checks evalua.Check[] its checks, normalized (`expect` then `prohibited`), with unique names
+---@field faults? table<string, evalua.Fault[]|false> its own faults by tool, each rule with its kind's defaults, if set
 ---@field reference? evalua.Reference its reference solution, if declared
 
 ---------------------------------------------------------------------------

@@ -475,6 +475,61 @@ pub struct CaseSpec {
     pub source: CaseSource,
 }
 
+/// A case's table as `suite:case` normalised it (`normalize_case` in the
+/// stdlib: the table a trial sees as `t.case`), read by serde. The plan keeps
+/// its [`CaseSpec`]; the input and the checks count only in the case's digest,
+/// and `metadata` stays in Lua.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseTable {
+    pub id: String,
+    /// `"dev"` unless given (the DSL fills it in: `t.case.split` shows it).
+    pub split: String,
+    #[serde(deserialize_with = "de::list")]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub difficulty: Option<String>,
+    pub input: String,
+    /// Made absolute by the DSL.
+    #[serde(default)]
+    pub fixture: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::count")]
+    pub trials: Option<u32>,
+    /// 1 unless given (the DSL fills it in: `t.case.weight` shows it).
+    pub weight: f64,
+    /// The tools offered, when a subset (the DSL leaves out undeclared names).
+    #[serde(default, deserialize_with = "de::opt_list")]
+    pub tools: Option<Vec<String>>,
+    /// A name of the suite's `agents` is resolved by the DSL.
+    #[serde(default)]
+    pub agent: Option<AgentSpec>,
+    #[serde(default)]
+    pub user: Option<UserSpec>,
+    /// Free data for the checks (`t.case.metadata`).
+    #[serde(default)]
+    pub metadata: de::InLua,
+    #[serde(default)]
+    pub clock: Option<String>,
+    #[serde(default)]
+    pub workdir: Option<WorkdirSpec>,
+    /// The DSL's: `expect`, then `prohibited`, each normalised into a check.
+    #[serde(deserialize_with = "de::list")]
+    pub checks: Vec<CheckInfo>,
+    #[serde(default, deserialize_with = "fault::read_faults")]
+    pub faults: Option<Faults>,
+    #[serde(default)]
+    pub reference: Option<Reference>,
+    /// `file:line` of its `suite:case` (a dataset row: the data file's line).
+    #[serde(rename = "_where", default)]
+    pub location: String,
+}
+
+impl keys::Keys for CaseTable {
+    const DSL_KEYS: &[&str] = &["checks", "_where"];
+    /// The checks as written: the DSL turns them into `checks`.
+    const LUA_KEYS: &[&str] = &["expect", "prohibited"];
+}
+
 /// A case's reference solution (`reference = { calls = …, tokens = … }`):
 /// what the task needs, against which a trial's tool calls and tokens are
 /// set as ratios. At least one of `calls` and `tokens` is given; both are

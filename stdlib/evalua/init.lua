@@ -557,10 +557,8 @@ local SANDBOX_KEYS = set(host.fields("sandbox"))   -- spec::SandboxSpec
 -- Declared once, in Rust: spec::ToolSpec's fields; `run`, the handler, stays in Lua.
 local TOOL_KEYS = set(host.fields("tool"))
 TOOL_KEYS.run = true
-local CASE_KEYS = set {
-  "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
-  "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
-}
+-- spec::CaseTable's fields, with `expect` and `prohibited` (which become `checks`).
+local CASE_KEYS = set(host.fields("case"))
 local EFFECTS = set { "read", "write", "external" }
 local SPLITS = set { "dev", "held_out" }
 
