@@ -48,6 +48,11 @@ pub fn count<'de, D: Deserializer<'de>, T: Count>(d: D) -> Result<Option<T>, D::
     }
 }
 
+/// A count the table holds (when it holds none, the field's default applies).
+pub fn whole<'de, D: Deserializer<'de>, T: Count>(d: D) -> Result<T, D::Error> {
+    count(d)?.ok_or_else(|| de::Error::custom("must be a whole number, got nil"))
+}
+
 /// A value that stays in Lua (free data such as a case's `metadata`, an
 /// index the DSL keeps beside a list): the key is known, its value is not
 /// read. Through mlua's deserializer it is not even walked.

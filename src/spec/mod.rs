@@ -723,6 +723,111 @@ pub struct Suite {
     pub matcher: bool,
 }
 
+/// The suite's table as `evalua.suite` normalised it, read by serde. Loading
+/// spreads it over [`Suite`], with the cases and datasets the declarations
+/// gave.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteTable {
+    pub name: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Trials per case, unless a case or `--trials` says otherwise.
+    #[serde(default = "SuiteTable::default_trials", deserialize_with = "de::whole")]
+    pub trials: u32,
+    #[serde(default)]
+    pub budget: Budget,
+    pub sandbox: SandboxSpec,
+    /// The default agent (with `agents`: the one `agent = "name"` or
+    /// `default_agent` names, as the DSL resolved it).
+    #[serde(default)]
+    pub agent: Option<AgentSpec>,
+    /// The DSL's: `agents = { name = … }`, checked.
+    #[serde(rename = "_agents", default)]
+    pub agents: Option<std::collections::BTreeMap<String, AgentSpec>>,
+    #[serde(default)]
+    pub default_agent: Option<String>,
+    #[serde(default, deserialize_with = "gate::read")]
+    pub gate: Vec<Gate>,
+    #[serde(default)]
+    pub grade: Option<GradeSpec>,
+    #[serde(default, deserialize_with = "fault::read_faults")]
+    pub faults: Option<Faults>,
+    #[serde(default = "SuiteTable::default_held_out_max_runs", deserialize_with = "de::whole")]
+    pub held_out_max_runs: u32,
+    /// Why the suite is skipped (the DSL drops `skip = false`).
+    #[serde(default)]
+    pub skip: Option<String>,
+    /// The DSL's: the tools `suite:tool` declared, in order.
+    #[serde(rename = "_tools", deserialize_with = "de::list")]
+    pub tools: Vec<ToolSpec>,
+    /// The DSL's: the same tools by name.
+    #[serde(rename = "_tool_index", default)]
+    pub tool_index: de::InLua,
+    /// The DSL's: `monitors = { name = check }`, each normalised, by name.
+    #[serde(rename = "_monitors", default, deserialize_with = "de::list")]
+    pub monitors: Vec<CheckInfo>,
+    /// The DSL's: the same monitors by name.
+    #[serde(rename = "_monitor_index", default)]
+    pub monitor_index: de::InLua,
+    /// The DSL's: what failed to declare (reported where it was declared).
+    #[serde(rename = "_dropped", default)]
+    pub dropped: Dropped,
+    /// `file:line` of `evalua.suite {}`.
+    #[serde(rename = "_where", default)]
+    pub location: Option<String>,
+}
+
+impl keys::Keys for SuiteTable {
+    const DSL_KEYS: &[&str] =
+        &["_agents", "_tools", "_tool_index", "_monitors", "_monitor_index", "_dropped", "_where"];
+    /// `agents` and `monitors` become `_agents` and `_monitors`; `seed` is
+    /// accepted and not read; `trace_adapter` and `match` are functions.
+    const LUA_KEYS: &[&str] = &["agents", "monitors", "seed", "trace_adapter", "match"];
+}
+
+/// Trials per case when neither the suite, the case nor `--trials` says.
+pub const DEFAULT_TRIALS: u32 = 1;
+
+impl SuiteTable {
+    fn default_trials() -> u32 {
+        DEFAULT_TRIALS
+    }
+    fn default_held_out_max_runs() -> u32 {
+        DEFAULT_HELD_OUT_MAX_RUNS
+    }
+}
+
+/// `grade = { gate = …, reexecute = … }`: what `evalua grade` uses.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GradeSpec {
+    #[serde(default, deserialize_with = "gate::read_opt")]
+    pub gate: Option<Vec<Gate>>,
+    #[serde(default)]
+    pub reexecute: bool,
+}
+
+impl keys::Keys for GradeSpec {}
+
+/// What failed to declare, as the DSL noted it: names that mention it are
+/// not reported again.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dropped {
+    /// `agent` (or `agents`) was wrong: the cases are not agentless for it.
+    #[serde(default)]
+    pub agent: bool,
+    /// Tools whose `suite:tool` failed, by name.
+    #[serde(default)]
+    pub tools: std::collections::BTreeMap<String, bool>,
+    /// Monitors that failed, by name.
+    #[serde(default)]
+    pub monitors: std::collections::BTreeMap<String, bool>,
+}
+
 /// The tag that makes a case an attack case (SPEC §13).
 pub const ATTACK_TAG: &str = "attack";
 

@@ -547,11 +547,10 @@ M.grader_tests = host.located(grader_tests)
 local Suite = {}
 local SuiteMeta = { __metatable = false }
 
-local SUITE_KEYS = set {
-  "name", "version", "description", "trials", "budget", "sandbox", "agent", "agents", "default_agent", "gate",
-  "seed", "skip", "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
-}
-local GRADE_KEYS = set { "gate", "reexecute" }
+-- Declared once, in Rust: spec::SuiteTable's and spec::GradeSpec's fields
+-- (with the keys the DSL turns into its own: `agents`, `monitors`, ...).
+local SUITE_KEYS = set(host.fields("suite"))
+local GRADE_KEYS = set(host.fields("grade"))
 local BUDGET_KEYS = set(host.fields("budget"))   -- spec::Budget
 local SANDBOX_KEYS = set(host.fields("sandbox"))   -- spec::SandboxSpec
 -- Declared once, in Rust: spec::ToolSpec's fields; `run`, the handler, stays in Lua.
@@ -1003,7 +1002,7 @@ local function suite(where, spec)
     name = spec.name,
     version = spec.version,
     description = spec.description,
-    trials = spec.trials or 1,
+    trials = spec.trials,   -- its default is spec::DEFAULT_TRIALS
     budget = spec.budget or {},
     sandbox = spec.sandbox or {},
     agent = agent,
