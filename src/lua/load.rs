@@ -18,8 +18,8 @@ use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded}
 use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::{
-    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, Faults, JudgeSpec, Mention,
-    MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec,
+    AgentSpec, Budget, CaseSource, CaseSpec, CaseTable, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, Faults, JudgeSpec,
+    Mention, MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, ToolSpec,
     ToolsVia,
 };
 use crate::util::dataset::{self, Format};
@@ -223,7 +223,7 @@ impl declare::Declarations for Loader {
 
     fn case(&self, lua: &Lua, case: Table) -> mlua::Result<Option<String>> {
         lua::limits(lua).extend(CASE_INSTRUCTIONS, CASE_TIME);
-        let read = match read_case(lua, &case) {
+        let read = match read_case(&case) {
             Ok(x) => x,
             Err(e) => return Ok(Some(e)),
         };
@@ -329,7 +329,7 @@ impl Loader {
             Guarded::Done(Err(e)) => return Err(format!("{at}: row {i}: {}", lua::describe(&e))),
             Guarded::Stopped(stop) => return Err(format!("{at}: row {i}: map stopped: {}", stop.describe())),
         };
-        let mut read = read_case(lua, &case).map_err(|e| format!("{at}: row {i}: {e}"))?;
+        let mut read = read_case(&case).map_err(|e| format!("{at}: row {i}: {e}"))?;
         read.spec.location = at.to_string();
         read.spec.source =
             CaseSource::Row { dataset: index, row: i, line: pos.line, offset: pos.offset, length: pos.length };
@@ -412,21 +412,24 @@ fn opt<T: mlua::FromLua>(t: &Table, k: &str) -> std::result::Result<Option<T>, S
     t.get::<Option<T>>(k).map_err(|e| format!("'{k}': {}", lua::describe(&e)))
 }
 
-fn strings(t: &Table, k: &str) -> std::result::Result<Vec<String>, String> {
-    Ok(opt::<Vec<String>>(t, k)?.unwrap_or_default())
-}
-
 fn read_agent(v: Option<Value>) -> std::result::Result<Option<AgentSpec>, String> {
     read_agent_with(v, true)
 }
 
-/// An agent declaration; `resolve`: a model agent's endpoint must resolve now
-/// (not for a named agent that is not the default: it resolves when a run
-/// picks it, so a suite whose `model` agent needs a key still loads without one).
-/// A model agent's system prompt file is read now.
 fn read_agent_with(v: Option<Value>, resolve: bool) -> std::result::Result<Option<AgentSpec>, String> {
-    let Some(v) = v else { return Ok(None) };
-    let mut spec: AgentSpec = from_table(v, "agent")?;
+    let spec = match v {
+        Some(v) => Some(from_table::<AgentSpec>(v, "agent")?),
+        None => None,
+    };
+    finish_agent(spec, resolve)
+}
+
+/// A declared agent, finished: `resolve`: a model agent's endpoint must
+/// resolve now (not for a named agent that is not the default: it resolves
+/// when a run picks it, so a suite whose `model` agent needs a key still
+/// loads without one). A model agent's system prompt file is read now.
+fn finish_agent(spec: Option<AgentSpec>, resolve: bool) -> std::result::Result<Option<AgentSpec>, String> {
+    let Some(mut spec) = spec else { return Ok(None) };
     if let AgentSpec::Model(a) = &mut spec {
         let what = format!("evalua.agent.{}", a.model.provider);
         if resolve {
@@ -467,15 +470,6 @@ fn read_agents(t: &Table) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAg
     Ok((agent, agents))
 }
 
-/// `check.tests{}`'s options, as the stdlib normalised them.
-fn tests_spec(v: Value) -> std::result::Result<TestsSpec, String> {
-    let spec: TestsSpec = from_table(v, "check.tests")?;
-    if spec.runner.is_empty() {
-        return Err("check.tests: 'runner' must be a non-empty list".into());
-    }
-    Ok(spec)
-}
-
 /// A table the DSL normalised, read into its spec type by serde: the type's
 /// fields are the one declaration of its keys (an unknown key is refused
 /// where the type says `deny_unknown_fields`), its defaults are the type's.
@@ -494,12 +488,6 @@ pub fn from_table<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> std::
     })
 }
 
-/// A judge check's `judge` table.
-pub fn judge_spec(lua: &Lua, v: &Value) -> std::result::Result<JudgeSpec, String> {
-    let j = convert::to_json(lua, v)?;
-    serde_json::from_value(j).map_err(|e| format!("judge: bad spec: {e}"))
-}
-
 /// A case as loading reads it: its spec, the judge specs of its judge
 /// checks, and its checks (for what they use; the plan does not keep them).
 struct ReadCase {
@@ -510,62 +498,40 @@ struct ReadCase {
 }
 
 /// A case table, as `suite:case` normalised it, read into its spec.
-fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
-    let location = opt::<String>(ct, "_where")?.unwrap_or_default();
-    if let Some(e) = bad_number(ct, "", &location, 0, &mut Vec::new()) {
+fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
+    // Each number's path and line are said before serde sees the table
+    // (`bad_number` finds the table's own `_where`).
+    if let Some(e) = bad_number(ct, "", "", 0, &mut Vec::new()) {
         return Err(e);
     }
-    let mut checks = Vec::new();
-    let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
-    for c in checks_t.sequence_values::<Table>() {
-        let c = c.map_err(|e| e.to_string())?;
-        let kind: Option<String> = opt(&c, "kind")?;
-        let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
-            (Some("tests"), Some(v)) => Some(tests_spec(v)?),
-            _ => None,
-        };
-        checks.push(CheckInfo {
-            name: c.get("name").map_err(|e| e.to_string())?,
-            critical: c.get("critical").map_err(|e| e.to_string())?,
-            kind,
-            tests,
-            judge: match c.get::<Value>("judge").map_err(|e| e.to_string())? {
-                Value::Nil => None,
-                v => Some(judge_spec(lua, &v)?),
-            },
-            tools: strings(&c, "tools")?,
-            sql: strings(&c, "sql")?,
-            location: opt(&c, "where")?,
-        });
-    }
-    let input: String = ct.get("input").map_err(|e| e.to_string())?;
-    let tools_subset: Option<Vec<String>> = opt(ct, "tools")?;
+    let c: CaseTable = from_table(Value::Table(ct.clone()), "case")?;
+    let checks = c.checks;
     let mut spec = CaseSpec {
-        id: ct.get("id").map_err(|e| e.to_string())?,
-        split: ct.get("split").map_err(|e| e.to_string())?,
-        tags: strings(ct, "tags")?,
-        difficulty: opt(ct, "difficulty")?,
-        fixture: opt::<String>(ct, "fixture")?.map(PathBuf::from),
-        trials: opt::<f64>(ct, "trials")?.map(|v| v as u32),
-        weight: ct.get("weight").map_err(|e| e.to_string())?,
-        tools: tools_subset,
-        agent: read_agent(opt(ct, "agent")?)?.map(Box::new),
-        clock: opt(ct, "clock")?,
-        workdir: from_table(ct.get("workdir").map_err(|e| e.to_string())?, "workdir")?,
-        user: from_table(ct.get("user").map_err(|e| e.to_string())?, "user")?,
+        id: c.id,
+        split: c.split,
+        tags: c.tags,
+        difficulty: c.difficulty,
+        fixture: c.fixture,
+        trials: c.trials,
+        weight: c.weight,
+        tools: c.tools,
+        agent: finish_agent(c.agent, true)?.map(Box::new),
+        clock: c.clock,
+        workdir: c.workdir.map(Box::new),
+        user: c.user.map(Box::new),
         checks: checks.len() as u32,
         tests: checks
             .iter()
             .filter_map(|c| c.tests.clone().map(|spec| TestsCheck { name: c.name.clone(), spec }))
             .collect(),
         digest: String::new(),
-        location,
-        faults: faults_spec(opt(ct, "faults")?)?,
-        reference: from_table(ct.get("reference").map_err(|e| e.to_string())?, "reference")?,
+        location: c.location,
+        faults: c.faults,
+        reference: c.reference,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
-    let declared = serde_json::to_string(&(&spec, &input, &checks)).map_err(|e| e.to_string())?;
+    let declared = serde_json::to_string(&(&spec, &c.input, &checks)).map_err(|e| e.to_string())?;
     spec.digest = sha256_hex(declared.as_bytes());
     let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
     Ok(ReadCase { spec, judges, checks })
@@ -891,5 +857,50 @@ mod tests {
         let w: WorkdirSpec =
             from_table(table(&lua, r#"{ git = "/b.bundle", rev = "v1" }"#), "workdir").expect("a work dir");
         assert_eq!(w, WorkdirSpec::Git { bundle: "/b.bundle".into(), rev: Some("v1".into()) });
+    }
+
+    #[test]
+    fn a_checks_options_are_read_by_its_kind_and_a_cases_free_data_is_not_read() {
+        let lua = Lua::new();
+        let c: CheckInfo = from_table(
+            table(
+                &lua,
+                r#"{ name = "tests", critical = false, kind = "tests", run = function() end, where = "s.lua:4",
+                     options = { runner = { "pytest" }, fail_to_pass = { "t::a" }, pass_to_pass = {}, timeout_s = 60 } }"#,
+            ),
+            "check",
+        )
+        .expect("a tests check");
+        let tests = c.tests.expect("its options");
+        assert_eq!(
+            (tests.runner, tests.pass_to_pass.len(), c.location),
+            (vec!["pytest".to_string()], 0, Some("s.lua:4".into()))
+        );
+        // Another kind's options stay in Lua.
+        let c: CheckInfo =
+            from_table(table(&lua, r#"{ name = "n", critical = true, kind = "sql", options = { x = 1 } }"#), "check")
+                .expect("an sql check");
+        assert!(c.tests.is_none() && c.critical);
+        let e = from_table::<CheckInfo>(
+            table(&lua, r#"{ name = "tests", critical = false, kind = "tests", options = { runner = {} } }"#),
+            "check",
+        )
+        .unwrap_err();
+        assert!(e.contains("'runner' must be a non-empty list"), "{e}");
+        let e =
+            from_table::<CheckInfo>(table(&lua, r#"{ name = "n", critical = false, nmae = 1 }"#), "check").unwrap_err();
+        assert!(e.contains("unknown field `nmae`"), "{e}");
+
+        // A case's metadata may be any Lua value, even one that holds itself.
+        let case = lua
+            .load(
+                r#"local m = { note = "x" }; m.self = m
+                   return { id = "a", split = "dev", tags = {}, input = "hi", weight = 1, checks = {},
+                            metadata = m, _where = "s.lua:9" }"#,
+            )
+            .eval::<Value>()
+            .expect("a case table");
+        let c: CaseTable = from_table(case, "case").expect("a case");
+        assert_eq!((c.id.as_str(), c.location.as_str(), c.checks.len()), ("a", "s.lua:9", 0));
     }
 }

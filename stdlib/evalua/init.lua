@@ -388,6 +388,9 @@ end
 ----------------------------------------------------------------------------
 -- Checks: normalise whatever the suite wrote into { name, critical, run }.
 
+-- Declared once, in Rust: spec::CheckInfo's fields, and `run`.
+local CHECK_KEYS = set(host.fields("check"))
+
 local function normalize_check(c, index, level)
   if type(c) == "table" and c.__lazy then
     c = c.__lazy(table.unpack(c, 1, c.n))
@@ -398,7 +401,7 @@ local function normalize_check(c, index, level)
   if type(c) == "function" then
     return { name = "check@" .. host.where(c), critical = false, run = c }
   elseif type(c) == "table" and type(c.run) == "function" then
-    check_keys("check", c, set { "name", "critical", "run", "kind", "options", "judge", "tools", "sql", "where" }, level + 1)
+    check_keys("check", c, CHECK_KEYS, level + 1)
     expect_type("check", "name", c.name, "string", level + 1)
     expect_type("check", "critical", c.critical, "boolean", level + 1)
     expect_list_of_strings("check", "tools", c.tools, level + 1)
@@ -554,10 +557,8 @@ local SANDBOX_KEYS = set(host.fields("sandbox"))   -- spec::SandboxSpec
 -- Declared once, in Rust: spec::ToolSpec's fields; `run`, the handler, stays in Lua.
 local TOOL_KEYS = set(host.fields("tool"))
 TOOL_KEYS.run = true
-local CASE_KEYS = set {
-  "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
-  "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
-}
+-- spec::CaseTable's fields, with `expect` and `prohibited` (which become `checks`).
+local CASE_KEYS = set(host.fields("case"))
 local EFFECTS = set { "read", "write", "external" }
 local SPLITS = set { "dev", "held_out" }
 

@@ -4,8 +4,8 @@
 
 use crate::spec::keys::{fields, suite_keys};
 use crate::spec::{
-    Budget, CommandAgentSpec, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec, TestsSpec, ToolSpec,
-    WorkdirSpec,
+    Budget, CaseTable, CheckInfo, CommandAgentSpec, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference,
+    SandboxSpec, TestsSpec, ToolSpec, WorkdirSpec,
 };
 
 /// A default the DSL needs at run time, set once in Rust (`host.default(name)`).
@@ -26,6 +26,8 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
         "fault" => fields::<FaultRule>().to_vec(),
         "reference" => suite_keys::<Reference>(),
         "tests" => suite_keys::<TestsSpec>(),
+        "check" => suite_keys::<CheckInfo>(),
+        "case" => suite_keys::<CaseTable>(),
         "tool" => suite_keys::<ToolSpec>(),
         "workdir" => suite_keys::<WorkdirSpec>(),
         "command" => suite_keys::<CommandAgentSpec>(),
@@ -39,8 +41,8 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
 mod tests {
     use crate::spec::keys::{Keys, fields, suite_keys};
     use crate::spec::{
-        Budget, CommandAgentSpec, FaultKind, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec,
-        TestsSpec, ToolSpec, WorkdirSpec,
+        Budget, CaseTable, CheckInfo, CommandAgentSpec, FaultKind, FaultRule, LlmUserSpec, ModelSpec, Provider,
+        Reference, SandboxSpec, TestsSpec, ToolSpec, WorkdirSpec,
     };
 
     fn read(rel: &str) -> String {
@@ -177,6 +179,23 @@ mod tests {
         same("lua-api.md check.tests", fields::<TestsSpec>(), &doc_tests);
         let shown_default = format!("timeout_s = {}", TestsSpec::DEFAULT_TIMEOUT_S);
         assert!(inner.contains(&shown_default), "lua-api.md check.tests: expected `{shown_default}` in {inner:?}");
+
+        // A case as declared, and as `t.case` holds it (with the DSL's `checks`; `_where` is the host's).
+        same(
+            "types/evalua.lua evalua.CaseSpec",
+            &suite_keys::<CaseTable>(),
+            &names(stub_fields(&stubs, "evalua.CaseSpec")),
+        );
+        same(
+            "lua-api.md ### `suite:case(spec)`",
+            &suite_keys::<CaseTable>(),
+            &doc_keys(&docs, "### `suite:case(spec)`"),
+        );
+        let seen: Vec<&str> = fields::<CaseTable>().iter().copied().filter(|k| *k != "_where").collect();
+        same("types/evalua.lua evalua.Case", &seen, &names(stub_fields(&stubs, "evalua.Case")));
+
+        // A check's table: its keys (and `run`).
+        same("types/evalua.lua evalua.Check", &suite_keys::<CheckInfo>(), &names(stub_fields(&stubs, "evalua.Check")));
 
         // Faults: the rule's keys, the kinds, and each kind's extra keys.
         same("types/evalua.lua evalua.Fault", fields::<FaultRule>(), &names(stub_fields(&stubs, "evalua.Fault")));
