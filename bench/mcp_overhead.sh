@@ -9,11 +9,11 @@
 #   py_mcp - py_protocol: a Python agent doing one lookup over MCP (initialize,
 #                         notifications/initialized, tools/list, tools/call)
 #                         against one tool_call line: client and server together.
-# CPU time is the steadier figure on a shared machine.
+# CPU time is the steadier figure on a shared machine. BIN=path/to/evalua measures another build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q
-N=${N:-500} NPY=${NPY:-40} ROUNDS=${ROUNDS:-3} python3 - <<'PY'
+if [ -z "${BIN:-}" ]; then cargo build --release -q; BIN=target/release/evalua; fi
+BIN=$BIN N=${N:-500} NPY=${NPY:-40} ROUNDS=${ROUNDS:-3} python3 - <<'PY'
 import os, resource, shutil, subprocess, tempfile, time
 
 def run(case, n):
@@ -21,7 +21,7 @@ def run(case, n):
     shutil.rmtree(out)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(["target/release/evalua", "run", "bench/mcp.lua", "--case", case, "--trials", str(n),
+    subprocess.run([os.environ["BIN"], "run", "bench/mcp.lua", "--case", case, "--trials", str(n),
                     "--jobs", "1", "--out", out, "-q"], stdout=subprocess.DEVNULL, check=False)
     wall = time.perf_counter() - t
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)

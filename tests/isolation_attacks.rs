@@ -214,6 +214,32 @@ fn inherited_file_descriptors_never_reach_a_child() {
     }
 }
 
+/// The relay that puts a sandboxed process's pipes back on 0 and 1 is
+/// evalua's own static program (src/process/relay.c), not a shell: a
+/// dynamically linked `sh` cost about a millisecond per sandbox (issue 24's
+/// measure). The agent finds it executable and read-only, cannot replace it,
+/// and still gets its program looked up on PATH (`sh`, `cat` here) with only
+/// descriptors 0–2 open (see the test above).
+#[test]
+fn the_sandboxs_relay_is_evaluas_static_program_and_read_only() {
+    if !sandbox_available() {
+        return;
+    }
+    let probe = "stat -c 'mode %a' /.evalua-relay; \
+                 (echo x > /.evalua-relay) 2>&1 | grep -o 'Read-only file system'; \
+                 head -c 4 /.evalua-relay | od -An -c | tr -d ' '; echo done | cat";
+    let suite = format!(
+        "{HEAD}local suite = evalua.suite {{ name = 's', budget = {{ deadline_s = 30 }} }}\n\
+         suite:case {{ id = 'c', input = 'go', agent = evalua.agent.command {{ cmd = {{ 'sh', '-c', {probe:?} }}, io = 'plain' }},\n\
+            expect = {{ function(t) return true end }} }}\nreturn suite\n"
+    );
+    let dir = project(&[("suite.lua", &suite)]);
+    let (_, recs) = run_within(dir.path(), &[], &[], std::time::Duration::from_secs(60));
+    let r = &recs[0];
+    let answer: Vec<&str> = r["answer"].as_str().unwrap_or_default().lines().collect();
+    assert_eq!(answer, ["mode 555", "Read-only file system", "177ELF", "done"], "{r}");
+}
+
 // ---------------------------------------------------------------------------
 // 4. No C function the Lua sandbox offers runs unbounded.
 

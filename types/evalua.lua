@@ -530,7 +530,9 @@ function Suite:goldens(goldens, opts) end
 ---@field user? evalua.User its simulated user, if any
 ---@field metadata? table its free data
 ---@field clock? string its own frozen clock, if set
+---@field workdir? { dir?: string, git?: string, rev?: string } its own initial work tree, if set: a folder (`dir`) or a git bundle (`git`, `rev`), absolute
 ---@field checks evalua.Check[] its checks, normalized (`expect` then `prohibited`), with unique names
+---@field faults? table<string, evalua.Fault[]|false> its own faults by tool, each rule with its kind's defaults, if set
 ---@field reference? evalua.Reference its reference solution, if declared
 
 ---------------------------------------------------------------------------
@@ -542,6 +544,7 @@ function Suite:goldens(goldens, opts) end
 ---@field critical? boolean a failure of a critical check makes the trial `critical` (default false)
 ---@field run fun(t: evalua.Trial): evalua.Verdict, any returns true/false (or `host.SKIP`) and evidence (any JSON-like value)
 ---@field kind? string the constructor that made it (`"sql"`, `"answer"`, `"judge"`, ...)
+---@field options? table the kind's options, as the host reads them (`check.tests`: its `runner`, tests, `inject` and `timeout_s`)
 ---@field judge? table a judge check's spec (`judge.rubric`, `judge.pairwise`): models, criteria or question
 ---@field tools? string[] tool names the check mentions: each must be a tool of the suite (`evalua check` verifies)
 ---@field sql? string[] SQL queries the check runs: each is prepared against the case's fixture before any trial

@@ -18,9 +18,8 @@ use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded}
 use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::{
-    AgentSpec, Budget, CaseSource, CaseSpec, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, Faults, JudgeSpec, Mention,
-    MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, TestsCheck, TestsSpec, ToolSpec,
-    ToolsVia,
+    AgentSpec, CaseSource, CaseSpec, CaseTable, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, JudgeSpec, Mention,
+    MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, SuiteTable, TestsCheck, ToolsVia,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -127,7 +126,7 @@ pub fn load_checked(path: &Path) -> Result<(Suite, Vec<String>)> {
     let mut errors = std::mem::take(&mut declared.errors);
     // Most errors name their own `file:line`; the others get the suite's path.
     let located = |e: String| if has_location(&e) { e } else { format!("{}: {e}", display_path(&path)) };
-    match read_suite(&lua, &t, &path, sources, declared) {
+    match read_suite(&t, &path, sources, declared) {
         Ok((suite, more)) => {
             errors.extend(more.into_iter().map(located));
             Ok((suite, errors))
@@ -223,7 +222,7 @@ impl declare::Declarations for Loader {
 
     fn case(&self, lua: &Lua, case: Table) -> mlua::Result<Option<String>> {
         lua::limits(lua).extend(CASE_INSTRUCTIONS, CASE_TIME);
-        let read = match read_case(lua, &case) {
+        let read = match read_case(&case) {
             Ok(x) => x,
             Err(e) => return Ok(Some(e)),
         };
@@ -329,7 +328,7 @@ impl Loader {
             Guarded::Done(Err(e)) => return Err(format!("{at}: row {i}: {}", lua::describe(&e))),
             Guarded::Stopped(stop) => return Err(format!("{at}: row {i}: map stopped: {}", stop.describe())),
         };
-        let mut read = read_case(lua, &case).map_err(|e| format!("{at}: row {i}: {e}"))?;
+        let mut read = read_case(&case).map_err(|e| format!("{at}: row {i}: {e}"))?;
         read.spec.location = at.to_string();
         read.spec.source =
             CaseSource::Row { dataset: index, row: i, line: pos.line, offset: pos.offset, length: pos.length };
@@ -408,25 +407,12 @@ fn bad_number(
     None
 }
 
-fn opt<T: mlua::FromLua>(t: &Table, k: &str) -> std::result::Result<Option<T>, String> {
-    t.get::<Option<T>>(k).map_err(|e| format!("'{k}': {}", lua::describe(&e)))
-}
-
-fn strings(t: &Table, k: &str) -> std::result::Result<Vec<String>, String> {
-    Ok(opt::<Vec<String>>(t, k)?.unwrap_or_default())
-}
-
-fn read_agent(v: Option<Value>) -> std::result::Result<Option<AgentSpec>, String> {
-    read_agent_with(v, true)
-}
-
-/// An agent declaration; `resolve`: a model agent's endpoint must resolve now
-/// (not for a named agent that is not the default: it resolves when a run
-/// picks it, so a suite whose `model` agent needs a key still loads without one).
-/// A model agent's system prompt file is read now.
-fn read_agent_with(v: Option<Value>, resolve: bool) -> std::result::Result<Option<AgentSpec>, String> {
-    let Some(v) = v else { return Ok(None) };
-    let mut spec: AgentSpec = from_table(v, "agent")?;
+/// A declared agent, finished: `resolve`: a model agent's endpoint must
+/// resolve now (not for a named agent that is not the default: it resolves
+/// when a run picks it, so a suite whose `model` agent needs a key still
+/// loads without one). A model agent's system prompt file is read now.
+fn finish_agent(spec: Option<AgentSpec>, resolve: bool) -> std::result::Result<Option<AgentSpec>, String> {
+    let Some(mut spec) = spec else { return Ok(None) };
     if let AgentSpec::Model(a) = &mut spec {
         let what = format!("evalua.agent.{}", a.model.provider);
         if resolve {
@@ -445,35 +431,24 @@ fn read_agent_with(v: Option<Value>, resolve: bool) -> std::result::Result<Optio
 
 /// The suite's default agent and every agent by name (see `named_agents` in
 /// the stdlib): `agent = …` alone is one agent named "default".
-fn read_agents(t: &Table) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAgent>), String> {
-    let default: Option<String> = opt(t, "default_agent")?;
-    let Some(named) = opt::<Table>(t, "_agents")? else {
-        let agent = read_agent(opt(t, "agent")?)?;
+fn finish_agents(s: &mut SuiteTable) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAgent>), String> {
+    let Some(named) = s.agents.take() else {
+        let agent = finish_agent(s.agent.take(), true)?;
         let agents =
             agent.iter().map(|a| NamedAgent { name: DEFAULT_AGENT_NAME.to_string(), spec: a.clone() }).collect();
         return Ok((agent, agents));
     };
     let mut agents = Vec::new();
-    for pair in named.pairs::<String, Value>() {
-        let (name, a) = pair.map_err(|e| format!("agents: {e}"))?;
-        let is_default = default.as_deref() == Some(name.as_str());
-        let spec = read_agent_with(Some(a), is_default)
+    // By name, in order (a BTreeMap's).
+    for (name, spec) in named {
+        let is_default = s.default_agent.as_deref() == Some(name.as_str());
+        let spec = finish_agent(Some(spec), is_default)
             .map_err(|e| format!("agent '{name}': {e}"))?
             .ok_or_else(|| format!("agent '{name}': not an agent"))?;
         agents.push(NamedAgent { name, spec });
     }
-    agents.sort_by(|a, b| a.name.cmp(&b.name));
-    let agent = default.as_deref().and_then(|d| agents.iter().find(|a| a.name == d)).map(|a| a.spec.clone());
+    let agent = s.default_agent.as_deref().and_then(|d| agents.iter().find(|a| a.name == d)).map(|a| a.spec.clone());
     Ok((agent, agents))
-}
-
-/// `check.tests{}`'s options, as the stdlib normalised them.
-fn tests_spec(v: Value) -> std::result::Result<TestsSpec, String> {
-    let spec: TestsSpec = from_table(v, "check.tests")?;
-    if spec.runner.is_empty() {
-        return Err("check.tests: 'runner' must be a non-empty list".into());
-    }
-    Ok(spec)
 }
 
 /// A table the DSL normalised, read into its spec type by serde: the type's
@@ -494,12 +469,6 @@ pub fn from_table<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> std::
     })
 }
 
-/// A judge check's `judge` table.
-pub fn judge_spec(lua: &Lua, v: &Value) -> std::result::Result<JudgeSpec, String> {
-    let j = convert::to_json(lua, v)?;
-    serde_json::from_value(j).map_err(|e| format!("judge: bad spec: {e}"))
-}
-
 /// A case as loading reads it: its spec, the judge specs of its judge
 /// checks, and its checks (for what they use; the plan does not keep them).
 struct ReadCase {
@@ -510,73 +479,43 @@ struct ReadCase {
 }
 
 /// A case table, as `suite:case` normalised it, read into its spec.
-fn read_case(lua: &Lua, ct: &Table) -> std::result::Result<ReadCase, String> {
-    let location = opt::<String>(ct, "_where")?.unwrap_or_default();
-    if let Some(e) = bad_number(ct, "", &location, 0, &mut Vec::new()) {
+fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
+    // Each number's path and line are said before serde sees the table
+    // (`bad_number` finds the table's own `_where`).
+    if let Some(e) = bad_number(ct, "", "", 0, &mut Vec::new()) {
         return Err(e);
     }
-    let mut checks = Vec::new();
-    let checks_t: Table = ct.get("checks").map_err(|e| e.to_string())?;
-    for c in checks_t.sequence_values::<Table>() {
-        let c = c.map_err(|e| e.to_string())?;
-        let kind: Option<String> = opt(&c, "kind")?;
-        let tests = match (kind.as_deref(), opt::<Value>(&c, "options")?) {
-            (Some("tests"), Some(v)) => Some(tests_spec(v)?),
-            _ => None,
-        };
-        checks.push(CheckInfo {
-            name: c.get("name").map_err(|e| e.to_string())?,
-            critical: c.get("critical").map_err(|e| e.to_string())?,
-            kind,
-            tests,
-            judge: match c.get::<Value>("judge").map_err(|e| e.to_string())? {
-                Value::Nil => None,
-                v => Some(judge_spec(lua, &v)?),
-            },
-            tools: strings(&c, "tools")?,
-            sql: strings(&c, "sql")?,
-            location: opt(&c, "where")?,
-        });
-    }
-    let input: String = ct.get("input").map_err(|e| e.to_string())?;
-    let tools_subset: Option<Vec<String>> = opt(ct, "tools")?;
+    let c: CaseTable = from_table(Value::Table(ct.clone()), "case")?;
+    let checks = c.checks;
     let mut spec = CaseSpec {
-        id: ct.get("id").map_err(|e| e.to_string())?,
-        split: ct.get("split").map_err(|e| e.to_string())?,
-        tags: strings(ct, "tags")?,
-        difficulty: opt(ct, "difficulty")?,
-        fixture: opt::<String>(ct, "fixture")?.map(PathBuf::from),
-        trials: opt::<f64>(ct, "trials")?.map(|v| v as u32),
-        weight: ct.get("weight").map_err(|e| e.to_string())?,
-        tools: tools_subset,
-        agent: read_agent(opt(ct, "agent")?)?.map(Box::new),
-        clock: opt(ct, "clock")?,
-        workdir: from_table(ct.get("workdir").map_err(|e| e.to_string())?, "workdir")?,
-        user: from_table(ct.get("user").map_err(|e| e.to_string())?, "user")?,
+        id: c.id,
+        split: c.split,
+        tags: c.tags,
+        difficulty: c.difficulty,
+        fixture: c.fixture,
+        trials: c.trials,
+        weight: c.weight,
+        tools: c.tools,
+        agent: finish_agent(c.agent, true)?.map(Box::new),
+        clock: c.clock,
+        workdir: c.workdir.map(Box::new),
+        user: c.user.map(Box::new),
         checks: checks.len() as u32,
         tests: checks
             .iter()
             .filter_map(|c| c.tests.clone().map(|spec| TestsCheck { name: c.name.clone(), spec }))
             .collect(),
         digest: String::new(),
-        location,
-        faults: faults_spec(opt(ct, "faults")?)?,
-        reference: from_table(ct.get("reference").map_err(|e| e.to_string())?, "reference")?,
+        location: c.location,
+        faults: c.faults,
+        reference: c.reference,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
-    let declared = serde_json::to_string(&(&spec, &input, &checks)).map_err(|e| e.to_string())?;
+    let declared = serde_json::to_string(&(&spec, &c.input, &checks)).map_err(|e| e.to_string())?;
     spec.digest = sha256_hex(declared.as_bytes());
     let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
     Ok(ReadCase { spec, judges, checks })
-}
-
-/// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
-fn faults_spec(v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
-    #[derive(serde::Deserialize)]
-    #[serde(transparent)]
-    struct Read(#[serde(deserialize_with = "crate::spec::fault::read_faults")] Option<Faults>);
-    Ok(from_table::<Read>(v.unwrap_or(Value::Nil), "faults")?.0)
 }
 
 /// Every tool name the suite mentions outside `suite:tool` (a tool's
@@ -663,105 +602,76 @@ fn max_fixture_bytes(sandbox: &SandboxSpec) -> std::result::Result<u64, String> 
 }
 
 fn read_suite(
-    lua: &Lua,
     t: &Table,
     path: &Path,
     sources: Arc<Sources>,
     declared: Declared,
 ) -> std::result::Result<(Suite, Vec<String>), String> {
-    let location = opt::<String>(t, "_where")?.unwrap_or_else(|| display_path(path));
-    if let Some(e) = bad_number(t, "", &location, 0, &mut Vec::new()) {
+    // Each number's path and line are said before serde sees the table
+    // (`bad_number` finds the tables' own `_where`).
+    if let Some(e) = bad_number(t, "", &display_path(path), 0, &mut Vec::new()) {
         return Err(e);
     }
-    let budget: Budget =
-        from_table(t.get("budget").map_err(|e| e.to_string())?, "budget").map_err(|e| format!("{location}: {e}"))?;
-    let sandbox: SandboxSpec =
-        from_table(t.get("sandbox").map_err(|e| e.to_string())?, "sandbox").map_err(|e| format!("{location}: {e}"))?;
-    let gate_v: Value = t.get("gate").map_err(|e| e.to_string())?;
-    let gates = gate::parse(&convert::to_json(lua, &gate_v)?)?;
-    let grade_gates = match opt::<Table>(t, "grade")? {
-        Some(g) => match g.get::<Value>("gate").map_err(|e| e.to_string())? {
-            Value::Nil => None,
-            v => Some(gate::parse(&convert::to_json(lua, &v)?)?),
-        },
-        None => None,
+    let mut s: SuiteTable = from_table(Value::Table(t.clone()), "evalua.suite").map_err(|e| {
+        // The suite's line, read apart: serde did not finish the table.
+        let at = t.raw_get::<String>("_where").unwrap_or_else(|_| display_path(path));
+        format!("{at}: {e}")
+    })?;
+    let location = s.location.take().unwrap_or_else(|| display_path(path));
+    // Functions never reach serde (mlua's deserializer leaves them out):
+    // whether these two are set is read here.
+    let is_function = |k: &str| t.raw_get::<Value>(k).is_ok_and(|v| v.is_function());
+    let (trace_adapter, matcher) = (is_function("trace_adapter"), is_function("match"));
+    let (agent, agents) = finish_agents(&mut s)?;
+    let sandbox = s.sandbox;
+    let (grade_gates, grade_reexecute) = match s.grade {
+        Some(g) => (g.gate, g.reexecute),
+        None => (None, false),
     };
-
-    let mut tools = Vec::new();
-    let tools_t: Table = t.get("_tools").map_err(|e| e.to_string())?;
-    for tt in tools_t.sequence_values::<Table>() {
-        let tt = tt.map_err(|e| e.to_string())?;
-        let at: Option<String> = tt.raw_get("_where").unwrap_or_default();
-        let tool = from_table::<ToolSpec>(Value::Table(tt), "suite:tool");
-        tools.push(tool.map_err(|e| at.map_or_else(|| e.clone(), |at| format!("{at}: {e}")))?);
-    }
-
-    let mut monitors = Vec::new();
-    let monitors_t: Table = t.get("_monitors").map_err(|e| e.to_string())?;
-    for m in monitors_t.sequence_values::<Table>() {
-        let m = m.map_err(|e| e.to_string())?;
-        monitors.push(MonitorSpec {
-            name: m.get("name").map_err(|e| e.to_string())?,
-            critical: m.get("critical").map_err(|e| e.to_string())?,
-        });
-    }
-
-    let (agent, agents) = read_agents(t)?;
     let mut suite = Suite {
         path: path.to_path_buf(),
         dir: path.parent().unwrap_or(Path::new(".")).to_path_buf(),
-        name: t.get("name").map_err(|e| e.to_string())?,
-        version: opt(t, "version")?,
-        description: opt(t, "description")?,
-        trials: opt::<f64>(t, "trials")?.map(|v| v as u32).unwrap_or(1),
-        budget,
+        name: s.name,
+        version: s.version,
+        description: s.description,
+        trials: s.trials,
+        budget: s.budget,
         db: sandbox.db(),
         schema: sandbox.schema.clone(),
         clock: sandbox.clock.clone(),
         workdir: sandbox.workdir.clone(),
         expose: sandbox.expose.clone(),
         network: sandbox.network,
-        gates,
+        gates: s.gate,
         grade_gates,
         agent: None,
         agents: Vec::new(),
-        default_agent: opt::<String>(t, "default_agent")?,
-        grade_reexecute: match opt::<Table>(t, "grade")? {
-            Some(g) => opt::<bool>(&g, "reexecute")?.unwrap_or(false),
-            None => false,
-        },
-        tools,
+        default_agent: s.default_agent,
+        grade_reexecute,
+        tools: s.tools,
         cases: declared.cases,
         datasets: declared.datasets,
         judges: declared.judges,
         check_tools: declared.check_tools,
         queries: declared.queries,
         sources,
-        held_out_max_runs: opt::<u32>(t, "held_out_max_runs")?.unwrap_or(crate::spec::DEFAULT_HELD_OUT_MAX_RUNS),
-        skip: opt::<Value>(t, "skip")?.and_then(|v| match v {
-            Value::String(s) => Some(s.to_string_lossy()),
-            _ => None,
-        }),
-        faults: faults_spec(opt(t, "faults")?)?.unwrap_or_default(),
+        held_out_max_runs: s.held_out_max_runs,
+        skip: s.skip,
+        faults: s.faults.unwrap_or_default(),
         max_fixture_bytes: max_fixture_bytes(&sandbox)?,
         keep: sandbox.keep(),
         location,
-        monitors,
-        trace_adapter: opt::<mlua::Function>(t, "trace_adapter")?.is_some(),
-        matcher: opt::<mlua::Function>(t, "match")?.is_some(),
+        monitors: s.monitors.into_iter().map(|m| MonitorSpec { name: m.name, critical: m.critical }).collect(),
+        trace_adapter,
+        matcher,
     };
     suite.agent = agent;
     suite.agents = agents;
     // What failed to declare was reported where it was declared: the names
     // of tools whose `suite:tool` failed are not reported again, and an
     // `agent` that was wrong does not make every case agentless.
-    let dropped: Option<Table> = opt(t, "_dropped")?;
-    let dropped_tools: Vec<String> = match dropped.as_ref().map(|d| d.get::<Option<Table>>("tools")) {
-        Some(Ok(Some(tools))) => tools.pairs::<String, Value>().filter_map(|p| p.ok().map(|(k, _)| k)).collect(),
-        _ => Vec::new(),
-    };
-    let agent_dropped =
-        dropped.as_ref().is_some_and(|d| d.get::<bool>("agent").unwrap_or(false)) && suite.agent.is_none();
+    let dropped_tools: Vec<String> = s.dropped.tools.into_keys().collect();
+    let agent_dropped = s.dropped.agent && suite.agent.is_none();
     let mut errors = check_tool_names(&suite, &dropped_tools);
     errors.extend(check_gate_agents(&suite));
     if !suite.network
@@ -801,7 +711,15 @@ fn read_suite(
 mod tests {
     use super::*;
     use crate::spec::model::{DEFAULT_USER_TURNS, ToolResults};
-    use crate::spec::{Reference, UserSpec, WorkdirSpec};
+    use crate::spec::{Budget, Faults, Reference, ToolSpec, UserSpec, WorkdirSpec};
+
+    /// `faults = { tool = { rule, … } | false }` as the DSL normalised it.
+    fn faults_spec(v: Option<Value>) -> std::result::Result<Option<Faults>, String> {
+        #[derive(serde::Deserialize)]
+        #[serde(transparent)]
+        struct Read(#[serde(deserialize_with = "crate::spec::fault::read_faults")] Option<Faults>);
+        Ok(from_table::<Read>(v.unwrap_or(Value::Nil), "faults")?.0)
+    }
 
     fn table(lua: &Lua, src: &str) -> Value {
         lua.load(format!("return {src}")).eval().expect("a Lua value")
@@ -891,5 +809,50 @@ mod tests {
         let w: WorkdirSpec =
             from_table(table(&lua, r#"{ git = "/b.bundle", rev = "v1" }"#), "workdir").expect("a work dir");
         assert_eq!(w, WorkdirSpec::Git { bundle: "/b.bundle".into(), rev: Some("v1".into()) });
+    }
+
+    #[test]
+    fn a_checks_options_are_read_by_its_kind_and_a_cases_free_data_is_not_read() {
+        let lua = Lua::new();
+        let c: CheckInfo = from_table(
+            table(
+                &lua,
+                r#"{ name = "tests", critical = false, kind = "tests", run = function() end, where = "s.lua:4",
+                     options = { runner = { "pytest" }, fail_to_pass = { "t::a" }, pass_to_pass = {}, timeout_s = 60 } }"#,
+            ),
+            "check",
+        )
+        .expect("a tests check");
+        let tests = c.tests.expect("its options");
+        assert_eq!(
+            (tests.runner, tests.pass_to_pass.len(), c.location),
+            (vec!["pytest".to_string()], 0, Some("s.lua:4".into()))
+        );
+        // Another kind's options stay in Lua.
+        let c: CheckInfo =
+            from_table(table(&lua, r#"{ name = "n", critical = true, kind = "sql", options = { x = 1 } }"#), "check")
+                .expect("an sql check");
+        assert!(c.tests.is_none() && c.critical);
+        let e = from_table::<CheckInfo>(
+            table(&lua, r#"{ name = "tests", critical = false, kind = "tests", options = { runner = {} } }"#),
+            "check",
+        )
+        .unwrap_err();
+        assert!(e.contains("'runner' must be a non-empty list"), "{e}");
+        let e =
+            from_table::<CheckInfo>(table(&lua, r#"{ name = "n", critical = false, nmae = 1 }"#), "check").unwrap_err();
+        assert!(e.contains("unknown field `nmae`"), "{e}");
+
+        // A case's metadata may be any Lua value, even one that holds itself.
+        let case = lua
+            .load(
+                r#"local m = { note = "x" }; m.self = m
+                   return { id = "a", split = "dev", tags = {}, input = "hi", weight = 1, checks = {},
+                            metadata = m, _where = "s.lua:9" }"#,
+            )
+            .eval::<Value>()
+            .expect("a case table");
+        let c: CaseTable = from_table(case, "case").expect("a case");
+        assert_eq!((c.id.as_str(), c.location.as_str(), c.checks.len()), ("a", "s.lua:9", 0));
     }
 }

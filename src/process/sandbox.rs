@@ -17,7 +17,7 @@
 //!   names, never a protected path (the scratch folder, the suite file, the
 //!   templates' sources, hidden tests), and nothing else of the host;
 //! - only descriptors 0–2, its stdin and stdout relayed past bubblewrap's
-//!   own processes (see [`RELAY`]);
+//!   own processes (see [`RELAY`] and `super::relay`);
 //! - its own user (no capabilities, no further user namespaces), IPC and UTS
 //!   namespaces, a new session (no terminal to inject input into), and
 //!   SIGKILL when evalua dies;
@@ -37,7 +37,8 @@ use std::sync::OnceLock;
 /// bubblewrap's own two processes (outside, and the sandbox's pid 1) close
 /// every descriptor above 2 but keep 0–2 until the sandbox ends; were the
 /// agent's pipes there, an agent that closed its stdout would never be seen
-/// to end its stream.
+/// to end its stream. The static relay program (`super::relay`) does the
+/// same without a shell's loading; this line is its fallback.
 pub const RELAY: &str = r#"exec "$@" <&3 >&4 3<&- 4>&-"#;
 
 /// How a process is isolated: the run's `--isolation`, carried by each
@@ -108,6 +109,25 @@ pub struct Bwrap {
     /// Whether `--unshare-user --disable-userns` work here (they do as root and
     /// where unprivileged user namespaces are allowed).
     userns: bool,
+    /// Whether it knows `--perms` (bubblewrap 0.5 and later), which the
+    /// relay program needs to be executable in the sandbox.
+    perms: bool,
+}
+
+/// Whether `bubblewrap X.Y.Z` is 0.5 or later.
+fn knows_perms(version: &str) -> bool {
+    let v = version.rsplit(' ').next().unwrap_or("");
+    let mut parts = v.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major > 0 || minor >= 5
+}
+
+impl Bwrap {
+    /// Whether a relayed spawn hands bubblewrap the relay program on
+    /// descriptor `super::relay::FD` (its path in this process, `/proc/self/fd/N`).
+    pub fn relay_source(&self) -> Option<&'static std::ffi::CString> {
+        if self.perms { super::relay::source() } else { None }
+    }
 }
 
 /// bubblewrap, probed once per process: Err(why) when it cannot run here.
@@ -140,7 +160,7 @@ fn probe() -> Result<Bwrap, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a folder to probe bwrap in: {e}"))?;
     let mut last = String::new();
     for userns in [true, false] {
-        let b = Bwrap { path: path.clone(), version: version.clone(), userns };
+        let b = Bwrap { path: path.clone(), version: version.clone(), userns, perms: knows_perms(&version) };
         let true_bin = ["/usr/bin/true", "/bin/true"].into_iter().find(|p| Path::new(p).exists()).unwrap_or("true");
         let args = b.args(&[true_bin.to_string()], dir.path(), &[], &View::default(), false);
         let out = std::process::Command::new(&path).args(&args).env_clear().current_dir(dir.path()).output();
@@ -318,8 +338,15 @@ impl Bwrap {
         for (k, v) in env {
             push(&[&"--setenv", k, v]);
         }
+        // The relay program (see `super::relay`), or the shell line where it is missing.
+        let program = relay && self.relay_source().is_some();
+        if program {
+            push(&[&"--perms", &"0555", &"--ro-bind-data", &super::relay::FD.to_string(), &super::relay::PATH]);
+        }
         push(&[&"--"]);
-        if relay {
+        if program {
+            push(&[&super::relay::PATH]);
+        } else if relay {
             push(&[&"/bin/sh", &"-c", &RELAY, &"sh"]);
         }
         a.extend(argv.iter().map(OsString::from));

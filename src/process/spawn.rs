@@ -5,8 +5,8 @@
 //!
 //! bubblewrap is started with /dev/null on 0 and 1, stderr on 2, and the
 //! caller's stdin and stdout on 3 and 4 for the sandbox's relay (see
-//! [`super::sandbox::RELAY`]). Those two are the only descriptors above 2 it
-//! gets: every descriptor evalua holds is close-on-exec, and 3 and 4 are
+//! [`super::sandbox::RELAY`]), and the relay program on 5 (`super::relay`).
+//! Those are the only descriptors above 2 it gets: every descriptor evalua holds is close-on-exec, and 3 and 4 are
 //! reserved for the process's life by `fds::init`, so a pipe never lands on
 //! them before the actions run.
 
@@ -101,8 +101,9 @@ impl Drop for Actions {
 
 /// Start `program` (an absolute path) with `args`, no environment, in `cwd`,
 /// in a process group of its own, with default signal handling and an empty
-/// signal mask: /dev/null on 0 and 1, `stderr` on 2, `stdin` on 3 and
-/// `stdout` on 4. Returns its pid and the parent's ends of the pipes.
+/// signal mask: /dev/null on 0 and 1, `stderr` on 2, `stdin` on 3,
+/// `stdout` on 4 and, given, the relay program (`relay`, a path) on
+/// `super::relay::FD`. Returns its pid and the parent's ends of the pipes.
 pub fn relayed(
     program: &Path,
     args: &[OsString],
@@ -110,6 +111,7 @@ pub fn relayed(
     stdin: Io,
     stdout: Io,
     stderr: Io,
+    relay: Option<&std::ffi::CStr>,
 ) -> io::Result<(u32, Ends)> {
     let path = cstring(program.as_os_str())?;
     let mut argv_c = vec![path.clone()];
@@ -129,6 +131,14 @@ pub fn relayed(
     a.put(0, None, false)?;
     a.put(1, None, true)?;
     a.put(2, err.as_ref().map(|(_, w)| w), true)?;
+    // Last, so no descriptor above is still to be moved: the relay program
+    // (`/proc/self/fd/N` of its memfd) opened afresh on its descriptor.
+    if let Some(source) = relay {
+        // SAFETY: the actions were initialised; the path outlives posix_spawn.
+        check(unsafe {
+            libc::posix_spawn_file_actions_addopen(&mut a.fa, super::relay::FD, source.as_ptr(), libc::O_RDONLY, 0)
+        })?;
+    }
     let mut pid: libc::pid_t = 0;
     // SAFETY: every pointer handed over (actions, attributes, signal sets,
     // argv, envp, paths) lives until posix_spawn returns; argv and envp end

@@ -48,6 +48,34 @@ pub fn count<'de, D: Deserializer<'de>, T: Count>(d: D) -> Result<Option<T>, D::
     }
 }
 
+/// A count the table holds (when it holds none, the field's default applies).
+pub fn whole<'de, D: Deserializer<'de>, T: Count>(d: D) -> Result<T, D::Error> {
+    count(d)?.ok_or_else(|| de::Error::custom("must be a whole number, got nil"))
+}
+
+/// A value that stays in Lua (free data such as a case's `metadata`, an
+/// index the DSL keeps beside a list): the key is known, its value is not
+/// read. Through mlua's deserializer it is not even walked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InLua;
+
+impl<'de> Deserialize<'de> for InLua {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = InLua;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            // mlua hands over the value's own deserializer, left unread.
+            fn visit_newtype_struct<D: Deserializer<'de>>(self, _: D) -> Result<InLua, D::Error> {
+                Ok(InLua)
+            }
+        }
+        d.deserialize_newtype_struct("InLua", V)
+    }
+}
+
 /// An optional amount: a finite, non-negative number.
 pub fn amount<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     match Option::<f64>::deserialize(d)? {

@@ -171,6 +171,19 @@ pub fn metric(name: &str) -> Result<Metric, String> {
     })
 }
 
+/// `gate = { … }` as a suite field: its table, read as JSON, then [`parse`]d.
+pub fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Gate>, D::Error> {
+    parse(&Json::deserialize(d)?).map_err(serde::de::Error::custom)
+}
+
+/// An optional `gate = { … }` ([`read`]).
+pub fn read_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Gate>>, D::Error> {
+    match Option::<Json>::deserialize(d)? {
+        None => Ok(None),
+        Some(j) => parse(&j).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
 /// Parse the suite's `gate` table (as JSON). Errors name the offending gate.
 pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
     let map = match gate {

@@ -338,9 +338,25 @@ impl TestsSpec {
     fn default_timeout_s() -> f64 {
         Self::DEFAULT_TIMEOUT_S
     }
+
+    /// A `check.tests` check's `options`; the error names the key.
+    fn read(options: Json) -> Result<Self, String> {
+        let spec: TestsSpec = serde_path_to_error::deserialize(options).map_err(|e| match e.path().to_string() {
+            p if p == "." => format!("check.tests: {}", e.inner()),
+            p => format!("check.tests.{p}: {}", e.inner()),
+        })?;
+        if spec.runner.is_empty() {
+            return Err("check.tests: 'runner' must be a non-empty list".into());
+        }
+        Ok(spec)
+    }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A check as the DSL normalised it (`normalize_check` in the stdlib, the
+/// constructors of `evalua.check` and `evalua.judge`), read by serde from
+/// its [`CheckTable`]. Its `run` function stays in Lua.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "CheckTable")]
 pub struct CheckInfo {
     pub name: String,
     pub critical: bool,
@@ -364,6 +380,55 @@ pub struct CheckInfo {
     /// `file:line` of the check's declaration, when known.
     #[serde(skip)]
     pub location: Option<String>,
+}
+
+/// A check's table as the DSL normalised it: its keys are these fields (and
+/// `run`). `options` depend on the check's `kind`: [`CheckInfo`] reads
+/// `check.tests`' as a [`TestsSpec`]; no other kind's options reach the host.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckTable {
+    name: String,
+    #[serde(default)]
+    critical: bool,
+    #[serde(default)]
+    kind: Option<String>,
+    /// Held as JSON until the kind says what they are.
+    #[serde(default)]
+    options: Option<Json>,
+    #[serde(default)]
+    judge: Option<JudgeSpec>,
+    #[serde(default, deserialize_with = "de::list")]
+    tools: Vec<String>,
+    #[serde(default, deserialize_with = "de::list")]
+    sql: Vec<String>,
+    #[serde(rename = "where", default)]
+    location: Option<String>,
+}
+
+impl keys::Keys for CheckInfo {
+    /// The check itself, a function.
+    const LUA_KEYS: &[&str] = &["run"];
+}
+
+impl TryFrom<CheckTable> for CheckInfo {
+    type Error = String;
+    fn try_from(c: CheckTable) -> Result<Self, String> {
+        let tests = match (c.kind.as_deref(), c.options) {
+            (Some("tests"), Some(options)) => Some(TestsSpec::read(options)?),
+            _ => None,
+        };
+        Ok(CheckInfo {
+            name: c.name,
+            critical: c.critical,
+            kind: c.kind,
+            tests,
+            judge: c.judge,
+            tools: c.tools,
+            sql: c.sql,
+            location: c.location,
+        })
+    }
 }
 
 /// A case as the plan keeps it: what scheduling, figures, manifests and
@@ -408,6 +473,61 @@ pub struct CaseSpec {
     /// Where a trial finds the case again.
     #[serde(skip)]
     pub source: CaseSource,
+}
+
+/// A case's table as `suite:case` normalised it (`normalize_case` in the
+/// stdlib: the table a trial sees as `t.case`), read by serde. The plan keeps
+/// its [`CaseSpec`]; the input and the checks count only in the case's digest,
+/// and `metadata` stays in Lua.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseTable {
+    pub id: String,
+    /// `"dev"` unless given (the DSL fills it in: `t.case.split` shows it).
+    pub split: String,
+    #[serde(deserialize_with = "de::list")]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub difficulty: Option<String>,
+    pub input: String,
+    /// Made absolute by the DSL.
+    #[serde(default)]
+    pub fixture: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de::count")]
+    pub trials: Option<u32>,
+    /// 1 unless given (the DSL fills it in: `t.case.weight` shows it).
+    pub weight: f64,
+    /// The tools offered, when a subset (the DSL leaves out undeclared names).
+    #[serde(default, deserialize_with = "de::opt_list")]
+    pub tools: Option<Vec<String>>,
+    /// A name of the suite's `agents` is resolved by the DSL.
+    #[serde(default)]
+    pub agent: Option<AgentSpec>,
+    #[serde(default)]
+    pub user: Option<UserSpec>,
+    /// Free data for the checks (`t.case.metadata`).
+    #[serde(default)]
+    pub metadata: de::InLua,
+    #[serde(default)]
+    pub clock: Option<String>,
+    #[serde(default)]
+    pub workdir: Option<WorkdirSpec>,
+    /// The DSL's: `expect`, then `prohibited`, each normalised into a check.
+    #[serde(deserialize_with = "de::list")]
+    pub checks: Vec<CheckInfo>,
+    #[serde(default, deserialize_with = "fault::read_faults")]
+    pub faults: Option<Faults>,
+    #[serde(default)]
+    pub reference: Option<Reference>,
+    /// `file:line` of its `suite:case` (a dataset row: the data file's line).
+    #[serde(rename = "_where", default)]
+    pub location: String,
+}
+
+impl keys::Keys for CaseTable {
+    const DSL_KEYS: &[&str] = &["checks", "_where"];
+    /// The checks as written: the DSL turns them into `checks`.
+    const LUA_KEYS: &[&str] = &["expect", "prohibited"];
 }
 
 /// A case's reference solution (`reference = { calls = …, tokens = … }`):
@@ -601,6 +721,111 @@ pub struct Suite {
     pub trace_adapter: bool,
     /// `match = function(item) … end` is set: it assigns graded items to cases.
     pub matcher: bool,
+}
+
+/// The suite's table as `evalua.suite` normalised it, read by serde. Loading
+/// spreads it over [`Suite`], with the cases and datasets the declarations
+/// gave.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteTable {
+    pub name: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Trials per case, unless a case or `--trials` says otherwise.
+    #[serde(default = "SuiteTable::default_trials", deserialize_with = "de::whole")]
+    pub trials: u32,
+    #[serde(default)]
+    pub budget: Budget,
+    pub sandbox: SandboxSpec,
+    /// The default agent (with `agents`: the one `agent = "name"` or
+    /// `default_agent` names, as the DSL resolved it).
+    #[serde(default)]
+    pub agent: Option<AgentSpec>,
+    /// The DSL's: `agents = { name = … }`, checked.
+    #[serde(rename = "_agents", default)]
+    pub agents: Option<std::collections::BTreeMap<String, AgentSpec>>,
+    #[serde(default)]
+    pub default_agent: Option<String>,
+    #[serde(default, deserialize_with = "gate::read")]
+    pub gate: Vec<Gate>,
+    #[serde(default)]
+    pub grade: Option<GradeSpec>,
+    #[serde(default, deserialize_with = "fault::read_faults")]
+    pub faults: Option<Faults>,
+    #[serde(default = "SuiteTable::default_held_out_max_runs", deserialize_with = "de::whole")]
+    pub held_out_max_runs: u32,
+    /// Why the suite is skipped (the DSL drops `skip = false`).
+    #[serde(default)]
+    pub skip: Option<String>,
+    /// The DSL's: the tools `suite:tool` declared, in order.
+    #[serde(rename = "_tools", deserialize_with = "de::list")]
+    pub tools: Vec<ToolSpec>,
+    /// The DSL's: the same tools by name.
+    #[serde(rename = "_tool_index", default)]
+    pub tool_index: de::InLua,
+    /// The DSL's: `monitors = { name = check }`, each normalised, by name.
+    #[serde(rename = "_monitors", default, deserialize_with = "de::list")]
+    pub monitors: Vec<CheckInfo>,
+    /// The DSL's: the same monitors by name.
+    #[serde(rename = "_monitor_index", default)]
+    pub monitor_index: de::InLua,
+    /// The DSL's: what failed to declare (reported where it was declared).
+    #[serde(rename = "_dropped", default)]
+    pub dropped: Dropped,
+    /// `file:line` of `evalua.suite {}`.
+    #[serde(rename = "_where", default)]
+    pub location: Option<String>,
+}
+
+impl keys::Keys for SuiteTable {
+    const DSL_KEYS: &[&str] =
+        &["_agents", "_tools", "_tool_index", "_monitors", "_monitor_index", "_dropped", "_where"];
+    /// `agents` and `monitors` become `_agents` and `_monitors`; `seed` is
+    /// accepted and not read; `trace_adapter` and `match` are functions.
+    const LUA_KEYS: &[&str] = &["agents", "monitors", "seed", "trace_adapter", "match"];
+}
+
+/// Trials per case when neither the suite, the case nor `--trials` says.
+pub const DEFAULT_TRIALS: u32 = 1;
+
+impl SuiteTable {
+    fn default_trials() -> u32 {
+        DEFAULT_TRIALS
+    }
+    fn default_held_out_max_runs() -> u32 {
+        DEFAULT_HELD_OUT_MAX_RUNS
+    }
+}
+
+/// `grade = { gate = …, reexecute = … }`: what `evalua grade` uses.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GradeSpec {
+    #[serde(default, deserialize_with = "gate::read_opt")]
+    pub gate: Option<Vec<Gate>>,
+    #[serde(default)]
+    pub reexecute: bool,
+}
+
+impl keys::Keys for GradeSpec {}
+
+/// What failed to declare, as the DSL noted it: names that mention it are
+/// not reported again.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dropped {
+    /// `agent` (or `agents`) was wrong: the cases are not agentless for it.
+    #[serde(default)]
+    pub agent: bool,
+    /// Tools whose `suite:tool` failed, by name.
+    #[serde(default)]
+    pub tools: std::collections::BTreeMap<String, bool>,
+    /// Monitors that failed, by name.
+    #[serde(default)]
+    pub monitors: std::collections::BTreeMap<String, bool>,
 }
 
 /// The tag that makes a case an attack case (SPEC §13).

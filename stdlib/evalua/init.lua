@@ -388,6 +388,9 @@ end
 ----------------------------------------------------------------------------
 -- Checks: normalise whatever the suite wrote into { name, critical, run }.
 
+-- Declared once, in Rust: spec::CheckInfo's fields, and `run`.
+local CHECK_KEYS = set(host.fields("check"))
+
 local function normalize_check(c, index, level)
   if type(c) == "table" and c.__lazy then
     c = c.__lazy(table.unpack(c, 1, c.n))
@@ -398,7 +401,7 @@ local function normalize_check(c, index, level)
   if type(c) == "function" then
     return { name = "check@" .. host.where(c), critical = false, run = c }
   elseif type(c) == "table" and type(c.run) == "function" then
-    check_keys("check", c, set { "name", "critical", "run", "kind", "options", "judge", "tools", "sql", "where" }, level + 1)
+    check_keys("check", c, CHECK_KEYS, level + 1)
     expect_type("check", "name", c.name, "string", level + 1)
     expect_type("check", "critical", c.critical, "boolean", level + 1)
     expect_list_of_strings("check", "tools", c.tools, level + 1)
@@ -544,20 +547,17 @@ M.grader_tests = host.located(grader_tests)
 local Suite = {}
 local SuiteMeta = { __metatable = false }
 
-local SUITE_KEYS = set {
-  "name", "version", "description", "trials", "budget", "sandbox", "agent", "agents", "default_agent", "gate",
-  "seed", "skip", "monitors", "trace_adapter", "match", "held_out_max_runs", "faults", "grade",
-}
-local GRADE_KEYS = set { "gate", "reexecute" }
+-- Declared once, in Rust: spec::SuiteTable's and spec::GradeSpec's fields
+-- (with the keys the DSL turns into its own: `agents`, `monitors`, ...).
+local SUITE_KEYS = set(host.fields("suite"))
+local GRADE_KEYS = set(host.fields("grade"))
 local BUDGET_KEYS = set(host.fields("budget"))   -- spec::Budget
 local SANDBOX_KEYS = set(host.fields("sandbox"))   -- spec::SandboxSpec
 -- Declared once, in Rust: spec::ToolSpec's fields; `run`, the handler, stays in Lua.
 local TOOL_KEYS = set(host.fields("tool"))
 TOOL_KEYS.run = true
-local CASE_KEYS = set {
-  "id", "split", "tags", "difficulty", "input", "fixture", "expect", "prohibited", "trials", "weight",
-  "tools", "agent", "user", "metadata", "clock", "workdir", "faults", "reference",
-}
+-- spec::CaseTable's fields, with `expect` and `prohibited` (which become `checks`).
+local CASE_KEYS = set(host.fields("case"))
 local EFFECTS = set { "read", "write", "external" }
 local SPLITS = set { "dev", "held_out" }
 
@@ -1002,7 +1002,7 @@ local function suite(where, spec)
     name = spec.name,
     version = spec.version,
     description = spec.description,
-    trials = spec.trials or 1,
+    trials = spec.trials,   -- its default is spec::DEFAULT_TRIALS
     budget = spec.budget or {},
     sandbox = spec.sandbox or {},
     agent = agent,

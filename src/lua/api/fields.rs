@@ -4,8 +4,8 @@
 
 use crate::spec::keys::{fields, suite_keys};
 use crate::spec::{
-    Budget, CommandAgentSpec, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec, TestsSpec, ToolSpec,
-    WorkdirSpec,
+    Budget, CaseTable, CheckInfo, CommandAgentSpec, FaultRule, GradeSpec, LlmUserSpec, ModelSpec, Provider, Reference,
+    SandboxSpec, SuiteTable, TestsSpec, ToolSpec, WorkdirSpec,
 };
 
 /// A default the DSL needs at run time, set once in Rust (`host.default(name)`).
@@ -26,6 +26,10 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
         "fault" => fields::<FaultRule>().to_vec(),
         "reference" => suite_keys::<Reference>(),
         "tests" => suite_keys::<TestsSpec>(),
+        "check" => suite_keys::<CheckInfo>(),
+        "suite" => suite_keys::<SuiteTable>(),
+        "grade" => suite_keys::<GradeSpec>(),
+        "case" => suite_keys::<CaseTable>(),
         "tool" => suite_keys::<ToolSpec>(),
         "workdir" => suite_keys::<WorkdirSpec>(),
         "command" => suite_keys::<CommandAgentSpec>(),
@@ -39,8 +43,8 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
 mod tests {
     use crate::spec::keys::{Keys, fields, suite_keys};
     use crate::spec::{
-        Budget, CommandAgentSpec, FaultKind, FaultRule, LlmUserSpec, ModelSpec, Provider, Reference, SandboxSpec,
-        TestsSpec, ToolSpec, WorkdirSpec,
+        Budget, CaseTable, CheckInfo, CommandAgentSpec, FaultKind, FaultRule, GradeSpec, LlmUserSpec, ModelSpec,
+        Provider, Reference, SandboxSpec, SuiteTable, TestsSpec, ToolSpec, WorkdirSpec,
     };
 
     fn read(rel: &str) -> String {
@@ -177,6 +181,50 @@ mod tests {
         same("lua-api.md check.tests", fields::<TestsSpec>(), &doc_tests);
         let shown_default = format!("timeout_s = {}", TestsSpec::DEFAULT_TIMEOUT_S);
         assert!(inner.contains(&shown_default), "lua-api.md check.tests: expected `{shown_default}` in {inner:?}");
+
+        // The suite's table, its `grade`, and the defaults its reference table shows.
+        let suite_table_keys = suite_keys::<SuiteTable>();
+        same("types/evalua.lua evalua.SuiteSpec", &suite_table_keys, &names(stub_fields(&stubs, "evalua.SuiteSpec")));
+        same("lua-api.md ### `evalua.suite(spec)`", &suite_table_keys, &doc_keys(&docs, "### `evalua.suite(spec)`"));
+        let row = |key: &str| {
+            let start = format!("| `{key}` |");
+            let at = docs.find("### `evalua.suite(spec)`").expect("lua-api.md: evalua.suite");
+            let line = docs[at..].lines().find(|l| l.starts_with(&start));
+            line.unwrap_or_else(|| panic!("lua-api.md: evalua.suite: no row `{key}`")).to_string()
+        };
+        for (key, default) in
+            [("trials", crate::spec::DEFAULT_TRIALS), ("held_out_max_runs", crate::spec::DEFAULT_HELD_OUT_MAX_RUNS)]
+        {
+            let shown = row(key).split('|').nth(3).unwrap_or("").trim().to_string();
+            assert_eq!(shown, default.to_string(), "lua-api.md evalua.suite `{key}`'s default");
+        }
+        let inline = |text: &str, open: &str, sep: char| -> Vec<String> {
+            let inner = text.split(open).nth(1).and_then(|r| r.split('}').next()).unwrap_or("");
+            inner
+                .split(',')
+                .map(|k| k.split(sep).next().unwrap_or("").trim().trim_end_matches('?').to_string())
+                .collect()
+        };
+        let grade_stub = stub_fields(&stubs, "evalua.SuiteSpec").into_iter().find(|(n, _)| n == "grade").unwrap().1;
+        same("types/evalua.lua evalua.SuiteSpec.grade", &suite_keys::<GradeSpec>(), &inline(&grade_stub, "{", ':'));
+        same("lua-api.md evalua.suite `grade`", &suite_keys::<GradeSpec>(), &inline(&row("grade"), "`{", '='));
+
+        // A case as declared, and as `t.case` holds it (with the DSL's `checks`; `_where` is the host's).
+        same(
+            "types/evalua.lua evalua.CaseSpec",
+            &suite_keys::<CaseTable>(),
+            &names(stub_fields(&stubs, "evalua.CaseSpec")),
+        );
+        same(
+            "lua-api.md ### `suite:case(spec)`",
+            &suite_keys::<CaseTable>(),
+            &doc_keys(&docs, "### `suite:case(spec)`"),
+        );
+        let seen: Vec<&str> = fields::<CaseTable>().iter().copied().filter(|k| *k != "_where").collect();
+        same("types/evalua.lua evalua.Case", &seen, &names(stub_fields(&stubs, "evalua.Case")));
+
+        // A check's table: its keys (and `run`).
+        same("types/evalua.lua evalua.Check", &suite_keys::<CheckInfo>(), &names(stub_fields(&stubs, "evalua.Check")));
 
         // Faults: the rule's keys, the kinds, and each kind's extra keys.
         same("types/evalua.lua evalua.Fault", fields::<FaultRule>(), &names(stub_fields(&stubs, "evalua.Fault")));
