@@ -10,12 +10,13 @@
 #            wall time, peak RSS, and whether every outcome is τ-bench's reward
 #            (RESULTS=file: grade that file instead of making one)
 #
+# BIN=path/to/evalua measures another build (default: the release build).
 # Not a test: figures go to docs/benchmarks.md. Say how loaded the host was (uptime).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TAUBENCH=${TAUBENCH:-../shared/taubench}
-cargo build --release -q
-bin=target/release/evalua
+if [ -z "${BIN:-}" ]; then cargo build --release -q; BIN=target/release/evalua; fi
+bin=$BIN
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cp -r suites/taubench "$out/taubench"   # a held-out run appends to the ledger beside its suite
