@@ -208,8 +208,16 @@ impl Launch {
                 // relay, started with posix_spawn: neither a fork of all of
                 // evalua nor a shell per trial (issue 24: each cost ~0.5–4 ms).
                 let args = bwrap.args(&self.argv, &self.cwd, &env, &self.view, true);
-                spawn::relayed(&bwrap.path, &args, &self.cwd, stdin, stdout, stderr, bwrap.relay_source().map(|c| c.as_c_str()))
-                    .map_err(spawn_failed)?
+                spawn::relayed(
+                    &bwrap.path,
+                    &args,
+                    &self.cwd,
+                    stdin,
+                    stdout,
+                    stderr,
+                    bwrap.relay_source().map(|c| c.as_c_str()),
+                )
+                .map_err(spawn_failed)?
             }
         };
         let tracked = Some(cancel::track_group(pid as i32));
