@@ -926,7 +926,7 @@ function check.tests(opts)
   local f2p, p2p = opts.fail_to_pass or {}, opts.pass_to_pass or {}
   if #f2p + #p2p == 0 then error("check.tests: list at least one test in 'fail_to_pass' or 'pass_to_pass'", 2) end
   local inject = inject_of("check.tests", opts.inject, 2)
-  local timeout = opts.timeout_s or 60
+  local timeout = opts.timeout_s or host.default("tests.timeout_s")
   local ids = {}
   for _, id in ipairs(f2p) do ids[#ids + 1] = id end
   for _, id in ipairs(p2p) do ids[#ids + 1] = id end
