@@ -19,7 +19,7 @@ fn main() {
 }
 
 fn build(out: &std::path::Path) -> bool {
-    let compiler = cc::Build::new().cargo_metadata(false).opt_level_str("s").get_compiler();
+    let compiler = cc::Build::new().cargo_metadata(false).get_compiler();
     let mut cmd = compiler.to_command();
     // The flags that set its own optimisation and code model win over the
     // ones cc passes for linking into Rust (-fPIC, -ffunction-sections, …).

@@ -98,7 +98,8 @@ __attribute__((used)) void relay_main(long *sp) {
     char **args = argv + 1;
     if (has_slash(prog)) {
         long e = sys3(SYS_execve, (long)prog, (long)args, (long)envp);
-        die(e == -ENOENT || e == -ENOTDIR ? ": not found\n" : ": cannot run\n", prog, e == -ENOENT || e == -ENOTDIR ? 127 : 126);
+        int missing = e == -ENOENT || e == -ENOTDIR;
+        die(missing ? ": not found\n" : ": cannot run\n", prog, missing ? 127 : 126);
     }
     /* PATH lookup, as the shell does it: an empty entry is the current folder. */
     const char *path = "/usr/local/bin:/usr/bin:/bin";

@@ -6,9 +6,10 @@
 //! bubblewrap is started with /dev/null on 0 and 1, stderr on 2, and the
 //! caller's stdin and stdout on 3 and 4 for the sandbox's relay (see
 //! [`super::sandbox::RELAY`]), and the relay program on 5 (`super::relay`).
-//! Those are the only descriptors above 2 it gets: every descriptor evalua holds is close-on-exec, and 3 and 4 are
-//! reserved for the process's life by `fds::init`, so a pipe never lands on
-//! them before the actions run.
+//! Those are the only descriptors above 2 it gets: every descriptor evalua
+//! holds is close-on-exec, 3 and 4 are reserved for the process's life by
+//! `fds::init`, so a pipe never lands on them before the actions run, and 5
+//! is opened last.
 
 use std::ffi::{CString, OsString};
 use std::io;
