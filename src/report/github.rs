@@ -10,8 +10,9 @@
 
 use std::fmt::Write;
 
-use super::compare::{self, Comparison};
+use super::compare;
 use super::text::{figure_rows, fmt_value, gate_line, incomplete_line};
+use crate::stats::compare::Comparison;
 use crate::stats::{RunData, plural};
 
 /// What the comment links to, when known.
