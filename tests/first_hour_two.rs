@@ -92,3 +92,63 @@ fn a_case_may_accept_an_abnormal_end_with_a_reason() {
     assert_user_error(&o, "'accept_abnormal_end' must be the reason");
     assert!(stderr(&o).contains("tickets.lua:"), "{}", stderr(&o));
 }
+
+/// Item 2: a suite whose tool keeps a JSON document in a column; the gold
+/// call writes it with its keys in one order, agents in another.
+const PROFILES: &str = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local function writes(doc)
+  return evalua.agent.scripted(function(task, env) env.call("save_profile", { id = 1, doc = doc }) return "saved" end)
+end
+local s = evalua.suite {
+  name = "profiles",
+  sandbox = { schema = "profiles.sql" },
+  agents = {
+    reordered = writes('{"name": "ann", "address": {"zip": "28013", "city": "Madrid"}, "tags": [1, 2]}'),
+    changed = writes('{"address": {"city": "Madrid", "zip": "28014"}, "name": "ann", "tags": [1, 2]}'),
+    float = writes('{"address": {"city": "Madrid", "zip": "28013"}, "name": "ann", "tags": [1.0, 2]}'),
+  },
+  default_agent = "reordered",
+}
+s:tool { name = "save_profile", effect = "write",
+  params = { type = "object", properties = { id = { type = "integer" }, doc = { type = "string" } } },
+  run = function(ctx, args)
+    ctx.db:exec("UPDATE users SET profile = ? WHERE id = ?", args.doc, args.id)
+    return "ok"
+  end }
+s:case { id = "c", input = "save the profile",
+  expect = { check.same_state({ { name = "save_profile",
+    args = { id = 1, doc = '{"address":{"city":"Madrid","zip":"28013"},"name":"ann","tags":[1,2]}' } } }) } }
+return s
+"#;
+
+const PROFILES_SQL: &str = "CREATE TABLE users (id INTEGER PRIMARY KEY, profile TEXT);\n\
+                            INSERT INTO users VALUES (1, '{}'), (2, '{\"b\": 1, \"a\": 2}');\n";
+
+/// Item 2: final states are compared as JSON values, not text: in a run
+/// (`check.same_state`, τ-bench's "database as the gold actions leave it"),
+/// in a re-grade and in a re-execution; a changed value, or 1.0 for 1, still differs.
+#[test]
+fn final_states_compare_json_held_in_a_column_as_values() {
+    let p = project(&[("s.lua", PROFILES), ("profiles.sql", PROFILES_SQL)]);
+    let name = "same state as the gold calls";
+    for (agent, want) in [("reordered", "accepted"), ("changed", "failed"), ("float", "failed")] {
+        let o = evalua(p.path(), &["run", "s.lua", "--agent", agent, "--out", agent, "-q"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r = &trials(&p.path().join(agent))[0];
+        assert_eq!(r["outcome"], want, "{agent}: {}", r["checks"]);
+        if agent == "changed" {
+            let t = &check(r, name)["evidence"]["tables"][0];
+            assert_eq!(t["changed"][0]["key"], 1, "{t}");
+        }
+    }
+    // A re-grade of the kept state, and a re-execution of the recorded calls, agree.
+    let o = evalua(p.path(), &["regrade", "reordered", "--out", "regraded", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(trials(&p.path().join("regraded"))[0]["outcome"], "accepted");
+    let o = evalua(p.path(), &["grade", "s.lua", "--traces", "reordered", "--reexecute", "--out", "reexec", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = &trials(&p.path().join("reexec"))[0];
+    assert_eq!(r["outcome"], "accepted", "{}", r["checks"]);
+}
