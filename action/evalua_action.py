@@ -9,8 +9,10 @@ runner's python3 is enough.
   install         a given binary ($EVALUA_GIVEN_BIN), or `pip install` of $EVALUA_WHEEL (a
                   wheel, a requirement or a source folder; default the action's own source,
                   $ACTION_PATH) into a fresh venv under $RUNNER_TEMP -> EVALUA_BIN in $GITHUB_ENV
-  find-baseline   the newest artifact named $EVALUA_BASELINE_ARTIFACT on the base branch
-                  -> output `run-id` (empty when there is none)
+  find-baseline   the newest artifact named $EVALUA_BASELINE_ARTIFACT of a run of this
+                  repository (never a fork's) on the base branch, of a push (or of the
+                  workflow $EVALUA_BASELINE_WORKFLOW names) -> outputs `run-id` (empty when
+                  there is none) and `note` (why there is none, for the comment)
   run             evalua run for each suite (with --baseline when one is given)
                   -> outputs `exit-code` (the worst of the runs), `run-dirs`
   comment         the body from `evalua report RUN_DIR --format github`, into
@@ -47,13 +49,35 @@ def env(name, default=""):
     return default if v is None else v
 
 
+def log_text(text):
+    """Text for the job's log, inert (one function for every line this script logs): no ESC,
+    BEL or other control character (shown as \\xNN), and no line the runner would take for a
+    workflow command (`::set-output::`, `::add-mask::`, `##[group]`, …, also after spaces)."""
+    out = []
+    for line in str(text).split("\n"):
+        line = "".join(c if c == "\t" or (ord(c) >= 32 and ord(c) != 127) else "\\x%02x" % ord(c) for c in line)
+        if line.lstrip().startswith(("::", "##[")):
+            line = "\\" + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def md_text(text):
+    """Text for the comment and the step summary (GitHub Markdown), inert: no mention, link,
+    image, HTML, code fence or table cell of its own; one line."""
+    s = log_text(text).replace("\n", " ")
+    for c in "\\`*_{}[]()#+-.!|<>~@:":
+        s = s.replace(c, "\\" + c)
+    return s
+
+
 def log(msg):
-    print(msg, file=sys.stderr, flush=True)
+    print(log_text(msg), file=sys.stderr, flush=True)
 
 
 def warn(msg):
     # A workflow command: shown as an annotation on the run.
-    print("::warning::" + msg.replace("\n", " "), flush=True)
+    print("::warning::" + log_text(msg).replace("\n", " "), flush=True)
 
 
 def set_output(name, value):
@@ -190,37 +214,84 @@ def pull_number(ev):
 # Subcommands
 
 
+def baseline_refusal(run, repo, branch, workflow):
+    """Why a workflow run may not supply the baseline (None: it may). Only a run of the base
+    repository itself (not a fork's head repository: a fork may name its branch `main` too),
+    on the base branch, of a push (or of the workflow the user names): anything else ran code
+    someone outside the repository chose, and its report would speak in the bot's comment."""
+    if (run.get("repository") or {}).get("full_name") != repo:
+        return "a run of another repository"
+    if (run.get("head_repository") or {}).get("full_name") != repo:
+        return "a run of a fork's pull request"
+    if run.get("head_branch") != branch:
+        return "a run on another branch"
+    ev = run.get("event") or ""
+    if workflow:
+        names = (os.path.basename(run.get("path") or ""), run.get("name") or "")
+        if workflow not in names:
+            return "a run of another workflow than %s" % workflow
+        if ev.startswith("pull_request"):
+            return "a run of a %s event" % ev
+    elif ev != "push":
+        return "a run of a %s event, not a push" % (ev or "unknown")
+    return None
+
+
 def cmd_find_baseline():
     token = env("EVALUA_TOKEN")
     name = env("EVALUA_BASELINE_ARTIFACT")
+    workflow = env("EVALUA_BASELINE_WORKFLOW").strip()
     repo = env("GITHUB_REPOSITORY")
     ev = event()
     branch = env("EVALUA_BASELINE_BRANCH") or ((ev.get("pull_request") or {}).get("base") or {}).get("ref") or ""
     if not branch:
         branch = (ev.get("repository") or {}).get("default_branch") or ""
     set_output("run-id", "")
+    set_output("note", "")
     if not (name and repo):
         return 0
-    if not token:
-        warn("evalua: no token to look up the baseline artifact %r: running without a baseline" % name)
+
+    def none(why):
+        # Said in the log and, through the `note` output, in the pull-request comment.
+        warn("evalua: %s: running without a baseline" % why)
+        set_output("note", "No baseline: %s." % why)
         return 0
+
+    if not token:
+        return none("no token to look up the baseline artifact %s" % name)
+    if not branch:
+        return none("no base branch to take the baseline artifact %s from" % name)
     path = "/repos/%s/actions/artifacts?name=%s&per_page=100" % (repo, urllib.parse.quote(name))
     try:
         found, _ = api("GET", path, token)
     except ApiError as e:
-        warn("evalua: cannot list artifacts (%s): running without a baseline" % e)
-        return 0
+        return none("cannot list artifacts (%s)" % e)
+    refused = []
     for a in (found or {}).get("artifacts", []):
-        run = a.get("workflow_run") or {}
-        if a.get("expired") or (branch and run.get("head_branch") != branch):
+        wr = a.get("workflow_run") or {}
+        rid = str(wr.get("id", ""))
+        if a.get("expired") or wr.get("head_branch") != branch or not rid.isdigit() or rid == env("GITHUB_RUN_ID"):
             continue
-        if str(run.get("id", "")) == env("GITHUB_RUN_ID"):
+        if len(refused) >= 20:
+            break
+        # The artifact's summary of its run says too little (no event): ask for the run itself.
+        try:
+            run, _ = api("GET", "/repos/%s/actions/runs/%s" % (repo, rid), token)
+        except ApiError as e:
+            refused.append("run %s: %s" % (rid, e))
             continue
-        log("evalua: baseline: artifact %s of run %s (branch %s)" % (name, run.get("id"), run.get("head_branch")))
-        set_output("run-id", str(run.get("id", "")))
+        why = baseline_refusal(run or {}, repo, branch, workflow)
+        if why:
+            refused.append("run %s: %s" % (rid, why))
+            continue
+        log("evalua: baseline: artifact %s of run %s (%s, branch %s)" % (name, rid, run.get("event"), branch))
+        set_output("run-id", rid)
         return 0
-    log("evalua: no artifact %r on branch %r yet: running without a baseline" % (name, branch))
-    return 0
+    source = "the workflow %s" % workflow if workflow else "a push"
+    why = "no artifact %s from %s to %s on %s" % (name, source, repo, branch)
+    if refused:
+        why += " (refused: %s)" % "; ".join(refused[:5])
+    return none(why)
 
 
 def cmd_run():
@@ -261,7 +332,8 @@ def body_of(run_dirs, artifact):
             argv += ["--artifact-url", artifact]
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         if p.returncode not in (0, 1) or not p.stdout.strip():
-            parts.append("**evalua:** no report for `%s`: %s\n" % (d, (p.stderr.strip().splitlines() or ["?"])[-1]))
+            last = (p.stderr.strip().splitlines() or ["?"])[-1]
+            parts.append("**evalua:** no report for %s: %s\n" % (md_text(d), md_text(last)))
         else:
             parts.append(p.stdout)
         if p.stderr.strip():
@@ -285,6 +357,9 @@ def cmd_comment():
             env("GITHUB_RUN_ID"),
         )
     body = body_of(run_dirs, artifact)
+    note = env("EVALUA_BASELINE_NOTE").strip()
+    if note:
+        body = "_evalua: %s_\n\n%s" % (md_text(note), body)
     append_summary(body)
     set_output("comment-url", "")
 

@@ -34,6 +34,8 @@ struct Api {
     /// Answer writes with 403, as GitHub does to a fork's read-only token.
     read_only: bool,
     artifacts: Value,
+    /// Workflow runs by id, as `GET /repos/{repo}/actions/runs/{id}` answers them.
+    runs: BTreeMap<String, Value>,
 }
 
 struct Mock {
@@ -151,6 +153,11 @@ async fn answer(
     }
     if method == Method::GET && path == format!("/repos/{REPO}/actions/artifacts") {
         return axum::Json(api.artifacts.clone()).into_response();
+    }
+    if method == Method::GET
+        && let Some(run) = path.strip_prefix(&format!("/repos/{REPO}/actions/runs/")).and_then(|id| api.runs.get(id))
+    {
+        return axum::Json(run.clone()).into_response();
     }
     (StatusCode::NOT_FOUND, axum::Json(json!({ "message": "Not Found" }))).into_response()
 }
@@ -342,6 +349,19 @@ return suite
     assert_eq!(r.outputs()["exit-code"], "2");
 }
 
+/// A workflow run as GitHub's API gives it: of `repo`'s workflow `file`, on `head` of `head_repo`.
+fn workflow_run(id: u64, event: &str, head_repo: &str, head: &str, file: &str) -> (String, Value) {
+    let run = json!({ "id": id, "event": event, "head_branch": head, "name": "evalua",
+        "path": format!(".github/workflows/{file}"),
+        "repository": { "full_name": REPO }, "head_repository": { "full_name": head_repo } });
+    (id.to_string(), run)
+}
+
+/// An artifact of run `id` (the list's short summary of the run: its branch only).
+fn artifact(id: u64, head: &str) -> Value {
+    json!({ "id": id, "name": "evalua-runs", "expired": false, "workflow_run": { "id": id, "head_branch": head } })
+}
+
 #[test]
 fn a_baseline_artifact_is_found_and_the_comparison_lists_regressions() {
     let artifacts = json!({ "total_count": 3, "artifacts": [
@@ -349,7 +369,8 @@ fn a_baseline_artifact_is_found_and_the_comparison_lists_regressions() {
         { "id": 2, "name": "evalua-runs", "expired": true, "workflow_run": { "id": 41, "head_branch": "main" } },
         { "id": 3, "name": "evalua-runs", "expired": false, "workflow_run": { "id": 40, "head_branch": "main" } },
     ]});
-    let mock = Mock::start(Api { artifacts, ..Default::default() });
+    let runs = [workflow_run(40, "push", REPO, "main", "evalua.yml")].into_iter().collect();
+    let mock = Mock::start(Api { artifacts, runs, ..Default::default() });
     let r = Runner::new(&mock.url(), TOKEN);
     let o = r.step("find-baseline", &[("EVALUA_BASELINE_ARTIFACT", "evalua-runs")]);
     assert!(o.status.success(), "{}", text(&o));
@@ -369,6 +390,52 @@ fn a_baseline_artifact_is_found_and_the_comparison_lists_regressions() {
     let body = mock.ours().pop().unwrap().1;
     assert!(body.contains("Against the baseline"), "{body}");
     assert!(body.contains("regressed"), "{body}");
+}
+
+#[test]
+fn a_baseline_comes_only_from_a_push_to_the_base_repositorys_branch() {
+    // Newest first: a fork's pull request from its own branch named `main` (before: taken as
+    // the baseline, so the fork's report spoke in the bot's comment), a pull request inside the
+    // repository from its `main`, a scheduled run, then a push to main: the push is the baseline.
+    let artifacts = json!({ "artifacts": [artifact(44, "main"), artifact(43, "main"), artifact(42, "main"),
+        artifact(40, "main")] });
+    let all = [
+        workflow_run(44, "pull_request", "mallory/shop", "main", "evalua.yml"),
+        workflow_run(43, "pull_request", REPO, "main", "evalua.yml"),
+        workflow_run(42, "schedule", REPO, "main", "nightly.yml"),
+        workflow_run(40, "push", REPO, "main", "evalua.yml"),
+    ];
+    let mock =
+        Mock::start(Api { artifacts: artifacts.clone(), runs: all.iter().cloned().collect(), ..Default::default() });
+    let r = Runner::new(&mock.url(), TOKEN);
+    let o = r.step("find-baseline", &[("EVALUA_BASELINE_ARTIFACT", "evalua-runs")]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(r.outputs()["run-id"], "40", "{}", text(&o));
+    assert_eq!(r.outputs()["note"], "");
+    // The workflow the user names: its scheduled run is taken.
+    let o = r.step(
+        "find-baseline",
+        &[("EVALUA_BASELINE_ARTIFACT", "evalua-runs"), ("EVALUA_BASELINE_WORKFLOW", "nightly.yml")],
+    );
+    assert_eq!(r.outputs()["run-id"], "42", "{}", text(&o));
+
+    // Without the push: no baseline, and the comment says why.
+    let mock = Mock::start(Api { artifacts, runs: all[..3].iter().cloned().collect(), ..Default::default() });
+    let r = Runner::new(&mock.url(), TOKEN);
+    let o = r.step("find-baseline", &[("EVALUA_BASELINE_ARTIFACT", "evalua-runs")]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = r.outputs();
+    assert_eq!(out["run-id"], "", "{}", text(&o));
+    let note = out["note"].clone();
+    assert!(note.contains("No baseline") && note.contains("run 44: a run of a fork's pull request"), "{note}");
+    assert!(note.contains("run 43: a run of a pull_request event, not a push"), "{note}");
+    let run = run_refunds(&r, &[]);
+    let o =
+        r.step("comment", &[("EVALUA_RUN_DIRS", run["run-dirs"].as_str()), ("EVALUA_BASELINE_NOTE", note.as_str())]);
+    assert!(o.status.success(), "{}", text(&o));
+    let body = mock.ours().pop().unwrap().1;
+    assert!(body.contains("No baseline") && body.contains("fork"), "{body}");
+    assert!(!body.contains("Against the baseline"), "{body}");
 }
 
 #[test]

@@ -415,3 +415,62 @@ fn chromium_labels_a_failed_trial_by_keyboard_and_the_labels_survive_a_reload() 
     assert_eq!(d.js("return window.__evalua_errors"), json!([]));
     assert_eq!(d.console_errors(), Vec::<String>::new());
 }
+
+/// POST one label the viewer's own page would send; the status.
+fn post_label(v: &Viewer, run: &str) -> u16 {
+    let tok = token(v, run);
+    post(v, &[("x-evalua-token", &tok), ("content-type", "application/json")], &label(run, 1, Some(C1), "pass")).0
+}
+
+#[test]
+fn the_viewer_appends_only_to_a_regular_store_no_run_dir_chose() {
+    let dir = annotated_project();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("bashrc");
+    let planted = "alias ls='ls --color'\n";
+    std::fs::write(&victim, planted).unwrap();
+    let store = dir.path().join("suites/labels/annotated.jsonl");
+    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+    let refused = |why: &str| {
+        let v = Viewer::start_with(dir.path(), &["runs"], &["--annotator", "ana"]);
+        let run = run_id(&v);
+        let t = v.json(&format!("/api/trial?r={}&case=refund&trial=1", enc(&run)));
+        assert_eq!(t["labels"]["enabled"], false, "{why}: {t}");
+        assert_ne!(post_label(&v, &run), 200, "{why}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), planted, "{why}: the victim was written");
+    };
+    // The store beside the project's suite is a symlink to a file outside.
+    std::os::unix::fs::symlink(&victim, &store).unwrap();
+    refused("a symlinked store");
+    std::fs::remove_file(&store).unwrap();
+    // …or a hard link to it.
+    std::fs::hard_link(&victim, &store).unwrap();
+    refused("a hard-linked store");
+    std::fs::remove_file(&store).unwrap();
+    // …or a FIFO: refused, never waited on (before: the trial's page hung).
+    let c = std::ffi::CString::new(store.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    refused("a FIFO store");
+    std::fs::remove_file(&store).unwrap();
+    // A downloaded run dir carrying its own suite and a store linked to the victim:
+    // the manifest names that suite (found from the folder above the run dir).
+    let r1 = dir.path().join("runs/annotated/r1");
+    std::fs::create_dir_all(r1.join("evil/labels")).unwrap();
+    std::fs::write(r1.join("evil/s.lua"), "return 1").unwrap();
+    std::os::unix::fs::symlink(&victim, r1.join("evil/labels/annotated.jsonl")).unwrap();
+    let m = r1.join("manifest.json");
+    let mut manifest: Value = crate::common::json(&m);
+    manifest["suite"]["path"] = json!("r1/evil/s.lua");
+    std::fs::write(&m, manifest.to_string()).unwrap();
+    refused("a store inside the run dir");
+    // Without the link, still nothing is written where the run dir's content chose.
+    std::fs::remove_file(r1.join("evil/labels/annotated.jsonl")).unwrap();
+    refused("a suite inside the run dir");
+    assert!(!r1.join("evil/labels/annotated.jsonl").exists());
+    // The project's own store, a regular file, is still written.
+    manifest["suite"]["path"] = json!("suites/annotated.lua");
+    std::fs::write(&m, manifest.to_string()).unwrap();
+    let v = Viewer::start_with(dir.path(), &["runs"], &["--annotator", "ana"]);
+    assert_eq!(post_label(&v, &run_id(&v)), 200);
+    assert_eq!(store_lines(dir.path()).len(), 1);
+}

@@ -249,7 +249,7 @@ pub fn append<D: Serialize>(path: &Path, label: &Label<D>) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| env(&e))?;
     }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).read(true).open(path).map_err(|e| env(&e))?;
+    let mut f = open_store(path, true).map_err(|e| env(&e))?;
     f.lock().map_err(|e| env(&e))?;
     let len = f.metadata().map_err(|e| env(&e))?.len();
     if len > 0 {
@@ -264,6 +264,49 @@ pub fn append<D: Serialize>(path: &Path, label: &Label<D>) -> Result<()> {
     f.sync_data().map_err(|e| env(&e))?;
     // The lock goes with the file.
     Ok(())
+}
+
+/// Open a store without following a symlink, neither the file's nor its
+/// folder's, and without waiting on a FIFO (`O_NONBLOCK`): only a regular
+/// file with one link is a store. A store's path may come from a run dir
+/// (`evalua view`), and appending to what it links to could write anywhere.
+/// `append`: read-write, appending, created when missing; else read-only.
+pub fn open_store(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let invalid = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, what.to_string());
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| invalid("not a file name"))?;
+    let c = |p: &std::ffi::OsStr| CString::new(p.as_bytes()).map_err(|_| invalid("a NUL in the path"));
+    let (cdir, cname) = (c(dir.as_os_str())?, c(name)?);
+    let refused = |e: std::io::Error, what: &str| match e.raw_os_error() {
+        Some(libc::ELOOP) | Some(libc::ENOTDIR) => invalid(&format!("{what} is a symlink (or not a folder): refused")),
+        _ => e,
+    };
+    // SAFETY: a valid C string; the descriptor is owned at once.
+    let d = unsafe { libc::open(cdir.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    if d < 0 {
+        return Err(refused(std::io::Error::last_os_error(), "its folder"));
+    }
+    let d = unsafe { OwnedFd::from_raw_fd(d) };
+    let mode = if append { libc::O_RDWR | libc::O_APPEND | libc::O_CREAT } else { libc::O_RDONLY };
+    let flags = mode | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: as above; `d` outlives the call.
+    let fd = unsafe { libc::openat(d.as_raw_fd(), cname.as_ptr(), flags, 0o644 as libc::c_uint) };
+    if fd < 0 {
+        return Err(refused(std::io::Error::last_os_error(), "the store"));
+    }
+    let f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let m = f.metadata()?;
+    if !m.file_type().is_file() {
+        return Err(invalid("not a regular file: refused"));
+    }
+    if m.nlink() > 1 {
+        return Err(invalid("a file with other links (a hard link): refused"));
+    }
+    Ok(f)
 }
 
 /// The store beside a suite: `labels/<suite name>.jsonl` in the suite's folder.

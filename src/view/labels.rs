@@ -50,7 +50,8 @@ impl StoreIndex {
     /// Read what was appended since the last read (whole lines only; a
     /// shrunk file is read again from the start).
     pub fn refresh(&mut self, path: &Path) {
-        let Ok(mut f) = std::fs::File::open(path) else { return };
+        // Never a FIFO waited on, nor a symlink followed: the store's path may come from a run dir.
+        let Ok(mut f) = labels::open_store(path, false) else { return };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         if len < self.offset {
             *self = StoreIndex::default();
@@ -275,6 +276,13 @@ impl Labelling {
                 m.suite.path
             ));
         };
+        // A suite the run dir carries is its content's choice, and so would its store be.
+        if run_dir.canonicalize().is_ok_and(|r| suite.starts_with(r)) {
+            return Err(format!(
+                "the run's suite {} lies inside the run dir: labels are written only beside a project's suite (or give --labels STORE)",
+                display_path(&suite)
+            ));
+        }
         let dir = suite.parent().unwrap_or(Path::new("/")).to_path_buf();
         let store = labels::default_path(&dir, &m.suite.name);
         // The store's folder, as it resolves (a symlinked labels/ must not lead out either).
@@ -285,7 +293,13 @@ impl Labelling {
                 suite.display()
             ));
         }
-        Ok(store)
+        // Found as a symlink, a FIFO or a hard link: refused now, and again by the append itself.
+        match labels::open_store(&store, false) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(format!("the label store {}: {e} (labels go only to a regular file)", display_path(&store)))
+            }
+            _ => Ok(store),
+        }
     }
 
     /// The index of a store, brought up to date.
