@@ -13,6 +13,7 @@ use std::fmt::Write;
 use super::compare::{self, Comparison};
 use super::text::{figure_rows, fmt_value, gate_line, incomplete_line};
 use crate::stats::{RunData, plural};
+use crate::util::inert::markdown as md;
 
 /// What the comment links to, when known.
 #[derive(Debug, Default, Clone)]
@@ -21,14 +22,16 @@ pub struct Links {
     pub artifact: Option<String>,
 }
 
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// Text read from a run dir (or naming what a suite declared) as inert inline Markdown, in a
+/// `<code>` element where it was a code span (a code span cannot escape a backtick).
+fn code(s: &str) -> String {
+    format!("<code>{}</code>", md(s))
 }
 
 /// The comment body for one run, compared with its baseline when `cmp` is given.
 pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String {
     let mut o = String::new();
-    let version = run.version().map(|v| format!(" ({v})")).unwrap_or_default();
+    let version = run.version().map(|v| format!(" ({})", md(v))).unwrap_or_default();
     let failed = run.gates.iter().filter(|g| !g.passed).count();
     let (mark, verdict) = if run.gates.is_empty() {
         ("ℹ️", "no gates declared".to_string())
@@ -39,12 +42,12 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
     } else {
         ("❌", format!("{failed} of {} gates failed", run.gates.len()))
     };
-    let _ = writeln!(o, "### {mark} evalua · `{}`{version}: {verdict}\n", run.suite());
+    let _ = writeln!(o, "### {mark} evalua · {}{version}: {verdict}\n", code(run.suite()));
     if let Some(line) = incomplete_line(run) {
-        let _ = writeln!(o, "> ⚠️ {}\n", cell(&line));
+        let _ = writeln!(o, "> ⚠️ {}\n", md(&line));
     }
     for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
-        let _ = writeln!(o, "- {} {}", if g.passed { "✅" } else { "❌" }, cell(&gate_line(g)));
+        let _ = writeln!(o, "- {} {}", if g.passed { "✅" } else { "❌" }, md(&gate_line(g)));
     }
     if !run.gates.is_empty() {
         let _ = writeln!(o);
@@ -93,12 +96,12 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
     {
         let _ = writeln!(
             o,
-            "> ⚠️ **Measurement change:** this run re-grades the recorded trials of run `{}` with today's checks; no agent ran. Its figures differ from that run's only through the graders.\n",
-            cell(&from.run_id)
+            "> ⚠️ **Measurement change:** this run re-grades the recorded trials of run {} with today's checks; no agent ran. Its figures differ from that run's only through the graders.\n",
+            code(&from.run_id)
         );
     }
     for w in &run.warnings {
-        let _ = writeln!(o, "> ⚠️ {}", cell(w));
+        let _ = writeln!(o, "> ⚠️ {}", md(w));
     }
     if !run.warnings.is_empty() {
         let _ = writeln!(o);
@@ -109,9 +112,9 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
             let reg = c.counts.get("regressed").copied().unwrap_or(0);
             let _ = writeln!(
                 o,
-                "<details{}><summary>Against the baseline <code>{}</code>: {} regressed, {} improved</summary>\n",
+                "<details{}><summary>Against the baseline {}: {} regressed, {} improved</summary>\n",
                 if reg > 0 || c.measurement.is_some() || !c.new_critical.is_empty() { " open" } else { "" },
-                cell(&c.base.run_id),
+                code(&c.base.run_id),
                 reg,
                 c.counts.get("improved").copied().unwrap_or(0)
             );
@@ -123,7 +126,7 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
         }
     }
 
-    let mut foot = vec![format!("run `{}`", run.run_id()), format!("seed {}", run.seed())];
+    let mut foot = vec![format!("run {}", code(run.run_id())), format!("seed {}", run.seed())];
     if let Some(p50) = f.p50_ms {
         foot.push(format!("p50 {p50:.0} ms"));
     }
