@@ -78,6 +78,7 @@ ci_apt_packages() {
     slurm-wlm munge                          # single-node Slurm cluster
     python3-venv                             # Debian's python3 for the venvs below
     iproute2 curl                            # ss (free ports), smoke checks
+    valgrind                                 # the speed guard (bench/guard.sh: callgrind)
   )
   # PostgreSQL server binaries: the image ships postgresql-15; install Debian's if absent.
   ci_pg_bindir >/dev/null 2>&1 || pkgs+=(postgresql)

@@ -90,7 +90,9 @@ fn budgets_end_trials_and_they_are_still_graded() {
     let crashes = record(&recs, "crashes", 1);
     assert_eq!(crashes["ended"], "crashed");
     assert!(crashes["error"].as_str().unwrap().contains("agent bug"));
-    assert_eq!(crashes["outcome"], "accepted");
+    // Graded (its check passed), but a crash is never accepted (issue 43).
+    assert_eq!(check(crashes, "graded on what it did")["passed"], true, "{crashes}");
+    assert_eq!(crashes["outcome"], "failed");
 
     let asks = record(&recs, "asks_user", 1);
     assert_eq!(asks["outcome"], "accepted", "{asks}");

@@ -19,6 +19,7 @@ mod efficiency;
 mod faults;
 mod figures;
 mod first_hour;
+mod first_hour_two;
 mod golden;
 mod grader_tests;
 mod injection;

@@ -501,6 +501,7 @@ function Suite:goldens(goldens, opts) end
 ---@field workdir? string|evalua.GitWorkdir this case's initial work tree, overriding `sandbox.workdir`
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]|false> this case's faults by tool: they replace the suite's for that tool (`false`: none)
 ---@field reference? evalua.ReferenceSpec what a reference solution takes: trials' tool calls and tokens are reported as ratios to it
+---@field accept_abnormal_end? string why a trial whose agent crashed or broke the protocol may still be accepted (by default it never is)
 
 --- A case's reference solution, as declared: at least one of `calls` and `tokens`.
 ---@class evalua.ReferenceSpec
@@ -534,6 +535,7 @@ function Suite:goldens(goldens, opts) end
 ---@field checks evalua.Check[] its checks, normalized (`expect` then `prohibited`), with unique names
 ---@field faults? table<string, evalua.Fault[]|false> its own faults by tool, each rule with its kind's defaults, if set
 ---@field reference? evalua.Reference its reference solution, if declared
+---@field accept_abnormal_end? string why a crash or protocol error may pass in this case, if set
 
 ---------------------------------------------------------------------------
 -- Checks

@@ -492,7 +492,10 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
     let mut results = checks::run_checks(lua, &case_checks, &t);
     results.extend(monitor_results);
     let judged = checks::take_judge_calls(lua, grading, recorded.usage.wall_ms);
-    let outcome = record::outcome_of(false, &results);
+    // A recorded agent that crashed is never accepted either, unless its case says why it may be.
+    let abnormal_accepted =
+        case_table.as_ref().is_some_and(|ct| ct.get::<Option<String>>("accept_abnormal_end").ok().flatten().is_some());
+    let outcome = record::outcome_after(false, ended, abnormal_accepted, &results);
     let log = lua.remove_app_data::<Log>().map(|l| l.0).unwrap_or_default();
     let case_id = case.clone().unwrap_or_else(|| parts.key.clone());
     let record = TrialRecord {

@@ -509,6 +509,7 @@ fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
         location: c.location,
         faults: c.faults,
         reference: c.reference,
+        accept_abnormal_end: c.accept_abnormal_end,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.

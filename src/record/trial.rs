@@ -65,6 +65,13 @@ impl Ended {
             Ended::Interrupted => "interrupted",
         }
     }
+
+    /// The agent did not end its part normally: it crashed (a non-zero
+    /// exit, a signal) or broke the protocol. Such a trial is never accepted
+    /// unless its case says why it may be ([`outcome_after`]).
+    pub fn abnormal(self) -> bool {
+        matches!(self, Ended::Crashed | Ended::ProtocolError)
+    }
 }
 
 /// What became of a tool request. A faulted call carries the fault that
@@ -840,6 +847,19 @@ pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
     }
 }
 
+/// A trial's outcome (SPEC §8): its checks' ([`outcome_of`]), except that a
+/// trial whose agent ended abnormally ([`Ended::abnormal`]) is `failed` where
+/// its checks would have accepted it (or could not decide), unless its case
+/// accepts such an ending (`accept_abnormal_end`, with its reason). The
+/// seed's contract: success is observable *and* the run respected its
+/// contract; an agent that crashed or broke the protocol did not.
+pub fn outcome_after(infra_error: bool, ended: Ended, abnormal_accepted: bool, checks: &[CheckResult]) -> Outcome {
+    match outcome_of(infra_error, checks) {
+        Outcome::Accepted | Outcome::GraderError if ended.abnormal() && !abnormal_accepted => Outcome::Failed,
+        o => o,
+    }
+}
+
 /// The file a trial's trace had in the earlier run-dir layout (one file per
 /// trial): safe characters only, unique per (case, trial).
 pub fn trace_name(case: &str, trial: u32) -> String {
@@ -872,6 +892,23 @@ mod tests {
             ended_ms: 2.0,
             diverged: false,
             recorded: None,
+        }
+    }
+
+    #[test]
+    fn an_agent_that_ended_abnormally_is_never_accepted_unless_its_case_says_why() {
+        let passed = [CheckResult { name: "state".into(), passed: Some(true), ..Default::default() }];
+        let raised = [CheckResult { name: "judge".into(), error: Some("boom".into()), ..Default::default() }];
+        let critical = [CheckResult { name: "p".into(), passed: Some(false), critical: true, ..Default::default() }];
+        for ended in [Ended::Crashed, Ended::ProtocolError] {
+            assert_eq!(outcome_after(false, ended, false, &passed), Outcome::Failed);
+            assert_eq!(outcome_after(false, ended, false, &raised), Outcome::Failed);
+            assert_eq!(outcome_after(false, ended, false, &critical), Outcome::Critical);
+            assert_eq!(outcome_after(false, ended, true, &passed), Outcome::Accepted);
+            assert_eq!(outcome_after(true, ended, false, &passed), Outcome::InfraError);
+        }
+        for ended in [Ended::Final, Ended::Deadline, Ended::Budget, Ended::InfraError] {
+            assert_eq!(outcome_after(false, ended, false, &passed), Outcome::Accepted, "{ended:?}");
         }
     }
 

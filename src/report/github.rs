@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use super::compare::{self, Comparison};
-use super::text::{figure_rows, fmt_value, gate_line, incomplete_line};
+use super::text::{figure_rows, fmt_value, gate_line, incomplete_line, why_not_accepted, worst_first};
 use crate::stats::{RunData, plural};
 use crate::util::inert::markdown as md;
 
@@ -90,6 +90,8 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
         plural(f.capability.trials as usize, "trial"),
     );
 
+    failures(&mut o, run);
+
     // The figures measure graders, not the agent: say so before any comparison.
     if cmp.and_then(|c| c.measurement.as_ref()).is_none()
         && let Some(from) = &run.manifest.regraded_from
@@ -139,4 +141,89 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
     }
     let _ = writeln!(o, "<sub>{}</sub>", foot.join(" · "));
     o
+}
+
+/// Cases shown under "why trials failed", and failures shown per case.
+const FAILED_CASES: usize = 10;
+const FAILED_PER_CASE: usize = 3;
+
+/// Agent-controlled text made inert in a list item: no Markdown or HTML of
+/// its own (a `</details>` in an answer must not close ours, a link or an
+/// image must not appear), no mention, one line.
+fn inert(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            // A mention in a run's text must not notify anyone.
+            '@' => o.push_str("&#64;"),
+            '\\' | '`' | '*' | '[' | ']' | '|' | '~' => {
+                o.push('\\');
+                o.push(ch);
+            }
+            c if c.is_control() => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Why trials failed, folded: per case (worst first), its first failures
+/// with how each ended and what failed, as report.md's worst cases say it.
+fn failures(o: &mut String, run: &RunData) {
+    if run.failed.is_empty() {
+        return;
+    }
+    let mut endings: Vec<(&str, usize)> = Vec::new();
+    for f in &run.failed {
+        match endings.iter_mut().find(|(e, _)| *e == f.ended.as_str()) {
+            Some(e) => e.1 += 1,
+            None => endings.push((f.ended.as_str(), 1)),
+        }
+    }
+    endings.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let counts: Vec<String> = endings.iter().map(|(e, n)| format!("{e} {n}")).collect();
+    let _ = writeln!(
+        o,
+        "<details><summary>Why trials failed: {} not accepted, by how they ended: {}</summary>\n",
+        plural(run.failed.len(), "trial"),
+        counts.join(", ")
+    );
+    let failed = match run.failed() {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = writeln!(o, "The failed trials could not be read: {}\n\n</details>\n", inert(&e.to_string()));
+            return;
+        }
+    };
+    let s = &run.summary;
+    let cases: Vec<usize> = worst_first(s).into_iter().filter(|&i| failed.places(i).next().is_some()).collect();
+    for &i in cases.iter().take(FAILED_CASES) {
+        let c = &s.cases[i];
+        let _ = writeln!(o, "**{}** — {} of {} accepted\n", inert(&c.id), c.accepted, c.n);
+        let places: Vec<_> = failed.places(i).collect();
+        for at in places.iter().take(FAILED_PER_CASE) {
+            let line = match failed.read(at) {
+                Ok(r) => format!(
+                    "#{} {} · ended {}: {}",
+                    r.trial,
+                    r.outcome.as_str(),
+                    r.ended.as_str(),
+                    inert(&why_not_accepted(&r, 160))
+                ),
+                Err(e) => format!("#{}: its record could not be read: {}", at.trial, inert(&e.to_string())),
+            };
+            let _ = writeln!(o, "- {line}");
+        }
+        if places.len() > FAILED_PER_CASE {
+            let _ = writeln!(o, "- … and {} more", places.len() - FAILED_PER_CASE);
+        }
+        let _ = writeln!(o);
+    }
+    if cases.len() > FAILED_CASES {
+        let _ = writeln!(o, "… and {} more cases with failures (report.md lists them).\n", cases.len() - FAILED_CASES);
+    }
+    let _ = writeln!(o, "</details>\n");
 }

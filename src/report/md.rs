@@ -275,7 +275,8 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
                     r.outcome.as_str(),
                     run.trace_link(r),
                     r.ended.as_str(),
-                    if failing.is_empty() { "no failing check".to_string() } else { failing.join("; ") },
+                    // No failing check: why the agent did not end normally (a crash is never a pass).
+                    if failing.is_empty() { cell(&super::text::why_not_accepted(r, 200)) } else { failing.join("; ") },
                     r.first_failure
                         .as_ref()
                         .map(|f| format!(" — first failing span: {}", cell(&first_failure_text(f))))

@@ -1,7 +1,7 @@
 //! What every report shares: suite figures as rows with intervals and
 //! denominators, gate lines, values and evidence as short text.
 
-use crate::record::{Ended, FirstFailure, Outcome, Verdict as CheckVerdict};
+use crate::record::{Ended, FirstFailure, Outcome, TrialRecord, Verdict as CheckVerdict};
 use crate::spec::gate::{self, Metric, On, Verdict};
 use crate::stats::safety::SafetyFigure;
 use crate::stats::{RunData, Summary};
@@ -394,6 +394,38 @@ pub fn endings(run: &RunData) -> crate::error::Result<Vec<Ending>> {
         out.push(Ending { ended, count, case: rec.case, trial: rec.trial, why, stderr });
     }
     Ok(out)
+}
+
+/// Why a trial was not accepted, in a line: its failing checks (critical
+/// first, each with its evidence or error), else why its agent did not end
+/// normally, else what the harness failed to provide. Each part cut to `max`.
+pub fn why_not_accepted(r: &TrialRecord, max: usize) -> String {
+    let mut checks: Vec<_> =
+        r.checks.iter().filter(|c| matches!(c.verdict(), CheckVerdict::Fail | CheckVerdict::Error)).collect();
+    checks.sort_by_key(|c| !(c.critical && c.verdict() == CheckVerdict::Fail));
+    let mut parts: Vec<String> = checks
+        .iter()
+        .map(|c| {
+            let what = match (&c.error, c.verdict()) {
+                (Some(e), CheckVerdict::Error) => format!("raised: {}", first_line(e, max).unwrap_or_default()),
+                _ => evidence_text(&c.evidence, max),
+            };
+            let critical = if c.critical { " (critical)" } else { "" };
+            if what.is_empty() {
+                format!("'{}'{critical} failed", c.name)
+            } else {
+                format!("'{}'{critical}: {what}", c.name)
+            }
+        })
+        .collect();
+    // An abnormal end fails the trial whatever its checks say: say why it ended so.
+    if parts.is_empty() || r.ended.abnormal() {
+        let why = r.error.as_deref().or(r.infra_error.as_deref()).and_then(|e| first_line(e, max));
+        if let Some(why) = why {
+            parts.insert(0, why);
+        }
+    }
+    if parts.is_empty() { "no failing check".to_string() } else { parts.join("; ") }
 }
 
 /// The failure modes of case `i`'s non-accepted trials, each with the number

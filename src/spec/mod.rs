@@ -470,6 +470,10 @@ pub struct CaseSpec {
     /// takes, for the efficiency figures (absent: none declared).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<Reference>,
+    /// `accept_abnormal_end = "why"`: a trial whose agent crashed or broke
+    /// the protocol may still be accepted by its checks (SPEC §8), for this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_abnormal_end: Option<String>,
     /// Where a trial finds the case again.
     #[serde(skip)]
     pub source: CaseSource,
@@ -519,6 +523,10 @@ pub struct CaseTable {
     pub faults: Option<Faults>,
     #[serde(default)]
     pub reference: Option<Reference>,
+    /// Why a trial whose agent crashed or broke the protocol may still be
+    /// accepted (by default it never is); a non-empty reason.
+    #[serde(default)]
+    pub accept_abnormal_end: Option<String>,
     /// `file:line` of its `suite:case` (a dataset row: the data file's line).
     #[serde(rename = "_where", default)]
     pub location: String,

@@ -353,7 +353,8 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         if end.infra { (Vec::new(), None) } else { grade(&trial, &end, &diff, &tests_ran, &grading) };
     // `t` and its handles stop working: a later trial cannot read this one's state through a stash.
     grading.end();
-    let outcome = record::outcome_of(end.infra, &checks);
+    let abnormal_accepted = trial.case.spec.accept_abnormal_end.is_some();
+    let outcome = record::outcome_after(end.infra, end.ended, abnormal_accepted, &checks);
     let mut log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
     let (state, kept) = match ending {
         Ending::Live { db: Some(db), .. } if !end.infra => {

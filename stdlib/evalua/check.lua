@@ -746,9 +746,9 @@ end
 
 local ENDINGS = { final = true, deadline = true, budget = true, crashed = true, protocol_error = true, infra_error = true }
 
---- The agent's run ended one of these ways (default: { "final" }): a trial
---- whose state is right but whose agent crashed or broke the protocol is not
---- accepted when this check is in the case.
+--- The agent's run ended one of these ways (default: { "final" }). A crash
+--- or protocol error fails a trial without it (unless the case sets
+--- `accept_abnormal_end`); this check also holds `deadline` and `budget` to account.
 function check.ended(list, opts)
   list = list or { "final" }
   if type(list) ~= "table" or #list == 0 then error("check.ended: expects a list such as { \"final\" }", 2) end

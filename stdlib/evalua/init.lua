@@ -1159,6 +1159,12 @@ local function normalize_case(self, spec, level, where, collect)
   check_agent(what, agent, level)
   local faults = normalize_faults(what, spec.faults, level)
   local reference = normalize_reference(self, what, spec.reference, level)
+  -- A crash or protocol error is never accepted unless the case says why it may be.
+  if spec.accept_abnormal_end ~= nil and (type(spec.accept_abnormal_end) ~= "string"
+      or not spec.accept_abnormal_end:match("%S")) then
+    fail(level, what .. ": 'accept_abnormal_end' must be the reason a crash or protocol error may pass (a non-empty string), got "
+      .. tostring(spec.accept_abnormal_end))
+  end
 
   local checks = {}
   expect_type(what, "expect", spec.expect, "table", level)
@@ -1202,6 +1208,7 @@ local function normalize_case(self, spec, level, where, collect)
     checks = checks,
     faults = faults,
     reference = reference,
+    accept_abnormal_end = spec.accept_abnormal_end,
     _where = where,
   }
   return case

@@ -11,7 +11,9 @@ stdin/stdout, one JSON object per line:
   <- {"type": "final", "content": "the answer"}
 
 Replace `decide` with your agent (a model call, your framework); keep `send`, `recv`
-and `call`. Print debugging output to stderr, never to stdout.
+and `call`. Print debugging output to stderr, never to stdout: a stray stdout line is a
+protocol error, and a trial whose agent broke the protocol or crashed (an uncaught
+exception, a non-zero exit) is never accepted, even when its checks pass.
 """
 import json
 import re

@@ -50,6 +50,8 @@ suite:case {
   },
   -- a query that must return nothing, 0 or NULL; anything else is a critical failure
   prohibited = { "SELECT count(*) FROM tickets WHERE id <> 'T-42' AND status = 'closed'" },
+  -- An agent that crashes or breaks the protocol is never accepted, even after the right
+  -- write; a case where that is expected says why: accept_abnormal_end = "reason".
 }
 
 return suite
