@@ -65,13 +65,14 @@ def log_text(text):
 def md_text(text):
     """Text for the comment and the step summary (GitHub Markdown), inert as evalua's own
     (src/util/inert.rs): what could open a link, an image, HTML, a code span or fence, a table
-    cell, emphasis or math is a numeric character reference, and a word joiner (U+2060) follows
-    `@`, `#` and `:` and splits `www.` (no mention, reference, emoji code or autolink); one line."""
+    cell or math is a numeric character reference, and a word joiner (U+2060) follows `@`, `#`
+    and a scheme's `:` and splits `www.` (no mention, reference or autolink); one line."""
     s = log_text(text).replace("\n", " ")
     out = []
     for i, c in enumerate(s):
-        out.append("&#%d;" % ord(c) if c in "\\`[]<>|&$*_~" else c)
-        if c in "@#:" or (c in "wW" and s[max(0, i - 2):i + 1].lower() == "www" and s[i + 1:i + 2] == "."):
+        out.append("&#%d;" % ord(c) if c in "\\`[]<>|&$" else c)
+        scheme = c == ":" and s[i + 1:i + 3] == "//"
+        if c in "@#" or scheme or (c in "wW" and s[max(0, i - 2):i + 1].lower() == "www" and s[i + 1:i + 2] == "."):
             out.append("\u2060")
     return "".join(out)
 

@@ -147,29 +147,6 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
 const FAILED_CASES: usize = 10;
 const FAILED_PER_CASE: usize = 3;
 
-/// Agent-controlled text made inert in a list item: no Markdown or HTML of
-/// its own (a `</details>` in an answer must not close ours, a link or an
-/// image must not appear), no mention, one line.
-fn inert(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '&' => o.push_str("&amp;"),
-            // A mention in a run's text must not notify anyone.
-            '@' => o.push_str("&#64;"),
-            '\\' | '`' | '*' | '[' | ']' | '|' | '~' => {
-                o.push('\\');
-                o.push(ch);
-            }
-            c if c.is_control() => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 /// Why trials failed, folded: per case (worst first), its first failures
 /// with how each ended and what failed, as report.md's worst cases say it.
 fn failures(o: &mut String, run: &RunData) {
@@ -194,7 +171,7 @@ fn failures(o: &mut String, run: &RunData) {
     let failed = match run.failed() {
         Ok(f) => f,
         Err(e) => {
-            let _ = writeln!(o, "The failed trials could not be read: {}\n\n</details>\n", inert(&e.to_string()));
+            let _ = writeln!(o, "The failed trials could not be read: {}\n\n</details>\n", md(&e.to_string()));
             return;
         }
     };
@@ -202,7 +179,7 @@ fn failures(o: &mut String, run: &RunData) {
     let cases: Vec<usize> = worst_first(s).into_iter().filter(|&i| failed.places(i).next().is_some()).collect();
     for &i in cases.iter().take(FAILED_CASES) {
         let c = &s.cases[i];
-        let _ = writeln!(o, "**{}** — {} of {} accepted\n", inert(&c.id), c.accepted, c.n);
+        let _ = writeln!(o, "**{}** — {} of {} accepted\n", md(&c.id), c.accepted, c.n);
         let places: Vec<_> = failed.places(i).collect();
         for at in places.iter().take(FAILED_PER_CASE) {
             let line = match failed.read(at) {
@@ -211,9 +188,9 @@ fn failures(o: &mut String, run: &RunData) {
                     r.trial,
                     r.outcome.as_str(),
                     r.ended.as_str(),
-                    inert(&why_not_accepted(&r, 160))
+                    md(&why_not_accepted(&r, 160))
                 ),
-                Err(e) => format!("#{}: its record could not be read: {}", at.trial, inert(&e.to_string())),
+                Err(e) => format!("#{}: its record could not be read: {}", at.trial, md(&e.to_string())),
             };
             let _ = writeln!(o, "- {line}");
         }
