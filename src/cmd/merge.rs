@@ -54,7 +54,7 @@ fn compact(json: &[u8], from: &RunDir, case: &str, trial: u32) -> Result<Vec<u8>
 fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for a in args {
-        if a.join(files::MANIFEST).is_file() || !a.is_dir() {
+        if files::is_run_dir(a) || !a.is_dir() {
             out.push(a.clone()); // a run dir, or an error RunDir::open words
             continue;
         }
@@ -76,7 +76,7 @@ fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
             (name.parse::<u64>().map_err(|_| name.clone()), name)
         });
         let not_runs: Vec<String> =
-            subs.iter().filter(|p| !p.join(files::MANIFEST).is_file()).map(|p| p.display().to_string()).collect();
+            subs.iter().filter(|p| !files::is_run_dir(p)).map(|p| p.display().to_string()).collect();
         if !not_runs.is_empty() {
             return Err(Error::Input(format!(
                 "{}: not a run dir (no manifest.json): its run failed before it started; re-run that part",
@@ -92,7 +92,7 @@ fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
 fn check_finished(dirs: &[PathBuf]) -> Result<()> {
     let mut bad = Vec::new();
     for d in dirs {
-        if !d.join(files::MANIFEST).is_file() {
+        if !files::is_run_dir(d) {
             continue; // RunDir::open says why
         }
         match rundata::completion(d)? {

@@ -10,8 +10,9 @@
 
 use std::fmt::Write;
 
-use super::compare::{self, Comparison};
+use super::compare;
 use super::text::{figure_rows, fmt_value, gate_line, incomplete_line, why_not_accepted, worst_first};
+use crate::stats::compare::Comparison;
 use crate::stats::{RunData, plural};
 use crate::util::inert::markdown as md;
 
