@@ -90,7 +90,8 @@ return suite
     let mut manifest: Value = json(&m);
     manifest["run_id"] = Value::String(evil.into());
     std::fs::write(&m, manifest.to_string()).unwrap();
-    let o = evalua(dir.path(), &["report", "cand", "--format", "github", "--baseline", "base"]);
+    let o =
+        evalua(dir.path(), &["report", "cand", "--format", "github", "--baseline", "base", "--allow-revision-change"]);
     let body = stdout(&o);
     assert!(body.contains("Against the baseline"), "{}{body}", stderr(&o));
     for planted in ["@octocat", "![i]", "](https", "<img", "```", "https://", "#1"] {
