@@ -101,3 +101,84 @@ return suite
     assert_eq!(body.matches("<details").count(), body.matches("</details>").count(), "{body}");
     assert!(!body.contains("</summary></details> "), "{body}");
 }
+
+/// A suite whose trials each write a file in their work dir (kept for re-grading).
+const WRITER: &str = r#"local evalua = require("evalua")
+local suite = evalua.suite { name = "writer", trials = 1, sandbox = { clock = "2026-11-03T10:00:00Z" },
+  agent = evalua.agent.scripted(function(task, env) env.call("w", {}) return "ok" end) }
+suite:tool { name = "w", effect = "write", params = { type = "object" },
+  run = function(ctx, a) ctx.write_file("a.txt", "kept by the trial") return { ok = true } end }
+for i = 1, 4 do suite:case { id = "c" .. i, input = "go", expect = { function(t) return true end } } end
+return suite
+"#;
+
+/// The kept-files folders of a part: `traces/<case>.<trial>.files`.
+fn kept_dirs(part: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(part.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".files"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn merge_refuses_a_part_whose_kept_state_is_a_symlink_or_tampered() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("a.txt"), "OUTSIDE-SECRET-45").unwrap();
+    let dir = project(&[("s.lua", WRITER)]);
+    let d = dir.path();
+    let parts = |tag: &str| {
+        for i in 1..=2 {
+            let out = format!("{tag}{i}");
+            let o = evalua(d, &["run", "s.lua", "--out", &out, "-q", "--partition", &format!("hash:{i}/2")]);
+            assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+        }
+        let kept = kept_dirs(&d.join(format!("{tag}1")));
+        assert!(!kept.is_empty(), "the trials kept their files");
+        kept[0].clone()
+    };
+    let secret_in = |out: &str| {
+        let mut found = false;
+        for e in walk(&d.join(out)) {
+            found |= std::fs::read(&e).is_ok_and(|b| String::from_utf8_lossy(&b).contains("OUTSIDE-SECRET-45"));
+        }
+        found
+    };
+    // A kept-files folder that is a symlink to a folder outside: before, merge copied the outside file.
+    let kept = parts("a");
+    std::fs::remove_dir_all(&kept).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &kept).unwrap();
+    assert_user_error(&evalua(d, &["merge", "a1", "a2", "--out", "ma"]), "symlink");
+    assert!(!d.join("ma").exists() || !secret_in("ma"), "the outside file reached the merged run dir");
+    // A kept file that is a symlink out.
+    let kept = parts("b");
+    std::fs::remove_file(kept.join("a.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("a.txt"), kept.join("a.txt")).unwrap();
+    assert_user_error(&evalua(d, &["merge", "b1", "b2", "--out", "mb"]), "symlink");
+    // A kept file whose bytes are not those its trace recorded.
+    let kept = parts("c");
+    std::fs::write(kept.join("a.txt"), "tampered").unwrap();
+    assert_user_error(&evalua(d, &["merge", "c1", "c2", "--out", "mc"]), "sha256");
+    // Untouched parts merge, their kept files along.
+    parts("e");
+    let o = evalua(d, &["merge", "e1", "e2", "--out", "me"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert_eq!(kept_dirs(&d.join("me")).len(), 4);
+}
+
+/// Every file below `root`, not through symlinks.
+fn walk(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        let Ok(m) = std::fs::symlink_metadata(&p) else { continue };
+        if m.is_dir() {
+            todo.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
