@@ -182,3 +182,76 @@ fn walk(root: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// `evalua mcp --root ROOT` driven over stdio: one `tools/call` per request after
+/// the handshake; each answer's (is_error, text).
+fn mcp_calls(root: &std::path::Path, calls: &[(&str, Value)]) -> Vec<(bool, String)> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = bin()
+        .args(["mcp", "--root"])
+        .arg(root)
+        .current_dir(root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let mut answer = |id: u64| -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "evalua mcp closed its stdout");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    send(serde_json::json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "attack", "version": "1" } } }));
+    answer(0);
+    send(serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let mut got = Vec::new();
+    for (i, (name, args)) in calls.iter().enumerate() {
+        let id = i as u64 + 1;
+        send(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": name, "arguments": args } }));
+        let r = answer(id);
+        let res = &r["result"];
+        got.push((res["isError"] == true, res["content"][0]["text"].as_str().unwrap_or_default().to_string()));
+    }
+    drop(stdin);
+    let _ = child.wait();
+    got
+}
+
+#[test]
+fn evalua_mcp_follows_no_link_out_of_the_project_root() {
+    let outside = tempfile::tempdir().unwrap();
+    let dir = project(&[("s.lua", WRITER)]);
+    let root = dir.path().canonicalize().unwrap();
+    let o = evalua(&root, &["run", "s.lua", "--out", "runs/good", "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    // A run dir of the project whose trace store is a link to another run dir outside it.
+    let o = evalua(outside.path(), &["run", &root.join("s.lua").display().to_string(), "--out", "secret-run", "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    std::fs::create_dir_all(root.join("runs/linked")).unwrap();
+    for f in ["manifest.json", "trials.jsonl", "summary.json"] {
+        std::fs::copy(root.join("runs/good").join(f), root.join("runs/linked").join(f)).unwrap();
+    }
+    std::os::unix::fs::symlink(outside.path().join("secret-run/traces"), root.join("runs/linked/traces")).unwrap();
+    let show = |run_dir: &str| ("show_trial", serde_json::json!({ "run_dir": run_dir, "case": "c1", "trial": 1 }));
+    let got = mcp_calls(&root, &[show("runs/good"), show("runs/linked")]);
+    assert!(!got[0].0, "the project's own run is shown: {}", got[0].1);
+    assert!(got[1].0 && got[1].1.contains("outside the project root"), "{:?}", got[1]);
+    // runs/ itself a link out: a run would write outside the root.
+    std::fs::rename(root.join("runs"), root.join("old-runs")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("runs")).unwrap();
+    let before = std::fs::read_dir(outside.path()).unwrap().count();
+    let got = mcp_calls(&root, &[("run_suite", serde_json::json!({ "suite": "s.lua", "trials": 1 }))]);
+    assert!(got[0].0 && got[0].1.contains("outside the project root"), "{:?}", got[0]);
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), before, "nothing written outside the root");
+}
