@@ -64,7 +64,7 @@ pub fn push(key: &str, value: Json) {
 /// Say a warning on stderr (`warning: …`) and keep it for the document.
 pub fn warn(msg: impl Into<String>) {
     let msg = msg.into();
-    eprintln!("warning: {msg}");
+    eprintln!("warning: {}", crate::util::inert::console(&msg));
     if let Some(d) = doc().as_mut() {
         d.warnings.push(msg);
     }

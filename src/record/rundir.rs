@@ -353,11 +353,11 @@ impl RunDir {
         }
     }
 
-    fn db_file(&self, case: &str, trial: u32, rec: &DbChangeRecord) -> PathBuf {
+    pub fn db_file(&self, case: &str, trial: u32, rec: &DbChangeRecord) -> PathBuf {
         self.path.join(format!("{}.{}", state_name(case, trial), rec.format.extension()))
     }
 
-    fn files_dir(&self, case: &str, trial: u32) -> PathBuf {
+    pub fn files_dir(&self, case: &str, trial: u32) -> PathBuf {
         self.path.join(format!("{}.files", state_name(case, trial)))
     }
 

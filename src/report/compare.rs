@@ -10,6 +10,7 @@ use crate::record::files;
 use crate::stats::compare::{CaseDiff, Change, Class, Comparison, FigureDiff, Measurement, Relation, compare, short};
 use crate::stats::{RunData, rundata};
 use crate::util::digest::sha256_hex;
+use crate::util::inert::{console as line, markdown as md};
 
 fn relation_text(m: &Measurement) -> &'static str {
     match m.relation {
@@ -20,13 +21,13 @@ fn relation_text(m: &Measurement) -> &'static str {
 }
 
 /// The measurement-change paragraph: why, and which checks changed verdict on how many trials.
-fn measurement_lines(m: &Measurement, md: bool) -> Vec<String> {
+fn measurement_lines(m: &Measurement, markdown: bool) -> Vec<String> {
     let mut out = vec![format!(
         "{}Measurement change:{} {} (agent run {}; grader {} → {}): the differences are in the measurement, not the agent. {} of {} paired trials changed outcome.",
-        if md { "**" } else { "" },
-        if md { "**" } else { "" },
+        if markdown { "**" } else { "" },
+        if markdown { "**" } else { "" },
         relation_text(m),
-        m.trajectories_run_id,
+        if markdown { md(&m.trajectories_run_id) } else { line(&m.trajectories_run_id) },
         short(Some(&m.base_grader_sha256)),
         short(Some(&m.cand_grader_sha256)),
         m.outcome_changes,
@@ -91,9 +92,10 @@ fn ms(v: Option<f64>) -> String {
 /// The console rendering.
 pub fn console(c: &Comparison) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "compare {}: base {} → candidate {}", c.suite, c.base.run_id, c.cand.run_id);
+    let _ =
+        writeln!(o, "compare {}: base {} → candidate {}", line(&c.suite), line(&c.base.run_id), line(&c.cand.run_id));
     for w in &c.warnings {
-        let _ = writeln!(o, "warning: {w}");
+        let _ = writeln!(o, "warning: {}", line(w));
     }
     if let Some(m) = &c.measurement {
         for l in measurement_lines(m, false) {
@@ -105,12 +107,12 @@ pub fn console(c: &Comparison) -> String {
                 let _ = writeln!(
                     o,
                     "  {}  {} trial(s): {} pass→fail, {} fail→pass, {} other  ({})",
-                    ch.check,
+                    line(&ch.check),
                     ch.trials,
                     ch.pass_to_fail,
                     ch.fail_to_pass,
                     ch.other,
-                    ch.cases.join(", ")
+                    line(&ch.cases.join(", "))
                 );
             }
         }
@@ -136,25 +138,37 @@ pub fn console(c: &Comparison) -> String {
         if !rows.is_empty() {
             let _ = writeln!(o, "{}:", class.as_str());
             for d in rows {
-                let _ = writeln!(o, "  {}  {} → {} ({}){}", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""), label(d));
+                let _ = writeln!(
+                    o,
+                    "  {}  {} → {} ({}){}",
+                    line(&d.id),
+                    ac(d.base),
+                    ac(d.cand),
+                    delta(d.delta, ""),
+                    label(d)
+                );
             }
         }
     }
     let unresolved: Vec<&str> =
         c.cases.iter().filter(|d| d.class == Class::Unresolved).map(|d| d.id.as_str()).collect();
     if !unresolved.is_empty() {
-        let _ = writeln!(o, "unresolved (no accepted trial in either run): {}", unresolved.join(", "));
+        let _ = writeln!(o, "unresolved (no accepted trial in either run): {}", line(&unresolved.join(", ")));
     }
     let nc: Vec<&str> = c.cases.iter().filter(|d| d.class == Class::NotComparable).map(|d| d.id.as_str()).collect();
     if !nc.is_empty() {
-        let _ = writeln!(o, "not comparable (absent or no counted trial in one run): {}", nc.join(", "));
+        let _ = writeln!(o, "not comparable (absent or no counted trial in one run): {}", line(&nc.join(", ")));
     }
     let _ = writeln!(
         o,
         "critical failures {} → {}{}",
         c.base.critical_failures,
         c.cand.critical_failures,
-        if c.new_critical.is_empty() { String::new() } else { format!("; NEW in: {}", c.new_critical.join(", ")) }
+        if c.new_critical.is_empty() {
+            String::new()
+        } else {
+            format!("; NEW in: {}", line(&c.new_critical.join(", ")))
+        }
     );
     let _ = writeln!(
         o,
@@ -177,12 +191,23 @@ pub fn console(c: &Comparison) -> String {
 }
 
 /// Markdown for a pull-request comment.
+/// Text of either run (ids, case ids, check names) as inert Markdown in a `<code>` element.
+fn code(s: &str) -> String {
+    format!("<code>{}</code>", md(s))
+}
+
 pub fn markdown(c: &Comparison) -> String {
     let mut o = String::new();
     let reg = c.counts["regressed"];
-    let _ = writeln!(o, "### evalua: `{}` — base `{}` vs candidate `{}`\n", c.suite, c.base.run_id, c.cand.run_id);
+    let _ = writeln!(
+        o,
+        "### evalua: {} — base {} vs candidate {}\n",
+        code(&c.suite),
+        code(&c.base.run_id),
+        code(&c.cand.run_id)
+    );
     for w in &c.warnings {
-        let _ = writeln!(o, "> ⚠️ {w}");
+        let _ = writeln!(o, "> ⚠️ {}", md(w));
     }
     if !c.warnings.is_empty() {
         let _ = writeln!(o);
@@ -197,13 +222,13 @@ pub fn markdown(c: &Comparison) -> String {
             for ch in &m.checks {
                 let _ = writeln!(
                     o,
-                    "| `{}` | {} | {} | {} | {} | {} |",
-                    ch.check.replace('|', "\\|"),
+                    "| {} | {} | {} | {} | {} | {} |",
+                    code(&ch.check),
                     ch.trials,
                     ch.pass_to_fail,
                     ch.fail_to_pass,
                     ch.other,
-                    ch.cases.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                    ch.cases.iter().map(|c| code(c)).collect::<Vec<_>>().join(", ")
                 );
             }
             let _ = writeln!(o);
@@ -233,7 +258,7 @@ pub fn markdown(c: &Comparison) -> String {
         let _ = writeln!(
             o,
             "**New critical failures** in: {}\n",
-            c.new_critical.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+            c.new_critical.iter().map(|s| code(s)).collect::<Vec<_>>().join(", ")
         );
     }
     for class in [Class::Regressed, Class::Improved] {
@@ -246,7 +271,14 @@ pub fn markdown(c: &Comparison) -> String {
         let _ = writeln!(o, "| case | base | candidate | Δ accepted | change |\n|---|---|---|---|---|");
         for d in rows {
             let change = if d.change == Some(Change::Measurement) { "measurement" } else { "" };
-            let _ = writeln!(o, "| `{}` | {} | {} | {} | {change} |", d.id, ac(d.base), ac(d.cand), delta(d.delta, ""));
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {change} |",
+                code(&d.id),
+                ac(d.base),
+                ac(d.cand),
+                delta(d.delta, "")
+            );
         }
         let _ = writeln!(o, "\n</details>\n");
     }

@@ -180,7 +180,7 @@ impl Sink for Progress {
                         "[{:>width$}/{}] {}: {accepted} of {n} accepted{}  ({})",
                         l.cases_done,
                         l.cases,
-                        record.case,
+                        crate::util::inert::console(&record.case),
                         if others.is_empty() { String::new() } else { format!(", {}", others.join(", ")) },
                         elapsed(l.started.elapsed())
                     );
