@@ -352,6 +352,10 @@ pub(crate) fn conclude(dir: &RunDir, allow_incomplete: bool, tests: &sinks::Test
     dir.write_json(files::SUMMARY, &data.summary_file())?;
     data.summary_present = true;
     report::write_all(&data)?;
+    // Should the reader of stdout go away while the summary prints, the gates still decide the exit code.
+    if !data.gates_passed() {
+        crate::util::stdio::exit_if_closed(1);
+    }
     print!("{}", report::console_for(&data));
     for d in data.manifest.datasets.iter().filter(|d| d.skipped > 0) {
         println!(

@@ -415,14 +415,16 @@ local function normalize_check(c, index, level)
   fail(level + 1, string.format("expect[%d]: a check is a function or a table with a 'run' function, got %s", index, type(c)))
 end
 
-local function prohibited_check(q, index, level)
+-- `where`: the case's `file:line` (a query string has no line of its own;
+-- counting frames from here misses it when the case is declared through a pcall).
+local function prohibited_check(q, index, level, where)
   if type(q) == "string" then
     return {
       name = "prohibited: " .. q,
       critical = true,
       kind = "prohibited",
       sql = { q },
-      where = host.caller(level + 1),
+      where = where,
       run = function(t)
         local rows = t.db:rows(q)
         if #rows == 0 then return true, "no rows" end
@@ -1179,7 +1181,7 @@ local function normalize_case(self, spec, level, where, collect)
   end
   expect_type(what, "prohibited", spec.prohibited, "table", level)
   for i, q in ipairs(spec.prohibited or {}) do
-    checks[#checks + 1] = prohibited_check(q, i, level)
+    checks[#checks + 1] = prohibited_check(q, i, level, where)
   end
   -- Names identify checks in figures: make them unique within the case.
   local seen = {}
