@@ -210,3 +210,51 @@ fn a_closed_pipe_ends_every_printing_command_quietly() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(!stderr(&o).contains("internal error"), "{}", stderr(&o));
 }
+
+/// Item 9: `check` names every mistake at once: an unknown key hides neither
+/// the rest of its declaration nor the later ones, a typo repeated in two
+/// cases is named for both; `run` refuses the same suite with the same lines,
+/// before any trial (a missing agent script among them).
+#[test]
+fn check_names_every_mistake_at_once_and_run_refuses_what_check_refuses() {
+    let suite = r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "s", agent = evalua.agent.command { cmd = { "python3", evalua.path("gone.py") } } }
+suite:tool { name = "ping", run = function() return {} end, efect = "write" }
+suite:case { id = "a", input = "x", expct = {}, trials = 0 }
+suite:case { id = "b", input = "x", expect = { check.answer { contans = "x" } } }
+suite:case { id = "c", input = "x", expect = { check.answer { contans = "x" } } }
+suite:case { id = "d", input = "x", tools = { "pign" } }
+return suite
+"#;
+    let dir = project(&[("s.lua", suite)]);
+    let o = evalua(dir.path(), &["check", "s.lua"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    for want in [
+        "s.lua:3: the agent's command `python3 ",
+        "gone.py does not exist",
+        "s.lua:4: suite:tool: unknown key 'efect'",
+        "s.lua:5: suite:case: unknown key 'expct'",
+        "s.lua:5: suite:case 'a': 'trials' must be a positive integer, got 0",
+        "s.lua:6: check.answer: unknown key 'contans'",
+        "s.lua:7: check.answer: unknown key 'contans'",
+        "s.lua:8: suite:case 'd': 'tools' names an undeclared tool 'pign' (did you mean 'ping'?)",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    let r = evalua(dir.path(), &["run", "s.lua", "--out", "out"]);
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert_eq!(stderr(&r), err, "run refuses with what check says");
+    assert!(!dir.path().join("out").exists(), "no trial ran");
+
+    // The missing script alone: check refuses it, and so does run, before any trial.
+    let fine = suite.lines().take(4).collect::<Vec<_>>().join("\n").replace(", efect = \"write\"", "")
+        + "\nsuite:case { id = \"a\", input = \"x\" }\nreturn suite\n";
+    std::fs::write(dir.path().join("s.lua"), fine).unwrap();
+    let c = evalua(dir.path(), &["check", "s.lua"]);
+    assert_user_error(&c, "gone.py does not exist");
+    let r = evalua(dir.path(), &["run", "s.lua", "--out", "out"]);
+    assert_user_error(&r, "gone.py does not exist");
+    assert!(!dir.path().join("out").exists(), "no trial ran");
+}

@@ -194,7 +194,20 @@ pub fn run(a: RunArgs) -> Result<u8> {
     let (trials, seed, filters, partition, agent) = flags_of(&a)?;
     let mut plans = Vec::new();
     for path in &a.suites {
-        let s = load::load(path)?;
+        // What `evalua check` refuses, a run refuses before any trial, with the
+        // same lines: the suite's mistakes, and a command agent whose program or
+        // script its sandbox would not find (for each agent the run picks).
+        let (s, mut errors) = load::load_checked(path)?;
+        let picks: Vec<Option<&str>> = match &interleaved {
+            Some(names) => names.iter().map(|n| Some(n.as_str())).collect(),
+            None => vec![agent.as_deref()],
+        };
+        for pick in picks {
+            errors.extend(run::screen::agent_programs(&s, switches.isolation, pick));
+        }
+        if !errors.is_empty() {
+            return Err(load::errors_of(errors));
+        }
         if let Some(why) = &s.skip {
             // e.g. a model-driven suite with no model configured: not a failure.
             println!("skipped: {}: {why}", display_path(&s.path));
