@@ -137,7 +137,7 @@ fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>,
     };
     let filters = if a_filters == Filters::default() { m.filters.clone() } else { a_filters };
     // The run's named agent, unless the command line names one (the manifest check then compares them).
-    let agent = one_agent(a).or_else(|| m.agent.get("name").and_then(|v| v.as_str()).map(str::to_string));
+    let agent = one_agent(a).or_else(|| m.agent.and_then(|a| a.name));
     Ok((a.trials.or(m.trials), a.seed.unwrap_or(m.seed), filters, partition, agent))
 }
 
