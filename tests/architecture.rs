@@ -256,7 +256,6 @@ fn no_module_imports_the_parent_that_declares_it() {
 /// `mod.rs` only declares modules and re-exports.
 const MOD_RS_WITH_LOGIC: &[(&str, &str)] = &[
     ("agent/mod.rs", "drive: which agent kind runs a trial (to move to agent/drive.rs)"),
-    ("grade/mod.rs", "grading one recorded item, 547 lines (to split along its concerns)"),
     ("lua/api/mod.rs", "new_state: the API installed into a state (to move to lua/api/state.rs)"),
     ("report/mod.rs", "write_all and the console entry points (to move to report/write.rs)"),
     ("sandbox/mod.rs", "trial seeds and the trial RNG (to move to sandbox/seed.rs)"),
