@@ -362,3 +362,26 @@ fn trials_zero_is_said_in_words() {
     let o = evalua(&p, &["run", "suites/tickets.lua", "--jobs", "0"]);
     assert!(stderr(&o).contains("must be at least 1") && !stderr(&o).contains("..="), "{}", stderr(&o));
 }
+
+/// Item 6: the PR comment says why trials failed, folded: per case (worst
+/// first) its first failures with how they ended and the failing check, a
+/// failed prohibited query first, as report.md's worst cases do.
+#[test]
+fn the_pr_comment_says_why_trials_failed_in_a_folded_section() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = evalua(&repo(), &["run", "suites/refunds.lua", "-q", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = evalua(&repo(), &["report", out.to_str().unwrap(), "--format", "github"]);
+    let c = stdout(&o);
+    let at = c.find("<details><summary>Why trials failed: 4 trials not accepted, by how they ended: final 4</summary>");
+    let at = at.unwrap_or_else(|| panic!("a folded section: {c}"));
+    let section = &c[at..at + c[at..].find("</details>").unwrap()];
+    assert!(section.contains("**reembolso_parcial_01** — 2 of 5 accepted"), "{section}");
+    assert!(section.contains("- #1 failed · ended final: 'sql: SELECT importe FROM reembolsos"), "{section}");
+    assert!(section.contains("- #3 critical · ended final: 'prohibited: SELECT count(*) FROM reembolsos"), "{section}");
+    assert!(section.contains("**pedido_entregado_03** — 4 of 5 accepted"), "{section}");
+    // The worst case first; the comment's verdict and figures stay above it.
+    assert!(section.find("reembolso_parcial_01") < section.find("pedido_entregado_03"), "{section}");
+    assert!(c.find("| figure | value |").unwrap() < at, "{c}");
+}
