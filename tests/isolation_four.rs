@@ -255,3 +255,34 @@ fn evalua_mcp_follows_no_link_out_of_the_project_root() {
     assert!(got[0].0 && got[0].1.contains("outside the project root"), "{:?}", got[0]);
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), before, "nothing written outside the root");
 }
+
+#[test]
+fn evalua_init_never_writes_through_a_symlink_nor_into_a_special_file() {
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("bashrc");
+    std::fs::write(&victim, "export PATH=$HOME/bin:$PATH\n").unwrap();
+    let init = |dir: &std::path::Path| output_within(bin().current_dir(dir).args(["init", "."]), PATIENCE);
+    // .gitignore a link to a file outside (before: rewritten with the ignore lines appended).
+    let a = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&victim, a.path().join(".gitignore")).unwrap();
+    assert_user_error(&init(a.path()), "symlink");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "export PATH=$HOME/bin:$PATH\n");
+    assert!(!a.path().join("suites").exists(), "nothing written");
+    // A folder of the project a link outside (before: the suite was written there).
+    let b = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), b.path().join("suites")).unwrap();
+    assert_user_error(&init(b.path()), "symlink");
+    assert!(!outside.path().join("tickets.lua").exists());
+    // .gitignore a FIFO: refused, not waited on.
+    let c = tempfile::tempdir().unwrap();
+    let fifo = std::ffi::CString::new(c.path().join(".gitignore").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    assert_user_error(&init(c.path()), "not a regular file");
+    // A regular .gitignore gets the lines it lacks, appended.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join(".gitignore"), "node_modules/").unwrap();
+    let o = init(d.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let gi = std::fs::read_to_string(d.path().join(".gitignore")).unwrap();
+    assert!(gi.starts_with("node_modules/\n") && gi.contains("/runs"), "{gi}");
+}
