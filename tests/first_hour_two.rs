@@ -258,3 +258,107 @@ return suite
     assert_user_error(&r, "gone.py does not exist");
     assert!(!dir.path().join("out").exists(), "no trial ran");
 }
+
+/// Item 11: `evalua test` names the line of the example that went wrong, not
+/// its group's.
+#[test]
+fn evalua_test_names_the_line_of_the_wrong_example() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let path = p.join("graders/tickets_test.lua");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let wrong =
+        text.replace(r#"name = "closes nothing", expect = "pass""#, r#"name = "closes nothing", expect = "fail""#);
+    assert_ne!(wrong, text);
+    std::fs::write(&path, &wrong).unwrap();
+    let line = wrong.lines().position(|l| l.contains("\"closes nothing\"")).unwrap() + 1;
+    let o = evalua(&p, &["test"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let want = format!(":: closes nothing (graders/tickets_test.lua:{line}) ----");
+    assert!(stdout(&o).contains(&want), "{want}: {}", stdout(&o));
+    let o = evalua(&p, &["test", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ex = &doc["files"][0]["examples"][3];
+    assert_eq!(ex["location"], format!("graders/tickets_test.lua:{line}"), "{ex}");
+    // The examples above it keep their own lines.
+    let first = wrong.lines().position(|l| l.contains("\"closes a ticket the request does not name\"")).unwrap() + 1;
+    assert_eq!(doc["files"][0]["examples"][0]["location"], format!("graders/tickets_test.lua:{first}"));
+}
+
+/// Item 11: `run --json`'s failing trials say how each ended and its failed check.
+#[test]
+fn run_json_failing_trials_say_how_they_ended_and_which_check_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let agent = std::fs::read_to_string(p.join("agents/agent.py")).unwrap();
+    std::fs::write(p.join("agents/agent.py"), agent.replace("match.group(0)}", "\"T-43\"}")).unwrap();
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--json", "--out", "runs/bad"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let shown = &doc["runs"][0]["failing_trials"]["shown"][0];
+    assert_eq!(shown["ended"], "final", "{shown}");
+    assert_eq!(shown["outcome"], "critical", "{shown}");
+    assert_eq!(
+        shown["failed_check"], "prohibited: SELECT count(*) FROM tickets WHERE id <> 'T-42' AND status = 'closed'",
+        "a critical check first: {shown}"
+    );
+    assert!(shown["why"].as_str().unwrap().contains("(critical)"), "{shown}");
+    // An abnormal end: no failed check, the ending says why.
+    std::fs::write(p.join("agents/agent.py"), &agent).unwrap();
+    crash_after_write(&p, false);
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--json", "--out", "runs/crash"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let shown = &doc["runs"][0]["failing_trials"]["shown"][0];
+    assert_eq!((shown["ended"].as_str(), shown["failed_check"].as_null()), (Some("crashed"), Some(())), "{shown}");
+    assert!(shown["why"].as_str().unwrap().contains("the agent exited before its final message"), "{shown}");
+}
+
+/// Item 11: the generated .gitignore keeps the judge cache beside every
+/// suite out of git (`suites/.evalua/judge-cache/`), not the project root's only.
+#[test]
+fn the_generated_gitignore_ignores_the_judge_cache_beside_a_suite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let git = |args: &[&str]| std::process::Command::new("git").current_dir(&p).args(args).output().unwrap();
+    assert!(git(&["init", "-q"]).status.success());
+    for ignored in ["suites/.evalua/judge-cache/ab/cd.json", ".evalua/judge-cache/x.json", "runs/x/summary.json"] {
+        let o = git(&["check-ignore", "-q", "--no-index", ignored]);
+        assert_eq!(o.status.code(), Some(0), "{ignored} is not ignored");
+    }
+    for kept in [".evalua/types/evalua.lua", "suites/tickets.lua"] {
+        let o = git(&["check-ignore", "-q", "--no-index", kept]);
+        assert_eq!(o.status.code(), Some(1), "{kept} is ignored");
+    }
+}
+
+/// Item 11: `labels agree` names an annotator who overlaps no one.
+#[test]
+fn labels_agree_names_an_annotator_who_overlaps_no_one() {
+    let line = |item: &str, who: &str, verdict: &str| crate::labels::line(item, who, Some("c"), verdict, "x");
+    let mut lines = Vec::new();
+    for i in 0..4 {
+        lines.push(line(&format!("i{i}"), "ana", "pass"));
+        lines.push(line(&format!("i{i}"), "bo", if i < 3 { "pass" } else { "fail" }));
+        lines.push(line(&format!("j{i}"), "carol", "fail"));
+    }
+    let dir = project(&[("labels/s.jsonl", &(lines.join("\n") + "\n"))]);
+    let o = evalua(dir.path(), &["labels", "agree", "labels/s.jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("overlapping no one: carol gave no pass/fail verdict on an item"), "{}", stdout(&o));
+    let o = evalua(dir.path(), &["labels", "agree", "labels/s.jsonl", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["overlapping_no_one"], serde_json::json!(["carol"]), "{doc}");
+}
+
+/// Item 11: `--trials 0` is said in words, not as a Rust range.
+#[test]
+fn trials_zero_is_said_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--trials", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("'--trials <TRIALS>': must be at least 1"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("..="), "{}", stderr(&o));
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--jobs", "0"]);
+    assert!(stderr(&o).contains("must be at least 1") && !stderr(&o).contains("..="), "{}", stderr(&o));
+}
