@@ -362,3 +362,76 @@ fn trials_zero_is_said_in_words() {
     let o = evalua(&p, &["run", "suites/tickets.lua", "--jobs", "0"]);
     assert!(stderr(&o).contains("must be at least 1") && !stderr(&o).contains("..="), "{}", stderr(&o));
 }
+
+/// Item 6: the PR comment says why trials failed, folded: per case (worst
+/// first) its first failures with how they ended and the failing check, a
+/// failed prohibited query first, as report.md's worst cases do.
+#[test]
+fn the_pr_comment_says_why_trials_failed_in_a_folded_section() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = evalua(&repo(), &["run", "suites/refunds.lua", "-q", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = evalua(&repo(), &["report", out.to_str().unwrap(), "--format", "github"]);
+    let c = stdout(&o);
+    let at = c.find("<details><summary>Why trials failed: 4 trials not accepted, by how they ended: final 4</summary>");
+    let at = at.unwrap_or_else(|| panic!("a folded section: {c}"));
+    let section = &c[at..at + c[at..].find("</details>").unwrap()];
+    assert!(section.contains("**reembolso_parcial_01** — 2 of 5 accepted"), "{section}");
+    assert!(section.contains("- #1 failed · ended final: 'sql: SELECT importe FROM reembolsos"), "{section}");
+    assert!(section.contains("- #3 critical · ended final: 'prohibited: SELECT count(*) FROM reembolsos"), "{section}");
+    assert!(section.contains("**pedido_entregado_03** — 4 of 5 accepted"), "{section}");
+    // The worst case first; the comment's verdict and figures stay above it.
+    assert!(section.find("reembolso_parcial_01") < section.find("pedido_entregado_03"), "{section}");
+    assert!(c.find("| figure | value |").unwrap() < at, "{c}");
+}
+
+/// GitHub's anchor of a heading: lower case, spaces to `-`, punctuation
+/// but `-` and `_` dropped (letters of any script kept: `τ-bench`).
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Item 8: the README opens for users (what evalua is, then pip install,
+/// init, run, test), the contributors' build further down; the guide starts
+/// with `evalua init`, and its table of contents lists every section and
+/// links only to headings it has.
+#[test]
+fn the_readme_and_the_guide_open_for_users() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let first_block = &readme[readme.find("```sh").unwrap()..];
+    let first_block = &first_block[..first_block[5..].find("```").unwrap()];
+    for want in ["pip install", "evalua init", "evalua run", "evalua test"] {
+        assert!(first_block.contains(want), "the README's first commands lack {want}: {first_block}");
+    }
+    assert!(!first_block.contains("cargo"), "a user's first commands need no cargo: {first_block}");
+    let at = |s: &str| readme.find(s).unwrap_or_else(|| panic!("README: {s}"));
+    assert!(at("## Get started") < at("## A suite, in ten minutes"));
+    assert!(at("## A suite, in ten minutes") < at("cargo build --release"), "the build is further down");
+    assert!(at("## A suite, in ten minutes") < at(".ci/run"), "the CI services are further down");
+    assert!(at("## A suite, in ten minutes") < at("5½–7 minutes"), "the build's timings are further down");
+
+    let guide = std::fs::read_to_string(repo().join("docs/guide.md")).unwrap();
+    let first_section = guide.find("\n## ").unwrap();
+    let toc = &guide[..first_section];
+    let headings: Vec<&str> = guide.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+    assert!(headings[0].contains("evalua init"), "the guide starts with init: {headings:?}");
+    for h in &headings {
+        assert!(toc.contains(&format!("](#{})", anchor(h))), "the table of contents lacks '{h}' (#{})", anchor(h));
+    }
+    let anchors: Vec<String> =
+        guide.lines().filter_map(|l| l.strip_prefix("## ").or_else(|| l.strip_prefix("### "))).map(anchor).collect();
+    for link in toc.split("](#").skip(1) {
+        let target = &link[..link.find(')').unwrap()];
+        assert!(anchors.iter().any(|a| a == target), "the table of contents links to no heading: #{target}");
+    }
+}
