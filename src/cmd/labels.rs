@@ -131,8 +131,8 @@ pub fn agree(path: &Path, json_out: bool) -> Result<u8> {
         );
     }
     let mut per = Vec::new();
-    for (i, c) in r.criteria.iter().enumerate() {
-        let a = r.agreement(&r.of_criterion(i));
+    for (c, units) in r.criteria.iter().zip(r.by_criterion()) {
+        let a = r.agreement(&units);
         let _ = writeln!(t);
         write_agreement(&mut t, &criterion_name(c), &a, r.annotators.len());
         per.push(json!({ "criterion": c, "agreement": a }));
