@@ -435,3 +435,35 @@ fn the_readme_and_the_guide_open_for_users() {
         assert!(anchors.iter().any(|a| a == target), "the table of contents links to no heading: #{target}");
     }
 }
+
+/// Item 7: `evalua init`'s workflow is copied as is: no placeholder; the
+/// action it uses is the copy init wrote beside it (the repository's own
+/// action.yml and script, byte for byte, which tests/action.rs drives), and
+/// it pins this evalua's version, which the action installs from a wheel and
+/// then from its cache, never with cargo.
+#[test]
+fn the_init_workflow_names_nothing_to_fill_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let wf = std::fs::read_to_string(p.join(".github/workflows/evalua.yml")).unwrap();
+    assert!(!wf.contains("{{") && !wf.contains("@v0") && !wf.contains("evalua/evalua"), "{wf}");
+    let uses: Vec<&str> = wf.lines().filter_map(|l| l.trim().strip_prefix("- uses: ")).collect();
+    assert_eq!(uses, ["actions/checkout@v4", "./.github/actions/evalua"], "{wf}");
+    assert!(wf.contains(&format!("version: {}", env!("CARGO_PKG_VERSION"))), "{wf}");
+    for (copy, original) in [
+        (".github/actions/evalua/action.yml", "action.yml"),
+        (".github/actions/evalua/action/evalua_action.py", "action/evalua_action.py"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(p.join(copy)).unwrap(),
+            std::fs::read_to_string(repo().join(original)).unwrap(),
+            "{copy} is the repository's {original}"
+        );
+    }
+    // Every input the workflow gives is one the action declares.
+    let action = std::fs::read_to_string(p.join(".github/actions/evalua/action.yml")).unwrap();
+    let with = wf.split("        with:\n").nth(1).unwrap();
+    for key in with.lines().filter_map(|l| l.trim().split_once(':').map(|(k, _)| k)) {
+        assert!(action.contains(&format!("\n  {key}:\n")), "the action has no input {key}");
+    }
+}
