@@ -48,4 +48,6 @@ pub struct CaseInfo {
     pub difficulty: Option<String>,
     /// The case's reference solution, for the efficiency figures.
     pub reference: Option<crate::spec::Reference>,
+    /// The case's contract requires abstaining (SPEC §22).
+    pub should_abstain: bool,
 }

@@ -8,6 +8,7 @@ pub mod estimators;
 pub mod figures;
 pub mod head;
 pub mod periods;
+pub mod published;
 pub mod rundata;
 pub mod safety;
 
