@@ -33,9 +33,13 @@ pub fn lines(p: &Published) -> Vec<(&'static str, String)> {
     let mut out = vec![(
         "coverage",
         format!(
-            "attempted {}; abstained correctly {}; accepted when attempted {}",
+            "attempted {}; {}; accepted when attempted {}",
             share(&c.attempted, "trials that had to be solved"),
-            share(&c.abstained_correctly, "trials that required abstaining"),
+            if c.abstained_correctly.n == 0 {
+                "no case required abstaining".to_string()
+            } else {
+                format!("abstained correctly {}", share(&c.abstained_correctly, "trials that required abstaining"))
+            },
             share(&c.accepted_when_attempted, "attempts"),
         ),
     )];
