@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::efficiency::{CaseEfficiency, EffTrial, Efficiency};
-pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile};
+pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile, wilson};
 use super::published::{Published, PublishedTally, TaskCoverage};
 use super::safety::{Safety, SafetyTally};
 use crate::record::{CallStatus, Outcome, TrialRecord, Verdict as CheckVerdict};
@@ -167,19 +167,6 @@ pub struct ToolTally {
     pub refused: u32,
     /// Durations of the calls that ran (executed, failed, faulted).
     pub durations_ms: Vec<f64>,
-}
-
-/// The Wilson score interval (95%) for `k` successes in `n` trials.
-pub fn wilson(k: u32, n: u32) -> Option<(f64, f64)> {
-    if n == 0 {
-        return None;
-    }
-    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054_f64);
-    let p = k / n;
-    let z2 = z * z;
-    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
-    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
 }
 
 /// Streams trial records into the totals the summary needs; memory grows with

@@ -11,8 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::estimators::quantile;
-use super::figures::wilson;
+use super::estimators::{quantile, wilson};
 use crate::record::{Ended, Outcome, TrialRecord};
 
 /// The suite's declarations the figures need, as the manifest keeps them.
