@@ -63,12 +63,18 @@ def log_text(text):
 
 
 def md_text(text):
-    """Text for the comment and the step summary (GitHub Markdown), inert: no mention, link,
-    image, HTML, code fence or table cell of its own; one line."""
+    """Text for the comment and the step summary (GitHub Markdown), inert as evalua's own
+    (src/util/inert.rs): what could open a link, an image, HTML, a code span or fence, a table
+    cell or math is a numeric character reference, and a word joiner (U+2060) follows `@`, `#`
+    and a scheme's `:` and splits `www.` (no mention, reference or autolink); one line."""
     s = log_text(text).replace("\n", " ")
-    for c in "\\`*_{}[]()#+-.!|<>~@:":
-        s = s.replace(c, "\\" + c)
-    return s
+    out = []
+    for i, c in enumerate(s):
+        out.append("&#%d;" % ord(c) if c in "\\`[]<>|&$" else c)
+        scheme = c == ":" and s[i + 1:i + 3] == "//"
+        if c in "@#" or scheme or (c in "wW" and s[max(0, i - 2):i + 1].lower() == "www" and s[i + 1:i + 2] == "."):
+            out.append("\u2060")
+    return "".join(out)
 
 
 def log(msg):

@@ -329,6 +329,16 @@ fn main() -> ExitCode {
     configure_allocator();
     evalua::util::tls::install();
     std::panic::set_hook(Box::new(|info| {
+        // The reader went away (`evalua show … | head`): end quietly, not as a bug.
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if evalua::util::stdio::is_closed_pipe(message) {
+            std::process::exit(evalua::util::stdio::closed_exit().into());
+        }
         eprintln!("evalua: internal error (please report it): {info}");
     }));
     let cli = match Cli::try_parse() {
@@ -367,6 +377,9 @@ fn main() -> ExitCode {
         use std::io::Write;
         let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
         if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush()) {
+            if evalua::util::stdio::is_closed(&e) {
+                return ExitCode::from(code);
+            }
             eprintln!("error: --json: cannot write the document: {e}");
             return ExitCode::from(3);
         }

@@ -271,10 +271,10 @@ fn the_first_report_creates_the_comment_the_second_updates_it() {
     assert_eq!(ours.len(), 1, "one comment: {ours:?}");
     let (id, body) = ours[0].clone();
     assert!(body.starts_with("<!-- evalua-action:evalua -->\n"), "{body}");
-    assert!(body.contains("evalua · `refunds`") && body.contains("gates failed"), "{body}");
+    assert!(body.contains("evalua · <code>refunds</code>") && body.contains("gates failed"), "{body}");
     assert!(body.contains("| pass^3 |") && body.contains("95% interval"), "{body}");
     assert!(body.contains("https://github.invalid/acme/shop/actions/runs/555"), "a link to the run: {body}");
-    assert!(r.summary().contains("evalua · `refunds`"), "the step summary has the report too");
+    assert!(r.summary().contains("evalua · <code>refunds</code>"), "the step summary has the report too");
     assert_eq!(r.outputs()["comment-url"], format!("https://github.invalid/c/{id}"));
 
     // Again (a new push): the same comment, updated; still one.
@@ -306,7 +306,11 @@ fn a_fork_without_a_usable_token_gets_the_step_summary_only() {
     assert!(o.status.success(), "never fails the job: {}", text(&o));
     assert!(text(&o).contains("::warning::") && text(&o).contains("no token"), "{}", text(&o));
     assert!(mock.seen().is_empty(), "nothing sent without a token: {:?}", mock.seen());
-    assert!(r.summary().contains("evalua · `refunds`") && r.summary().contains("no token"), "{}", r.summary());
+    assert!(
+        r.summary().contains("evalua · <code>refunds</code>") && r.summary().contains("no token"),
+        "{}",
+        r.summary()
+    );
 
     // A read-only token (GITHUB_TOKEN on a fork's pull request): the write is refused.
     let mock = Mock::start(Api { read_only: true, ..Default::default() });
@@ -492,4 +496,23 @@ fn pathdiff(path: &Path, base: &Path) -> String {
     let mut out: Vec<String> = vec!["..".into(); b.len() - common];
     out.extend(p[common..].iter().map(|c| c.as_os_str().to_string_lossy().into_owned()));
     out.join("/")
+}
+
+#[test]
+fn the_scripts_log_and_markdown_are_inert() {
+    // What the script logs or writes into the comment itself (evalua's stderr, a note) goes
+    // through log_text / md_text: no control character, no workflow command, nothing that opens.
+    let probe = r#"import sys; sys.path.insert(0, "action"); import evalua_action as a
+evil = "\x1b]0;t\x07 ok\n  ::add-mask::x\r\n##[group]g"
+print(a.log_text(evil)); print("=====", a.md_text("@octocat <img src=x> [l](https://e.example) ``` " + evil))"#;
+    let o = Command::new("python3").current_dir(repo()).args(["-c", probe]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let (log, md) = out.split_once("=====").unwrap();
+    assert!(log.chars().all(|c| c == '\n' || !c.is_control()), "{log:?}");
+    assert_eq!(log.lines().collect::<Vec<_>>(), ["\\x1b]0;t\\x07 ok", "\\  ::add-mask::x\\x0d", "\\##[group]g"]);
+    assert_eq!(md.trim_end().lines().count(), 1, "{md}");
+    for planted in ["@octocat", "<img", "](https", "```", "https://"] {
+        assert!(!md.contains(planted), "{planted}: {md}");
+    }
 }

@@ -256,7 +256,6 @@ fn no_module_imports_the_parent_that_declares_it() {
 /// `mod.rs` only declares modules and re-exports.
 const MOD_RS_WITH_LOGIC: &[(&str, &str)] = &[
     ("agent/mod.rs", "drive: which agent kind runs a trial (to move to agent/drive.rs)"),
-    ("grade/mod.rs", "grading one recorded item, 547 lines (to split along its concerns)"),
     ("lua/api/mod.rs", "new_state: the API installed into a state (to move to lua/api/state.rs)"),
     ("report/mod.rs", "write_all and the console entry points (to move to report/write.rs)"),
     ("sandbox/mod.rs", "trial seeds and the trial RNG (to move to sandbox/seed.rs)"),
@@ -318,5 +317,50 @@ fn one_tokio_runtime_and_no_process_wide_run_switch() {
             }
         }
     }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The run-dir files a reader parses as JSON (constants of `record/files.rs`).
+const RUN_DIR_JSON: &[&str] = &["MANIFEST", "TRIALS", "SUMMARY", "COMPARE_JSON", "TRACES", "INTERLEAVED", "BLOCKS"];
+
+/// Files that name a run-dir file and parse other JSON untyped, with why.
+const UNTYPED_JSON_BESIDE_RUN_DIRS: &[(&str, &str)] =
+    &[("otel/read.rs", "it sniffs trace files' shapes; of a run dir it only hashes trials.jsonl")];
+
+/// Only `record/` (and `stats/`, for summary.json and compare.json) define
+/// the serialized forms of a run dir's files: the marker of such a form
+/// (`record::files::RunDirFile`, which `rundir::write_json` requires) is
+/// implemented nowhere else, and no other file reads a run-dir file as
+/// untyped JSON by string keys.
+#[test]
+fn only_record_and_stats_define_the_forms_of_run_dir_files() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let marker = Regex::new(r"impl\s*(<[^>]*>)?\s*[\w:]*RunDirFile\s+for\b").unwrap();
+    let names = Regex::new(&format!(r"files::({})\b", RUN_DIR_JSON.join("|"))).unwrap();
+    let untyped = Regex::new(r"from_(str|slice|reader)::<\s*(Json|serde_json::Value)\s*>|:\s*(Json|serde_json::Value)\s*=\s*serde_json::from_").unwrap();
+    let mut bad = Vec::new();
+    let mut marked = 0;
+    for f in &all {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(f).unwrap();
+        let home = rel.starts_with("record/") || rel.starts_with("stats/");
+        let n = marker.find_iter(&text).count();
+        marked += n;
+        if n > 0 && !home {
+            bad.push(format!("src/{rel} defines the form of a run-dir file (impl RunDirFile): it belongs in record/"));
+        }
+        if !home
+            && names.is_match(&text)
+            && untyped.is_match(&text)
+            && !UNTYPED_JSON_BESIDE_RUN_DIRS.iter().any(|(f, _)| *f == rel)
+        {
+            bad.push(format!(
+                "src/{rel} names a run-dir file and parses JSON untyped: read it through its type in record/ or stats/"
+            ));
+        }
+    }
+    assert!(marked >= 5, "the marker was not found: the test no longer sees the forms ({marked})");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

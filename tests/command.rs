@@ -50,6 +50,27 @@ fn alive(pid: i32) -> bool {
     }
 }
 
+/// What `evalua check` refuses, a run refuses before any trial: a program
+/// that is not there, a script that is not executable (issue 43 item 9).
+#[test]
+fn a_run_refuses_agents_check_refuses_before_any_trial() {
+    let dir = project(&[]);
+    let cases = [
+        ("missing_program", "evalua.agent.command { cmd = { '/nonexistent/agent' } }".to_string()),
+        ("not_executable", format!("evalua.agent.command {{ cmd = {{ {:?} }} }}", agent("evalua_protocol.py"))),
+        ("fine", cmd("bad_args_agent.py", "")),
+    ];
+    let cases: Vec<(&str, &str)> = cases.iter().map(|(a, b)| (*a, b.as_str())).collect();
+    std::fs::write(dir.path().join("cmd.lua"), suite("deadline_s = 15", &cases)).unwrap();
+    let checked = evalua(dir.path(), &["check", "cmd.lua"]);
+    assert_eq!(checked.status.code(), Some(2), "{}", stderr(&checked));
+    let o = evalua(dir.path(), &["run", "cmd.lua", "--out", "out", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o), stderr(&checked), "run names what check names");
+    assert!(stderr(&o).contains("/nonexistent/agent") && stderr(&o).contains("evalua_protocol.py"), "{}", stderr(&o));
+    assert!(!dir.path().join("out").exists(), "no run dir, no trial");
+}
+
 #[test]
 fn misbehaving_agents_become_recorded_outcomes_and_the_run_goes_on() {
     let dir = project(&[]);
@@ -68,8 +89,8 @@ fn misbehaving_agents_become_recorded_outcomes_and_the_run_goes_on() {
                 agent("fork_agent.py")
             ),
         ),
-        ("missing_program", "evalua.agent.command { cmd = { '/nonexistent/agent' } }".to_string()),
-        ("not_executable", format!("evalua.agent.command {{ cmd = {{ {:?} }} }}", agent("evalua_protocol.py"))),
+        // A program that is not there, or not executable, is refused before any
+        // trial (as `evalua check` refuses it): a_run_refuses_agents_check_refuses_before_any_trial.
     ];
     let cases: Vec<(&str, &str)> = cases.iter().map(|(a, b)| (*a, b.as_str())).collect();
     // Only `hangs` needs the deadline; the others end on their own long before
@@ -114,15 +135,8 @@ fn misbehaving_agents_become_recorded_outcomes_and_the_run_goes_on() {
     let trace = trace_of(&dir.path().join("out"), &crashes);
     assert!(trace["stderr_tail"].as_str().unwrap().contains("about to fail: boom"));
 
-    for id in ["missing_program", "not_executable"] {
-        let r = get(id);
-        assert_eq!(r["outcome"], "infra_error", "{id}: {r}");
-        assert_eq!(r["ended"], "not_started");
-        assert!(r["error"].as_str().unwrap().contains("cannot start"), "{}", r["error"]);
-    }
     let summary = json(&dir.path().join("out/summary.json"));
-    assert_eq!(summary["figures"]["infra_errors"], 2);
-    assert_eq!(summary["figures"]["operational"]["trials"], 9, "the operational view counts infra errors");
+    assert_eq!(summary["figures"]["infra_errors"], 0);
     assert_eq!(summary["figures"]["trials"], 7);
 
     // The forked child outlived its parent; it died with the trial's process group.

@@ -90,7 +90,7 @@ fn a_planted_regression_on_5_of_40_cases_is_detected() {
     assert!(md.contains("| figure | base | candidate | Δ | 95% interval of Δ | paired cases |"), "{md}");
     assert!(
         md.contains("<details open><summary>7 regressed</summary>")
-            && md.contains("| `case_00` | 5/5 | 1/5 | −80.0 pt |"),
+            && md.contains("| <code>case_00</code> | 5/5 | 1/5 | −80.0 pt |"),
         "{md}"
     );
 }

@@ -4,8 +4,8 @@
 
 use crate::common::*;
 
-/// A suite whose three cases' agents fail for plain reasons: a missing
-/// script (crashed), a stray stdout line (protocol_error), a hang (deadline).
+/// A suite whose three cases' agents fail for plain reasons: a script that
+/// exits 2 (crashed; a missing one is refused before any trial, issue 43), a stray stdout line (protocol_error), a hang (deadline).
 /// Only the hang needs the deadline; the other two end on their own long
 /// before it, even on a busy machine (2 s was too close).
 fn plain_failures() -> tempfile::TempDir {
@@ -16,7 +16,7 @@ fn plain_failures() -> tempfile::TempDir {
 local check = require("evalua.check")
 local suite = evalua.suite {
   name = "diag", trials = 1, budget = { deadline_s = 15 },
-  agent = evalua.agent.command { cmd = { "python3", "missing_agent.py" } },
+  agent = evalua.agent.command { cmd = { "python3", evalua.path("missing_db.py") } },
 }
 suite:tool { name = "ping", run = function(ctx, args) return { ok = true } end }
 suite:case { id = "missing", input = "hi", expect = { check.answer { contains = "x" } } }
@@ -27,6 +27,7 @@ suite:case { id = "hangs", input = "hi", agent = evalua.agent.command { cmd = { 
 return suite
 "#,
         ),
+        ("missing_db.py", "import sys\nsys.stderr.write('cannot open the database: missing.db\\n')\nsys.exit(2)\n"),
         ("noisy.py", "print('hello there')\n"),
         ("hang.py", "import time\ntime.sleep(3600)\n"),
     ])
@@ -45,7 +46,7 @@ fn the_console_says_how_failed_trials_ended_and_how_to_see_them() {
     let table_end = out.find("┘").expect("a table");
     assert!(at.is_some_and(|a| a > table_end && a < out.find("diag: 3 cases").unwrap()), "{out}");
     assert!(out.contains("crashed: first missing #1: the agent exited before its final message"), "{out}");
-    assert!(out.contains("stderr: python3: can't open file") && out.contains("missing_agent.py"), "{out}");
+    assert!(out.contains("stderr: cannot open the database: missing.db"), "{out}");
     assert!(out.contains("protocol_error: first noisy #1: not a JSON object: hello there"), "{out}");
     assert!(out.contains("deadline: first hangs #1"), "{out}");
     for (case, ended) in [("missing", "crashed"), ("noisy", "protocol_error"), ("hangs", "deadline")] {
@@ -61,7 +62,7 @@ fn the_console_says_how_failed_trials_ended_and_how_to_see_them() {
     let abs = dir.path().join("out").canonicalize().unwrap();
     assert!(md.contains("| crashed | 1 | missing #1 |"), "{md}");
     assert!(md.contains(&format!("`evalua show {} missing 1`", abs.display())), "{md}");
-    assert!(md.contains("stderr: python3: can't open file"), "{md}");
+    assert!(md.contains("stderr: cannot open the database: missing.db"), "{md}");
     let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
     assert!(html.contains("How the trials not accepted ended"));
     assert!(html.contains(&format!("evalua show {} noisy 1", abs.display())));

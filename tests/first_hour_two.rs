@@ -92,3 +92,169 @@ fn a_case_may_accept_an_abnormal_end_with_a_reason() {
     assert_user_error(&o, "'accept_abnormal_end' must be the reason");
     assert!(stderr(&o).contains("tickets.lua:"), "{}", stderr(&o));
 }
+
+/// Item 2: a suite whose tool keeps a JSON document in a column; the gold
+/// call writes it with its keys in one order, agents in another.
+const PROFILES: &str = r#"
+local evalua = require("evalua")
+local check = require("evalua.check")
+local function writes(doc)
+  return evalua.agent.scripted(function(task, env) env.call("save_profile", { id = 1, doc = doc }) return "saved" end)
+end
+local s = evalua.suite {
+  name = "profiles",
+  sandbox = { schema = "profiles.sql" },
+  agents = {
+    reordered = writes('{"name": "ann", "address": {"zip": "28013", "city": "Madrid"}, "tags": [1, 2]}'),
+    changed = writes('{"address": {"city": "Madrid", "zip": "28014"}, "name": "ann", "tags": [1, 2]}'),
+    float = writes('{"address": {"city": "Madrid", "zip": "28013"}, "name": "ann", "tags": [1.0, 2]}'),
+  },
+  default_agent = "reordered",
+}
+s:tool { name = "save_profile", effect = "write",
+  params = { type = "object", properties = { id = { type = "integer" }, doc = { type = "string" } } },
+  run = function(ctx, args)
+    ctx.db:exec("UPDATE users SET profile = ? WHERE id = ?", args.doc, args.id)
+    return "ok"
+  end }
+s:case { id = "c", input = "save the profile",
+  expect = { check.same_state({ { name = "save_profile",
+    args = { id = 1, doc = '{"address":{"city":"Madrid","zip":"28013"},"name":"ann","tags":[1,2]}' } } }) } }
+return s
+"#;
+
+const PROFILES_SQL: &str = "CREATE TABLE users (id INTEGER PRIMARY KEY, profile TEXT);\n\
+                            INSERT INTO users VALUES (1, '{}'), (2, '{\"b\": 1, \"a\": 2}');\n";
+
+/// Item 2: final states are compared as JSON values, not text: in a run
+/// (`check.same_state`, τ-bench's "database as the gold actions leave it"),
+/// in a re-grade and in a re-execution; a changed value, or 1.0 for 1, still differs.
+#[test]
+fn final_states_compare_json_held_in_a_column_as_values() {
+    let p = project(&[("s.lua", PROFILES), ("profiles.sql", PROFILES_SQL)]);
+    let name = "same state as the gold calls";
+    for (agent, want) in [("reordered", "accepted"), ("changed", "failed"), ("float", "failed")] {
+        let o = evalua(p.path(), &["run", "s.lua", "--agent", agent, "--out", agent, "-q"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r = &trials(&p.path().join(agent))[0];
+        assert_eq!(r["outcome"], want, "{agent}: {}", r["checks"]);
+        if agent == "changed" {
+            let t = &check(r, name)["evidence"]["tables"][0];
+            assert_eq!(t["changed"][0]["key"], 1, "{t}");
+        }
+    }
+    // A re-grade of the kept state, and a re-execution of the recorded calls, agree.
+    let o = evalua(p.path(), &["regrade", "reordered", "--out", "regraded", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(trials(&p.path().join("regraded"))[0]["outcome"], "accepted");
+    let o = evalua(p.path(), &["grade", "s.lua", "--traces", "reordered", "--reexecute", "--out", "reexec", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = &trials(&p.path().join("reexec"))[0];
+    assert_eq!(r["outcome"], "accepted", "{}", r["checks"]);
+}
+
+/// Item 3: a `prohibited` query that does not prepare is named at the suite's
+/// `file:line` (its case's), by `check` and by `run`, as `check.sql` is.
+#[test]
+fn a_prohibited_query_that_does_not_prepare_is_named_at_its_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let suite = std::fs::read_to_string(p.join("suites/tickets.lua")).unwrap();
+    let bad = suite.replace("prohibited = { \"SELECT count", "prohibited = { \"SELEC nope\", \"SELECT count");
+    assert_ne!(bad, suite);
+    std::fs::write(p.join("suites/tickets.lua"), &bad).unwrap();
+    let line = bad.lines().position(|l| l.starts_with("suite:case {")).unwrap() + 1;
+    for args in [&["check", "suites/tickets.lua"][..], &["run", "suites/tickets.lua", "-q"]] {
+        let o = evalua(&p, args);
+        assert_user_error(&o, &format!("suites/tickets.lua:{line}: check 'prohibited: SELEC nope'"));
+        assert!(!stderr(&o).contains("[C]"), "{}", stderr(&o));
+    }
+}
+
+/// Item 5: a closed pipe ends every printing command quietly: no panic, the
+/// command's own exit code (0, or a run's failed gates' 1).
+#[test]
+fn a_closed_pipe_ends_every_printing_command_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--out", "runs/ok", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Every write to this stdout fails with EPIPE: its reader is gone before the command starts.
+    let closed = || {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        writer
+    };
+    let cases: &[(&[&str], i32)] = &[
+        (&["show", "runs/ok", "close_resolved_ticket", "1", "--json"], 0),
+        (&["show", "runs/ok", "close_resolved_ticket", "1"], 0),
+        (&["report", "runs/ok", "--format", "github"], 0),
+        (&["report", "runs/ok"], 0),
+        (&["compare", "runs/ok", "runs/ok"], 0),
+        (&["list", "suites/tickets.lua"], 0),
+        (&["check", "suites/tickets.lua"], 0),
+        (&["check", "suites/tickets.lua", "--json"], 0),
+        (&["test"], 0),
+        (&["run", "suites/tickets.lua", "--out", "runs/again"], 0),
+        (&["--help"], 0),
+    ];
+    for (args, code) in cases {
+        let o = bin().current_dir(&p).args(*args).stdout(closed()).output().unwrap();
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("internal error"), "{args:?}: {}", stderr(&o));
+    }
+    // A run whose gates fail still says so.
+    crash_after_write(&p, false);
+    let o = bin().current_dir(&p).args(["run", "suites/tickets.lua", "--out", "runs/bad"]).stdout(closed()).output();
+    let o = o.unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("internal error"), "{}", stderr(&o));
+}
+
+/// Item 9: `check` names every mistake at once: an unknown key hides neither
+/// the rest of its declaration nor the later ones, a typo repeated in two
+/// cases is named for both; `run` refuses the same suite with the same lines,
+/// before any trial (a missing agent script among them).
+#[test]
+fn check_names_every_mistake_at_once_and_run_refuses_what_check_refuses() {
+    let suite = r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "s", agent = evalua.agent.command { cmd = { "python3", evalua.path("gone.py") } } }
+suite:tool { name = "ping", run = function() return {} end, efect = "write" }
+suite:case { id = "a", input = "x", expct = {}, trials = 0 }
+suite:case { id = "b", input = "x", expect = { check.answer { contans = "x" } } }
+suite:case { id = "c", input = "x", expect = { check.answer { contans = "x" } } }
+suite:case { id = "d", input = "x", tools = { "pign" } }
+return suite
+"#;
+    let dir = project(&[("s.lua", suite)]);
+    let o = evalua(dir.path(), &["check", "s.lua"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    for want in [
+        "s.lua:3: the agent's command `python3 ",
+        "gone.py does not exist",
+        "s.lua:4: suite:tool: unknown key 'efect'",
+        "s.lua:5: suite:case: unknown key 'expct'",
+        "s.lua:5: suite:case 'a': 'trials' must be a positive integer, got 0",
+        "s.lua:6: check.answer: unknown key 'contans'",
+        "s.lua:7: check.answer: unknown key 'contans'",
+        "s.lua:8: suite:case 'd': 'tools' names an undeclared tool 'pign' (did you mean 'ping'?)",
+    ] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    let r = evalua(dir.path(), &["run", "s.lua", "--out", "out"]);
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert_eq!(stderr(&r), err, "run refuses with what check says");
+    assert!(!dir.path().join("out").exists(), "no trial ran");
+
+    // The missing script alone: check refuses it, and so does run, before any trial.
+    let fine = suite.lines().take(4).collect::<Vec<_>>().join("\n").replace(", efect = \"write\"", "")
+        + "\nsuite:case { id = \"a\", input = \"x\" }\nreturn suite\n";
+    std::fs::write(dir.path().join("s.lua"), fine).unwrap();
+    let c = evalua(dir.path(), &["check", "s.lua"]);
+    assert_user_error(&c, "gone.py does not exist");
+    let r = evalua(dir.path(), &["run", "s.lua", "--out", "out"]);
+    assert_user_error(&r, "gone.py does not exist");
+    assert!(!dir.path().join("out").exists(), "no trial ran");
+}

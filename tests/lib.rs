@@ -26,6 +26,7 @@ mod injection;
 mod interleave;
 mod isolation;
 mod isolation_attacks;
+mod isolation_four;
 mod isolation_postgres;
 mod isolation_services;
 mod judge;

@@ -197,7 +197,7 @@ fn the_github_comment_has_gates_figures_the_measurement_change_and_regressions()
         evalua(&repo(), &["report", &base, "--format", "github", "--artifact-url", "https://ci.invalid/artifacts/9"]);
     assert_eq!(o.status.code(), Some(1), "the exit code is the gates'");
     let md = stdout(&o);
-    assert!(md.starts_with("### ❌ evalua · `refunds`"), "{md}");
+    assert!(md.starts_with("### ❌ evalua · <code>refunds</code>"), "{md}");
     assert!(md.contains("- ❌ FAIL pass^3:"), "{md}");
     assert!(md.contains("| pass^3 | ") && md.contains("| figure | value | 95% interval |"), "{md}");
     assert!(md.contains("No baseline"), "{md}");
@@ -227,7 +227,7 @@ fn the_github_comment_has_gates_figures_the_measurement_change_and_regressions()
     let md = stdout(&evalua(&repo(), &["report", &cand, "--format", "github"]));
     assert!(md.contains("Against the baseline"), "{md}");
     for id in &regressed {
-        assert!(md.contains(&format!("`{id}`")), "{id} missing:\n{md}");
+        assert!(md.contains(&format!("<code>{}</code>", id)), "{id} missing:\n{md}");
     }
     assert!(!md.contains("Measurement change"), "{md}");
 

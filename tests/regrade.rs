@@ -459,7 +459,7 @@ fn compare_calls_a_regrade_with_a_fixed_grader_a_measurement_change() {
     let o = evalua(d, &["compare", "base", "fixed", "--markdown"]);
     let md = stdout(&o);
     assert!(md.contains("**Measurement change:**"), "{md}");
-    assert!(md.contains(&format!("| `no loops` | {n} | 0 | {n} | 0 |")), "{md}");
+    assert!(md.contains(&format!("| <code>no loops</code> | {n} | 0 | {n} | 0 |")), "{md}");
     let o = evalua(d, &["compare", "base", "fixed"]);
     assert!(stdout(&o).contains("[measurement change]"), "{}", stdout(&o));
 

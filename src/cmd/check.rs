@@ -40,7 +40,7 @@ pub fn check(
         };
         super::run::warn_skipped_rows(&s);
         // A command agent whose program or script the sandbox would not find.
-        found.extend(run::screen::agent_programs(&s, isolation));
+        found.extend(run::screen::agent_programs(&s, isolation, agent));
         // Every case failed to declare: each said why; a plan would only add "no case".
         let plan = if !found.is_empty() && s.cases.is_empty() {
             None

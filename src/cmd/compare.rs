@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use crate::error::Result;
-use crate::report::compare::{Comparison, compare as compare_runs, console, markdown};
+use crate::report::compare::{console, markdown};
+use crate::stats::compare::{Comparison, compare as compare_runs};
 use crate::stats::rundata;
 
 pub fn compare(base: &Path, cand: &Path, allow: bool, json: bool, md: bool) -> Result<u8> {

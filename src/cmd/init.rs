@@ -9,9 +9,11 @@
 //! pip-installed evalua writes the same project as a source build. Nothing
 //! is ever overwritten: when one of the files exists already, `init` says
 //! which and writes none (exit 2). `.gitignore` is the exception: the lines
-//! it lacks are appended.
+//! it lacks are appended. Nothing is written through a symlink or into a
+//! special file (a FIFO is refused, not waited on): DIR may be a folder
+//! someone else prepared.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 
@@ -61,37 +63,42 @@ pub fn init(dir: &Path, action: &str) -> Result<u8> {
             existing.join(", ")
         )));
     }
-    let write = |rel: &str, text: &str| -> Result<PathBuf> {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::Environment(format!("{}: cannot create: {e}", parent.display())))?;
-        }
-        std::fs::write(&path, text)
-            .map_err(|e| Error::Environment(format!("{}: cannot write: {e}", path.display())))?;
-        Ok(path)
+    // Nothing is written through a symlink nor into a special file: every
+    // path below DIR is checked before the first write, folders are created
+    // one by one, files with O_CREAT|O_EXCL (which follows no link).
+    for (rel, _) in FILES {
+        no_link(dir, rel, false)?;
+    }
+    let gi = no_link(dir, ".gitignore", true)?;
+    let old = match &gi {
+        Some(f) => read_regular(f, &dir.join(".gitignore"))?,
+        None => String::new(),
     };
+    std::fs::create_dir_all(dir).map_err(|e| Error::Environment(format!("{}: cannot create: {e}", dir.display())))?;
     for (rel, text) in FILES {
         let text = text.replace("{{ACTION}}", action);
-        let path = write(rel, &text)?;
-        if rel.ends_with(".py") {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
-        }
+        let mode = if rel.ends_with(".py") { 0o755 } else { 0o644 };
+        create(dir, rel, text.as_bytes(), mode)?;
     }
     // .gitignore: the lines it lacks, appended.
-    let gi = dir.join(".gitignore");
-    let old = std::fs::read_to_string(&gi).unwrap_or_default();
     let missing: Vec<&str> =
         GITIGNORE.lines().filter(|l| !l.is_empty() && !old.lines().any(|o| o.trim() == *l)).collect();
     if !missing.is_empty() {
-        let mut text = old.clone();
-        if !text.is_empty() && !text.ends_with('\n') {
+        let mut text = String::new();
+        if !old.is_empty() && !old.ends_with('\n') {
             text.push('\n');
         }
         text.push_str(&missing.join("\n"));
         text.push('\n');
-        write(".gitignore", &text)?;
+        match gi {
+            Some(mut f) => {
+                use std::io::Write;
+                f.write_all(text.as_bytes()).map_err(|e| {
+                    Error::Environment(format!("{}: cannot write: {e}", dir.join(".gitignore").display()))
+                })?;
+            }
+            None => create(dir, ".gitignore", text.as_bytes(), 0o644)?,
+        }
     }
 
     let shown = crate::util::paths::display_path(dir);
@@ -109,4 +116,75 @@ pub fn init(dir: &Path, action: &str) -> Result<u8> {
     println!("Agents run in a bubblewrap sandbox (apt-get install bubblewrap), or pass --isolation none.");
     println!("The CI workflow uses the action {action} (.github/workflows/evalua.yml).");
     Ok(0)
+}
+
+/// Check `rel` below `dir` before anything is written: no part of it is a
+/// symlink, its folders are folders, and the file is absent, or, with
+/// `existing_ok`, a regular file, then opened (without following a link or
+/// waiting on a FIFO) for appending.
+fn no_link(dir: &Path, rel: &str, existing_ok: bool) -> Result<Option<std::fs::File>> {
+    let parts: Vec<_> = Path::new(rel).components().collect();
+    let mut cur = dir.to_path_buf();
+    for (i, c) in parts.iter().enumerate() {
+        cur.push(c);
+        let last = i + 1 == parts.len();
+        let refuse = |why: &str| Err(Error::Input(format!("{}: {why}: evalua init writes nothing", cur.display())));
+        match cur.symlink_metadata() {
+            Err(_) => return Ok(None),
+            Ok(m) if m.file_type().is_symlink() => return refuse("a symlink (init never writes through one)"),
+            Ok(m) if !last && !m.is_dir() => return refuse("not a folder"),
+            Ok(m) if last && !(existing_ok && m.is_file()) => {
+                return refuse(if m.is_file() { "exists" } else { "not a regular file" });
+            }
+            Ok(_) => {}
+        }
+    }
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&cur)
+        .map(Some)
+        .map_err(|e| Error::Input(format!("{}: {e}: evalua init writes nothing", cur.display())))
+}
+
+/// A regular file's text, read from its open descriptor (at most 16 MiB).
+fn read_regular(f: &std::fs::File, path: &Path) -> Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    f.take(16 << 20)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", path.display())))?;
+    Ok(text)
+}
+
+/// Create `rel` below `dir`: its folders one by one (an existing one must
+/// be a folder, not a link), then the file itself, new (`O_EXCL`).
+fn create(dir: &Path, rel: &str, bytes: &[u8], mode: u32) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let env = |p: &Path, e: &dyn std::fmt::Display| Error::Environment(format!("{}: cannot write: {e}", p.display()));
+    let path = dir.join(rel);
+    let mut cur = dir.to_path_buf();
+    for c in Path::new(rel).parent().into_iter().flat_map(|p| p.components()) {
+        cur.push(c);
+        match std::fs::create_dir(&cur) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if !cur.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                    return Err(env(&cur, &"not a folder (or a symlink)"));
+                }
+            }
+            Err(e) => return Err(env(&cur, &e)),
+        }
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| env(&path, &e))?;
+    f.write_all(bytes).map_err(|e| env(&path, &e))
 }

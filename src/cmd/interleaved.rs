@@ -10,9 +10,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::record::files;
+use crate::record::interleaved::InterleavedManifest;
 use crate::record::manifest::{GateEntry, InterleavedEntry};
 use crate::record::rundir::{RunDir, new_run_id};
-use crate::report::interleaved::{self, InterleavedManifest};
+use crate::report::interleaved;
 use crate::report::{self, sinks};
 use crate::run::interleave::{AgentDirs, BlocksFile, Interleaved, Router};
 use crate::run::{AsMade, RunOptions, Scheduler, Sink};
@@ -42,9 +44,10 @@ pub(crate) fn run(
     let top = out.unwrap_or_else(|| PathBuf::from("runs").join(&plan.suite.name).join(&run_id));
     // Created (and refused when it holds anything) like any run dir; it holds no trace of its own.
     let top_dir = RunDir::create(Some(&top), &plan.suite.name, &run_id)?;
-    let _ = std::fs::remove_dir(top_dir.path.join(crate::record::files::TRACES_DIR));
+    let _ = std::fs::remove_dir(top_dir.path.join(files::TRACES_DIR));
     let manifest = InterleavedManifest {
         kind: "interleaved".into(),
+        format: files::FORMAT,
         run_id: run_id.clone(),
         suite: plan.suite.name.clone(),
         started_at: jiff::Timestamp::now().to_string(),
@@ -63,12 +66,12 @@ pub(crate) fn run(
             .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
             .collect(),
     };
-    crate::record::rundir::write_json(&top.join(interleaved::MANIFEST), &manifest)?;
+    manifest.write(&top)?;
 
     // Each agent's part: a run dir with its own manifest (its agent named).
     let mut dirs = Vec::new();
     for name in agents {
-        let dir = RunDir::create(Some(&interleaved::agent_dir(&top, name)), &plan.suite.name, &run_id)?;
+        let dir = RunDir::create(Some(&files::agent_dir(&top, name)), &plan.suite.name, &run_id)?;
         plan.agent = Some(name.clone());
         let mut m = crate::run::manifest::build(&plan, opts, &format!("{run_id}-{name}"), &argv);
         m.interleaved = Some(InterleavedEntry { run_id: run_id.clone(), agents: agents.to_vec() });
@@ -104,19 +107,19 @@ pub(crate) fn run(
 
     // Each agent's figures and reports, from its run dir alone.
     for name in agents {
-        let mut data = rundata::load_with(&interleaved::agent_dir(&top, name), allow_incomplete)?;
-        crate::record::rundir::write_json(&data.dir.join(crate::record::files::SUMMARY), &data.summary_file())?;
+        let mut data = rundata::load_with(&files::agent_dir(&top, name), allow_incomplete)?;
+        crate::record::rundir::write_json(&data.dir.join(files::SUMMARY), &data.summary_file())?;
         data.summary_present = true;
         report::write_all(&data)?;
     }
-    let run = interleaved::Interleaved::load(&top, allow_incomplete)?;
+    let run = crate::stats::interleaved::Interleaved::load(&top, allow_incomplete)?;
     interleaved::write_all(&run)?;
     print!("{}", interleaved::console(&run));
     for l in &exports {
         println!("{l}");
     }
-    println!("report: {}", display_path(&top.join(crate::record::files::REPORT_HTML)));
-    println!("report: {}", display_path(&top.join(crate::record::files::REPORT_MD)));
+    println!("report: {}", display_path(&top.join(files::REPORT_HTML)));
+    println!("report: {}", display_path(&top.join(files::REPORT_MD)));
     let stopped = cancel::requested() || !executed.complete();
     Ok(if run.gates_passed() && !stopped { 0 } else { 1 })
 }

@@ -64,7 +64,7 @@ pub fn push(key: &str, value: Json) {
 /// Say a warning on stderr (`warning: …`) and keep it for the document.
 pub fn warn(msg: impl Into<String>) {
     let msg = msg.into();
-    eprintln!("warning: {msg}");
+    eprintln!("warning: {}", crate::util::inert::console(&msg));
     if let Some(d) = doc().as_mut() {
         d.warnings.push(msg);
     }
@@ -217,22 +217,19 @@ pub const FAILING_SHOWN: usize = 100;
 /// What `run --baseline` found against its baseline (the run dir's
 /// compare.json, in brief): null when the run was compared with nothing.
 fn comparison(data: &RunData) -> Json {
+    use crate::stats::compare::{Class, Recorded};
     let path = data.dir.join(files::COMPARE_JSON);
-    let Some(c) = std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str::<Json>(&t).ok()) else {
-        return Json::Null;
-    };
-    let ids = |class: &str| -> Vec<Json> {
-        c["cases"].as_array().into_iter().flatten().filter(|d| d["class"] == class).map(|d| d["id"].clone()).collect()
-    };
+    let Some(c) = Recorded::read(&data.dir) else { return Json::Null };
+    let (regressed, improved) = (json!(c.ids(Class::Regressed)), json!(c.ids(Class::Improved)));
     json!({
-        "base_run_id": c["base"]["run_id"],
-        "base_dir": c["base"]["dir"],
-        "counts": c["counts"],
-        "regressed": ids("regressed"),
-        "improved": ids("improved"),
-        "new_critical": c["new_critical"],
-        "measurement_change": c.get("measurement").is_some_and(|m| !m.is_null()),
-        "warnings": c["warnings"],
+        "base_run_id": c.base.run_id,
+        "base_dir": c.base.dir,
+        "counts": c.counts,
+        "regressed": regressed,
+        "improved": improved,
+        "new_critical": c.new_critical,
+        "measurement_change": c.measurement.is_some(),
+        "warnings": c.warnings,
         "file": std::path::absolute(&path).unwrap_or(path),
     })
 }

@@ -14,7 +14,8 @@
 //!
 //! Every path argument is confined to the project root: resolved against it,
 //! symlinks followed (`canonicalize`), and refused unless the result lies
-//! inside it. The child gets only absolute, checked paths, and values that
+//! inside it; a folder's contents too (no link below it may lead out), and
+//! `runs/`, where a run or a grade writes. The child gets only absolute, checked paths, and values that
 //! are not paths are passed as `--flag=value` or after `--`, so no argument
 //! can become a flag.
 
@@ -212,9 +213,72 @@ pub fn confine(root: &Path, arg: &str) -> std::result::Result<PathBuf, String> {
     Ok(real)
 }
 
+/// Entries below a folder argument checked for links at most.
+const MAX_ENTRIES: usize = 200_000;
+
+/// Nothing below `dir` leads out of `root`: every symlink in it (folders
+/// followed down to `MAX_DEPTH`) resolves inside the root. A folder inside
+/// the root can still hold a link out (a run dir's `traces/`, a trace in a
+/// traces folder), and the child would read, and answer with, what it
+/// points at. A link that resolves nowhere is refused too.
+fn confine_below(root: &Path, dir: &Path) -> std::result::Result<(), String> {
+    let shown = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    let mut seen = 0usize;
+    while let Some((d, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                return Err(format!("{}: more than {MAX_ENTRIES} entries to check", shown(dir)));
+            }
+            let (Ok(ft), p) = (e.file_type(), e.path()) else { continue };
+            if ft.is_symlink() {
+                if !p.canonicalize().is_ok_and(|real| real.starts_with(root)) {
+                    return Err(format!(
+                        "{}: a link outside the project root {} (or to nothing)",
+                        shown(&p),
+                        root.display()
+                    ));
+                }
+            } else if ft.is_dir() && depth < MAX_DEPTH {
+                stack.push((p, depth + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Server {
+    /// A path argument resolved inside the root, and, for a folder, everything below it.
     fn confine(&self, arg: &str) -> std::result::Result<PathBuf, String> {
-        confine(&self.root, arg)
+        let real = confine(&self.root, arg)?;
+        if real.is_dir() {
+            confine_below(&self.root, &real)?;
+        }
+        Ok(real)
+    }
+
+    /// Where a run or a grade writes its run dir (`runs/<suite>/<run id>` in
+    /// the root): `runs/` and the folders in it must not lead out either.
+    fn confine_runs(&self) -> std::result::Result<(), String> {
+        let runs = self.root.join("runs");
+        if std::fs::symlink_metadata(&runs).is_err() {
+            return Ok(());
+        }
+        if !runs.canonicalize().is_ok_and(|r| r.starts_with(self.root.as_path())) {
+            return Err(format!("runs: a link outside the project root {}", self.root.display()));
+        }
+        let Ok(entries) = std::fs::read_dir(&runs) else { return Ok(()) };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_symlink())
+                && !e.path().canonicalize().is_ok_and(|r| r.starts_with(self.root.as_path()))
+            {
+                let name = e.file_name().to_string_lossy().into_owned();
+                return Err(format!("runs/{name}: a link outside the project root {}", self.root.display()));
+            }
+        }
+        Ok(())
     }
 
     /// The child's command line for a tool call.
@@ -237,6 +301,7 @@ impl Server {
             }
             "check_suite" => v.extend(["check".into(), "--json".into(), p("suite")?]),
             "run_suite" => {
+                self.confine_runs()?;
                 v.extend(["run".into(), "--json".into(), "--quiet".into(), p("suite")?]);
                 select(&mut v)?;
                 for k in ["trials", "seed", "jobs"] {
@@ -255,6 +320,7 @@ impl Server {
             }
             "compare_runs" => v.extend(["compare".into(), "--json".into(), p("base")?, p("candidate")?]),
             "grade_traces" => {
+                self.confine_runs()?;
                 v.extend(["grade".into(), "--json".into(), "--quiet".into(), p("suite")?, "--traces".into()]);
                 let traces = match a.0.get("traces") {
                     Some(Json::Array(t)) if !t.is_empty() => t,

@@ -15,11 +15,13 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::record::manifest::MergedPart;
 use crate::record::rundir::{RunDir, new_run_id};
+use crate::record::state::{StateRecord, safe_rel};
 use crate::record::{KeptState, Trace};
 use crate::report;
 use crate::run::Partition;
 use crate::stats::rundata::Completion;
 use crate::stats::{RunData, rundata};
+use crate::util::digest::sha256_file;
 use crate::util::paths::shell_word;
 
 /// What must be the same in every part of one run.
@@ -54,7 +56,7 @@ fn compact(json: &[u8], from: &RunDir, case: &str, trial: u32) -> Result<Vec<u8>
 fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for a in args {
-        if a.join(files::MANIFEST).is_file() || !a.is_dir() {
+        if files::is_run_dir(a) || !a.is_dir() {
             out.push(a.clone()); // a run dir, or an error RunDir::open words
             continue;
         }
@@ -76,7 +78,7 @@ fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
             (name.parse::<u64>().map_err(|_| name.clone()), name)
         });
         let not_runs: Vec<String> =
-            subs.iter().filter(|p| !p.join(files::MANIFEST).is_file()).map(|p| p.display().to_string()).collect();
+            subs.iter().filter(|p| !files::is_run_dir(p)).map(|p| p.display().to_string()).collect();
         if !not_runs.is_empty() {
             return Err(Error::Input(format!(
                 "{}: not a run dir (no manifest.json): its run failed before it started; re-run that part",
@@ -92,7 +94,7 @@ fn expand(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
 fn check_finished(dirs: &[PathBuf]) -> Result<()> {
     let mut bad = Vec::new();
     for d in dirs {
-        if !d.join(files::MANIFEST).is_file() {
+        if !files::is_run_dir(d) {
             continue; // RunDir::open says why
         }
         match rundata::completion(d)? {
@@ -264,6 +266,7 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
                 // What the trial changed goes along, so the merged run can be re-graded.
                 let state = serde_json::from_slice::<Trace>(&json).ok().and_then(|tr| tr.state);
                 if let Some(record) = state {
+                    vet_kept(from, &c.id, t, &record)?;
                     let kept = KeptState::Copied { from: (*from).clone(), case: c.id.clone(), trial: t, record };
                     // A part's missing or unreadable state stays missing: re-grading names it then.
                     if let Err(e) = dir.write_state(&c.id, t, &kept) {
@@ -314,4 +317,44 @@ pub fn merge(args: &[PathBuf], out: &Path) -> Result<u8> {
     print!("{}", report::console_for(&merged));
     println!("merged {} parts ({count} trials)", parts.len());
     Ok(if merged.gates_passed() { 0 } else { 1 })
+}
+
+/// A part's kept state, checked before it is copied: no symlink from the
+/// part's folder down to a kept file (the file, its folders, `traces/`), and
+/// every kept file and database change a regular file whose sha256 and size
+/// are its trace's record. A part is untrusted (a download, another
+/// machine's disk): copying what a symlink in it points at would carry any
+/// file of this host into the merged run dir. A file that is missing stays
+/// missing (re-grading names it).
+fn vet_kept(part: &RunDir, case: &str, trial: u32, rec: &StateRecord) -> Result<()> {
+    let refused = |p: &Path, why: &str| Error::Input(format!("{}: {why}: the part is refused", p.display()));
+    let check = |p: &Path, sha256: Option<&str>, bytes: Option<u64>| -> Result<()> {
+        let rel = p.strip_prefix(&part.path).map_err(|_| refused(p, "outside the part"))?;
+        let mut cur = part.path.clone();
+        for c in rel.components() {
+            cur.push(c);
+            match std::fs::symlink_metadata(&cur) {
+                Ok(m) if m.file_type().is_symlink() => return Err(refused(&cur, "a symlink in a part's kept state")),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(refused(&cur, &e.to_string())),
+            }
+        }
+        let (sha, len) = sha256_file(p).map_err(|e| refused(p, &e.to_string()))?;
+        if sha256.is_some_and(|s| s != sha) || bytes.is_some_and(|b| b != len) {
+            return Err(refused(p, "its sha256 differs from the trace's record"));
+        }
+        Ok(())
+    };
+    if let Some(d) = &rec.db {
+        check(&part.db_file(case, trial, d), Some(&d.sha256), Some(d.bytes))?;
+    }
+    let dir = part.files_dir(case, trial);
+    for f in rec.files.iter().filter(|f| f.symlink.is_none() && !f.skipped) {
+        if !safe_rel(&f.path) {
+            return Err(refused(&dir, &format!("kept path {:?} leaves the work dir", f.path)));
+        }
+        check(&dir.join(&f.path), Some(f.sha256.as_deref().unwrap_or("")), None)?;
+    }
+    Ok(())
 }

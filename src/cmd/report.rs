@@ -6,11 +6,11 @@ use crate::record::files;
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
-use crate::report::{self, compare, github, interleaved};
+use crate::report::{self, github, interleaved};
 use crate::stats::rundata;
 
 pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
-    if is_interleaved(dir) {
+    if files::is_interleaved(dir) {
         return report_interleaved(dir, allow_incomplete);
     }
     let data = rundata::load_with(dir, allow_incomplete)?;
@@ -37,16 +37,10 @@ fn print_verdicts(gates: &[crate::spec::gate::Verdict], warnings: &[String]) {
     }
 }
 
-/// An interleaved run's top dir (`run --agent A --agent B`): interleaved.json
-/// beside `agents/<name>/`, each an ordinary run dir.
-fn is_interleaved(dir: &Path) -> bool {
-    dir.join(files::INTERLEAVED).is_file()
-}
-
 /// Re-render each agent's reports, then the side-by-side ones; the exit code
 /// is the interleaved run's gates', as at the end of the run.
 fn report_interleaved(dir: &Path, allow_incomplete: bool) -> Result<u8> {
-    let run = interleaved::Interleaved::load(dir, allow_incomplete)?;
+    let run = crate::stats::interleaved::Interleaved::load(dir, allow_incomplete)?;
     for data in &run.runs {
         report::write_all(data)?;
     }
@@ -61,7 +55,7 @@ fn report_interleaved(dir: &Path, allow_incomplete: bool) -> Result<u8> {
         run.manifest
             .agents
             .iter()
-            .map(|a| interleaved::agent_dir(dir, a).display().to_string())
+            .map(|a| files::agent_dir(dir, a).display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -80,16 +74,16 @@ pub struct GithubArgs {
 /// `evalua report RUN_DIR --format github`: print a pull-request comment body
 /// (Markdown) and write nothing. Exit code as `report`: 1 when a gate failed.
 pub fn github(a: GithubArgs) -> Result<u8> {
-    if is_interleaved(&a.dir) {
+    if files::is_interleaved(&a.dir) {
         // The side-by-side report is the comment: the agents, their paired differences, the gates.
         if a.baseline.is_some() {
             return Err(crate::error::Error::Input(format!(
                 "{}: an interleaved run compares its own agents; --baseline takes one agent's run dir ({})",
                 a.dir.display(),
-                interleaved::agent_dir(&a.dir, "NAME").display()
+                files::agent_dir(&a.dir, "NAME").display()
             )));
         }
-        let run = interleaved::Interleaved::load(&a.dir, a.allow_incomplete)?;
+        let run = crate::stats::interleaved::Interleaved::load(&a.dir, a.allow_incomplete)?;
         print!("{}", interleaved::markdown(&run));
         if let Some(url) = &a.artifact_url {
             println!("\n[The run's artifact]({url})");
@@ -108,7 +102,7 @@ pub fn github(a: GithubArgs) -> Result<u8> {
         }),
     };
     let cmp = match &base {
-        Some(b) => Some(compare::compare(b, &data, a.allow_revision_change || a.baseline.is_none())?),
+        Some(b) => Some(crate::stats::compare::compare(b, &data, a.allow_revision_change || a.baseline.is_none())?),
         None => None,
     };
     let links = github::Links { artifact: a.artifact_url.clone() };
@@ -120,10 +114,8 @@ pub fn github(a: GithubArgs) -> Result<u8> {
 /// relative to the current directory as it was given, or to the run dir's
 /// parent; None without a compare.json.
 fn recorded_baseline(dir: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(dir.join(files::COMPARE_JSON)).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let base = PathBuf::from(v.get("base")?.get("dir")?.as_str()?);
-    if base.join(files::MANIFEST).is_file() {
+    let base = PathBuf::from(crate::stats::compare::Recorded::read(dir)?.base.dir);
+    if files::is_run_dir(&base) {
         return Some(base);
     }
     eprintln!(

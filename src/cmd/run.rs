@@ -137,7 +137,7 @@ fn flags_of(a: &RunArgs) -> Result<(Option<u32>, u64, Filters, Option<Resolved>,
     };
     let filters = if a_filters == Filters::default() { m.filters.clone() } else { a_filters };
     // The run's named agent, unless the command line names one (the manifest check then compares them).
-    let agent = one_agent(a).or_else(|| m.agent.get("name").and_then(|v| v.as_str()).map(str::to_string));
+    let agent = one_agent(a).or_else(|| m.agent.and_then(|a| a.name));
     Ok((a.trials.or(m.trials), a.seed.unwrap_or(m.seed), filters, partition, agent))
 }
 
@@ -194,7 +194,20 @@ pub fn run(a: RunArgs) -> Result<u8> {
     let (trials, seed, filters, partition, agent) = flags_of(&a)?;
     let mut plans = Vec::new();
     for path in &a.suites {
-        let s = load::load(path)?;
+        // What `evalua check` refuses, a run refuses before any trial, with the
+        // same lines: the suite's mistakes, and a command agent whose program or
+        // script its sandbox would not find (for each agent the run picks).
+        let (s, mut errors) = load::load_checked(path)?;
+        let picks: Vec<Option<&str>> = match &interleaved {
+            Some(names) => names.iter().map(|n| Some(n.as_str())).collect(),
+            None => vec![agent.as_deref()],
+        };
+        for pick in picks {
+            errors.extend(run::screen::agent_programs(&s, switches.isolation, pick));
+        }
+        if !errors.is_empty() {
+            return Err(load::errors_of(errors));
+        }
         if let Some(why) = &s.skip {
             // e.g. a model-driven suite with no model configured: not a failure.
             println!("skipped: {}: {why}", display_path(&s.path));
@@ -352,6 +365,10 @@ pub(crate) fn conclude(dir: &RunDir, allow_incomplete: bool, tests: &sinks::Test
     dir.write_json(files::SUMMARY, &data.summary_file())?;
     data.summary_present = true;
     report::write_all(&data)?;
+    // Should the reader of stdout go away while the summary prints, the gates still decide the exit code.
+    if !data.gates_passed() {
+        crate::util::stdio::exit_if_closed(1);
+    }
     print!("{}", report::console_for(&data));
     for d in data.manifest.datasets.iter().filter(|d| d.skipped > 0) {
         println!(

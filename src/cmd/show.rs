@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::record::{RunDir, Trace};
 use crate::report::text::{evidence_text, truncate};
+use crate::util::inert::console as line;
 
 pub fn show(dir: &Path, case: &str, trial: u32, json: bool) -> Result<u8> {
     let run = RunDir::open(dir)?;
@@ -26,24 +27,26 @@ pub fn show(dir: &Path, case: &str, trial: u32, json: bool) -> Result<u8> {
     Ok(0)
 }
 
+/// A block of an agent's or a trace's text: each of its lines indented and inert.
 fn indent(text: &str) -> String {
-    text.lines().map(|l| format!("    {l}\n")).collect()
+    text.lines().map(|l| format!("    {}\n", line(l))).collect()
 }
 
-/// The trace as text, for reading in a terminal.
+/// The trace as text, for reading in a terminal. Everything in it came from
+/// the run dir (an agent, a trace): each field goes through `line`.
 pub fn render(t: &Trace) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
         "{} · trial {} · seed {} · {} (ended: {})",
-        t.record.case,
+        line(&t.record.case),
         t.record.trial,
         t.record.seed,
         t.record.outcome.as_str(),
         t.record.ended.as_str()
     );
     if let Some(e) = &t.record.error {
-        let _ = writeln!(o, "error: {e}");
+        let _ = writeln!(o, "error: {}", line(e));
     }
     let _ = writeln!(o, "\ninput:\n{}", indent(&t.input));
     if !t.messages.is_empty() {
@@ -53,7 +56,7 @@ pub fn render(t: &Trace) -> String {
                 Some(id) => format!("{} {id}", m.role),
                 None => m.role.clone(),
             };
-            let _ = write!(o, "  [{who}]\n{}", indent(&truncate(&m.content, 4000)));
+            let _ = write!(o, "  [{}]\n{}", line(&who), indent(&truncate(&m.content, 4000)));
         }
         o.push('\n');
     }
@@ -64,16 +67,16 @@ pub fn render(t: &Trace) -> String {
                 o,
                 "  {}. {} {} → {} ({:.0} ms)",
                 i + 1,
-                c.name,
-                evidence_text(&c.args, 400),
+                line(&c.name),
+                line(&evidence_text(&c.args, 400)),
                 c.status.as_str(),
                 c.ended_ms - c.started_ms
             );
             if let Some(r) = &c.result {
-                let _ = writeln!(o, "     result: {}", evidence_text(r, 400));
+                let _ = writeln!(o, "     result: {}", line(&evidence_text(r, 400)));
             }
             if let Some(e) = &c.error {
-                let _ = writeln!(o, "     error: {}", truncate(e, 400));
+                let _ = writeln!(o, "     error: {}", line(&truncate(e, 400)));
             }
         }
         o.push('\n');
@@ -81,7 +84,7 @@ pub fn render(t: &Trace) -> String {
     if !t.outbox.is_empty() {
         let _ = writeln!(o, "outbox:");
         for m in &t.outbox {
-            let _ = writeln!(o, "  {} to {}: {}", m.kind, m.to, evidence_text(&m.body, 400));
+            let _ = writeln!(o, "  {} to {}: {}", line(&m.kind), line(&m.to), line(&evidence_text(&m.body, 400)));
         }
         o.push('\n');
     }
@@ -95,13 +98,13 @@ pub fn render(t: &Trace) -> String {
                 (None, true) => "skip",
                 (None, false) => "ERROR",
             };
-            let _ = write!(o, "  {mark:5} {}{}", c.name, if c.critical { " (critical)" } else { "" });
+            let _ = write!(o, "  {mark:5} {}{}", line(&c.name), if c.critical { " (critical)" } else { "" });
             match &c.error {
                 Some(e) => {
-                    let _ = writeln!(o, ": {}", truncate(e, 400));
+                    let _ = writeln!(o, ": {}", line(&truncate(e, 400)));
                 }
                 None if !c.evidence.is_null() => {
-                    let _ = writeln!(o, ": {}", evidence_text(&c.evidence, 400));
+                    let _ = writeln!(o, ": {}", line(&evidence_text(&c.evidence, 400)));
                 }
                 None => o.push('\n'),
             }
@@ -118,19 +121,19 @@ pub fn render(t: &Trace) -> String {
         let _ = writeln!(
             o,
             "  model call by {}: {} {} ({} + {} tokens, {:.0} ms){}",
-            m.by,
-            m.provider,
-            m.model,
+            line(&m.by),
+            line(&m.provider),
+            line(&m.model),
             m.input_tokens,
             m.output_tokens,
             m.latency_ms,
-            m.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+            m.error.as_deref().map(|e| format!(": {}", line(e))).unwrap_or_default()
         );
     }
     if !t.log.is_empty() {
         let _ = writeln!(o, "\nlog:");
         for l in &t.log {
-            let _ = writeln!(o, "  {l}");
+            let _ = writeln!(o, "  {}", line(l));
         }
     }
     if let Some(s) = &t.stderr_tail {

@@ -806,7 +806,7 @@ fn calibrated(
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::Environment(format!("{}: {e}", dir.display())))?;
         }
-        crate::record::rundir::write_json(&path, &record)?;
+        crate::record::rundir::write_json_file(&path, &record)?;
         let _ = writeln!(t, "  record: {} (held_out)", display_path(&path));
         json["record"] = json!(path);
         json["recheck"] = json!({ "kappa": outcome.0, "worse_beyond_interval": outcome.1 });
@@ -853,7 +853,7 @@ fn calibrated(
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::Environment(format!("{}: {e}", dir.display())))?;
         }
-        crate::record::rundir::write_json(&path, &record)?;
+        crate::record::rundir::write_json_file(&path, &record)?;
         let _ = writeln!(t, "  record: {}", display_path(&path));
         record_path = Some(path);
     } else {

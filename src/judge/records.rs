@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
 use super::cache;
 use super::prompt::prompt_hash;
 use super::resolve::resolve;
+use crate::record::manifest::{JudgeEntry, JudgeModelEntry, JudgeStage, JudgeStages};
 use crate::spec::{JudgeSpec, Suite};
 use crate::util::digest::sha256_hex;
 use crate::util::paths::display_path;
@@ -83,40 +84,45 @@ pub fn suite_judges(suite: &Suite) -> Vec<(JudgeSpec, Vec<String>)> {
 
 /// The manifest's `judges`: each judge check's model(s) and prompt hash, and
 /// the run's cache (`judge_cache`: false under `--no-cache`).
-pub fn manifest(suite: &Suite, judge_cache: bool) -> Json {
-    Json::Array(
-        suite_judges(suite)
-            .into_iter()
-            .map(|(spec, cases)| {
-                let reachable = !spec.models().is_empty() && spec.models().iter().all(|m| resolve(m).is_ok());
-                let mut v = json!({
-                    "name": spec.name(),
-                    "type": spec.kind(),
-                    "judge": spec.model_id(),
-                    "models": spec.models().iter().map(|m| json!({
-                        "provider": m.provider, "model": m.model,
-                        "base_url": resolve(m).ok().map(|j| j.endpoint.base_url),
-                        "temperature": m.temperature, "seed": m.seed,
-                    })).collect::<Vec<_>>(),
-                    "criteria": spec.criteria(),
-                    "prompt_sha256": prompt_hash(&spec),
-                    "reachable": reachable,
-                    "calibration": calibration(&suite.dir, &spec).as_str(),
-                    "calibration_kappa": calibration_kappa(&suite.dir, &spec),
-                    "cases": cases,
-                    "cache": cache::Cache::of(&suite.dir, judge_cache).describe(),
-                });
-                if let JudgeSpec::Cascade { first, then, escalate, .. } = &spec {
-                    v["stages"] = json!({
-                        "first": { "name": first.name(), "judge": first.model_id(), "prompt_sha256": prompt_hash(first) },
-                        "then": { "name": then.name(), "judge": then.model_id(), "prompt_sha256": prompt_hash(then) },
-                        "escalate": escalate,
-                    });
-                }
-                v
-            })
-            .collect(),
-    )
+pub fn manifest(suite: &Suite, judge_cache: bool) -> Vec<JudgeEntry> {
+    let stage =
+        |s: &JudgeSpec| JudgeStage { judge: s.model_id(), name: s.name().to_string(), prompt_sha256: prompt_hash(s) };
+    suite_judges(suite)
+        .into_iter()
+        .map(|(spec, cases)| {
+            let reachable = !spec.models().is_empty() && spec.models().iter().all(|m| resolve(m).is_ok());
+            JudgeEntry {
+                name: spec.name().to_string(),
+                kind: spec.kind().to_string(),
+                judge: spec.model_id(),
+                models: spec
+                    .models()
+                    .iter()
+                    .map(|m| JudgeModelEntry {
+                        provider: m.provider.as_str().to_string(),
+                        model: m.model.clone(),
+                        base_url: resolve(m).ok().map(|j| j.endpoint.base_url),
+                        temperature: m.temperature,
+                        seed: m.seed,
+                    })
+                    .collect(),
+                criteria: spec.criteria().map(<[String]>::to_vec),
+                prompt_sha256: prompt_hash(&spec),
+                reachable,
+                calibration: calibration(&suite.dir, &spec).as_str().to_string(),
+                calibration_kappa: calibration_kappa(&suite.dir, &spec),
+                cases,
+                cache: cache::Cache::of(&suite.dir, judge_cache).describe(),
+                stages: match &spec {
+                    JudgeSpec::Cascade { first, then, escalate, .. } => {
+                        Some(JudgeStages { escalate: escalate.clone(), first: stage(first), then: stage(then) })
+                    }
+                    _ => None,
+                },
+                extra: Default::default(),
+            }
+        })
+        .collect()
 }
 
 /// Warnings for `evalua run`: reachable rubric judges without a calibration

@@ -70,7 +70,7 @@ fn walk(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            if p.join(files::MANIFEST).is_file() && p.join(files::TRIALS).is_file() {
+            if files::is_run_dir(&p) && p.join(files::TRIALS).is_file() {
                 out.push(Input::RunDir(p));
             } else {
                 walk(&p, out)?;
@@ -88,7 +88,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Input>> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
-            if p.join(files::MANIFEST).is_file() {
+            if files::is_run_dir(p) {
                 out.push(Input::RunDir(p.clone()));
             } else {
                 let before = out.len();

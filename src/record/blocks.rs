@@ -3,9 +3,14 @@
 //! is announced: the order its agents ran in, and each agent's trial in
 //! brief, with when it started and what the provider did.
 
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 
+use super::files;
 use super::trial::{Ended, ModelCall, Outcome, Trace, TrialRecord};
+use crate::error::{Error, Result};
 
 /// One block: a (case, trial) pair every agent of the run played once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,5 +64,44 @@ impl BlockTrial {
             provider_errors: provider.iter().map(|m| m.attempts.saturating_sub(1) + m.error.is_some() as u32).sum(),
             provider_latency_ms: provider.iter().map(|m| (m.latency_ms * 10.0).round() / 10.0).collect(),
         }
+    }
+}
+
+/// Read an interleaved run's blocks.jsonl (absent: no block finished), in block order.
+pub fn read(top: &Path) -> Result<Vec<BlockRecord>> {
+    let path = top.join(files::BLOCKS);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::Input(format!("{}: cannot read: {e}", path.display()))),
+    };
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        out.push(serde_json::from_str(line).map_err(|e| Error::Input(format!("{}:{}: {e}", path.display(), i + 1)))?);
+    }
+    out.sort_by_key(|b: &BlockRecord| b.block);
+    Ok(out)
+}
+
+/// blocks.jsonl as it is written: one line per block, flushed at once.
+pub struct BlocksWriter {
+    file: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+}
+
+impl BlocksWriter {
+    /// blocks.jsonl in the interleaved run's top dir, empty.
+    pub fn create(top: &Path) -> Result<BlocksWriter> {
+        let path = top.join(files::BLOCKS);
+        let f = std::fs::File::create(&path)
+            .map_err(|e| Error::Environment(format!("{}: cannot create: {e}", path.display())))?;
+        Ok(BlocksWriter { file: std::io::BufWriter::new(f), path })
+    }
+
+    pub fn write(&mut self, b: &BlockRecord) -> Result<()> {
+        let line = serde_json::to_string(b).map_err(|e| Error::Environment(e.to_string()))?;
+        writeln!(self.file, "{line}")
+            .and_then(|_| self.file.flush())
+            .map_err(|e| Error::Environment(format!("{}: cannot write: {e}", self.path.display())))
     }
 }

@@ -3,6 +3,33 @@
 //! an entry of [`REPORTS`], which `evalua report`, `--resume` and
 //! `evalua view` all read).
 
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The run-dir format this evalua writes (manifest.json's and
+/// interleaved.json's `format`). Raise it when a file's form changes in a
+/// way an older evalua would misread; a reader refuses a newer format.
+pub const FORMAT: u32 = 1;
+
+/// The serialized form of a run-dir file (a manifest, a record, a block, a
+/// summary). Only `record/` (and `stats/`, for summary.json and
+/// compare.json) implement it, and every JSON file of a run dir is written
+/// through it (`rundir::write_json`): `tests/architecture.rs` checks.
+pub trait RunDirFile: serde::Serialize {}
+
+/// Refuse a run-dir file written in a newer format than this evalua reads.
+pub fn readable_format(path: &Path, format: u32) -> Result<()> {
+    if format > FORMAT {
+        return Err(Error::Input(format!(
+            "{}: written in run-dir format {format} by a newer evalua; this one ({}) reads formats up to {FORMAT}",
+            path.display(),
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    Ok(())
+}
+
 pub const MANIFEST: &str = "manifest.json";
 pub const TRIALS: &str = "trials.jsonl";
 /// trials.jsonl as it is rewritten, before it replaces the file.
@@ -28,6 +55,22 @@ pub const AGENTS_DIR: &str = "agents";
 
 /// The reports written from the figures (`report::write_all`).
 pub const REPORTS: [&str; 3] = [REPORT_MD, REPORT_HTML, JUNIT];
+
+/// Whether `dir` is a run dir: it holds a manifest.json. Every command that
+/// tells a run dir from another folder asks here.
+pub fn is_run_dir(dir: &Path) -> bool {
+    dir.join(MANIFEST).is_file()
+}
+
+/// Whether `dir` is the top dir of an interleaved run (its agents' run dirs under [`AGENTS_DIR`]).
+pub fn is_interleaved(dir: &Path) -> bool {
+    dir.join(INTERLEAVED).is_file()
+}
+
+/// Where agent `name`'s run dir is inside an interleaved run's dir.
+pub fn agent_dir(top: &Path, name: &str) -> PathBuf {
+    top.join(AGENTS_DIR).join(name)
+}
 
 /// Whether a record's `trace` field names a file inside [`TRACES_DIR`] (and
 /// nowhere else: no `..`, no backslash). A results file is untrusted input.

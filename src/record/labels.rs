@@ -362,7 +362,7 @@ pub fn read_split(store: &Path) -> Result<Option<Split>> {
 }
 
 pub fn write_split(store: &Path, split: &Split) -> Result<()> {
-    crate::record::rundir::write_json(&split_path(store), split)
+    crate::record::rundir::write_json_file(&split_path(store), split)
 }
 
 #[cfg(test)]

@@ -8,12 +8,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use super::files::RunDirFile;
 use crate::spec::gate::On;
 use crate::spec::{Budget, Reference};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     pub evalua_version: String,
+    /// The run-dir format it was written in ([`files::FORMAT`]); 0: before formats were numbered.
+    #[serde(default)]
+    pub format: u32,
     pub run_id: String,
     /// What made the run's trials: a run of the agent, or a re-grade of another run's.
     #[serde(default)]
@@ -33,12 +37,13 @@ pub struct Manifest {
     pub grader_sha256: String,
     #[serde(default)]
     pub tool_contract_sha256: String,
-    /// The suite's agent as declared (with its file's hash for a scripted agent).
+    /// The agent the run used (its name, as declared, with the hashes of what it runs); null for
+    /// a run no agent acted in.
     #[serde(default)]
-    pub agent: Json,
+    pub agent: Option<AgentEntry>,
     /// Each judge check's model(s), prompt hash, reachability and calibration.
     #[serde(default)]
-    pub judges: Json,
+    pub judges: Vec<JudgeEntry>,
     pub cases: Vec<CaseEntry>,
     #[serde(default)]
     pub budget: Budget,
@@ -110,6 +115,131 @@ pub struct Manifest {
     pub publish: Option<PublishEntry>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
+}
+
+impl RunDirFile for Manifest {}
+
+/// An agent as the manifest records it: the suite agent's name, the
+/// declaration as the DSL normalised it, and the hashes of what it runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentEntry {
+    /// The suite agent's name (SPEC §14); none for a case's own agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A scripted agent's file, hashed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileHash>,
+    /// A command agent's program, hashed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<Program>,
+    /// The agent as declared (`kind` and its own keys; `spec::AgentSpec` as serde writes it).
+    #[serde(flatten)]
+    pub declared: serde_json::Map<String, Json>,
+}
+
+impl AgentEntry {
+    /// An entry for a declaration (`spec::AgentSpec` serialized); its keys
+    /// that the entry names itself are left to the entry.
+    pub fn declared(mut declared: serde_json::Map<String, Json>) -> AgentEntry {
+        for k in ["name", "file", "program"] {
+            declared.remove(k);
+        }
+        AgentEntry { declared, ..Default::default() }
+    }
+}
+
+/// What a command agent runs, hashed: the executable its `cmd` starts
+/// (resolved on PATH, symlinks followed) and every other word of `cmd` that
+/// names an existing file (absolute, or relative to the suite's folder). A
+/// changed agent program changes the manifest, so `compare` and `--resume`
+/// can tell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    /// What runs: the real file (symlinks followed, a version manager's shim
+    /// followed to the interpreter it starts), hashed.
+    #[serde(default)]
+    pub executable: Option<FileHash>,
+    /// The shim the command's first word found on PATH, when one was followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    #[serde(default)]
+    pub files: Vec<FileHash>,
+}
+
+/// A judge check as the manifest records it (its fields in the order they
+/// were written before they were typed: alphabetical).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeEntry {
+    /// The judge cache the run used (a folder, or `off`).
+    #[serde(default)]
+    pub cache: String,
+    /// `current`, `prompt_changed` or `none` (`judge::records::Calibration`).
+    #[serde(default)]
+    pub calibration: String,
+    /// κ of the current calibration record.
+    #[serde(default)]
+    pub calibration_kappa: Option<f64>,
+    /// The cases whose checks use it.
+    #[serde(default)]
+    pub cases: Vec<String>,
+    #[serde(default)]
+    pub criteria: Option<Vec<String>>,
+    /// The model id (`provider/model`, a panel's or a cascade's composite id).
+    #[serde(default)]
+    pub judge: String,
+    #[serde(default)]
+    pub models: Vec<JudgeModelEntry>,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub prompt_sha256: String,
+    /// Every model of it resolves to an endpoint (a key and a model are set).
+    #[serde(default)]
+    pub reachable: bool,
+    /// A cascade's two stages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<JudgeStages>,
+    /// `rubric`, `pairwise` or `cascade`.
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    /// Keys other versions wrote.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Json>,
+}
+
+/// One model of a judge.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeModelEntry {
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `openai` or `anthropic` (kept as written: a manifest is read whatever version wrote it).
+    #[serde(default)]
+    pub provider: String,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+}
+
+/// A cascade judge's stages.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeStages {
+    #[serde(default)]
+    pub escalate: String,
+    pub first: JudgeStage,
+    pub then: JudgeStage,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JudgeStage {
+    #[serde(default)]
+    pub judge: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub prompt_sha256: String,
 }
 
 /// The interleaved run a run dir is one agent's part of: its id, and its
@@ -256,7 +386,7 @@ pub struct CaseEntry {
     pub workdir: Option<WorkdirEntry>,
     /// The case's own agent (when it overrides the suite's), with the hashes of what it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<Json>,
+    pub agent: Option<AgentEntry>,
     /// The case's reference solution, for the efficiency figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<Reference>,

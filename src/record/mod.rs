@@ -5,6 +5,7 @@
 
 pub mod blocks;
 pub mod files;
+pub mod interleaved;
 pub mod journal;
 pub mod labels;
 pub mod ledger;

@@ -13,7 +13,8 @@
 //! Failing to write is evalua's problem, not the user's (exit 3); a run dir
 //! that cannot be read back as one is the user's input (exit 2).
 
-use super::files;
+use super::files::{self, RunDirFile};
+use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -90,7 +91,16 @@ pub fn new_run_id() -> String {
 /// temp file beside `path` and renamed over it: a 100,000-case summary never
 /// exists as a whole in memory (a `serde_json::Value` of it took ~3.5 KB a
 /// case), and a reader never sees half a file.
-pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+pub fn write_json<T: RunDirFile>(path: &Path, value: &T) -> Result<()> {
+    write_streamed(path, |w| {
+        serde_json::to_writer_pretty(w, value)
+            .map_err(|e| Error::Environment(format!("{}: cannot write: {e}", path.display())))
+    })
+}
+
+/// Write a JSON file that is not a run dir's (a calibration record, a label
+/// store's split) as [`write_json`] writes a run dir's: pretty, replaced whole.
+pub fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     write_streamed(path, |w| {
         serde_json::to_writer_pretty(w, value)
             .map_err(|e| Error::Environment(format!("{}: cannot write: {e}", path.display())))
@@ -148,8 +158,8 @@ impl RunDir {
         if !dir.is_dir() {
             return Err(Error::Input(format!("{}: not a run dir (no such directory)", dir.display())));
         }
-        if !dir.join(files::MANIFEST).is_file() {
-            if dir.join(files::INTERLEAVED).is_file() {
+        if !files::is_run_dir(dir) {
+            if files::is_interleaved(dir) {
                 return Err(Error::Input(format!(
                     "{}: an interleaved run, not one agent's run dir: each agent's run is {}/<name> ({}); \
                      `evalua report {}` re-renders the side-by-side reports",
@@ -179,11 +189,14 @@ impl RunDir {
     }
 
     pub fn read_manifest(&self) -> Result<Manifest> {
-        read_json(&self.file(files::MANIFEST))
+        let path = self.file(files::MANIFEST);
+        let m: Manifest = read_json(&path)?;
+        files::readable_format(&path, m.format)?;
+        Ok(m)
     }
 
     /// Write summary.json (or any other JSON file of the run dir).
-    pub fn write_json<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<()> {
+    pub fn write_json<T: RunDirFile>(&self, name: &str, value: &T) -> Result<()> {
         write_json(&self.file(name), value)
     }
 
@@ -191,18 +204,20 @@ impl RunDir {
     pub fn trials_writer(&self) -> Result<TrialsWriter> {
         let path = self.file(files::TRIALS);
         let file = File::create(&path).map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
-        Ok(TrialsWriter { file, path })
+        Ok(TrialsWriter { file, path, kept: HashSet::new() })
     }
 
-    /// trials.jsonl, opened for appending after the records it holds (a resumed run).
-    pub fn trials_appender(&self) -> Result<TrialsWriter> {
+    /// trials.jsonl, opened for appending after the records it holds (a
+    /// resumed run; `kept` lists them as (case, trial): they are announced
+    /// again but not written again, see [`TrialsWriter::add`]).
+    pub fn trials_appender(&self, kept: HashSet<(String, u32)>) -> Result<TrialsWriter> {
         let path = self.file(files::TRIALS);
         let file = fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
-        Ok(TrialsWriter { file, path })
+        Ok(TrialsWriter { file, path, kept })
     }
 
     /// Replace trials.jsonl with these lines, atomically: the old file stays
@@ -338,11 +353,11 @@ impl RunDir {
         }
     }
 
-    fn db_file(&self, case: &str, trial: u32, rec: &DbChangeRecord) -> PathBuf {
+    pub fn db_file(&self, case: &str, trial: u32, rec: &DbChangeRecord) -> PathBuf {
         self.path.join(format!("{}.{}", state_name(case, trial), rec.format.extension()))
     }
 
-    fn files_dir(&self, case: &str, trial: u32) -> PathBuf {
+    pub fn files_dir(&self, case: &str, trial: u32) -> PathBuf {
         self.path.join(format!("{}.files", state_name(case, trial)))
     }
 
@@ -700,9 +715,20 @@ impl Iterator for RecordsFrom {
 pub struct TrialsWriter {
     file: File,
     path: PathBuf,
+    /// Records already in the file (a resumed run's kept trials).
+    kept: HashSet<(String, u32)>,
 }
 
 impl TrialsWriter {
+    /// A finished trial's record, appended unless the file holds it already
+    /// (a resumed run's kept trial, announced again).
+    pub fn add(&mut self, rec: &TrialRecord) -> Result<()> {
+        if self.kept.contains(&(rec.case.clone(), rec.trial)) {
+            return Ok(());
+        }
+        self.append(rec)
+    }
+
     pub fn append(&mut self, rec: &TrialRecord) -> Result<()> {
         let line = serde_json::to_string(rec).map_err(|e| Error::Environment(e.to_string()))?;
         self.append_line(&line)
@@ -724,17 +750,52 @@ mod tests {
     /// summary.json is replaced whole (a temp file renamed over it), readable
     /// by others as `fs::write` made it, and no temp file is left behind.
     #[test]
+    fn a_manifest_reads_typed_and_a_newer_format_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        // As evalua wrote it before the format was numbered and the agent and judges typed.
+        let old = r#"{"evalua_version":"0.1.0","run_id":"r","suite":{"name":"s"},"cases":[],"seed":7,
+            "agent":{"cmd":["python3","bot.py"],"kind":"command","name":"gold","program":{"executable":{"path":"/usr/bin/python3","sha256":"ab"},"files":[]}},
+            "judges":[{"cache":"off","calibration":"none","calibration_kappa":null,"cases":["a"],"criteria":["polite"],
+                       "judge":"openai/m","models":[],"name":"tone","prompt_sha256":"cd","reachable":false,"type":"rubric"}]}"#;
+        fs::write(dir.path().join(files::MANIFEST), old).unwrap();
+        let run = RunDir::open(dir.path()).unwrap();
+        let m = run.read_manifest().unwrap();
+        assert_eq!(m.format, 0);
+        let agent = m.agent.as_ref().unwrap();
+        assert_eq!(agent.name.as_deref(), Some("gold"));
+        assert_eq!(agent.declared["kind"], "command");
+        assert_eq!(agent.program.as_ref().unwrap().executable.as_ref().unwrap().path, "/usr/bin/python3");
+        assert_eq!((m.judges[0].name.as_str(), m.judges[0].kind.as_str()), ("tone", "rubric"));
+        assert_eq!(m.judges[0].criteria.as_deref(), Some(&["polite".to_string()][..]));
+        // Written back: the same keys.
+        let back: serde_json::Value = serde_json::to_value(&m).unwrap();
+        let was: serde_json::Value = serde_json::from_str(old).unwrap();
+        assert_eq!(back["agent"], was["agent"]);
+        assert_eq!(back["judges"], was["judges"]);
+        // A newer format: refused, saying so.
+        fs::write(dir.path().join(files::MANIFEST), old.replacen("\"seed\":7", "\"seed\":7,\"format\":99", 1)).unwrap();
+        let err = run.read_manifest().unwrap_err().to_string();
+        assert!(err.contains("format 99") && err.contains("newer evalua"), "{err}");
+    }
+
+    #[test]
     fn write_json_replaces_the_file_whole_with_mode_0644() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(files::SUMMARY);
         fs::write(&path, "old and longer than the new content").unwrap();
-        write_json(&path, &serde_json::json!({ "b": 1, "a": [true] })).unwrap();
-        let back: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(back, serde_json::json!({ "a": [true], "b": 1 }));
+        #[derive(serde::Serialize)]
+        struct Small {
+            b: u32,
+            a: Vec<bool>,
+        }
+        impl RunDirFile for Small {}
+        write_json(&path, &Small { b: 1, a: vec![true] }).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{\n  \"b\": 1,\n  \"a\": [\n    true\n  ]\n}");
         assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "a temp file was left behind");
         // A folder that does not exist: an error naming the file.
-        let err = write_json(&dir.path().join("gone/summary.json"), &1).unwrap_err().to_string();
+        let err =
+            write_json(&dir.path().join("gone/summary.json"), &Small { b: 1, a: vec![] }).unwrap_err().to_string();
         assert!(err.contains("gone/summary.json"), "{err}");
     }
 }

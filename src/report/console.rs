@@ -11,6 +11,7 @@ use super::text::{fmt_value, gate_line, incomplete_line, worst_first};
 use crate::record::Outcome;
 use crate::spec::gate::{Metric, Verdict};
 use crate::stats::{RunData, Summary, plural};
+use crate::util::inert::console as line;
 
 fn pct(v: Option<f64>) -> String {
     match v {
@@ -42,10 +43,11 @@ pub fn console_for(run: &RunData) -> String {
     };
     out.push_str(&render(run.suite(), &run.summary, &run.gates, &run.dir.display().to_string(), &endings));
     for inv in &run.manifest.invalid_cases {
-        let _ = writeln!(out, "skipped as invalid: '{}' ({}): {}", inv.case, inv.location, inv.reason);
+        let _ =
+            writeln!(out, "skipped as invalid: '{}' ({}): {}", line(&inv.case), line(&inv.location), line(&inv.reason));
     }
     for w in &run.warnings {
-        let _ = writeln!(out, "warning: {w}");
+        let _ = writeln!(out, "warning: {}", line(w));
     }
     out
 }
@@ -69,14 +71,14 @@ pub fn endings_text(endings: &[super::text::Ending], run_dir: &std::path::Path) 
             out,
             "  {}: first {} #{}{}",
             e.ended.as_str(),
-            e.case,
+            line(&e.case),
             e.trial,
-            e.why.as_deref().map(|w| format!(": {w}")).unwrap_or_default()
+            e.why.as_deref().map(|w| format!(": {}", line(w))).unwrap_or_default()
         );
         if let Some(s) = &e.stderr {
-            let _ = writeln!(out, "    stderr: {s}");
+            let _ = writeln!(out, "    stderr: {}", line(s));
         }
-        let _ = writeln!(out, "    {}", e.show_command(run_dir));
+        let _ = writeln!(out, "    {}", line(&e.show_command(run_dir)));
     }
     out
 }
@@ -110,7 +112,7 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
     for &i in &shown {
         let c = &summary.cases[i];
         let hat = |k: u32| c.pass_hat(k);
-        let mut row = vec![c.id.clone(), c.n.to_string(), c.accepted.to_string(), pct(hat(1))];
+        let mut row = vec![line(&c.id), c.n.to_string(), c.accepted.to_string(), pct(hat(1))];
         if kmax > 1 {
             row.push(pct(hat(kmax)));
         }
@@ -137,7 +139,8 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
     };
     let _ = writeln!(
         out,
-        "{suite}: {}, {} (capability view; 95% intervals resample cases, then each case's trials)",
+        "{}: {}, {} (capability view; 95% intervals resample cases, then each case's trials)",
+        line(suite),
         plural(cap.cases, "case"),
         plural(cap.trials as usize, "trial")
     );
@@ -190,7 +193,7 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
         let width = summary.monitors.keys().map(|k| k.len()).max().unwrap_or(0);
         for (name, m) in &summary.monitors {
             let iv = super::text::bounds_text(m.low, m.high, pct).map(|b| format!(" {b}")).unwrap_or_default();
-            let _ = writeln!(out, "  {name:<width$}  {} / {}  {}{iv}", m.violations, m.n, pct(m.rate));
+            let _ = writeln!(out, "  {:<width$}  {} / {}  {}{iv}", line(name), m.violations, m.n, pct(m.rate));
         }
     }
     let efficiency = super::text::efficiency_rows(summary);
@@ -206,7 +209,8 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
         }
         let over = &e.over_reference;
         if over.count > 0 {
-            let shown: Vec<String> = over.trials.iter().take(5).map(|o| format!("{}#{}", o.case, o.trial)).collect();
+            let shown: Vec<String> =
+                over.trials.iter().take(5).map(|o| format!("{}#{}", line(&o.case), o.trial)).collect();
             let _ = writeln!(
                 out,
                 "  {} accepted trial(s) took more than their case's max_ratio × the reference: {}{} (report.md lists them)",
@@ -251,8 +255,9 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
     if f.skipped_checks > 0 {
         let names: Vec<&str> =
             summary.checks.iter().filter(|c| c.tally.skipped > 0).map(|c| c.tally.name.as_str()).collect();
-        let _ = writeln!(out, "skipped (not passed): {} check result(s): {}", f.skipped_checks, names.join(", "));
+        let _ =
+            writeln!(out, "skipped (not passed): {} check result(s): {}", f.skipped_checks, line(&names.join(", ")));
     }
-    let _ = writeln!(out, "run dir: {dir}");
+    let _ = writeln!(out, "run dir: {}", line(dir));
     out
 }

@@ -10,9 +10,11 @@
 
 use std::fmt::Write;
 
-use super::compare::{self, Comparison};
+use super::compare;
 use super::text::{figure_rows, fmt_value, gate_line, incomplete_line, why_not_accepted, worst_first};
+use crate::stats::compare::Comparison;
 use crate::stats::{RunData, plural};
+use crate::util::inert::markdown as md;
 
 /// What the comment links to, when known.
 #[derive(Debug, Default, Clone)]
@@ -21,14 +23,16 @@ pub struct Links {
     pub artifact: Option<String>,
 }
 
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// Text read from a run dir (or naming what a suite declared) as inert inline Markdown, in a
+/// `<code>` element where it was a code span (a code span cannot escape a backtick).
+fn code(s: &str) -> String {
+    format!("<code>{}</code>", md(s))
 }
 
 /// The comment body for one run, compared with its baseline when `cmp` is given.
 pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String {
     let mut o = String::new();
-    let version = run.version().map(|v| format!(" ({v})")).unwrap_or_default();
+    let version = run.version().map(|v| format!(" ({})", md(v))).unwrap_or_default();
     let failed = run.gates.iter().filter(|g| !g.passed).count();
     let (mark, verdict) = if run.gates.is_empty() {
         ("ℹ️", "no gates declared".to_string())
@@ -39,12 +43,12 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
     } else {
         ("❌", format!("{failed} of {} gates failed", run.gates.len()))
     };
-    let _ = writeln!(o, "### {mark} evalua · `{}`{version}: {verdict}\n", run.suite());
+    let _ = writeln!(o, "### {mark} evalua · {}{version}: {verdict}\n", code(run.suite()));
     if let Some(line) = incomplete_line(run) {
-        let _ = writeln!(o, "> ⚠️ {}\n", cell(&line));
+        let _ = writeln!(o, "> ⚠️ {}\n", md(&line));
     }
     for g in run.gates.iter().filter(|g| !g.passed).chain(run.gates.iter().filter(|g| g.passed)) {
-        let _ = writeln!(o, "- {} {}", if g.passed { "✅" } else { "❌" }, cell(&gate_line(g)));
+        let _ = writeln!(o, "- {} {}", if g.passed { "✅" } else { "❌" }, md(&gate_line(g)));
     }
     if !run.gates.is_empty() {
         let _ = writeln!(o);
@@ -90,7 +94,7 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
     let _ =
         writeln!(o, "<details><summary>Coverage, abandonment, interventions, contamination, exclusions</summary>\n");
     for (label, text) in super::published::lines(&run.summary.published) {
-        let _ = writeln!(o, "- {label}: {}", cell(&text));
+        let _ = writeln!(o, "- {label}: {}", md(&text));
     }
     let _ = writeln!(o, "\n</details>\n");
 
@@ -102,12 +106,12 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
     {
         let _ = writeln!(
             o,
-            "> ⚠️ **Measurement change:** this run re-grades the recorded trials of run `{}` with today's checks; no agent ran. Its figures differ from that run's only through the graders.\n",
-            cell(&from.run_id)
+            "> ⚠️ **Measurement change:** this run re-grades the recorded trials of run {} with today's checks; no agent ran. Its figures differ from that run's only through the graders.\n",
+            code(&from.run_id)
         );
     }
     for w in &run.warnings {
-        let _ = writeln!(o, "> ⚠️ {}", cell(w));
+        let _ = writeln!(o, "> ⚠️ {}", md(w));
     }
     if !run.warnings.is_empty() {
         let _ = writeln!(o);
@@ -118,9 +122,9 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
             let reg = c.counts.get("regressed").copied().unwrap_or(0);
             let _ = writeln!(
                 o,
-                "<details{}><summary>Against the baseline <code>{}</code>: {} regressed, {} improved</summary>\n",
+                "<details{}><summary>Against the baseline {}: {} regressed, {} improved</summary>\n",
                 if reg > 0 || c.measurement.is_some() || !c.new_critical.is_empty() { " open" } else { "" },
-                cell(&c.base.run_id),
+                code(&c.base.run_id),
                 reg,
                 c.counts.get("improved").copied().unwrap_or(0)
             );
@@ -132,7 +136,7 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
         }
     }
 
-    let mut foot = vec![format!("run `{}`", run.run_id()), format!("seed {}", run.seed())];
+    let mut foot = vec![format!("run {}", code(run.run_id())), format!("seed {}", run.seed())];
     if let Some(p50) = f.p50_ms {
         foot.push(format!("p50 {p50:.0} ms"));
     }
@@ -150,29 +154,6 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
 /// Cases shown under "why trials failed", and failures shown per case.
 const FAILED_CASES: usize = 10;
 const FAILED_PER_CASE: usize = 3;
-
-/// Agent-controlled text made inert in a list item: no Markdown or HTML of
-/// its own (a `</details>` in an answer must not close ours, a link or an
-/// image must not appear), no mention, one line.
-fn inert(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '&' => o.push_str("&amp;"),
-            // A mention in a run's text must not notify anyone.
-            '@' => o.push_str("&#64;"),
-            '\\' | '`' | '*' | '[' | ']' | '|' | '~' => {
-                o.push('\\');
-                o.push(ch);
-            }
-            c if c.is_control() => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 /// Why trials failed, folded: per case (worst first), its first failures
 /// with how each ended and what failed, as report.md's worst cases say it.
@@ -198,7 +179,7 @@ fn failures(o: &mut String, run: &RunData) {
     let failed = match run.failed() {
         Ok(f) => f,
         Err(e) => {
-            let _ = writeln!(o, "The failed trials could not be read: {}\n\n</details>\n", inert(&e.to_string()));
+            let _ = writeln!(o, "The failed trials could not be read: {}\n\n</details>\n", md(&e.to_string()));
             return;
         }
     };
@@ -206,7 +187,7 @@ fn failures(o: &mut String, run: &RunData) {
     let cases: Vec<usize> = worst_first(s).into_iter().filter(|&i| failed.places(i).next().is_some()).collect();
     for &i in cases.iter().take(FAILED_CASES) {
         let c = &s.cases[i];
-        let _ = writeln!(o, "**{}** — {} of {} accepted\n", inert(&c.id), c.accepted, c.n);
+        let _ = writeln!(o, "**{}** — {} of {} accepted\n", md(&c.id), c.accepted, c.n);
         let places: Vec<_> = failed.places(i).collect();
         for at in places.iter().take(FAILED_PER_CASE) {
             let line = match failed.read(at) {
@@ -215,9 +196,9 @@ fn failures(o: &mut String, run: &RunData) {
                     r.trial,
                     r.outcome.as_str(),
                     r.ended.as_str(),
-                    inert(&why_not_accepted(&r, 160))
+                    md(&why_not_accepted(&r, 160))
                 ),
-                Err(e) => format!("#{}: its record could not be read: {}", at.trial, inert(&e.to_string())),
+                Err(e) => format!("#{}: its record could not be read: {}", at.trial, md(&e.to_string())),
             };
             let _ = writeln!(o, "- {line}");
         }

@@ -13,32 +13,6 @@ use crate::record::{Outcome, RunDir};
 use crate::run::{RunEvent, Sink};
 use crate::stats::plural;
 
-/// Appends each finished trial's record to trials.jsonl, flushed at once.
-pub struct TrialsFile(TrialsWriter, HashSet<(String, u32)>);
-
-impl TrialsFile {
-    pub fn create(dir: &RunDir) -> Result<Self> {
-        Ok(TrialsFile(dir.trials_writer()?, HashSet::new()))
-    }
-
-    /// A resumed run: append after the records kept in the file (`kept`
-    /// lists them as (case, trial); they are announced but not written again).
-    pub fn resume(dir: &RunDir, kept: HashSet<(String, u32)>) -> Result<Self> {
-        Ok(TrialsFile(dir.trials_appender()?, kept))
-    }
-}
-
-impl Sink for TrialsFile {
-    fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
-        match ev {
-            RunEvent::TrialFinished { record, .. } if !self.1.contains(&(record.case.clone(), record.trial)) => {
-                self.0.append(record)
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
 /// Progress as the run goes, on stderr: a bar on a terminal (a spinner when
 /// the number of trials is not known before, as when grading traces);
 /// elsewhere (CI logs) one line per finished case and a heartbeat line every
@@ -206,7 +180,7 @@ impl Sink for Progress {
                         "[{:>width$}/{}] {}: {accepted} of {n} accepted{}  ({})",
                         l.cases_done,
                         l.cases,
-                        record.case,
+                        crate::util::inert::console(&record.case),
                         if others.is_empty() { String::new() } else { format!(", {}", others.join(", ")) },
                         elapsed(l.started.elapsed())
                     );
@@ -312,7 +286,7 @@ pub struct Follow {
 /// followed by, built in one place from the flags: trials.jsonl, the
 /// progress display, the per-test report and the OTLP export.
 pub struct Followers {
-    trials: TrialsFile,
+    trials: TrialsWriter,
     progress: Progress,
     tests: TestsReport,
     otlp: Otlp,
@@ -337,8 +311,8 @@ impl Followers {
         kept: Option<HashSet<(String, u32)>>,
     ) -> Result<Followers> {
         let trials = match kept {
-            Some(keys) => TrialsFile::resume(dir, keys)?,
-            None => TrialsFile::create(dir)?,
+            Some(keys) => dir.trials_appender(keys)?,
+            None => dir.trials_writer()?,
         };
         let exporter = if follow.export.any() {
             Some(crate::otel::export::Exporter::new(&follow.export, suite, run_id)?)

@@ -52,3 +52,14 @@ pub enum CancelReason {
 pub trait Sink {
     fn event(&mut self, event: &RunEvent<'_>) -> Result<()>;
 }
+
+/// trials.jsonl follows every run: each finished trial's record, flushed at
+/// once (a resumed run's kept records are not written again).
+impl Sink for crate::record::rundir::TrialsWriter {
+    fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
+        match ev {
+            RunEvent::TrialFinished { record, .. } => self.add(record),
+            _ => Ok(()),
+        }
+    }
+}

@@ -16,7 +16,6 @@
 //! hold a mix of both agents.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,7 +24,8 @@ use std::time::Duration;
 use super::events::{RunEvent, Sink};
 use super::partition::Partition;
 use super::scheduler::{Placed, Source, Start, Store, per_case, trace_bytes, work};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::record::blocks::BlocksWriter;
 use crate::record::{BlockRecord, BlockTrial, KeptState, RunDir, TrialRecord};
 use crate::trial::{self, Plan, TrialOutput};
 
@@ -246,8 +246,7 @@ impl Sink for Router<'_> {
 /// Writes blocks.jsonl: a block's line once all its agents' trials are
 /// announced (the rest, if the run stopped early, at its end).
 pub struct BlocksFile {
-    file: std::io::BufWriter<std::fs::File>,
-    path: std::path::PathBuf,
+    file: BlocksWriter,
     agents: Vec<String>,
     /// Per (case id, trial): the block's index, and its line as it fills.
     open: HashMap<(String, u32), (usize, BlockRecord)>,
@@ -257,9 +256,7 @@ pub struct BlocksFile {
 impl BlocksFile {
     /// blocks.jsonl in `dir`, for these blocks of `plan` and their orders.
     pub fn create(dir: &std::path::Path, plan: &Plan, source: &Interleaved) -> Result<BlocksFile> {
-        let path = dir.join(crate::record::files::BLOCKS);
-        let f = std::fs::File::create(&path)
-            .map_err(|e| Error::Environment(format!("{}: cannot create: {e}", path.display())))?;
+        let file = BlocksWriter::create(dir)?;
         let agents = source.agents.clone();
         let open = source
             .blocks()
@@ -279,14 +276,7 @@ impl BlocksFile {
                 ((id, n), (i, rec))
             })
             .collect();
-        Ok(BlocksFile { file: std::io::BufWriter::new(f), path, agents, open, run_start: None })
-    }
-
-    fn write(&mut self, b: &BlockRecord) -> Result<()> {
-        let line = serde_json::to_string(b).map_err(|e| Error::Environment(e.to_string()))?;
-        writeln!(self.file, "{line}")
-            .and_then(|_| self.file.flush())
-            .map_err(|e| Error::Environment(format!("{}: cannot write: {e}", self.path.display())))
+        Ok(BlocksFile { file, agents, open, run_start: None })
     }
 }
 
@@ -302,7 +292,7 @@ impl Sink for BlocksFile {
                 if b.trials.len() == self.agents.len()
                     && let Some((_, b)) = self.open.remove(&key)
                 {
-                    self.write(&b)?;
+                    self.file.write(&b)?;
                 }
             }
             RunEvent::Finished => {
@@ -311,7 +301,7 @@ impl Sink for BlocksFile {
                     self.open.drain().map(|(_, v)| v).filter(|(_, b)| !b.trials.is_empty()).collect();
                 rest.sort_by_key(|(i, _)| *i);
                 for (_, b) in rest {
-                    self.write(&b)?;
+                    self.file.write(&b)?;
                 }
             }
             _ => {}

@@ -11,8 +11,8 @@ use super::scheduler::RunOptions;
 use crate::lua::engine::STDLIB;
 use crate::process::Isolation;
 use crate::record::manifest::{
-    CaseEntry, DatasetEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, RunKind, StateKeeping, SuiteEntry,
-    WorkdirEntry,
+    AgentEntry, CaseEntry, DatasetEntry, FileHash, GateEntry, IsolationEntry, Machine, Manifest, Program, RunKind,
+    StateKeeping, SuiteEntry, WorkdirEntry,
 };
 use crate::spec::{AgentSpec, DEFAULT_DEADLINE_S};
 use crate::trial::Plan;
@@ -79,22 +79,6 @@ pub fn datasets(plan: &Plan) -> Vec<DatasetEntry> {
             skipped_rows: d.skipped_rows.clone(),
         })
         .collect()
-}
-
-/// What a command agent runs, hashed: the executable its `cmd` starts
-/// (resolved on PATH, symlinks followed) and every other word of `cmd` that
-/// names an existing file (absolute, or relative to the suite's folder). A
-/// changed agent program changes the manifest, so `compare` and `--resume`
-/// can tell.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Program {
-    /// What runs: the real file (symlinks followed, a version manager's shim
-    /// followed to the interpreter it starts), hashed.
-    pub executable: Option<FileHash>,
-    /// The shim the command's first word found on PATH, when one was followed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub via: Option<String>,
-    pub files: Vec<FileHash>,
 }
 
 fn is_exec(p: &Path) -> bool {
@@ -201,18 +185,19 @@ pub fn program(cmd: &[String], suite_dir: &Path, isolation: Isolation, expose: &
 }
 
 /// An agent as declared, with the hashes of what it runs (found as the plan's trials will find it).
-fn agent_entry(a: &AgentSpec, plan: &Plan) -> Json {
+fn agent_entry(a: &AgentSpec, plan: &Plan) -> AgentEntry {
     let suite = &plan.suite;
-    let mut v = serde_json::to_value(a).unwrap_or_default();
+    let declared = match serde_json::to_value(a) {
+        Ok(Json::Object(m)) => m,
+        _ => Default::default(),
+    };
+    let mut e = AgentEntry::declared(declared);
     match a {
-        AgentSpec::Scripted { path: Some(p) } => v["file"] = serde_json::to_value(file_hash(p)).unwrap_or_default(),
-        AgentSpec::Command(c) => {
-            v["program"] = serde_json::to_value(program(&c.cmd, &suite.dir, plan.switches.isolation, &suite.expose))
-                .unwrap_or_default()
-        }
+        AgentSpec::Scripted { path: Some(p) } => e.file = Some(file_hash(p)),
+        AgentSpec::Command(c) => e.program = Some(program(&c.cmd, &suite.dir, plan.switches.isolation, &suite.expose)),
         _ => {}
     }
-    v
+    e
 }
 
 pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Manifest {
@@ -256,11 +241,10 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         })
         .collect();
     // The agent the run uses (`--agent`, else the default), with its name (SPEC §14).
-    let agent = plan.agent_name().and_then(|n| suite.agent_named(n).map(|a| (n, a))).map(|(n, a)| {
-        let mut v = agent_entry(a, plan);
-        v["name"] = Json::String(n.to_string());
-        v
-    });
+    let agent = plan
+        .agent_name()
+        .and_then(|n| suite.agent_named(n).map(|a| (n, a)))
+        .map(|(n, a)| AgentEntry { name: Some(n.to_string()), ..agent_entry(a, plan) });
     let base = base(suite, RunKind::Run, run_id, argv, opts.jobs, plan.switches.judge_cache);
     Manifest {
         suite: SuiteEntry {
@@ -269,7 +253,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
             ..base.suite
         },
         datasets: datasets(plan),
-        agent: agent.unwrap_or(Json::Null),
+        agent,
         cases,
         budget: suite.budget.clone(),
         default_deadline_s: DEFAULT_DEADLINE_S,
@@ -326,6 +310,7 @@ pub fn base(
     let (entry, sources, tool_contract_sha256) = suite_identity(suite);
     Manifest {
         evalua_version: env!("CARGO_PKG_VERSION").to_string(),
+        format: crate::record::files::FORMAT,
         run_id: run_id.to_string(),
         kind,
         started_at: jiff::Timestamp::now().to_string(),
@@ -335,7 +320,7 @@ pub fn base(
         datasets: Vec::new(),
         grader_sha256: grader_hash_of(suite),
         tool_contract_sha256,
-        agent: Json::Null,
+        agent: None,
         judges: crate::judge::manifest(suite, judge_cache),
         cases: Vec::new(),
         budget: Default::default(),

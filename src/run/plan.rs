@@ -5,7 +5,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 use crate::executor::ToolDef;
@@ -216,8 +215,7 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
     }
     // Filters may have left most of the capacity unused.
     cases.shrink_to_fit();
-    static PLANS: AtomicU64 = AtomicU64::new(1);
-    let id = PLANS.fetch_add(1, Ordering::Relaxed);
+    let id = crate::trial::worker::new_owner();
     check_queries(&suite, &templates, &used, &mut errors)?;
     if !errors.is_empty() {
         errors.dedup();

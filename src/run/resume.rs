@@ -17,7 +17,7 @@ use std::io::Read;
 
 use super::scheduler::{Kept, RunOptions, work};
 use crate::error::{Error, Result};
-use crate::record::manifest::Resume;
+use crate::record::manifest::{AgentEntry, FileHash, Program, Resume};
 use crate::record::{Ended, Manifest, Outcome, RunDir, Trace, TrialRecord};
 use crate::sandbox::trial_seed;
 use crate::trial::{self, Plan};
@@ -106,12 +106,12 @@ pub fn mismatch(old: &Manifest, new: &Manifest) -> Option<String> {
         .or_else(|| {
             // A run dir from before agents had names records none: compare the rest.
             let mut new_agent = new.agent.clone();
-            if old.agent.get("name").is_none()
-                && let Some(m) = new_agent.as_object_mut()
+            if old.agent.as_ref().is_none_or(|a| a.name.is_none())
+                && let Some(a) = new_agent.as_mut()
             {
-                m.remove("name");
+                a.name = None;
             }
-            agent_difference("the agent", &old.agent, &new_agent)
+            agent_difference("the agent", old.agent.as_ref(), new_agent.as_ref())
         })
         .or_else(|| differ("the budget", json(&serde_json::json!(old.budget)), json(&serde_json::json!(new.budget))))
         .or_else(|| differ("--seed", old.seed.to_string(), new.seed.to_string()))
@@ -143,10 +143,7 @@ pub fn mismatch(old: &Manifest, new: &Manifest) -> Option<String> {
             };
             return Some(format!("case '{}': {what} changed", a.id));
         }
-        let none = serde_json::Value::Null;
-        if let Some(d) =
-            agent_difference("its agent", a.agent.as_ref().unwrap_or(&none), b.agent.as_ref().unwrap_or(&none))
-        {
+        if let Some(d) = agent_difference("its agent", a.agent.as_ref(), b.agent.as_ref()) {
             return Some(format!("case '{}': {d}", a.id));
         }
     }
@@ -184,8 +181,8 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value, path: &str) ->
 }
 
 /// A program's file as recorded: (path, sha256).
-fn recorded(f: &serde_json::Value) -> (String, Option<String>) {
-    (f["path"].as_str().unwrap_or("").to_string(), f["sha256"].as_str().map(String::from))
+fn recorded(f: Option<&FileHash>) -> (String, Option<String>) {
+    f.map(|f| (f.path.clone(), f.sha256.clone())).unwrap_or_default()
 }
 
 /// What a program recorded then runs now: a shim recorded by an older
@@ -206,25 +203,29 @@ fn runs_now(path: &str, sha: Option<String>) -> (String, Option<String>) {
 /// compared by what they run (the real file's hash; its path when it has
 /// none), not by how the command spells or finds them: a pyenv shim and the
 /// interpreter it starts are the same program.
-pub fn agent_difference(what: &str, old: &serde_json::Value, new: &serde_json::Value) -> Option<String> {
+pub fn agent_difference(what: &str, old: Option<&AgentEntry>, new: Option<&AgentEntry>) -> Option<String> {
     let short = |s: &Option<String>| s.as_deref().map(|s| s.get(..12).unwrap_or(s).to_string()).unwrap_or("?".into());
-    let declared = |v: &serde_json::Value| {
-        let mut v = v.clone();
-        if let Some(o) = v.as_object_mut() {
-            o.remove("program");
-            o.remove("file");
+    // The agent as declared, with its name: what the run asked for.
+    let declared = |a: Option<&AgentEntry>| match a {
+        None => serde_json::Value::Null,
+        Some(a) => {
+            let mut m = a.declared.clone();
+            if let Some(n) = &a.name {
+                m.insert("name".into(), serde_json::Value::String(n.clone()));
+            }
+            serde_json::Value::Object(m)
         }
-        v
     };
     if let Some((path, then, now)) = first_difference(&declared(old), &declared(new), "") {
         let field = if path.is_empty() { String::new() } else { format!(" {path}") };
         return Some(format!("{what}{field}: {then} then, {now} now"));
     }
-    let (po, pn) = (&old["program"], &new["program"]);
-    if !po["executable"].is_null() || !pn["executable"].is_null() {
-        let (op, osha) = recorded(&po["executable"]);
+    let (po, pn) = (old.and_then(|a| a.program.as_ref()), new.and_then(|a| a.program.as_ref()));
+    let (eo, en) = (po.and_then(|p| p.executable.as_ref()), pn.and_then(|p| p.executable.as_ref()));
+    if eo.is_some() || en.is_some() {
+        let (op, osha) = recorded(eo);
         let (op, osha) = runs_now(&op, osha);
-        let (np, nsha) = recorded(&pn["executable"]);
+        let (np, nsha) = recorded(en);
         let same = match (&osha, &nsha) {
             (Some(a), Some(b)) => a == b,
             _ => op == np,
@@ -237,29 +238,24 @@ pub fn agent_difference(what: &str, old: &serde_json::Value, new: &serde_json::V
             ));
         }
     }
-    for key in ["files"] {
-        let list = |v: &serde_json::Value| -> Vec<(String, Option<String>)> {
-            v[key].as_array().map(|a| a.iter().map(recorded).collect()).unwrap_or_default()
-        };
-        let (a, b) = (list(po), list(pn));
-        for (path, sha) in &a {
-            match b.iter().find(|(p, _)| p == path) {
-                Some((_, now)) if now != sha => {
-                    return Some(format!(
-                        "{what}'s file {path} changed (sha256 {} then, {} now)",
-                        short(sha),
-                        short(now)
-                    ));
-                }
-                None => return Some(format!("{what}'s file {path} is not named now")),
-                _ => {}
+    let list = |p: Option<&Program>| -> Vec<(String, Option<String>)> {
+        p.map(|p| p.files.iter().map(|f| recorded(Some(f))).collect()).unwrap_or_default()
+    };
+    let (a, b) = (list(po), list(pn));
+    for (path, sha) in &a {
+        match b.iter().find(|(p, _)| p == path) {
+            Some((_, now)) if now != sha => {
+                return Some(format!("{what}'s file {path} changed (sha256 {} then, {} now)", short(sha), short(now)));
             }
-        }
-        if let Some((path, _)) = b.iter().find(|(p, _)| !a.iter().any(|(q, _)| q == p)) {
-            return Some(format!("{what}'s file {path} is new"));
+            None => return Some(format!("{what}'s file {path} is not named now")),
+            _ => {}
         }
     }
-    let (fo, fnew) = (recorded(&old["file"]), recorded(&new["file"]));
+    if let Some((path, _)) = b.iter().find(|(p, _)| !a.iter().any(|(q, _)| q == p)) {
+        return Some(format!("{what}'s file {path} is new"));
+    }
+    let file = |a: Option<&AgentEntry>| recorded(a.and_then(|a| a.file.as_ref()));
+    let (fo, fnew) = (file(old), file(new));
     if fo != fnew {
         return Some(format!("{what}'s script {}: sha256 {} then, {} now", fnew.0, short(&fo.1), short(&fnew.1)));
     }

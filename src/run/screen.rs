@@ -158,7 +158,11 @@ pub fn screen(plan: &mut Plan, skip: bool, jobs: usize) -> Result<()> {
 /// be found is an error naming the file, at the line of the declaration that
 /// gave the agent (the suite's, or a case's own). `evalua check` says them;
 /// a run would record every trial as crashed instead.
-pub fn agent_programs(suite: &crate::spec::Suite, isolation: crate::process::Isolation) -> Vec<String> {
+pub fn agent_programs(
+    suite: &crate::spec::Suite,
+    isolation: crate::process::Isolation,
+    agent: Option<&str>,
+) -> Vec<String> {
     use crate::spec::{AgentSpec, WorkdirSpec};
     let mut errors = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -175,7 +179,13 @@ pub fn agent_programs(suite: &crate::spec::Suite, isolation: crate::process::Iso
     };
     let path_var = std::env::var_os("PATH");
     for case in &suite.cases {
-        let Some(AgentSpec::Command(c)) = suite.case_agent(case) else { continue };
+        // The case's own agent, else the one the run picks (`--agent`), else the suite's.
+        let spec = match (case.agent.as_deref(), agent) {
+            (Some(own), _) => Some(own),
+            (None, Some(name)) => suite.agent_named(name),
+            (None, None) => suite.agent.as_ref(),
+        };
+        let Some(AgentSpec::Command(c)) = spec else { continue };
         let at = if case.agent.is_some() { case.location.as_str() } else { suite.location.as_str() };
         // The trial's work dir starts as a copy of its template, or empty.
         let (cwd, from) = match suite.case_workdir(case) {

@@ -3,7 +3,11 @@
 //! table's rows are compared whole (every column, types included: 3 and 3.0
 //! differ, as they do in the fixture's own data); the rows that differ are
 //! paired by their first column (a key, in most schemas) so the evidence
-//! says which row changed how, not only which rows are new.
+//! says which row changed how, not only which rows are new. A text cell
+//! holding a JSON object or array is compared as a JSON value: two states
+//! whose objects carry their keys in another order are the same state, as
+//! τ-bench's own reward (a hash over sorted keys) has it; 3 and 3.0 still
+//! differ, as they do there.
 
 use std::collections::BTreeMap;
 
@@ -76,10 +80,16 @@ fn key_bytes(row: &[SqlValue]) -> Vec<u8> {
             SqlValue::Null => line.push(b'N'),
             SqlValue::Integer(i) => line.extend_from_slice(format!("I{i}").as_bytes()),
             SqlValue::Real(f) => line.extend_from_slice(format!("R{f:?}").as_bytes()),
-            SqlValue::Text(s) => {
-                line.push(b'T');
-                line.extend_from_slice(s.as_bytes());
-            }
+            SqlValue::Text(s) => match canonical_json(s) {
+                Some(j) => {
+                    line.push(b'J');
+                    line.extend_from_slice(j.as_bytes());
+                }
+                None => {
+                    line.push(b'T');
+                    line.extend_from_slice(s.as_bytes());
+                }
+            },
             SqlValue::Blob(b) => {
                 line.push(b'B');
                 line.extend_from_slice(b);
@@ -89,6 +99,16 @@ fn key_bytes(row: &[SqlValue]) -> Vec<u8> {
         line.push(0x1f);
     }
     line
+}
+
+/// A text that is a JSON object or array, written with its keys sorted and
+/// no spaces (serde_json's map is ordered by key); None for any other text.
+fn canonical_json(s: &str) -> Option<String> {
+    let t = s.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str::<Json>(s).ok().map(|v| v.to_string())
 }
 
 fn json_of(v: &SqlValue) -> Json {

@@ -990,6 +990,8 @@ pub struct SummaryFile<'a> {
     pub datasets: Vec<DatasetCount>,
 }
 
+impl crate::record::files::RunDirFile for SummaryFile<'_> {}
+
 /// A dataset file's rows in summary.json: read, declared as cases, skipped as bad.
 #[derive(Debug, Clone, Serialize)]
 pub struct DatasetCount {

@@ -3,10 +3,12 @@
 //! back with its figures (or, in brief, from its summary.json: `head`).
 
 pub mod agree;
+pub mod compare;
 pub mod efficiency;
 pub mod estimators;
 pub mod figures;
 pub mod head;
+pub mod interleaved;
 pub mod periods;
 pub mod published;
 pub mod rundata;

@@ -283,8 +283,10 @@ impl RunData {
         };
         (self.caveats, self.warnings) =
             caveats(&self.summary, &self.gate_specs, &m.judge_checks, &self.coverage, &resume);
-        let ctx =
-            GateContext { agent: m.agent.get("name").and_then(|n| n.as_str()), interleaved: m.interleaved.is_some() };
+        let ctx = GateContext {
+            agent: m.agent.as_ref().and_then(|a| a.name.as_deref()),
+            interleaved: m.interleaved.is_some(),
+        };
         self.gates =
             decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete, ctx);
         // Graded traces are one trial each (unless `match` gives a case several):
@@ -306,13 +308,13 @@ impl RunData {
 
 /// The lowest calibration kappa of the manifest's reachable rubric (and
 /// cascade) judges; None when one has no kappa, or none is reachable.
-pub fn judge_kappa(judges: &serde_json::Value) -> Option<f64> {
+pub fn judge_kappa(judges: &[crate::record::manifest::JudgeEntry]) -> Option<f64> {
     let mut min: Option<f64> = None;
-    for j in judges.as_array().into_iter().flatten() {
-        if !(j["type"] == "rubric" || j["type"] == "cascade") || j["reachable"] != true {
+    for j in judges {
+        if !(j.kind == "rubric" || j.kind == "cascade") || !j.reachable {
             continue;
         }
-        let k = j["calibration_kappa"].as_f64()?;
+        let k = j.calibration_kappa?;
         min = Some(min.map_or(k, |m: f64| m.min(k)));
     }
     min

@@ -106,12 +106,12 @@ pub(crate) fn run_in(
                 end = AgentEnd { stderr_tail: end.stderr_tail, answer: end.answer, ..AgentEnd::interrupted() };
             }
             let out = finish(trial, end, Ending::Live { started, db });
-            worker::retire_if_dirty(&lua, trips);
-            worker::keep_suite_if_unchanged(&lua);
+            worker::retire_if_dirty(plan.id, &lua, trips);
+            worker::keep_suite_if_unchanged(plan, &lua);
             out
         }
         Err(e) => {
-            worker::forget();
+            worker::forget(plan.id);
             infra(case, number, seed, e)
         }
     };
@@ -559,7 +559,7 @@ pub(crate) fn all_errors(plan: &Plan, case: &CasePlan, msg: &str) -> Vec<CheckRe
     let infos = worker::worker_state(plan)
         .and_then(|lua| {
             let table = worker::case_table(&lua, plan, case).map(|(_, t)| t);
-            worker::keep_suite_if_unchanged(&lua);
+            worker::keep_suite_if_unchanged(plan, &lua);
             table
         })
         .map(|t| case_checks(&t).1)

@@ -128,7 +128,7 @@ fn graded(
     ) {
         Ok(t) => t,
         Err(e) => {
-            worker::forget();
+            worker::forget(plan.id);
             let mut out = unrebuildable(plan, case, rec, None, &format!("cannot prepare the trial: {e}"));
             out.trace.state = Some(state);
             return out;
@@ -146,8 +146,8 @@ fn graded(
     let kept = KeptState::Copied { from: old.clone(), case: rec.case.clone(), trial: rec.trial, record: state.clone() };
     let recorded = Recorded { wall_ms: rec.wall_ms, log: trace.log, state, kept: Some(kept) };
     let out = finish(trial, end, Ending::Recorded(Box::new(recorded)));
-    worker::retire_if_dirty(&lua_state, trips);
-    worker::keep_suite_if_unchanged(&lua_state);
+    worker::retire_if_dirty(plan.id, &lua_state, trips);
+    worker::keep_suite_if_unchanged(plan, &lua_state);
     out
 }
 

@@ -1,6 +1,12 @@
-//! A worker thread's Lua state and the evaluated suite it keeps.
+//! A worker thread's Lua state and what it keeps evaluated in it: the one
+//! worker of every kind of unit (a trial of a plan, a recorded item of a
+//! grade). A thread keeps a state per owner (a plan, a grading context; a
+//! grade that re-executes items on a plan uses both), reuses it across the
+//! owner's units, keeps what the owner evaluated in it ([`keep`]) while the
+//! units prove it unchanged, and retires it when a limit tripped or memory
+//! grew ([`retire_if_dirty`]).
 //!
-//! A state is reused across the worker's trials. The suite file is evaluated
+//! A plan's trials: the state is reused across the worker's trials. The suite file is evaluated
 //! in it once, in a fresh environment, and reused for the next trial, of any
 //! case, while the reachability walk proves the last trial changed nothing
 //! (see `lua::engine::reuse`). The evaluation keeps each case's declaration
@@ -14,6 +20,7 @@
 //! from there. So a worker's memory is bounded whatever the suite's size, and
 //! a suite of up to `WINDOW` cases is evaluated once per worker.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
@@ -30,16 +37,76 @@ use crate::lua::{api, load};
 use crate::spec::{CaseSource, DatasetSpec};
 use crate::util::dataset::{self, RowPos};
 
-/// A worker thread's Lua state, reused across its trials (see `lua::engine::new_state`).
+/// A worker thread's Lua state for one owner, reused across its units (see `lua::engine::new_state`).
 struct Worker {
-    plan: u64,
+    owner: u64,
     lua: Lua,
-    /// The suite as last evaluated in this state, while it may be reused.
-    evaluated: Option<Evaluated>,
-    /// Dataset files opened by this worker, by dataset index.
-    datasets: HashMap<u32, File>,
+    /// What the owner evaluated in this state (a plan's [`Evaluated`], a
+    /// grading context's suite), while the units prove it unchanged.
+    kept: Option<Box<dyn Any>>,
     /// Memory in use right after the last evaluation.
     baseline: usize,
+}
+
+/// The states a thread keeps at most, the least recently made dropped first.
+const OWNERS: usize = 2;
+
+/// A new owner of worker states (a plan, a grading context): unique in the process.
+pub fn new_owner() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The thread's Lua state for `owner`, made from `config` when it has none.
+pub fn state(owner: u64, config: impl FnOnce() -> crate::lua::engine::StateConfig) -> Result<Lua, String> {
+    WORKERS.with(|w| {
+        let mut w = w.borrow_mut();
+        if let Some(worker) = w.iter().find(|x| x.owner == owner) {
+            return Ok(worker.lua.clone());
+        }
+        let lua = api::new_state(config()).map_err(|e| format!("cannot create a Lua state: {e}"))?;
+        // Generational collection: the evaluated suite (every case's
+        // declaration) is old and stays; what a unit leaves behind is young
+        // and goes in the next minor collection, instead of piling up until
+        // the whole heap has doubled (which on a 100,000-case suite was
+        // thousands of trials' garbage).
+        lua.gc_set_mode(mlua::state::GcMode::Generational(mlua::state::GcGenParams::default()));
+        if w.len() >= OWNERS {
+            w.remove(0);
+        }
+        w.push(Worker { owner, lua: lua.clone(), kept: None, baseline: 0 });
+        Ok(lua)
+    })
+}
+
+/// `f` on what `owner`'s state keeps, if it keeps a `T`.
+pub fn with_kept<T: 'static, R>(owner: u64, f: impl FnOnce(Option<&mut T>) -> R) -> R {
+    WORKERS.with(|w| {
+        let mut w = w.borrow_mut();
+        let kept = w.iter_mut().find(|x| x.owner == owner).and_then(|x| x.kept.as_mut()?.downcast_mut::<T>());
+        f(kept)
+    })
+}
+
+/// Keep `value`, just evaluated in `owner`'s state, for the next units. The
+/// evaluation's garbage goes now, not when a major collection comes round:
+/// memory stays what is kept, the baseline [`retire_if_dirty`] measures from.
+pub fn keep<T: 'static>(owner: u64, lua: &Lua, value: T) {
+    let _ = lua.gc_collect();
+    let used = lua.used_memory();
+    WORKERS.with(|w| {
+        if let Some(worker) = w.borrow_mut().iter_mut().find(|x| x.owner == owner) {
+            worker.kept = Some(Box::new(value));
+            worker.baseline = used;
+        }
+    });
+}
+
+/// Drop what `owner`'s state keeps: its next unit evaluates afresh. Returns
+/// whether it kept something (its old declarations then go in a full collection).
+pub fn discard(owner: u64) -> bool {
+    let had = WORKERS.with(|w| w.borrow_mut().iter_mut().find(|x| x.owner == owner).and_then(|x| x.kept.take()));
+    had.is_some()
 }
 
 /// An evaluated suite, the declarations it made, the snapshot that proves it
@@ -60,6 +127,8 @@ struct Evaluated {
     /// not kept, and the next trial builds its own afresh, so nothing of it
     /// is reused and nothing of it needs comparing.
     own_row: bool,
+    /// Dataset files opened to read rows again, by dataset index.
+    files: HashMap<u32, File>,
 }
 
 /// The case the last trial ran, reused by the next trial of the same case
@@ -89,7 +158,7 @@ fn row_override() -> Option<serde_json::Value> {
 
 thread_local! {
     static ROW: RefCell<Option<serde_json::Value>> = const { RefCell::new(None) };
-    static WORKER: RefCell<Option<Worker>> = const { RefCell::new(None) };
+    static WORKERS: RefCell<Vec<Worker>> = const { RefCell::new(Vec::new()) };
 }
 
 /// How many case declarations a worker keeps (~650 bytes each for a plain
@@ -114,27 +183,11 @@ const RETIRE_ABOVE_BYTES: usize = 64 * 1024 * 1024;
 const MATERIALIZE_INSTRUCTIONS: u64 = 10_000_000;
 const MATERIALIZE_SECONDS: u64 = 5;
 
+/// The worker's state for `plan`'s trials.
 pub fn worker_state(plan: &Plan) -> Result<Lua, String> {
-    WORKER.with(|w| {
-        let mut w = w.borrow_mut();
-        if let Some(worker) = &*w
-            && worker.plan == plan.id
-        {
-            return Ok(worker.lua.clone());
-        }
-        let cfg = crate::lua::engine::StateConfig {
-            judge_cache: plan.switches.judge_cache,
-            ..load::state_config(&plan.suite.path, plan.suite.sources.clone(), 0, false)
-        };
-        let lua = api::new_state(cfg).map_err(|e| format!("cannot create a Lua state: {e}"))?;
-        // Generational collection: the evaluated suite (every case's
-        // declaration) is old and stays; what a trial leaves behind is young
-        // and goes in the next minor collection, instead of piling up until
-        // the whole heap has doubled (which on a 100,000-case suite was
-        // thousands of trials' garbage).
-        lua.gc_set_mode(mlua::state::GcMode::Generational(mlua::state::GcGenParams::default()));
-        *w = Some(Worker { plan: plan.id, lua: lua.clone(), evaluated: None, datasets: HashMap::new(), baseline: 0 });
-        Ok(lua)
+    state(plan.id, || crate::lua::engine::StateConfig {
+        judge_cache: plan.switches.judge_cache,
+        ..load::state_config(&plan.suite.path, plan.suite.sources.clone(), 0, false)
     })
 }
 
@@ -202,7 +255,7 @@ fn evaluate(lua: &Lua, plan: &Plan, window: std::ops::Range<usize>) -> Result<Ev
             never
         }
     };
-    Ok(Evaluated { suite, decls, window, datasets, snapshot, log, case: None, own_row: false })
+    Ok(Evaluated { suite, decls, window, datasets, snapshot, log, case: None, own_row: false, files: HashMap::new() })
 }
 
 /// The evaluated suite and the case table for this trial: reused when the
@@ -214,17 +267,12 @@ pub fn case_table(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Tab
         CaseSource::Declared => plan.ids.get(&case.spec.id).copied(),
         CaseSource::Row { .. } => None,
     };
-    let fresh = WORKER.with(|w| {
-        w.borrow()
-            .as_ref()
-            .is_none_or(|w| w.evaluated.as_ref().is_none_or(|ev| index.is_some_and(|i| !ev.window.contains(&i))))
-    });
+    let fresh =
+        with_kept::<Evaluated, _>(plan.id, |ev| ev.is_none_or(|ev| index.is_some_and(|i| !ev.window.contains(&i))));
     if fresh {
         // The last evaluation's declarations go before the next one builds its
         // own (they are old: only a full collection frees them).
-        let had = WORKER.with(|w| w.borrow_mut().as_mut().and_then(|w| w.evaluated.take()));
-        if had.is_some() {
-            drop(had);
+        if discard(plan.id) {
             let _ = lua.gc_collect();
         }
         // The file's top level sees the clock it saw when the suite loaded,
@@ -233,25 +281,14 @@ pub fn case_table(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Tab
         let start = index.unwrap_or(0);
         let ev = evaluate(lua, plan, start..start.saturating_add(window()));
         set_clock(lua, clock);
-        let ev = ev?;
-        // The evaluation's garbage (every case it built and did not keep) goes
-        // now, not when a major collection comes round: memory stays what the
-        // kept window holds.
-        let _ = lua.gc_collect();
-        let used = lua.used_memory();
-        WORKER.with(|w| {
-            if let Some(worker) = w.borrow_mut().as_mut() {
-                worker.evaluated = Some(ev);
-                worker.baseline = used;
-            }
-        });
+        // Every case it built and did not keep goes now: memory stays what the kept window holds.
+        keep(plan.id, lua, ev?);
     }
-    let (suite, log, reused, decls, datasets) = WORKER.with(|w| {
-        let w = w.borrow();
-        let ev = w.as_ref().and_then(|w| w.evaluated.as_ref()).expect("evaluated above");
+    let (suite, log, reused, decls, datasets) = with_kept::<Evaluated, _>(plan.id, |ev| {
+        let ev = ev.ok_or("the worker's state was dropped while the suite was evaluated")?;
         let reused = ev.case.as_ref().filter(|m| m.id == case.spec.id).map(|m| m.table.clone());
-        (ev.suite.clone(), ev.log.clone(), reused, ev.decls.clone(), ev.datasets.clone())
-    });
+        Ok::<_, String>((ev.suite.clone(), ev.log.clone(), reused, ev.decls.clone(), ev.datasets.clone()))
+    })?;
     lua.set_app_data(Log(log));
     let own_row = row_override().is_some() && matches!(case.spec.source, CaseSource::Row { .. });
     if let Some(t) = reused.filter(|_| !own_row) {
@@ -262,8 +299,8 @@ pub fn case_table(lua: &Lua, plan: &Plan, case: &CasePlan) -> Result<(Table, Tab
     let (decl, table) = materialize(lua, plan, case, &suite, &decls, &datasets)?;
     let roots = vec![decl, Value::Table(table.clone())];
     let snapshot = if own_row { None } else { reuse::snapshot(lua, roots.clone()).map_err(|e| e.to_string())? };
-    WORKER.with(|w| {
-        if let Some(ev) = w.borrow_mut().as_mut().and_then(|w| w.evaluated.as_mut()) {
+    with_kept::<Evaluated, _>(plan.id, |ev| {
+        if let Some(ev) = ev {
             ev.own_row = own_row;
             ev.case = snapshot.map(|snapshot| Materialized {
                 id: case.spec.id.clone(),
@@ -317,7 +354,7 @@ fn materialize(
             })?;
             let json = match row_override() {
                 Some(own) => own,
-                None => read_row(dataset, spec, RowPos { line, offset, length })
+                None => read_row(plan.id, dataset, spec, RowPos { line, offset, length })
                     .map_err(|e| format!("{}:{line}: {e}", spec.path))?,
             };
             let value = convert::to_lua(lua, &json).map_err(|e| e.to_string())?;
@@ -360,11 +397,10 @@ fn materialize(
 }
 
 /// A dataset row read again through this worker's handle on the file.
-fn read_row(index: u32, spec: &DatasetSpec, pos: RowPos) -> Result<serde_json::Value, String> {
-    WORKER.with(|w| {
-        let mut w = w.borrow_mut();
-        let worker = w.as_mut().ok_or("no worker state")?;
-        if let std::collections::hash_map::Entry::Vacant(e) = worker.datasets.entry(index) {
+fn read_row(owner: u64, index: u32, spec: &DatasetSpec, pos: RowPos) -> Result<serde_json::Value, String> {
+    with_kept::<Evaluated, _>(owner, |ev| {
+        let ev = ev.ok_or("no worker state")?;
+        if let std::collections::hash_map::Entry::Vacant(e) = ev.files.entry(index) {
             let f = File::open(&spec.abs).map_err(|e| e.to_string())?;
             let meta = f.metadata().map_err(|e| e.to_string())?;
             if spec.stamp.is_some_and(|(len, mtime)| meta.len() != len || meta.modified().ok() != Some(mtime)) {
@@ -372,7 +408,7 @@ fn read_row(index: u32, spec: &DatasetSpec, pos: RowPos) -> Result<serde_json::V
             }
             e.insert(f);
         }
-        dataset::read_row(&worker.datasets[&index], spec.format, pos, &spec.headers)
+        dataset::read_row(&ev.files[&index], spec.format, pos, &spec.headers)
     })
 }
 
@@ -380,11 +416,9 @@ fn read_row(index: u32, spec: &DatasetSpec, pos: RowPos) -> Result<serde_json::V
 /// only if the trial changed nothing reachable from them (a counter in a
 /// file-level local, a global, a module's table, the case table, …).
 /// Otherwise the next trial evaluates afresh.
-pub fn keep_suite_if_unchanged(lua: &Lua) {
-    WORKER.with(|w| {
-        let mut w = w.borrow_mut();
-        let Some(worker) = w.as_mut() else { return };
-        let Some(ev) = &worker.evaluated else { return };
+pub fn keep_suite_if_unchanged(plan: &Plan, lua: &Lua) {
+    let same = with_kept::<Evaluated, _>(plan.id, |ev| {
+        let Some(ev) = ev else { return true };
         let suite_same = reuse::suite_roots(lua, &ev.suite, &[Value::Table(ev.datasets.clone())])
             .and_then(|roots| reuse::unchanged(lua, roots, &ev.snapshot))
             .unwrap_or(false);
@@ -396,10 +430,11 @@ pub fn keep_suite_if_unchanged(lua: &Lua) {
             // Not kept (it holds a coroutine): its declaration may have changed too.
             None => false,
         };
-        if !(suite_same && case_same) {
-            worker.evaluated = None;
-        }
+        suite_same && case_same
     });
+    if !same {
+        discard(plan.id);
+    }
 }
 
 pub fn seed_math_random(lua: &Lua, seed: u64) -> Result<(), String> {
@@ -408,14 +443,15 @@ pub fn seed_math_random(lua: &Lua, seed: u64) -> Result<(), String> {
     math.get::<mlua::Function>("randomseed").and_then(|f| f.call::<()>(seed as i64)).map_err(|e| e.to_string())
 }
 
-/// Keep the worker's state for the next trial only if this one left it clean:
+/// Keep `owner`'s state for the next unit only if this one left it clean:
 /// no limit tripped (a stopped script may have left half-done work behind) and
-/// memory back near what the evaluated suite holds. Otherwise the next trial
-/// starts from a new state.
-pub fn retire_if_dirty(lua: &Lua, trips_before: u64) {
-    WORKER.with(|w| {
+/// memory back near what the kept evaluation holds. Otherwise the next unit
+/// starts from a new state. Returns whether the state was retired.
+pub fn retire_if_dirty(owner: u64, lua: &Lua, trips_before: u64) -> bool {
+    WORKERS.with(|w| {
         let mut w = w.borrow_mut();
-        let baseline = w.as_ref().map(|w| w.baseline).unwrap_or(0);
+        let Some(i) = w.iter().position(|x| x.owner == owner) else { return false };
+        let baseline = w[i].baseline;
         let grown = || {
             // Much of a trial's garbage grows old before it dies, and the
             // collector's own major collections let it reach twice the heap
@@ -427,15 +463,17 @@ pub fn retire_if_dirty(lua: &Lua, trips_before: u64) {
             }
             lua.used_memory() > baseline + RETIRE_ABOVE_BYTES
         };
-        if engine::limits(lua).trips() != trips_before || grown() {
-            *w = None;
+        let dirty = engine::limits(lua).trips() != trips_before || grown();
+        if dirty {
+            w.remove(i);
         }
-    });
+        dirty
+    })
 }
 
-/// Forget the worker's state: its next trial starts from a new one.
-pub fn forget() {
-    WORKER.with(|w| *w.borrow_mut() = None);
+/// Forget `owner`'s state: its next unit starts from a new one.
+pub fn forget(owner: u64) {
+    WORKERS.with(|w| w.borrow_mut().retain(|x| x.owner != owner));
 }
 
 /// The suite's agent table a trial uses: the one of `agents` named `name`,

@@ -7,6 +7,27 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// Lowercase hex SHA-256 of a regular file and its length, read a chunk at a
+/// time and opened without following a symlink (`O_NOFOLLOW`).
+pub fn sha256_file(path: &std::path::Path) -> std::io::Result<(String, u64)> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let (mut h, mut buf, mut n) = (Sha256::new(), vec![0u8; 1 << 16], 0u64);
+    loop {
+        match f.read(&mut buf)? {
+            0 => return Ok((hex(&h.finalize()), n)),
+            k => {
+                h.update(&buf[..k]);
+                n += k as u64;
+            }
+        }
+    }
+}
+
 /// Lowercase hex of a digest.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -4,6 +4,7 @@
 pub mod cancel;
 pub mod dataset;
 pub mod digest;
+pub mod inert;
 pub mod memory;
 pub mod names;
 pub mod paths;

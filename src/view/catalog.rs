@@ -66,10 +66,6 @@ pub fn roots(dirs: &[PathBuf]) -> Result<Vec<Root>> {
     Ok(out)
 }
 
-fn is_run_dir(dir: &Path) -> bool {
-    dir.join(files::MANIFEST).is_file()
-}
-
 /// Every run dir under the roots, and what was left out.
 pub fn discover(roots: &[Root]) -> (Vec<RunRef>, Vec<Skipped>) {
     let mut runs = Vec::new();
@@ -95,7 +91,7 @@ fn walk(
     if !seen.insert(dir.to_path_buf()) {
         return;
     }
-    if is_run_dir(dir) {
+    if files::is_run_dir(dir) {
         let rel = if rel.is_empty() { ".".to_string() } else { rel };
         match check_files(dir) {
             Ok(()) => runs.push(RunRef { id: format!("{root}:{rel}"), root, rel, dir: dir.to_path_buf() }),
@@ -161,7 +157,7 @@ pub fn resolve(roots: &[Root], id: &str) -> Option<RunRef> {
         r.canon.join(p)
     };
     let canon = dir.canonicalize().ok()?;
-    if !canon.starts_with(&r.canon) || !is_run_dir(&canon) || check_files(&canon).is_err() {
+    if !canon.starts_with(&r.canon) || !files::is_run_dir(&canon) || check_files(&canon).is_err() {
         return None;
     }
     let rel = if rel.is_empty() { "." } else { rel };

@@ -233,17 +233,14 @@ impl Labelling {
     /// The labelling context of a run from its manifest.
     pub fn context(&self, m: &Manifest, run_dir: &Path) -> RunContext {
         let mut rubrics = Vec::new();
-        for j in m.judges.as_array().into_iter().flatten() {
-            if j["type"] != "rubric" && j["type"] != "cascade" {
+        for j in &m.judges {
+            if j.kind != "rubric" && j.kind != "cascade" {
                 continue;
             }
-            let strings = |k: &str| -> Vec<String> {
-                j[k].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(String::from)).collect()
-            };
             rubrics.push(Rubric {
-                name: j["name"].as_str().unwrap_or_default().to_string(),
-                criteria: strings("criteria"),
-                cases: strings("cases"),
+                name: j.name.clone(),
+                criteria: j.criteria.clone().unwrap_or_default(),
+                cases: j.cases.clone(),
             });
         }
         RunContext {

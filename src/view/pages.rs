@@ -11,9 +11,10 @@ use serde_json::json;
 use super::index::Facets;
 use super::list::{RunRow, Status};
 use super::state::Kind;
-use crate::report::compare::{self, CaseDiff, Class, Comparison, FigureDiff};
+use crate::report::compare;
 use crate::report::html::{esc, script_json};
 use crate::report::text::fmt_value;
+use crate::stats::compare::{CaseDiff, Class, Comparison, FigureDiff, Measurement};
 
 fn head(title: &str, page: &str) -> String {
     format!(
@@ -313,7 +314,7 @@ const CHANGED_CASES: usize = 20;
 /// The headline of a comparison of two gradings of the same trials (as
 /// `evalua compare` prints it): which checks changed verdict, on how many
 /// trials, which way, in which cases.
-fn check_changes(o: &mut String, h: &CompareHead, m: &compare::Measurement) {
+fn check_changes(o: &mut String, h: &CompareHead, m: &Measurement) {
     let short = |s: &str| s.get(..12).unwrap_or(s).to_string();
     let _ = write!(
         o,

@@ -28,8 +28,8 @@ use super::pages;
 use super::state::{Cache, Kind, Loaded};
 use super::trial;
 use crate::error::{Error, Result};
-use crate::report::compare;
 use crate::report::html;
+use crate::stats::compare;
 use crate::util::paths::{confine, read_confined};
 
 /// The port tried first when `--port` is not given (then the next few).

@@ -747,9 +747,9 @@ end
 local ENDINGS = { final = true, abstained = true, deadline = true, budget = true, crashed = true, protocol_error = true,
   infra_error = true }
 
---- The agent's run ended one of these ways (default: { "final" }): a trial
---- whose state is right but whose agent crashed or broke the protocol is not
---- accepted when this check is in the case.
+--- The agent's run ended one of these ways (default: { "final" }). A crash
+--- or protocol error fails a trial without it (unless the case sets
+--- `accept_abnormal_end`); this check also holds `deadline` and `budget` to account.
 function check.ended(list, opts)
   list = list or { "final" }
   if type(list) ~= "table" or #list == 0 then error("check.ended: expects a list such as { \"final\" }", 2) end
@@ -1047,11 +1047,17 @@ end
 -- In a trial the suite is re-run only to get the running case's functions
 -- back: constructors just record their arguments, and `suite:case` builds the
 -- checks of that one case (its options were validated when the suite loaded).
+local CONSTRUCTORS = { "sql", "files", "outbox", "answer", "json_schema", "tools", "args", "before",
+                       "no_loops", "no_writes", "max_calls", "efficiency", "claims_only_after", "ended",
+                       "command", "tests", "scope", "no_secrets" }
 if not host.validating() then
-  for _, name in ipairs({ "sql", "files", "outbox", "answer", "json_schema", "tools", "args", "before",
-                          "no_loops", "no_writes", "max_calls", "efficiency", "claims_only_after", "ended",
-                          "command", "tests", "scope", "no_secrets" }) do
+  for _, name in ipairs(CONSTRUCTORS) do
     check[name] = evalua._lazy(check[name])
+  end
+else
+  -- While the suite loads, a wrong constructor call is reported and the file goes on.
+  for _, name in ipairs(CONSTRUCTORS) do
+    check[name] = evalua._reported(check[name], "check." .. name)
   end
 end
 

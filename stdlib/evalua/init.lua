@@ -23,6 +23,21 @@ function M._lazy(ctor)
   end
 end
 
+--- While a suite is checked: a check constructor whose arguments are wrong
+--- reports the mistake at the suite's line and returns a stand-in, so the file
+--- goes on and one `evalua check` names every mistake (the same typo in two
+--- cases twice; a later case's errors too). The suite is refused all the same.
+function M._reported(ctor, what)
+  return function(...)
+    local r = table.pack(pcall(ctor, ...))
+    if r[1] then return table.unpack(r, 2, r.n) end
+    -- A line inside the stdlib (or pcall's none) is no use to the user: the suite's line is.
+    local msg = tostring(r[2]):gsub("^stdlib/[^:]*:%d+: ", "")
+    host.report(host.caller(2), msg)
+    return { name = what .. " (invalid)", critical = false, run = function() return nil end }
+  end
+end
+
 M.null = host.null
 
 --- A check returns this first to say "not applicable here": skipped, never passed.
@@ -86,6 +101,26 @@ local function check_keys(what, t, allowed, level)
   end
 end
 M._check_keys = check_keys
+
+-- A declaration's keys, checked so that an unknown one hides nothing: while a
+-- suite is checked (`where` given), each unknown key is reported at `where`
+-- and left out, and the declaration is checked on without it (the suite is
+-- refused all the same); elsewhere the first one raises.
+local function known_keys(what, t, allowed, level, where)
+  if where == nil or type(t) ~= "table" then
+    check_keys(what, t, allowed, level + 1)
+    return t
+  end
+  local kept = {}
+  for k, v in pairs(t) do
+    if type(k) == "string" and allowed[k] then
+      kept[k] = v
+    else
+      attempt(where, check_keys, what, { [k] = true }, allowed, 1)
+    end
+  end
+  return kept
+end
 
 local function set(list)
   local s = {}
@@ -415,14 +450,16 @@ local function normalize_check(c, index, level)
   fail(level + 1, string.format("expect[%d]: a check is a function or a table with a 'run' function, got %s", index, type(c)))
 end
 
-local function prohibited_check(q, index, level)
+-- `where`: the case's `file:line` (a query string has no line of its own;
+-- counting frames from here misses it when the case is declared through a pcall).
+local function prohibited_check(q, index, level, where)
   if type(q) == "string" then
     return {
       name = "prohibited: " .. q,
       critical = true,
       kind = "prohibited",
       sql = { q },
-      where = host.caller(level + 1),
+      where = where,
       run = function(t)
         local rows = t.db:rows(q)
         if #rows == 0 then return true, "no rows" end
@@ -1053,7 +1090,7 @@ end
 M.suite = host.located(suite)
 
 local function declare_tool(self, spec, where)
-  check_keys("suite:tool", spec, TOOL_KEYS, 2)
+  spec = known_keys("suite:tool", spec, TOOL_KEYS, 2, VALIDATING and where or nil)
   if type(spec.name) ~= "string" or not spec.name:match("^[%a_][%w_%-%.]*$") then
     fail(2, "suite:tool: 'name' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.name))
   end
@@ -1120,7 +1157,7 @@ end
 -- sees. Errors are raised `level` frames up (the suite's line); `where` is
 -- the declaration's `file:line`.
 local function normalize_case(self, spec, level, where, collect)
-  check_keys("suite:case", spec, CASE_KEYS, level)
+  spec = known_keys("suite:case", spec, CASE_KEYS, level, collect and where or nil)
   if type(spec.id) ~= "string" or not spec.id:match("^[%w_%-%.]+$") then
     fail(level, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
   end
@@ -1219,7 +1256,7 @@ local function normalize_case(self, spec, level, where, collect)
   end
   expect_type(what, "prohibited", spec.prohibited, "table", level)
   for i, q in ipairs(spec.prohibited or {}) do
-    checks[#checks + 1] = prohibited_check(q, i, level)
+    checks[#checks + 1] = prohibited_check(q, i, level, where)
   end
   -- Names identify checks in figures: make them unique within the case.
   local seen = {}

@@ -1,0 +1,288 @@
+//! "Isolation, round four" (issue 45): the surfaces added in round three and
+//! an agent's appetite for the host's resources, each attacked as a hostile
+//! agent, run dir or trace would. Each test failed on the code before its fix
+//! (said in its commit); `docs/design/isolation.md` names the test that
+//! guards each promise. (The label store's attack is in tests/annotate.rs,
+//! the Action's baseline in tests/action.rs.)
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// What a hostile agent writes: a terminal title and a screen clear (43.4),
+/// a forged harness line, and GitHub workflow commands (Python escapes).
+const HOSTILE: &str = r"\u001b]0;pwned\u0007\u001b[2J\r\n::add-mask::x\n  ::set-output name=a::b\u009b31m";
+
+/// A project with an agent that writes one line of terminal escapes (a
+/// protocol error), and one that crashes with them on stderr.
+fn hostile_project() -> tempfile::TempDir {
+    let garbage = format!(
+        "import sys\nsys.stdin.readline()\nsys.stdout.write('{HOSTILE}' + chr(10))\nsys.stdout.flush()\nsys.stdin.read()\n"
+    );
+    let crash = format!("import sys\nsys.stderr.write('{HOSTILE}')\nsys.exit(3)\n");
+    let dir = project(&[("garbage.py", &garbage), ("crash.py", &crash)]);
+    let path = |f: &str| dir.path().join(f).display().to_string();
+    let suite = format!(
+        r#"local evalua = require("evalua")
+local suite = evalua.suite {{ name = "hostile", trials = 1 }}
+local any = {{ name = "graded", run = function(t) return false, t.answer end }}
+suite:case {{ id = "garbage", input = "x", expect = {{ any }},
+  agent = evalua.agent.command {{ cmd = {{ "python3", {:?} }} }} }}
+suite:case {{ id = "crashes", input = "x", expect = {{ any }},
+  agent = evalua.agent.command {{ cmd = {{ "python3", {:?} }} }} }}
+return suite
+"#,
+        path("garbage.py"),
+        path("crash.py")
+    );
+    std::fs::write(dir.path().join("hostile.lua"), suite).unwrap();
+    dir
+}
+
+/// No ESC, BEL or C1 control reaches the output, and no line a GitHub runner
+/// would take for a workflow command.
+#[track_caller]
+fn assert_inert(what: &str, text: &str) {
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{9b}'), "{what}:\n{text:?}");
+    assert!(!text.contains('\r'), "{what}: a raw carriage return:\n{text:?}");
+    for l in text.lines() {
+        let t = l.trim_start();
+        assert!(!t.starts_with("::") && !t.starts_with("##["), "{what}: a workflow command: {l:?}");
+    }
+}
+
+#[test]
+fn what_an_agent_writes_reaches_the_console_and_the_log_inert() {
+    let dir = hostile_project();
+    let o = evalua(dir.path(), &["run", "hostile.lua", "--out", "out", "--isolation", "none"]);
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(all.contains("protocol_error") && all.contains("crashed"), "{all}");
+    // The "not accepted" lines quote the agent, escaped (before: raw, 43.4).
+    assert!(all.contains("\\e]0;pwned\\x07\\e[2J"), "{all}");
+    assert_inert("evalua run", &all);
+    for case in ["garbage", "crashes"] {
+        let o = evalua(dir.path(), &["show", "out", case, "1"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_inert("evalua show", &stdout(&o));
+    }
+    let o = evalua(dir.path(), &["report", "out"]);
+    assert_inert("evalua report", &format!("{}{}", stdout(&o), stderr(&o)));
+}
+
+#[test]
+fn a_baselines_run_id_and_case_ids_reach_the_pull_request_comment_inert() {
+    let dir = project(&[(
+        "s.lua",
+        r#"local evalua = require("evalua")
+local suite = evalua.suite { name = "s", trials = 2, agent = evalua.agent.scripted(function(task) return "hi" end) }
+suite:case { id = "a", input = "x", expect = { function(t) return t.trial == 1 end } }
+return suite
+"#,
+    )]);
+    for out in ["base", "cand"] {
+        let o = evalua(dir.path(), &["run", "s.lua", "--out", out, "-q"]);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    }
+    // A downloaded baseline names itself: a mention, an image, a link, HTML, a fence, the end of <details>.
+    let evil =
+        "x</summary></details> @octocat ![i](https://evil.example/i.png) [ok](https://evil.example) <img src=x> ``` #1";
+    let m = dir.path().join("base/manifest.json");
+    let mut manifest: Value = json(&m);
+    manifest["run_id"] = Value::String(evil.into());
+    std::fs::write(&m, manifest.to_string()).unwrap();
+    let o =
+        evalua(dir.path(), &["report", "cand", "--format", "github", "--baseline", "base", "--allow-revision-change"]);
+    let body = stdout(&o);
+    assert!(body.contains("Against the baseline"), "{}{body}", stderr(&o));
+    for planted in ["@octocat", "![i]", "](https", "<img", "```", "https://", "#1"] {
+        assert!(!body.contains(planted), "{planted} reached the comment:\n{body}");
+    }
+    // Our own <details> still open and close in pairs: none was closed for us.
+    assert_eq!(body.matches("<details").count(), body.matches("</details>").count(), "{body}");
+    assert!(!body.contains("</summary></details> "), "{body}");
+}
+
+/// A suite whose trials each write a file in their work dir (kept for re-grading).
+const WRITER: &str = r#"local evalua = require("evalua")
+local suite = evalua.suite { name = "writer", trials = 1, sandbox = { clock = "2026-11-03T10:00:00Z" },
+  agent = evalua.agent.scripted(function(task, env) env.call("w", {}) return "ok" end) }
+suite:tool { name = "w", effect = "write", params = { type = "object" },
+  run = function(ctx, a) ctx.write_file("a.txt", "kept by the trial") return { ok = true } end }
+for i = 1, 4 do suite:case { id = "c" .. i, input = "go", expect = { function(t) return true end } } end
+return suite
+"#;
+
+/// The kept-files folders of a part: `traces/<case>.<trial>.files`.
+fn kept_dirs(part: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(part.join("traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".files"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn merge_refuses_a_part_whose_kept_state_is_a_symlink_or_tampered() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("a.txt"), "OUTSIDE-SECRET-45").unwrap();
+    let dir = project(&[("s.lua", WRITER)]);
+    let d = dir.path();
+    let parts = |tag: &str| {
+        for i in 1..=2 {
+            let out = format!("{tag}{i}");
+            let o = evalua(d, &["run", "s.lua", "--out", &out, "-q", "--partition", &format!("hash:{i}/2")]);
+            assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+        }
+        let kept = kept_dirs(&d.join(format!("{tag}1")));
+        assert!(!kept.is_empty(), "the trials kept their files");
+        kept[0].clone()
+    };
+    let secret_in = |out: &str| {
+        let mut found = false;
+        for e in walk(&d.join(out)) {
+            found |= std::fs::read(&e).is_ok_and(|b| String::from_utf8_lossy(&b).contains("OUTSIDE-SECRET-45"));
+        }
+        found
+    };
+    // A kept-files folder that is a symlink to a folder outside: before, merge copied the outside file.
+    let kept = parts("a");
+    std::fs::remove_dir_all(&kept).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &kept).unwrap();
+    assert_user_error(&evalua(d, &["merge", "a1", "a2", "--out", "ma"]), "symlink");
+    assert!(!d.join("ma").exists() || !secret_in("ma"), "the outside file reached the merged run dir");
+    // A kept file that is a symlink out.
+    let kept = parts("b");
+    std::fs::remove_file(kept.join("a.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("a.txt"), kept.join("a.txt")).unwrap();
+    assert_user_error(&evalua(d, &["merge", "b1", "b2", "--out", "mb"]), "symlink");
+    // A kept file whose bytes are not those its trace recorded.
+    let kept = parts("c");
+    std::fs::write(kept.join("a.txt"), "tampered").unwrap();
+    assert_user_error(&evalua(d, &["merge", "c1", "c2", "--out", "mc"]), "sha256");
+    // Untouched parts merge, their kept files along.
+    parts("e");
+    let o = evalua(d, &["merge", "e1", "e2", "--out", "me"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    assert_eq!(kept_dirs(&d.join("me")).len(), 4);
+}
+
+/// Every file below `root`, not through symlinks.
+fn walk(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(p) = todo.pop() {
+        let Ok(m) = std::fs::symlink_metadata(&p) else { continue };
+        if m.is_dir() {
+            todo.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// `evalua mcp --root ROOT` driven over stdio: one `tools/call` per request after
+/// the handshake; each answer's (is_error, text).
+fn mcp_calls(root: &std::path::Path, calls: &[(&str, Value)]) -> Vec<(bool, String)> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = bin()
+        .args(["mcp", "--root"])
+        .arg(root)
+        .current_dir(root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let mut answer = |id: u64| -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "evalua mcp closed its stdout");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    send(serde_json::json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "attack", "version": "1" } } }));
+    answer(0);
+    send(serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let mut got = Vec::new();
+    for (i, (name, args)) in calls.iter().enumerate() {
+        let id = i as u64 + 1;
+        send(serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": name, "arguments": args } }));
+        let r = answer(id);
+        let res = &r["result"];
+        got.push((res["isError"] == true, res["content"][0]["text"].as_str().unwrap_or_default().to_string()));
+    }
+    drop(stdin);
+    let _ = child.wait();
+    got
+}
+
+#[test]
+fn evalua_mcp_follows_no_link_out_of_the_project_root() {
+    let outside = tempfile::tempdir().unwrap();
+    let dir = project(&[("s.lua", WRITER)]);
+    let root = dir.path().canonicalize().unwrap();
+    let o = evalua(&root, &["run", "s.lua", "--out", "runs/good", "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    // A run dir of the project whose trace store is a link to another run dir outside it.
+    let o = evalua(outside.path(), &["run", &root.join("s.lua").display().to_string(), "--out", "secret-run", "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    std::fs::create_dir_all(root.join("runs/linked")).unwrap();
+    for f in ["manifest.json", "trials.jsonl", "summary.json"] {
+        std::fs::copy(root.join("runs/good").join(f), root.join("runs/linked").join(f)).unwrap();
+    }
+    std::os::unix::fs::symlink(outside.path().join("secret-run/traces"), root.join("runs/linked/traces")).unwrap();
+    let show = |run_dir: &str| ("show_trial", serde_json::json!({ "run_dir": run_dir, "case": "c1", "trial": 1 }));
+    let got = mcp_calls(&root, &[show("runs/good"), show("runs/linked")]);
+    assert!(!got[0].0, "the project's own run is shown: {}", got[0].1);
+    assert!(got[1].0 && got[1].1.contains("outside the project root"), "{:?}", got[1]);
+    // runs/ itself a link out: a run would write outside the root.
+    std::fs::rename(root.join("runs"), root.join("old-runs")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("runs")).unwrap();
+    let before = std::fs::read_dir(outside.path()).unwrap().count();
+    let got = mcp_calls(&root, &[("run_suite", serde_json::json!({ "suite": "s.lua", "trials": 1 }))]);
+    assert!(got[0].0 && got[0].1.contains("outside the project root"), "{:?}", got[0]);
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), before, "nothing written outside the root");
+}
+
+#[test]
+fn evalua_init_never_writes_through_a_symlink_nor_into_a_special_file() {
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("bashrc");
+    std::fs::write(&victim, "export PATH=$HOME/bin:$PATH\n").unwrap();
+    let init = |dir: &std::path::Path| output_within(bin().current_dir(dir).args(["init", "."]), PATIENCE);
+    // .gitignore a link to a file outside (before: rewritten with the ignore lines appended).
+    let a = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&victim, a.path().join(".gitignore")).unwrap();
+    assert_user_error(&init(a.path()), "symlink");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "export PATH=$HOME/bin:$PATH\n");
+    assert!(!a.path().join("suites").exists(), "nothing written");
+    // A folder of the project a link outside (before: the suite was written there).
+    let b = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), b.path().join("suites")).unwrap();
+    assert_user_error(&init(b.path()), "symlink");
+    assert!(!outside.path().join("tickets.lua").exists());
+    // .gitignore a FIFO: refused, not waited on.
+    let c = tempfile::tempdir().unwrap();
+    let fifo = std::ffi::CString::new(c.path().join(".gitignore").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    assert_user_error(&init(c.path()), "not a regular file");
+    // A regular .gitignore gets the lines it lacks, appended.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join(".gitignore"), "node_modules/").unwrap();
+    let o = init(d.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let gi = std::fs::read_to_string(d.path().join(".gitignore")).unwrap();
+    assert!(gi.starts_with("node_modules/\n") && gi.contains("/runs"), "{gi}");
+}
