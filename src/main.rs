@@ -107,7 +107,7 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         mode: Option<String>,
         /// Golden cases kept per cluster: its first N distinct inputs (other wordings of the same failure)
-        #[arg(long, value_name = "N", default_value = "3", value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, value_name = "N", default_value = "3", value_parser = cmd::flags::positive)]
         per_cluster: u32,
     },
     /// Re-render report.md, report.html and junit.xml from a run dir (or print a pull-request comment)

@@ -258,3 +258,180 @@ return suite
     assert_user_error(&r, "gone.py does not exist");
     assert!(!dir.path().join("out").exists(), "no trial ran");
 }
+
+/// Item 11: `evalua test` names the line of the example that went wrong, not
+/// its group's.
+#[test]
+fn evalua_test_names_the_line_of_the_wrong_example() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let path = p.join("graders/tickets_test.lua");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let wrong =
+        text.replace(r#"name = "closes nothing", expect = "pass""#, r#"name = "closes nothing", expect = "fail""#);
+    assert_ne!(wrong, text);
+    std::fs::write(&path, &wrong).unwrap();
+    let line = wrong.lines().position(|l| l.contains("\"closes nothing\"")).unwrap() + 1;
+    let o = evalua(&p, &["test"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let want = format!(":: closes nothing (graders/tickets_test.lua:{line}) ----");
+    assert!(stdout(&o).contains(&want), "{want}: {}", stdout(&o));
+    let o = evalua(&p, &["test", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ex = &doc["files"][0]["examples"][3];
+    assert_eq!(ex["location"], format!("graders/tickets_test.lua:{line}"), "{ex}");
+    // The examples above it keep their own lines.
+    let first = wrong.lines().position(|l| l.contains("\"closes a ticket the request does not name\"")).unwrap() + 1;
+    assert_eq!(doc["files"][0]["examples"][0]["location"], format!("graders/tickets_test.lua:{first}"));
+}
+
+/// Item 11: `run --json`'s failing trials say how each ended and its failed check.
+#[test]
+fn run_json_failing_trials_say_how_they_ended_and_which_check_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let agent = std::fs::read_to_string(p.join("agents/agent.py")).unwrap();
+    std::fs::write(p.join("agents/agent.py"), agent.replace("match.group(0)}", "\"T-43\"}")).unwrap();
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--json", "--out", "runs/bad"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let shown = &doc["runs"][0]["failing_trials"]["shown"][0];
+    assert_eq!(shown["ended"], "final", "{shown}");
+    assert_eq!(shown["outcome"], "critical", "{shown}");
+    assert_eq!(
+        shown["failed_check"], "prohibited: SELECT count(*) FROM tickets WHERE id <> 'T-42' AND status = 'closed'",
+        "a critical check first: {shown}"
+    );
+    assert!(shown["why"].as_str().unwrap().contains("(critical)"), "{shown}");
+    // An abnormal end: no failed check, the ending says why.
+    std::fs::write(p.join("agents/agent.py"), &agent).unwrap();
+    crash_after_write(&p, false);
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--json", "--out", "runs/crash"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let shown = &doc["runs"][0]["failing_trials"]["shown"][0];
+    assert_eq!((shown["ended"].as_str(), shown["failed_check"].as_null()), (Some("crashed"), Some(())), "{shown}");
+    assert!(shown["why"].as_str().unwrap().contains("the agent exited before its final message"), "{shown}");
+}
+
+/// Item 11: the generated .gitignore keeps the judge cache beside every
+/// suite out of git (`suites/.evalua/judge-cache/`), not the project root's only.
+#[test]
+fn the_generated_gitignore_ignores_the_judge_cache_beside_a_suite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let git = |args: &[&str]| std::process::Command::new("git").current_dir(&p).args(args).output().unwrap();
+    assert!(git(&["init", "-q"]).status.success());
+    for ignored in ["suites/.evalua/judge-cache/ab/cd.json", ".evalua/judge-cache/x.json", "runs/x/summary.json"] {
+        let o = git(&["check-ignore", "-q", "--no-index", ignored]);
+        assert_eq!(o.status.code(), Some(0), "{ignored} is not ignored");
+    }
+    for kept in [".evalua/types/evalua.lua", "suites/tickets.lua"] {
+        let o = git(&["check-ignore", "-q", "--no-index", kept]);
+        assert_eq!(o.status.code(), Some(1), "{kept} is ignored");
+    }
+}
+
+/// Item 11: `labels agree` names an annotator who overlaps no one.
+#[test]
+fn labels_agree_names_an_annotator_who_overlaps_no_one() {
+    let line = |item: &str, who: &str, verdict: &str| crate::labels::line(item, who, Some("c"), verdict, "x");
+    let mut lines = Vec::new();
+    for i in 0..4 {
+        lines.push(line(&format!("i{i}"), "ana", "pass"));
+        lines.push(line(&format!("i{i}"), "bo", if i < 3 { "pass" } else { "fail" }));
+        lines.push(line(&format!("j{i}"), "carol", "fail"));
+    }
+    let dir = project(&[("labels/s.jsonl", &(lines.join("\n") + "\n"))]);
+    let o = evalua(dir.path(), &["labels", "agree", "labels/s.jsonl"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("overlapping no one: carol gave no pass/fail verdict on an item"), "{}", stdout(&o));
+    let o = evalua(dir.path(), &["labels", "agree", "labels/s.jsonl", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["overlapping_no_one"], serde_json::json!(["carol"]), "{doc}");
+}
+
+/// Item 11: `--trials 0` is said in words, not as a Rust range.
+#[test]
+fn trials_zero_is_said_in_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--trials", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("'--trials <TRIALS>': must be at least 1"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("..="), "{}", stderr(&o));
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--jobs", "0"]);
+    assert!(stderr(&o).contains("must be at least 1") && !stderr(&o).contains("..="), "{}", stderr(&o));
+}
+
+/// Item 6: the PR comment says why trials failed, folded: per case (worst
+/// first) its first failures with how they ended and the failing check, a
+/// failed prohibited query first, as report.md's worst cases do.
+#[test]
+fn the_pr_comment_says_why_trials_failed_in_a_folded_section() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = evalua(&repo(), &["run", "suites/refunds.lua", "-q", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = evalua(&repo(), &["report", out.to_str().unwrap(), "--format", "github"]);
+    let c = stdout(&o);
+    let at = c.find("<details><summary>Why trials failed: 4 trials not accepted, by how they ended: final 4</summary>");
+    let at = at.unwrap_or_else(|| panic!("a folded section: {c}"));
+    let section = &c[at..at + c[at..].find("</details>").unwrap()];
+    assert!(section.contains("**reembolso_parcial_01** — 2 of 5 accepted"), "{section}");
+    assert!(section.contains("- #1 failed · ended final: 'sql: SELECT importe FROM reembolsos"), "{section}");
+    assert!(section.contains("- #3 critical · ended final: 'prohibited: SELECT count(*) FROM reembolsos"), "{section}");
+    assert!(section.contains("**pedido_entregado_03** — 4 of 5 accepted"), "{section}");
+    // The worst case first; the comment's verdict and figures stay above it.
+    assert!(section.find("reembolso_parcial_01") < section.find("pedido_entregado_03"), "{section}");
+    assert!(c.find("| figure | value |").unwrap() < at, "{c}");
+}
+
+/// GitHub's anchor of a heading: lower case, spaces to `-`, punctuation
+/// but `-` and `_` dropped (letters of any script kept: `τ-bench`).
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Item 8: the README opens for users (what evalua is, then pip install,
+/// init, run, test), the contributors' build further down; the guide starts
+/// with `evalua init`, and its table of contents lists every section and
+/// links only to headings it has.
+#[test]
+fn the_readme_and_the_guide_open_for_users() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let first_block = &readme[readme.find("```sh").unwrap()..];
+    let first_block = &first_block[..first_block[5..].find("```").unwrap()];
+    for want in ["pip install", "evalua init", "evalua run", "evalua test"] {
+        assert!(first_block.contains(want), "the README's first commands lack {want}: {first_block}");
+    }
+    assert!(!first_block.contains("cargo"), "a user's first commands need no cargo: {first_block}");
+    let at = |s: &str| readme.find(s).unwrap_or_else(|| panic!("README: {s}"));
+    assert!(at("## Get started") < at("## A suite, in ten minutes"));
+    assert!(at("## A suite, in ten minutes") < at("cargo build --release"), "the build is further down");
+    assert!(at("## A suite, in ten minutes") < at(".ci/run"), "the CI services are further down");
+    assert!(at("## A suite, in ten minutes") < at("5½–7 minutes"), "the build's timings are further down");
+
+    let guide = std::fs::read_to_string(repo().join("docs/guide.md")).unwrap();
+    let first_section = guide.find("\n## ").unwrap();
+    let toc = &guide[..first_section];
+    let headings: Vec<&str> = guide.lines().filter_map(|l| l.strip_prefix("## ")).collect();
+    assert!(headings[0].contains("evalua init"), "the guide starts with init: {headings:?}");
+    for h in &headings {
+        assert!(toc.contains(&format!("](#{})", anchor(h))), "the table of contents lacks '{h}' (#{})", anchor(h));
+    }
+    let anchors: Vec<String> =
+        guide.lines().filter_map(|l| l.strip_prefix("## ").or_else(|| l.strip_prefix("### "))).map(anchor).collect();
+    for link in toc.split("](#").skip(1) {
+        let target = &link[..link.find(')').unwrap()];
+        assert!(anchors.iter().any(|a| a == target), "the table of contents links to no heading: #{target}");
+    }
+}

@@ -51,7 +51,7 @@ fn a_wrong_verdict_fails_with_what_the_grader_said() {
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
     assert!(out.contains("test small refunds :: a big refund ... FAILED"), "{out}");
     assert!(out.contains("test small refunds :: a small refund ... ok"), "{out}");
-    assert!(out.contains("---- small refunds :: a big refund (graders/mine_test.lua:3) ----"), "{out}");
+    assert!(out.contains("---- small refunds :: a big refund (graders/mine_test.lua:4) ----"), "{out}");
     assert!(out.contains("expected fail, got pass"), "{out}");
     assert!(out.contains("test result: FAILED. 1 passed; 1 failed"), "{out}");
 
@@ -108,7 +108,7 @@ fn malformed_test_files_are_exit_2_with_file_and_line() {
         ),
         (
             "return evalua.grader_tests(function() return true end, {\n  { name = 'x', expect = 'pass', db = { sql = 'INSERT INTO nope VALUES (1)' } },\n})\n",
-            "graders/bad_test.lua:1: example 'x': db.sql: no such table: nope",
+            "graders/bad_test.lua:2: example 'x': db.sql: no such table: nope",
         ),
         (
             "return evalua.grader_tests(function() return true end, {\n  { name = 'x', expect = 'pass', db = { schema = 'missing.sql' } },\n})\n",

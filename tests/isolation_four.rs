@@ -286,3 +286,28 @@ fn evalua_init_never_writes_through_a_symlink_nor_into_a_special_file() {
     let gi = std::fs::read_to_string(d.path().join(".gitignore")).unwrap();
     assert!(gi.starts_with("node_modules/\n") && gi.contains("/runs"), "{gi}");
 }
+
+#[test]
+fn labels_agree_is_linear_in_the_store_not_quadratic_in_its_annotators() {
+    // 3,000 annotators in a chain: item i labelled by annotators i and i+1, on a
+    // criterion of its own. Before: a pass over every unit per pair of annotators
+    // (4.5 M pairs) and per criterion over every item: hours, where now it is a moment.
+    let n = 3000;
+    let mut store = String::new();
+    for i in 0..n {
+        for who in [i, i + 1] {
+            let verdict = if (i + who) % 3 == 0 { "fail" } else { "pass" };
+            store.push_str(&format!(
+                "{{\"item\":\"i{i}\",\"annotator\":\"a{who}\",\"criterion\":\"c{}\",\"verdict\":\"{verdict}\",\"at\":\"2026-12-01T00:00:00Z\"}}\n",
+                i % 500
+            ));
+        }
+    }
+    let dir = project(&[("labels/s.jsonl", &store)]);
+    let o =
+        output_within(bin().current_dir(dir.path()).args(["labels", "agree", "labels/s.jsonl", "--json"]), PATIENCE);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["annotators"].as_array().unwrap().len(), n + 1);
+    assert_eq!(v["overall"]["pairs"].as_array().map(Vec::len), Some(n), "{}", v["overall"]["pairs"]);
+}

@@ -315,7 +315,7 @@ fn init_writes_a_project_that_runs_and_tests_at_once() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         std::fs::read_to_string(q.join(".gitignore")).unwrap(),
-        "target\n/runs\n.evalua/judge-cache/\n__pycache__/\n"
+        "target\n/runs\n**/.evalua/judge-cache/\n__pycache__/\n"
     );
 }
 

@@ -31,11 +31,21 @@ impl Select {
     }
 }
 
+/// A count given on the command line (`--trials`, `--jobs`, `--per-cluster`):
+/// a whole number of at least 1, said in words (clap's range reads `1..=4294967295`).
+pub fn positive(s: &str) -> std::result::Result<u32, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => u32::try_from(n).map_err(|_| format!("must be at most {}", u32::MAX)),
+        Err(_) => Err("must be a whole number of at least 1".into()),
+    }
+}
+
 /// `--jobs N`.
 #[derive(Args, Clone, Copy, Debug, Default)]
 pub struct Jobs {
     /// Trials (or items) worked on at once (default: the number of cores)
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = positive)]
     pub jobs: Option<u32>,
 }
 

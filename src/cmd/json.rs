@@ -195,20 +195,43 @@ pub fn run_entry(data: &RunData) -> Json {
     })
 }
 
-/// The trials that were not accepted (case, trial, outcome), in case order,
-/// at most [`FAILING_SHOWN`] of them: where `evalua show` should look first.
+/// The trials that were not accepted, in case order, at most
+/// [`FAILING_SHOWN`] of them: where `evalua show` should look first. Each
+/// with how its agent ended, its first failing check (a critical one first;
+/// else the first that raised; null when none: an abnormal end) and why, in a line.
 fn failing(data: &RunData) -> Json {
     let mut shown = Vec::new();
     let mut total = 0usize;
-    for (info, trials) in data.infos.iter().zip(&data.trials) {
+    let failed = data.failed().ok();
+    for (i, (info, trials)) in data.infos.iter().zip(&data.trials).enumerate() {
+        let mut records = failed.as_ref().map(|f| f.places(i).collect::<Vec<_>>()).unwrap_or_default().into_iter();
         for t in trials.iter().filter(|t| t.outcome != Outcome::Accepted) {
             total += 1;
-            if shown.len() < FAILING_SHOWN {
-                shown.push(json!({ "case": info.id, "trial": t.trial, "outcome": t.outcome.as_str() }));
+            let at = records.next();
+            if shown.len() >= FAILING_SHOWN {
+                continue;
             }
+            let mut entry = json!({ "case": info.id, "trial": t.trial, "outcome": t.outcome.as_str() });
+            if let Some(rec) = at.zip(failed.as_ref()).and_then(|(at, f)| f.read(at).ok()) {
+                entry["ended"] = json!(rec.ended.as_str());
+                entry["failed_check"] = json!(first_failed_check(&rec));
+                entry["why"] = json!(crate::report::text::why_not_accepted(&rec, 200));
+            }
+            shown.push(entry);
         }
     }
     json!({ "total": total, "shown": shown })
+}
+
+/// A trial's first failing check by name: a failed critical one, else a
+/// failed one, else one that raised.
+fn first_failed_check(rec: &crate::record::TrialRecord) -> Option<&str> {
+    use crate::record::Verdict;
+    let by = |pick: &dyn Fn(&crate::record::CheckResult) -> bool| rec.checks.iter().find(|c| pick(c));
+    by(&|c| c.critical && c.verdict() == Verdict::Fail)
+        .or_else(|| by(&|c| c.verdict() == Verdict::Fail))
+        .or_else(|| by(&|c| c.verdict() == Verdict::Error))
+        .map(|c| c.name.as_str())
 }
 
 /// Failing trials listed in a run's entry at most.

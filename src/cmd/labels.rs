@@ -89,6 +89,20 @@ fn write_agreement(t: &mut String, title: &str, a: &Agreement, n_annotators: usi
 }
 
 /// `labels agree STORE`: κ per pair, α over all, per criterion and overall.
+/// The annotators who share no unit (item and criterion) with another
+/// annotator's pass/fail verdict: agreement cannot see them.
+fn overlapping_no_one(r: &Ratings) -> Vec<String> {
+    let mut overlaps = vec![false; r.annotators.len()];
+    for u in &r.units {
+        if u.votes.len() >= 2 {
+            for (a, _) in &u.votes {
+                overlaps[*a] = true;
+            }
+        }
+    }
+    r.annotators.iter().zip(overlaps).filter(|(_, o)| !o).map(|(a, _)| a.clone()).collect()
+}
+
 pub fn agree(path: &Path, json_out: bool) -> Result<u8> {
     let store = read_heads(path)?;
     let current = store.current();
@@ -108,9 +122,17 @@ pub fn agree(path: &Path, json_out: bool) -> Result<u8> {
     if r.annotators.len() < 2 {
         let _ = writeln!(t, "agreement needs labels from two annotators at least");
     }
+    let alone = overlapping_no_one(&r);
+    if r.annotators.len() >= 2 && !alone.is_empty() {
+        let _ = writeln!(
+            t,
+            "overlapping no one: {} gave no pass/fail verdict on an item (and criterion) another annotator judged: their labels count in no κ and no α",
+            alone.join(", ")
+        );
+    }
     let mut per = Vec::new();
-    for (i, c) in r.criteria.iter().enumerate() {
-        let a = r.agreement(&r.of_criterion(i));
+    for (c, units) in r.criteria.iter().zip(r.by_criterion()) {
+        let a = r.agreement(&units);
         let _ = writeln!(t);
         write_agreement(&mut t, &criterion_name(c), &a, r.annotators.len());
         per.push(json!({ "criterion": c, "agreement": a }));
@@ -140,6 +162,7 @@ pub fn agree(path: &Path, json_out: bool) -> Result<u8> {
             "labels": current.len(),
             "items": r.items.len(),
             "annotators": r.annotators,
+            "overlapping_no_one": alone,
             "criteria": per,
             "overall": overall,
             "resamples": crate::stats::agree::RESAMPLES,

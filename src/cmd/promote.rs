@@ -260,19 +260,38 @@ const KEYWORDS: [&str; 22] = [
 ];
 
 fn lua_string(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
+    lua_bytes(s.as_bytes())
+}
+
+/// A Lua string literal that loads as exactly `bytes`. Printable ASCII and
+/// valid UTF-8 stay as they are; a control byte is `\ddd` with three digits
+/// (`\1` followed by a digit would read as another byte), an invalid UTF-8
+/// byte too; C1 controls and bidirectional formatting characters are
+/// `\u{…}`, so the file shows what it holds (no text reordered in an editor).
+fn lua_bytes(bytes: &[u8]) -> String {
+    let mut o = String::with_capacity(bytes.len() + 2);
     o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(o, "\\{}", c as u32);
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => o.push_str("\\\""),
+                '\\' => o.push_str("\\\\"),
+                '\n' => o.push_str("\\n"),
+                '\r' => o.push_str("\\r"),
+                '\t' => o.push_str("\\t"),
+                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                    let _ = write!(o, "\\{:03}", c as u32);
+                }
+                c if ('\u{80}'..='\u{9f}').contains(&c)
+                    || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}') =>
+                {
+                    let _ = write!(o, "\\u{{{:x}}}", c as u32);
+                }
+                c => o.push(c),
             }
-            c => o.push(c),
+        }
+        for b in chunk.invalid() {
+            let _ = write!(o, "\\{b:03}");
         }
     }
     o.push('"');
@@ -373,6 +392,47 @@ mod tests {
         assert!(text.contains(r#"input = "dice \"hola\"\n""#), "{text}");
         assert!(text.contains(r#"["end"] = 1"#), "{text}");
         assert!(text.find("id =").unwrap() < text.find("input =").unwrap());
+    }
+
+    /// Property: for arbitrary bytes (random lengths and values, biased to
+    /// the troublesome ones: controls followed by digits, quotes, backslashes,
+    /// invalid UTF-8, bidi controls), the literal loads in Lua as those bytes.
+    #[test]
+    fn lua_literals_round_trip_every_byte() {
+        let lua = mlua::Lua::new();
+        let tricky: &[&[u8]] = &[
+            b"\x01" as &[u8],
+            b"2",
+            b"\"",
+            b"\\",
+            b"\n",
+            b"\r",
+            b"]]",
+            b"\0",
+            b"\xff",
+            b"\xe2\x80\xae",
+            b"\xc2\x9b",
+            b"9",
+        ];
+        let mut rng = fastrand::Rng::with_seed(45);
+        for i in 0..5000 {
+            let mut bytes = Vec::new();
+            for _ in 0..rng.usize(0..40) {
+                if rng.bool() {
+                    bytes.extend_from_slice(tricky[rng.usize(..tricky.len())]);
+                } else {
+                    bytes.push(rng.u8(..));
+                }
+            }
+            if i < 256 {
+                bytes = vec![i as u8, b'7'];
+            }
+            let lit = lua_bytes(&bytes);
+            assert!(!lit.contains('\n') && !lit.contains('\r'), "{lit:?}");
+            let back: mlua::LuaString =
+                lua.load(format!("return {lit}")).eval().unwrap_or_else(|e| panic!("{lit}: {e}"));
+            assert_eq!(back.as_bytes().to_vec(), bytes, "{lit}");
+        }
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub struct RunArgs {
     #[arg(required = true, value_name = "SUITE.lua")]
     pub suites: Vec<PathBuf>,
     /// Trials per case (overrides the suite and the cases)
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_parser = flags::positive)]
     pub trials: Option<u32>,
     #[command(flatten)]
     pub jobs: flags::Jobs,

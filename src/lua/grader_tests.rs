@@ -128,6 +128,10 @@ pub struct Example {
     pub error: Option<String>,
     pub usage: Option<ExampleUsage>,
     pub trial: Option<u32>,
+    /// `file:line` of the example's `name` in the test file, when found
+    /// there (else the group's line is all there is).
+    #[serde(skip)]
+    pub location: Option<String>,
 }
 
 /// One `evalua.grader_tests(...)`: its checks (Lua) and examples (typed).
@@ -149,7 +153,27 @@ pub struct TestFile {
     pub groups: Vec<Group>,
 }
 
-fn group(lua: &Lua, t: &Table) -> Result<Group, String> {
+/// Where each example's `name` is written, below its group's line: a table
+/// constructor has no line of its own in Lua, its name's quoted text does.
+/// Looked for in order (each after the previous one), so two examples of one
+/// name get their own lines; None when the text is not found as written.
+fn example_lines(source: &str, location: &str, names: &[&str]) -> Vec<Option<String>> {
+    let Some((file, line)) = location.rsplit_once(':') else { return vec![None; names.len()] };
+    let Ok(start) = line.parse::<usize>() else { return vec![None; names.len()] };
+    let lines: Vec<&str> = source.lines().collect();
+    let mut at = start.saturating_sub(1);
+    names
+        .iter()
+        .map(|name| {
+            let quoted = [format!("\"{name}\""), format!("'{name}'"), format!("[[{name}]]")];
+            let found = (at..lines.len()).find(|&i| quoted.iter().any(|q| lines[i].contains(q.as_str())))?;
+            at = found;
+            Some(format!("{file}:{}", found + 1))
+        })
+        .collect()
+}
+
+fn group(lua: &Lua, t: &Table, source: &str) -> Result<Group, String> {
     let get = |k: &str| -> Result<Value, String> { t.get::<Value>(k).map_err(|e| lua::describe(&e)) };
     let location = match get("where")? {
         Value::String(s) => s.to_string_lossy(),
@@ -189,6 +213,11 @@ fn group(lua: &Lua, t: &Table) -> Result<Group, String> {
             examples.push((example, case));
         }
     }
+    let names: Vec<&str> = examples.iter().map(|(e, _)| e.name.as_str()).collect();
+    let lines = example_lines(source, &location, &names);
+    for ((e, _), at) in examples.iter_mut().zip(lines) {
+        e.location = at;
+    }
     Ok(Group { name, location, checks, examples })
 }
 
@@ -214,13 +243,15 @@ pub fn load(path: &Path) -> Result<TestFile, String> {
         Guarded::Stopped(stop) => return Err(format!("{shown}: loading the test file stopped: {}", stop.describe())),
     };
     let is_group = |t: &Table| t.raw_get::<bool>("__grader_tests").unwrap_or(false);
+    // The file as written, for each example's line (a group's examples sit below its call).
+    let source = std::fs::read_to_string(&path).unwrap_or_default();
     let mut groups = Vec::new();
     match &value {
-        Value::Table(t) if is_group(t) => groups.push(group(&lua, t)?),
+        Value::Table(t) if is_group(t) => groups.push(group(&lua, t, &source)?),
         Value::Table(t) if t.raw_len() > 0 => {
             for (i, g) in t.sequence_values::<Value>().enumerate() {
                 match g.map_err(|e| lua::describe(&e))? {
-                    Value::Table(g) if is_group(&g) => groups.push(group(&lua, &g)?),
+                    Value::Table(g) if is_group(&g) => groups.push(group(&lua, &g, &source)?),
                     other => {
                         return Err(format!(
                             "{shown}: item {} of the returned list is a {}, not evalua.grader_tests(...)",

@@ -1,7 +1,8 @@
 //! `evalua report RUN_DIR --format github`: a pull-request comment body in
 //! GitHub-flavoured Markdown (SPEC §16). First the verdict (gates, failing
 //! first), the headline figures with their 95% intervals and the counts kept
-//! apart; then a measurement-change warning when the figures measure graders
+//! apart; why trials failed, folded (per case, its first failures with how
+//! they ended and what failed); then a measurement-change warning when the figures measure graders
 //! rather than the agent; then, against a baseline, the paired comparison
 //! with the cases that regressed (`compare::markdown`); last, links.
 //!

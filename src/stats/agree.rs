@@ -10,7 +10,7 @@
 //! everything); α when fewer than two pairable values exist or only one
 //! verdict occurs. Undefined is said, with why, never a number.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -188,45 +188,39 @@ pub struct Agreement {
 /// Everything `units` (of `items`, `annotators`, `criteria`) says about agreement.
 pub fn agreement(units: &[&Unit], items: &[String], annotators: &[String], criteria: &[Option<String>]) -> Agreement {
     // Items of these units, numbered locally for the bootstrap.
-    let mut local_of = vec![usize::MAX; items.len()];
-    let mut n_items = 0;
+    let mut local_of: HashMap<usize, usize> = HashMap::new();
     let local: Vec<usize> = units
         .iter()
         .map(|u| {
-            if local_of[u.item] == usize::MAX {
-                local_of[u.item] = n_items;
-                n_items += 1;
-            }
-            local_of[u.item]
+            let n = local_of.len();
+            *local_of.entry(u.item).or_insert(n)
         })
         .collect();
+    let n_items = local_of.len();
     // Each pair that labelled a common unit (even if only `unsure`): its 2×2
     // counts per item (only items both gave a verdict on), so a resample is a
-    // weighted sum over items, not a pass over every unit.
-    let mut pair_data: Vec<PairRows> = Vec::new();
-    for a in 0..annotators.len() {
-        for b in a + 1..annotators.len() {
-            let met = units.iter().any(|u| {
-                let has = |x: usize| u.vote(x).is_some() || u.unsure.contains(&x);
-                has(a) && has(b)
-            });
-            if !met {
-                continue;
-            }
-            let mut per: Vec<[f64; 4]> = vec![[0.0; 4]; n_items];
-            for (u, &li) in units.iter().zip(&local) {
+    // weighted sum over items, not a pass over every unit. Built from the
+    // units' own annotators: linear in the labels, whatever the number of
+    // annotators (a pass per pair of annotators over every unit was not).
+    let mut met: BTreeMap<(usize, usize), BTreeMap<usize, [f64; 4]>> = BTreeMap::new();
+    for (u, &li) in units.iter().zip(&local) {
+        let mut who: Vec<usize> = u.votes.iter().map(|(a, _)| *a).chain(u.unsure.iter().copied()).collect();
+        who.sort_unstable();
+        who.dedup();
+        for (i, &a) in who.iter().enumerate() {
+            for &b in &who[i + 1..] {
+                let rows = met.entry((a, b)).or_default();
                 let (Some(x), Some(y)) = (u.vote(a), u.vote(b)) else { continue };
-                per[li][match (x, y) {
+                rows.entry(li).or_insert([0.0; 4])[match (x, y) {
                     (true, true) => 0,
                     (true, false) => 1,
                     (false, true) => 2,
                     (false, false) => 3,
                 }] += 1.0;
             }
-            let sparse = per.into_iter().enumerate().filter(|(_, c)| c.iter().any(|x| *x > 0.0)).collect();
-            pair_data.push((a, b, sparse));
         }
     }
+    let pair_data: Vec<PairRows> = met.into_iter().map(|((a, b), rows)| (a, b, rows.into_iter().collect())).collect();
     // Each item's coincidence counts (o_pp, o_ff, o_pf) for α.
     let mut coinc: Vec<[f64; 3]> = vec![[0.0; 3]; n_items];
     for (u, &li) in units.iter().zip(&local) {
@@ -457,6 +451,15 @@ impl Ratings {
     /// The units of criterion number `c`.
     pub fn of_criterion(&self, c: usize) -> Vec<&Unit> {
         self.units.iter().filter(|u| u.criterion == c).collect()
+    }
+
+    /// The units of each criterion, in criterion order (one pass over the units).
+    pub fn by_criterion(&self) -> Vec<Vec<&Unit>> {
+        let mut out: Vec<Vec<&Unit>> = vec![Vec::new(); self.criteria.len()];
+        for u in &self.units {
+            out[u.criterion].push(u);
+        }
+        out
     }
 
     pub fn agreement(&self, units: &[&Unit]) -> Agreement {

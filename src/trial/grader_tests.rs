@@ -54,7 +54,7 @@ impl Got {
 pub struct ExampleResult {
     pub grader: String,
     pub example: String,
-    /// `file:line` of its `evalua.grader_tests` call.
+    /// `file:line` of the example (its `name` in the test file), else of its `evalua.grader_tests` call.
     pub location: String,
     pub expected: Expect,
     pub got: Got,
@@ -88,11 +88,11 @@ pub fn run_file(file: &TestFile, isolation: crate::process::Isolation) -> Result
     for g in &file.groups {
         for (ex, case) in &g.examples {
             let checks = run_example(&file.lua, g, ex, case.as_ref(), isolation)
-                .map_err(|e| format!("{}: example '{}': {e}", g.location, ex.name))?;
+                .map_err(|e| format!("{}: example '{}': {e}", ex.location.as_ref().unwrap_or(&g.location), ex.name))?;
             out.push(ExampleResult {
                 grader: g.name.clone(),
                 example: ex.name.clone(),
-                location: g.location.clone(),
+                location: ex.location.clone().unwrap_or_else(|| g.location.clone()),
                 expected: ex.expect,
                 got: verdict(&checks),
                 checks,
