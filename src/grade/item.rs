@@ -128,8 +128,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
                 let number = parts.trial.unwrap_or(1);
                 let out = reexec::run(
                     plan,
-                    &plan.cases[i],
-                    number,
+                    crate::trial::Position::first(i, number),
                     reexec::Recording { recorded: &recorded, row: parts.row.as_ref(), source: parts.source, workdir },
                 );
                 return Done::Graded(Box::new(Graded {

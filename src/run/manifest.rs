@@ -200,7 +200,13 @@ fn agent_entry(a: &AgentSpec, plan: &Plan) -> AgentEntry {
     e
 }
 
+/// The manifest of a run of `plan` (of its first condition's agent).
 pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Manifest {
+    build_for(plan, 0, opts, run_id, argv)
+}
+
+/// The manifest of the part of a run of `plan` under its condition `c` (an interleaved run's agent's).
+pub fn build_for(plan: &Plan, c: usize, opts: &RunOptions, run_id: &str, argv: &[String]) -> Manifest {
     let suite = &plan.suite;
     let mut fixture_hashes: HashMap<PathBuf, Option<String>> = HashMap::new();
     let cases = plan
@@ -242,7 +248,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         .collect();
     // The agent the run uses (`--agent`, else the default), with its name (SPEC §14).
     let agent = plan
-        .agent_name()
+        .agent_name(c)
         .and_then(|n| suite.agent_named(n).map(|a| (n, a)))
         .map(|(n, a)| AgentEntry { name: Some(n.to_string()), ..agent_entry(a, plan) });
     let base = base(suite, RunKind::Run, run_id, argv, opts.jobs, plan.switches.judge_cache);

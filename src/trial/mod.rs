@@ -21,5 +21,5 @@ pub mod worker;
 pub use context::{AgentEnd, Trial, agent_turn, agent_view, view_of};
 pub(crate) use grading::case_checks;
 pub use grading::run_checks;
-pub use lifecycle::{TestRow, TrialOutput, internal_error, run, run_as, test_rows_of};
-pub use plan::{CasePlan, Plan, Switches};
+pub use lifecycle::{TestRow, TrialOutput, internal_error, run, test_rows_of};
+pub use plan::{CasePlan, Condition, Plan, Position, Switches};
