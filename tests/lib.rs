@@ -41,6 +41,7 @@ mod partition;
 mod perturb;
 mod phoenix;
 mod postgres;
+mod published;
 mod regrade;
 mod reports;
 mod runs;

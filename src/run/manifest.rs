@@ -237,6 +237,7 @@ pub fn build_for(plan: &Plan, c: usize, opts: &RunOptions, run_id: &str, argv: &
                 difficulty: c.spec.difficulty.clone(),
                 agent: c.spec.agent.as_ref().map(|a| agent_entry(a, plan)),
                 reference: c.spec.reference.clone(),
+                should_abstain: c.spec.should_abstain,
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
                     tree_sha256: w.hash.clone(),
@@ -359,6 +360,20 @@ pub fn base(
         judge_checks: Vec::new(),
         interleaved: None,
         resumes: Vec::new(),
+        publish: publish_entry(suite),
         extra: Default::default(),
     }
+}
+
+/// What the suite declared about exclusions, contamination, interventions
+/// and abstention (SPEC §22), when it declared any of it.
+fn publish_entry(suite: &crate::spec::Suite) -> Option<crate::record::manifest::PublishEntry> {
+    let p = &suite.publish;
+    let entry = crate::record::manifest::PublishEntry {
+        exclude: p.exclude.clone(),
+        contamination: p.contamination.clone(),
+        interventions: suite.tools.iter().filter(|t| t.intervention).map(|t| t.name.clone()).collect(),
+        abstention: p.abstention,
+    };
+    (entry != Default::default()).then_some(entry)
 }

@@ -151,6 +151,11 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, agent: Option<Strin
         first_failure: None,
         source: None,
         safety: None,
+        abstained: false,
+        interventions: 0,
+        sources: Vec::new(),
+        contaminated: false,
+        contamination: Vec::new(),
     };
     // The case could not be materialised: its input is in the suite file.
     let trace = Trace { started_at: Some(jiff::Timestamp::now().to_string()), ..Trace::of(record) };
@@ -339,8 +344,11 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         if end.infra { (Vec::new(), None) } else { grade(&trial, &end, &diff, &tests_ran, &grading) };
     // `t` and its handles stop working: a later trial cannot read this one's state through a stash.
     grading.end();
-    let abnormal_accepted = trial.case.spec.accept_abnormal_end.is_some();
-    let outcome = record::outcome_after(end.infra, end.ended, abnormal_accepted, &checks);
+    let rules = record::EndRules {
+        abnormal_accepted: trial.case.spec.accept_abnormal_end.is_some(),
+        should_abstain: trial.case.spec.should_abstain,
+    };
+    let outcome = record::outcome_after(end.infra, end.ended, rules, &checks);
     let mut log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
     let (state, kept) = match ending {
         Ending::Live { db: Some(db), .. } if !end.infra => {
@@ -356,7 +364,12 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
     };
     let st = trial.state.borrow();
     let trial_safety = trial.plan.safety.then(|| safety(&trial, &checks, &st.calls));
-    let record = TrialRecord {
+    let published = super::published::of(
+        &st.calls,
+        |name| trial.case.tools.iter().find(|t| t.spec.name == name).map(|t| &t.spec),
+        &trial.plan.suite.publish.contamination,
+    );
+    let mut record = TrialRecord {
         // Which of the suite's named agents played (none when the suite names none).
         agent: trial.plan.recorded_agent(trial.position, trial.agent_choice.name),
         case: trial.case.spec.id.clone(),
@@ -377,7 +390,13 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         first_failure: record::FirstFailure::of(&st.calls, &st.model_calls),
         source: None,
         safety: trial_safety,
+        abstained: false,
+        interventions: 0,
+        sources: Vec::new(),
+        contaminated: false,
+        contamination: Vec::new(),
     };
+    record.publish(published);
     let started_at = std::time::SystemTime::now()
         .checked_sub(st.started.elapsed())
         .and_then(|t| jiff::Timestamp::try_from(t).ok())

@@ -12,6 +12,7 @@ pub mod grader_tests;
 pub mod grading;
 pub mod lifecycle;
 pub mod plan;
+pub mod published;
 pub mod reexec;
 pub mod regrade;
 pub mod user;

@@ -190,6 +190,7 @@ impl Plan {
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
                 reference: c.spec.reference.clone(),
+                should_abstain: c.spec.should_abstain,
             })
             .collect()
     }
