@@ -545,6 +545,7 @@ function Suite:goldens(goldens, opts) end
 ---@field reference? evalua.Reference its reference solution, if declared
 ---@field accept_abnormal_end? string why a crash or protocol error may pass in this case, if set
 ---@field perturb? table<string, evalua.Perturbation> its own perturbations, normalized, if set
+---@field should_abstain? boolean true when the case's contract requires abstaining
 
 --- A perturbation as a suite or a case declares it (SPEC §17): what it changes.
 ---@class evalua.PerturbationSpec
@@ -564,7 +565,6 @@ function Suite:goldens(goldens, opts) end
 ---@field user? evalua.User the user, replaced
 ---@field checks? evalua.Check[] the checks that replace the case's, normalized
 ---@field _where string where it was declared (`file:line`)
----@field should_abstain? boolean true when the case's contract requires abstaining
 
 ---------------------------------------------------------------------------
 -- Checks
