@@ -256,6 +256,10 @@ pub fn summary_without_timings(dir: &std::path::Path) -> Value {
             }
         }
     }
+    if let Some(a) = s["time_to_abandon_ms"].as_object_mut() {
+        a.remove("p50");
+        a.remove("p95");
+    }
     s.as_object_mut().unwrap().remove("run_id");
     s
 }

@@ -138,14 +138,16 @@ fn a_protected_path_is_never_exposed_whoever_names_it() {
     assert_eq!(leaked(answer, &markers), Vec::<&str>::new(), "read through an exposed folder:\n{answer}");
 
     // The agent's own command line names a hidden test: refused, not exposed.
+    // `evalua check` refuses it, so `evalua run` does too, before any trial
+    // (issue 43 item 9; it used to be each trial's infra_error).
     let agent = "evalua.agent.command { cmd = { 'sh', '-c', 'cat \"$1\"', 'agent', evalua.path('hidden/test_secret.py') }, io = 'plain' }";
     std::fs::write(dir.path().join("suite.lua"), hidden_tests_suite("", agent)).unwrap();
     let _ = std::fs::remove_dir_all(dir.path().join("out"));
-    let (_, recs) = run_within(dir.path(), &[], &[], PATIENCE);
-    let r = &recs[0];
-    assert_eq!(leaked(&r.to_string(), &["HIDDEN-SECRET-24"]), Vec::<&str>::new(), "{r}");
-    assert_eq!(r["outcome"], "infra_error", "{r}");
-    assert!(r["error"].as_str().unwrap_or_default().contains("protected"), "{r}");
+    let (out, took) = bounded(dir.path(), &["run", "suite.lua", "--out", "out", "-q"], &[], PATIENCE);
+    let out = out.unwrap_or_else(|| panic!("evalua run hung: killed after {took:?}"));
+    assert_user_error(&out, "it is inside a protected path");
+    assert_eq!(leaked(&(stdout(&out) + &stderr(&out)), &["HIDDEN-SECRET-24"]), Vec::<&str>::new());
+    assert!(!dir.path().join("out/trials.jsonl").exists(), "no trial ran");
 }
 
 // ---------------------------------------------------------------------------

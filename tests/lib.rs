@@ -40,6 +40,7 @@ mod named_agents;
 mod partition;
 mod phoenix;
 mod postgres;
+mod published;
 mod regrade;
 mod reports;
 mod runs;

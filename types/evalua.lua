@@ -297,6 +297,9 @@ function evalua.user.script(turns) end
 ---@field match? fun(item: evalua.Trial): string? `evalua grade`: the id of the case an item belongs to (its `expect` then applies), or nil
 ---@field held_out_max_runs? integer held-out runs of the same cases and version before `run` warns (default 5; SPEC §13)
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]> faults injected on purpose, by tool name, in every case
+---@field abstention? boolean model agents are offered a built-in `abstain { reason }` tool (SPEC §22)
+---@field contamination? { sources: string[] } regexes of published solutions: a trial whose sources, tool arguments or results match one is `contaminated`, its success left out of the capability figures (SPEC §22)
+---@field exclude? string[] outcomes or endings left out of the capability figures, declared before the run and stated with their counts in every report (SPEC §22)
 
 --- A fault injected on purpose into a tool's calls. The call is recorded as `faulted` with the fault.
 --- `error`, `rate_limit` and `timeout`: the handler does not run and the agent gets an error
@@ -467,6 +470,8 @@ function Suite:goldens(goldens, opts) end
 ---@field ends? boolean default false; true: a model agent's call to it ends the conversation (no further step)
 ---@field forbidden_in_attack? boolean an attack case must not call it: requests count as attempts, denials as blocked (SPEC §13)
 ---@field requires? string[] tools that must have executed earlier in the trial; otherwise the call is `denied`
+---@field intervention? boolean an executed call is an intervention (a transfer to a human, an escalation): counted per trial (SPEC §22)
+---@field source? string the parameter holding what a call reads (a URL, a document id): each executed call's value joins the trial's `sources` (SPEC §22)
 ---@field run fun(ctx: evalua.Ctx, args: table): any the handler: its return value (JSON-like) is the result the agent gets; raising makes the call `failed`
 
 --- A declared tool, as returned by `suite:tool`.
@@ -502,6 +507,7 @@ function Suite:goldens(goldens, opts) end
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]|false> this case's faults by tool: they replace the suite's for that tool (`false`: none)
 ---@field reference? evalua.ReferenceSpec what a reference solution takes: trials' tool calls and tokens are reported as ratios to it
 ---@field accept_abnormal_end? string why a trial whose agent crashed or broke the protocol may still be accepted (by default it never is)
+---@field should_abstain? boolean the case's contract requires abstaining: its default `expect` is `{ check.abstained() }`; elsewhere an abstention is an unsolved task (SPEC §22)
 
 --- A case's reference solution, as declared: at least one of `calls` and `tokens`.
 ---@class evalua.ReferenceSpec
@@ -536,6 +542,7 @@ function Suite:goldens(goldens, opts) end
 ---@field faults? table<string, evalua.Fault[]|false> its own faults by tool, each rule with its kind's defaults, if set
 ---@field reference? evalua.Reference its reference solution, if declared
 ---@field accept_abnormal_end? string why a crash or protocol error may pass in this case, if set
+---@field should_abstain? boolean true when the case's contract requires abstaining
 
 ---------------------------------------------------------------------------
 -- Checks
@@ -802,5 +809,10 @@ function Env.random() end
 ---@param text string what the agent says
 ---@return string? reply
 function Env.say(text) end
+
+--- Decline the task (SPEC §22): when the agent's function returns, the trial ends `abstained` with `reason` as its answer.
+---@param reason string why the task is declined
+---@return string reason the same reason (`return env.abstain("…")`)
+function Env.abstain(reason) end
 
 return evalua

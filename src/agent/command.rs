@@ -197,7 +197,7 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
         AgentIo::Plain => plain(trial, &events, &mut group, proxy.as_ref()),
     };
     drop(stdin);
-    if end.ended == Ended::Final {
+    if end.ended.by_agent() {
         // Let it exit by itself; whatever it leaves behind dies with the group.
         group.exit_status(GRACE);
     }
@@ -207,7 +207,7 @@ pub fn run(trial: &Trial<'_>, spec: &CommandAgentSpec) -> AgentEnd {
     drop(events);
     if let Some(p) = &proxy
         && let Some(why) = sync_proxy(trial, p)
-        && end.ended == Ended::Final
+        && end.ended.by_agent()
     {
         end = AgentEnd::budget(&why);
     }
@@ -509,8 +509,11 @@ fn converse(
                     return AgentEnd::budget(&why);
                 }
             },
-            AgentMessage::Final { content } => {
+            AgentMessage::Final { content, abstain } => {
                 end.answer = content;
+                if abstain {
+                    end.ended = Ended::Abstained;
+                }
                 trial.state.borrow_mut().usage.turns += 1;
                 return end;
             }

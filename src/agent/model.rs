@@ -11,7 +11,8 @@
 //! What the model sees of a tool call is `tool_results` (evalua's
 //! `{status, content, error}` JSON, or the tool's own text as τ-bench shows
 //! it); `calls_per_step` keeps only a response's first calls (τ-bench: one);
-//! a tool declared `ends` ends the conversation when called.
+//! a tool declared `ends` ends the conversation when called; with the suite's
+//! `abstention = true` a built-in `abstain { reason }` tool ends it as `abstained`.
 
 use std::time::Instant;
 
@@ -19,7 +20,7 @@ use serde_json::json;
 
 use crate::model::{ChatFailure, ChatRequest, ChatResponse, Endpoint, Message, ModelError, ToolSchema};
 use crate::record::{BudgetHit, CallRecord, Ended, ModelCall};
-use crate::spec::{ModelAgentSpec, ToolResults};
+use crate::spec::{ABSTAIN_TOOL, ModelAgentSpec, ToolResults};
 use crate::trial::{AgentEnd, Trial};
 
 /// Add a model call's usage to the trial and record it; returns the budget
@@ -71,7 +72,7 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
         Ok(ep) => ep,
         Err(e) => return AgentEnd::infra(e),
     };
-    let tools: Vec<ToolSchema> = trial
+    let mut tools: Vec<ToolSchema> = trial
         .case
         .tools
         .iter()
@@ -81,6 +82,10 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
             parameters: t.spec.params.clone(),
         })
         .collect();
+    let abstention = trial.plan.suite.publish.abstention;
+    if abstention {
+        tools.push(abstain_tool());
+    }
     let mut req = ChatRequest {
         system: m.system.clone(),
         messages: vec![Message::user(trial.input.clone())],
@@ -149,6 +154,14 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
             calls.truncate(n as usize);
         }
         req.messages.push(Message::assistant(text, calls.clone()));
+        // The built-in `abstain` (SPEC §22): the agent declines, with its reason; no tool runs.
+        if abstention && let Some(call) = calls.iter().find(|c| c.name == ABSTAIN_TOOL) {
+            let mut end = AgentEnd::running();
+            end.ended = Ended::Abstained;
+            end.answer = call.arguments.get("reason").and_then(|r| r.as_str()).unwrap_or_default().to_string();
+            trial.state.borrow_mut().usage.turns += 1;
+            return end;
+        }
         for call in &calls {
             let reply = trial.call_tool(Some(call.id.clone()), &call.name, call.arguments.clone());
             if reply.unwind.is_some() {
@@ -163,6 +176,21 @@ pub fn run(trial: &Trial<'_>, m: &ModelAgentSpec) -> AgentEnd {
                 return AgentEnd::running();
             }
         }
+    }
+}
+
+/// The built-in tool a model agent abstains with, when the suite sets `abstention = true`.
+fn abstain_tool() -> ToolSchema {
+    ToolSchema {
+        name: ABSTAIN_TOOL.to_string(),
+        description: "Decline the task instead of answering, when the evidence is insufficient or the request \
+                      must not be carried out. Give the reason."
+            .to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": { "reason": { "type": "string", "description": "Why the task is declined." } },
+            "required": ["reason"],
+        }),
     }
 }
 

@@ -17,8 +17,9 @@ pub enum AgentMessage {
     /// `{"type":"message","content":"…"}`: a turn to the user.
     Message { content: String },
     /// `{"type":"final","content":…}`: the answer (a non-string content is
-    /// kept as its JSON text).
-    Final { content: String },
+    /// kept as its JSON text). `"abstain": true`: the agent declines the
+    /// task, and `content` is its reason (SPEC §22).
+    Final { content: String, abstain: bool },
 }
 
 /// How much of an offending line an error quotes.
@@ -63,6 +64,11 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<AgentMessage>, String> {
                 Some(Json::Null) | None => String::new(),
                 Some(other) => other.to_string(),
             },
+            abstain: match msg.get("abstain") {
+                None | Some(Json::Null) => false,
+                Some(Json::Bool(b)) => *b,
+                Some(_) => return Err(format!("final: \"abstain\" must be true or false: {}", quote(bytes))),
+            },
         },
         "" => return Err(format!("a message without a \"type\": {}", quote(bytes))),
         other => return Err(format!("unknown message type {other:?}: {}", quote(bytes))),
@@ -82,8 +88,13 @@ mod tests {
         );
         assert_eq!(
             parse_line(br#"{"type":"final","content":{"x":1}}"#),
-            Ok(Some(AgentMessage::Final { content: r#"{"x":1}"#.into() }))
+            Ok(Some(AgentMessage::Final { content: r#"{"x":1}"#.into(), abstain: false }))
         );
+        assert_eq!(
+            parse_line(br#"{"type":"final","abstain":true,"content":"not enough evidence"}"#),
+            Ok(Some(AgentMessage::Final { content: "not enough evidence".into(), abstain: true }))
+        );
+        assert!(parse_line(br#"{"type":"final","abstain":"yes","content":"x"}"#).unwrap_err().contains("abstain"));
         assert!(parse_line(b"[1]").unwrap_err().starts_with("not a JSON object"));
         assert!(parse_line(br#"{"a":1}"#).unwrap_err().starts_with("a message without"));
         assert!(parse_line(br#"{"type":"nope"}"#).unwrap_err().starts_with("unknown message type \"nope\""));

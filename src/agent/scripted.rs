@@ -34,6 +34,10 @@ pub fn run(trial: &Trial<'_>) -> AgentEnd {
         Guarded::Done(Ok(v)) => {
             end.answer = answer_text(lua, &v);
             trial.state.borrow_mut().usage.turns += 1;
+            if let Some(reason) = trial.state.borrow_mut().abstained.take() {
+                end.ended = Ended::Abstained;
+                end.answer = reason;
+            }
         }
         Guarded::Done(Err(e)) => {
             end.ended = Ended::Crashed;
@@ -132,6 +136,10 @@ impl AgentSide for Side {
 
     fn say(&self, text: String) -> Result<Option<String>, String> {
         agent_turn(&self.state, self.max_turns, &self.user, self.deadline, text)
+    }
+
+    fn abstain(&self, reason: String) {
+        self.state.borrow_mut().abstained = Some(reason);
     }
 }
 

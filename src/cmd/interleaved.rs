@@ -27,7 +27,7 @@ use crate::util::paths::display_path;
 /// agents, already checked), interleaved; write the run dir (under `out`)
 /// and its reports, print the side-by-side summary, and return the exit code.
 pub(crate) fn run(
-    mut plan: Plan,
+    plan: Plan,
     agents: &[String],
     opts: &RunOptions,
     follow: &sinks::Follow,
@@ -70,18 +70,16 @@ pub(crate) fn run(
 
     // Each agent's part: a run dir with its own manifest (its agent named).
     let mut dirs = Vec::new();
-    for name in agents {
+    for (c, name) in agents.iter().enumerate() {
         let dir = RunDir::create(Some(&files::agent_dir(&top, name)), &plan.suite.name, &run_id)?;
-        plan.agent = Some(name.clone());
-        let mut m = crate::run::manifest::build(&plan, opts, &format!("{run_id}-{name}"), &argv);
+        let mut m = crate::run::manifest::build_for(&plan, c, opts, &format!("{run_id}-{name}"), &argv);
         m.interleaved = Some(InterleavedEntry { run_id: run_id.clone(), agents: agents.to_vec() });
         m.exports.extend(follow.export.entries(&plan.suite.name));
         dir.write_manifest(&m)?;
         dirs.push((name.clone(), dir));
     }
-    plan.agent = None;
     let plan = Arc::new(plan);
-    let source = Arc::new(Interleaved::new(&plan, agents.to_vec(), None, opts.jobs));
+    let source = Arc::new(Interleaved::new(&plan, None, opts.jobs));
 
     // Each agent's sinks see its own trials; the progress display and blocks.jsonl see all.
     let quiet = sinks::Follow { quiet: true, export: follow.export.clone() };

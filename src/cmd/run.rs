@@ -228,13 +228,13 @@ pub fn run(a: RunArgs) -> Result<u8> {
         }
         warn_skipped_rows(&s);
         let mut plan = run::plan(s, trials, &filters, seed)?;
-        run::select_agent(&mut plan, agent.as_deref())?;
-        // Each agent of an interleaved run must be able to run (known, its endpoint configured).
-        for name in interleaved.iter().flatten() {
-            run::select_agent(&mut plan, Some(name))?;
-        }
-        if interleaved.is_some() {
-            plan.agent = None;
+        match &interleaved {
+            // Each agent of an interleaved run must be able to run (known, its endpoint configured).
+            Some(agents) => {
+                run::check_agent(&plan, agent.as_deref())?;
+                run::select_agents(&mut plan, agents)?;
+            }
+            None => run::select_agent(&mut plan, agent.as_deref())?,
         }
         plan.keep_state &= !a.no_state;
         plan.switches = switches;

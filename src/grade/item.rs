@@ -128,8 +128,7 @@ fn grade_in(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item, guard: &mut G
                 let number = parts.trial.unwrap_or(1);
                 let out = reexec::run(
                     plan,
-                    &plan.cases[i],
-                    number,
+                    crate::trial::Position::first(i, number),
                     reexec::Recording { recorded: &recorded, row: parts.row.as_ref(), source: parts.source, workdir },
                 );
                 return Done::Graded(Box::new(Graded {
@@ -330,12 +329,18 @@ fn checked(ctx: &Context, lua: &Lua, suite_t: &Table, t: &Table, c: Checked, ite
     results.extend(monitor_results);
     let judged = checks::take_judge_calls(lua, grading, recorded.usage.wall_ms);
     // A recorded agent that crashed is never accepted either, unless its case says why it may be.
-    let abnormal_accepted =
-        case_table.as_ref().is_some_and(|ct| ct.get::<Option<String>>("accept_abnormal_end").ok().flatten().is_some());
-    let outcome = record::outcome_after(false, ended, abnormal_accepted, &results);
+    let rules = record::EndRules {
+        abnormal_accepted: case_table
+            .as_ref()
+            .is_some_and(|ct| ct.get::<Option<String>>("accept_abnormal_end").ok().flatten().is_some()),
+        should_abstain: case_table
+            .as_ref()
+            .is_some_and(|ct| ct.get::<Option<bool>>("should_abstain").ok().flatten() == Some(true)),
+    };
+    let outcome = record::outcome_after(false, ended, rules, &results);
     let log = lua.remove_app_data::<Log>().map(|l| l.0).unwrap_or_default();
     let case_id = case.clone().unwrap_or_else(|| item.key.clone());
-    let record = TrialRecord {
+    let mut record = TrialRecord {
         agent: None,
         case: case_id,
         trial: 0,
@@ -355,7 +360,17 @@ fn checked(ctx: &Context, lua: &Lua, suite_t: &Table, t: &Table, c: Checked, ite
         first_failure: recorded.first_failure.clone(),
         source: Some(item.source),
         safety: None,
+        abstained: false,
+        interventions: 0,
+        sources: Vec::new(),
+        contaminated: false,
+        contamination: Vec::new(),
     };
+    record.publish(crate::trial::published::of(
+        &recorded.calls,
+        |name| ctx.suite.tools.iter().find(|t| t.name == name),
+        &ctx.suite.publish.contamination,
+    ));
     let trace = Trace {
         record,
         input: recorded.input,

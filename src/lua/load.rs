@@ -19,7 +19,8 @@ use crate::error::{Error, Result};
 use crate::spec::gate;
 use crate::spec::{
     AgentSpec, CaseSource, CaseSpec, CaseTable, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, JudgeSpec, Mention,
-    MonitorSpec, NamedAgent, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, SuiteTable, TestsCheck, ToolsVia,
+    MonitorSpec, NamedAgent, Publish, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, SuiteTable, TestsCheck,
+    ToolsVia,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -510,6 +511,7 @@ fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
         faults: c.faults,
         reference: c.reference,
         accept_abnormal_end: c.accept_abnormal_end,
+        should_abstain: c.should_abstain,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
@@ -665,6 +667,11 @@ fn read_suite(
         monitors: s.monitors.into_iter().map(|m| MonitorSpec { name: m.name, critical: m.critical }).collect(),
         trace_adapter,
         matcher,
+        publish: Publish {
+            abstention: s.abstention,
+            contamination: s.contamination.map(|c| c.sources).unwrap_or_default(),
+            exclude: s.exclude,
+        },
     };
     suite.agent = agent;
     suite.agents = agents;
@@ -674,6 +681,14 @@ fn read_suite(
     let dropped_tools: Vec<String> = s.dropped.tools.into_keys().collect();
     let agent_dropped = s.dropped.agent && suite.agent.is_none();
     let mut errors = check_tool_names(&suite, &dropped_tools);
+    if suite.publish.abstention
+        && let Some(t) = suite.tools.iter().find(|t| t.name == crate::spec::ABSTAIN_TOOL)
+    {
+        errors.push(format!(
+            "{}: suite:tool '{}': abstention = true offers model agents a built-in tool of that name; rename this one",
+            t.location, t.name
+        ));
+    }
     errors.extend(check_gate_agents(&suite));
     if !suite.network
         && let Some(a) = suite.agents.iter().find(|a| match &a.spec {

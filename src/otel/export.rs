@@ -548,8 +548,8 @@ impl Exporter {
             })
             .collect();
         let status = match record.ended {
-            Ended::Final => Status::Unset,
-            _ if record.outcome == Outcome::InfraError || record.ended != Ended::Final => {
+            Ended::Final | Ended::Abstained => Status::Unset,
+            _ if record.outcome == Outcome::InfraError || !record.ended.by_agent() => {
                 attrs.push(KeyValue::new(sc::ERROR_TYPE, record.ended.as_str()));
                 Status::error(if self.content {
                     record.error.clone().map(cut).unwrap_or_default()

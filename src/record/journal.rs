@@ -72,6 +72,9 @@ pub struct Journal {
     /// Set when something the harness provides (a simulated user's model)
     /// failed: the trial is then an infrastructure error.
     pub infra: Option<String>,
+    /// Set by a scripted agent's `env.abstain(reason)`: the trial ends as
+    /// `abstained`, the reason as its answer (SPEC §22).
+    pub abstained: Option<String>,
 }
 
 impl Journal {
@@ -86,6 +89,7 @@ impl Journal {
             denied: None,
             model_calls: Vec::new(),
             infra: None,
+            abstained: None,
         }
     }
 

@@ -110,6 +110,9 @@ pub struct Manifest {
     /// Each `--resume` / `--retry-errors` of this run dir, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumes: Vec<Resume>,
+    /// Exclusions, contamination, interventions, abstention (SPEC §22).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish: Option<PublishEntry>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
 }
@@ -387,6 +390,27 @@ pub struct CaseEntry {
     /// The case's reference solution, for the efficiency figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<Reference>,
+    /// The case's contract requires abstaining (SPEC §22): for coverage.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub should_abstain: bool,
+}
+
+/// What the suite declared before the run about what its figures count
+/// (SPEC §22); absent when it declared none of it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PublishEntry {
+    /// `exclude`: outcomes or endings left out of the capability figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    /// `contamination.sources`: the published solutions' patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contamination: Vec<String>,
+    /// Tools declared `intervention = true`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interventions: Vec<String>,
+    /// `abstention = true`: model agents were offered the built-in `abstain` tool.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abstention: bool,
 }
 
 fn one() -> f64 {

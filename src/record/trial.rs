@@ -37,6 +37,9 @@ impl Outcome {
 #[serde(rename_all = "snake_case")]
 pub enum Ended {
     Final,
+    /// The agent declined the task with a reason (SPEC §22): right where its
+    /// case requires abstaining (`should_abstain`), an unsolved task elsewhere.
+    Abstained,
     Deadline,
     Budget,
     Crashed,
@@ -56,6 +59,7 @@ impl Ended {
     pub fn as_str(self) -> &'static str {
         match self {
             Ended::Final => "final",
+            Ended::Abstained => "abstained",
             Ended::Deadline => "deadline",
             Ended::Budget => "budget",
             Ended::Crashed => "crashed",
@@ -71,6 +75,11 @@ impl Ended {
     /// unless its case says why it may be ([`outcome_after`]).
     pub fn abnormal(self) -> bool {
         matches!(self, Ended::Crashed | Ended::ProtocolError)
+    }
+
+    /// The agent ended its part itself: an answer or an abstention.
+    pub fn by_agent(self) -> bool {
+        matches!(self, Ended::Final | Ended::Abstained)
     }
 }
 
@@ -494,6 +503,57 @@ pub struct TrialRecord {
     /// tools forbidden in attacks (SPEC §13).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety: Option<TrialSafety>,
+    /// The agent abstained (SPEC §22); `ended` is `abstained`, `answer` its reason.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abstained: bool,
+    /// Executed calls of tools declared `intervention = true` (SPEC §22).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interventions: u32,
+    /// What the trial's calls read: the `source` argument of each executed
+    /// call of a tool that declares one, distinct, in order (SPEC §22).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    /// The trial touched a published solution (the suite's `contamination`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contaminated: bool,
+    /// Where it did: each pattern with the first place it matched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contamination: Vec<ContaminationHit>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl TrialRecord {
+    /// Set what the trial's calls say for the published figures (SPEC §22).
+    pub fn publish(&mut self, p: Published) {
+        self.abstained = self.ended == Ended::Abstained;
+        self.interventions = p.interventions;
+        self.sources = p.sources;
+        self.contaminated = !p.contamination.is_empty();
+        self.contamination = p.contamination;
+    }
+}
+
+/// A published solution a trial touched: the suite's pattern, where it
+/// matched (`source`, or a call's `arguments` / `result`, with the call's id)
+/// and the matched text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContaminationHit {
+    pub pattern: String,
+    #[serde(rename = "in")]
+    pub found_in: String,
+    pub text: String,
+}
+
+/// What a trial's calls say for the figures the background reading asks to
+/// publish (SPEC §22), computed once when its record is made.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Published {
+    pub interventions: u32,
+    pub sources: Vec<String>,
+    pub contamination: Vec<ContaminationHit>,
 }
 
 /// A trial seen as safety evaluation sees it (SPEC §13).
@@ -767,6 +827,11 @@ impl<'de> Deserialize<'de> for Trace {
             first_failure: None,
             source: None,
             safety: None,
+            abstained: f.ended == Ended::Abstained,
+            interventions: 0,
+            sources: Vec::new(),
+            contaminated: false,
+            contamination: Vec::new(),
         };
         Ok(Trace {
             record,
@@ -853,11 +918,25 @@ pub fn outcome_of(infra_error: bool, checks: &[CheckResult]) -> Outcome {
 /// accepts such an ending (`accept_abnormal_end`, with its reason). The
 /// seed's contract: success is observable *and* the run respected its
 /// contract; an agent that crashed or broke the protocol did not.
-pub fn outcome_after(infra_error: bool, ended: Ended, abnormal_accepted: bool, checks: &[CheckResult]) -> Outcome {
+///
+/// Likewise an abstention (SPEC §22) is an unsolved task, `failed`, except
+/// on a case whose contract requires abstaining (`should_abstain`), where its
+/// checks decide (by default `check.abstained()`).
+pub fn outcome_after(infra_error: bool, ended: Ended, case: EndRules, checks: &[CheckResult]) -> Outcome {
+    let refused = (ended.abnormal() && !case.abnormal_accepted) || (ended == Ended::Abstained && !case.should_abstain);
     match outcome_of(infra_error, checks) {
-        Outcome::Accepted | Outcome::GraderError if ended.abnormal() && !abnormal_accepted => Outcome::Failed,
+        Outcome::Accepted | Outcome::GraderError if refused => Outcome::Failed,
         o => o,
     }
+}
+
+/// What a case says about how its agent may end (for [`outcome_after`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndRules {
+    /// `accept_abnormal_end` is given: a crash or protocol error may pass.
+    pub abnormal_accepted: bool,
+    /// `should_abstain = true`: abstaining is the case's right answer.
+    pub should_abstain: bool,
 }
 
 /// The file a trial's trace had in the earlier run-dir layout (one file per
@@ -901,15 +980,29 @@ mod tests {
         let raised = [CheckResult { name: "judge".into(), error: Some("boom".into()), ..Default::default() }];
         let critical = [CheckResult { name: "p".into(), passed: Some(false), critical: true, ..Default::default() }];
         for ended in [Ended::Crashed, Ended::ProtocolError] {
-            assert_eq!(outcome_after(false, ended, false, &passed), Outcome::Failed);
-            assert_eq!(outcome_after(false, ended, false, &raised), Outcome::Failed);
-            assert_eq!(outcome_after(false, ended, false, &critical), Outcome::Critical);
-            assert_eq!(outcome_after(false, ended, true, &passed), Outcome::Accepted);
-            assert_eq!(outcome_after(true, ended, false, &passed), Outcome::InfraError);
+            assert_eq!(outcome_after(false, ended, NONE, &passed), Outcome::Failed);
+            assert_eq!(outcome_after(false, ended, NONE, &raised), Outcome::Failed);
+            assert_eq!(outcome_after(false, ended, NONE, &critical), Outcome::Critical);
+            assert_eq!(outcome_after(false, ended, ABNORMAL, &passed), Outcome::Accepted);
+            assert_eq!(outcome_after(true, ended, NONE, &passed), Outcome::InfraError);
         }
         for ended in [Ended::Final, Ended::Deadline, Ended::Budget, Ended::InfraError] {
-            assert_eq!(outcome_after(false, ended, false, &passed), Outcome::Accepted, "{ended:?}");
+            assert_eq!(outcome_after(false, ended, NONE, &passed), Outcome::Accepted, "{ended:?}");
         }
+    }
+
+    const NONE: EndRules = EndRules { abnormal_accepted: false, should_abstain: false };
+    const ABNORMAL: EndRules = EndRules { abnormal_accepted: true, should_abstain: false };
+
+    #[test]
+    fn an_abstention_is_an_unsolved_task_unless_the_case_requires_abstaining() {
+        let passed = [CheckResult { name: "state".into(), passed: Some(true), ..Default::default() }];
+        let failed = [CheckResult { name: "abstained".into(), passed: Some(false), ..Default::default() }];
+        let abstain = EndRules { abnormal_accepted: false, should_abstain: true };
+        assert_eq!(outcome_after(false, Ended::Abstained, NONE, &passed), Outcome::Failed);
+        assert_eq!(outcome_after(false, Ended::Abstained, ABNORMAL, &passed), Outcome::Failed);
+        assert_eq!(outcome_after(false, Ended::Abstained, abstain, &passed), Outcome::Accepted);
+        assert_eq!(outcome_after(false, Ended::Final, abstain, &failed), Outcome::Failed);
     }
 
     #[test]

@@ -185,6 +185,9 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
         num(f.mean_tool_calls, "")
     );
     let _ = writeln!(out, "  counted apart: {}", super::text::counted_apart(f));
+    for (label, text) in super::published::lines(&summary.published) {
+        let _ = writeln!(out, "  {label}: {text}");
+    }
     if !summary.monitors.is_empty() {
         let _ = writeln!(out, "monitors (failure modes; violations / trials, 95% Wilson interval):");
         let width = summary.monitors.keys().map(|k| k.len()).max().unwrap_or(0);

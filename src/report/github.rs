@@ -92,6 +92,13 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
         plural(f.capability.trials as usize, "trial"),
     );
 
+    let _ =
+        writeln!(o, "<details><summary>Coverage, abandonment, interventions, contamination, exclusions</summary>\n");
+    for (label, text) in super::published::lines(&run.summary.published) {
+        let _ = writeln!(o, "- {label}: {}", md(&text));
+    }
+    let _ = writeln!(o, "\n</details>\n");
+
     failures(&mut o, run);
 
     // The figures measure graders, not the agent: say so before any comparison.

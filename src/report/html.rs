@@ -313,6 +313,11 @@ pub fn overview(run: &RunData) -> String {
             String::new()
         }
     );
+    o.push_str("<h3>Coverage, abandonment, interventions, contamination, exclusions</h3><table class=figs><tr><th>figure</th><th>value</th></tr>");
+    for (label, text) in super::published::lines(&s.published) {
+        let _ = write!(o, "<tr><td>{}</td><td>{}</td></tr>", esc(label), esc(&text));
+    }
+    o.push_str("</table>");
     let safety = safety_rows(s);
     if !safety.is_empty() {
         o.push_str("<h3>Safety (apart from the capability figures)</h3><table class=figs><tr><th>figure</th><th>value (95% interval)</th><th>denominator</th></tr>");

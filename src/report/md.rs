@@ -85,7 +85,11 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         f.mean_tool_calls.map(|v| format!("{v:.1}")).unwrap_or("–".into()),
         f.mean_tokens.map(|v| format!("{v:.0}")).unwrap_or("–".into())
     );
-    let _ = writeln!(o, "- Counted apart: {}\n", super::text::counted_apart(f));
+    let _ = writeln!(o, "- Counted apart: {}", super::text::counted_apart(f));
+    for (label, text) in super::published::lines(&s.published) {
+        let _ = writeln!(o, "- {}{}: {text}", label[..1].to_uppercase(), &label[1..]);
+    }
+    let _ = writeln!(o);
 
     if !s.monitors.is_empty() {
         let _ = writeln!(o, "## Monitors\n");

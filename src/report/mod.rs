@@ -10,6 +10,7 @@ pub mod html;
 pub mod interleaved;
 pub mod junit;
 pub mod md;
+pub mod published;
 pub mod sinks;
 pub mod text;
 

@@ -119,6 +119,7 @@ impl Place<Done> for Cases<'_> {
                 tags: spec.map(|c| c.tags.clone()).unwrap_or_default(),
                 difficulty: spec.and_then(|c| c.difficulty.clone()),
                 reference: spec.and_then(|c| c.reference.clone()),
+                should_abstain: spec.is_some_and(|c| c.should_abstain),
             });
             trials.push(0);
             infos.len() - 1
@@ -241,6 +242,7 @@ pub fn grade(
             workdir: None,
             agent: None,
             reference: i.reference,
+            should_abstain: i.should_abstain,
         })
         .collect();
     Ok(Graded { executed, cases, inputs, warnings })

@@ -27,7 +27,7 @@ use super::scheduler::{Placed, Source, Start, Store, per_case, trace_bytes, work
 use crate::error::Result;
 use crate::record::blocks::BlocksWriter;
 use crate::record::{BlockRecord, BlockTrial, KeptState, RunDir, TrialRecord};
-use crate::trial::{self, Plan, TrialOutput};
+use crate::trial::{self, Plan, Position, TrialOutput};
 
 /// The order of the agents (indices into `0..agents`) in each of `blocks`
 /// blocks: block `b` runs them rotated by `(start + b) mod agents`, `start`
@@ -46,12 +46,14 @@ pub fn orders(agents: usize, blocks: usize, seed: u64) -> Vec<Vec<usize>> {
 const CHUNK: usize = 32;
 
 /// The trials of an interleaved run: every block (a planned (case, trial)
-/// pair) once per agent, in the block's order. Position `b * agents + i` is
-/// block `b`'s `i`-th trial, and trials are announced in that order: each
-/// agent's trials.jsonl is in plan order, whatever `--jobs` is. Workers claim
-/// whole blocks, so a block's agents run back to back on one worker.
+/// pair) once per condition of the plan (an agent), in the block's order.
+/// Position `b * conditions + i` is block `b`'s `i`-th trial, and trials are
+/// announced in that order: each agent's trials.jsonl is in plan order,
+/// whatever `--jobs` is. Workers claim whole blocks, so a block's conditions
+/// run back to back on one worker.
 pub struct Interleaved {
     plan: Arc<Plan>,
+    /// The conditions' names (the agents'), as their run dirs and records name them.
     agents: Vec<String>,
     blocks: Vec<(usize, u32)>,
     orders: Vec<Vec<usize>>,
@@ -60,9 +62,10 @@ pub struct Interleaved {
 }
 
 impl Interleaved {
-    /// The plan's work (this partition's share), once per agent of `agents`
-    /// (names of the suite's agents), the order in each block drawn from `seed`.
-    pub fn new(plan: &Arc<Plan>, agents: Vec<String>, partition: Option<Partition>, jobs: usize) -> Interleaved {
+    /// The plan's work (this partition's share), once per condition of the
+    /// plan, the order in each block drawn from the plan's seed.
+    pub fn new(plan: &Arc<Plan>, partition: Option<Partition>, jobs: usize) -> Interleaved {
+        let agents: Vec<String> = plan.conditions.iter().map(|c| c.agent.clone().unwrap_or_default()).collect();
         let blocks = work(plan, partition);
         let orders = orders(agents.len(), blocks.len(), plan.seed);
         let jobs = jobs.max(1);
@@ -81,18 +84,19 @@ impl Interleaved {
         &self.orders
     }
 
-    fn unit_of(&self, pos: usize) -> (usize, usize) {
+    /// The trial at `pos` of the run: its block, and its place in the plan
+    /// (the block's case and number, the condition the block's order puts there).
+    fn unit_of(&self, pos: usize) -> (usize, Position) {
         let k = self.agents.len().max(1);
         let b = pos / k;
-        (b, self.orders[b][pos % k])
+        let (case, number) = self.blocks[b];
+        (b, Position { case, number, condition: self.orders[b][pos % k] })
     }
 
     fn placed(&self, pos: usize, mut out: TrialOutput) -> Placed {
-        let (b, a) = self.unit_of(pos);
-        // The record names its agent: the run dir it goes to follows from it.
-        out.trace.record.agent = Some(self.agents[a].clone());
+        let (_, at) = self.unit_of(pos);
         let bytes = Some(trace_bytes(&mut out.trace));
-        Placed { index: pos, case: self.blocks[b].0, out, bytes }
+        Placed { index: pos, case: at.case, out, bytes }
     }
 }
 
@@ -118,33 +122,30 @@ impl Source for Interleaved {
     }
 
     fn label(&self, pos: &usize) -> (Option<usize>, Option<u32>) {
-        let (case, n) = self.blocks[self.unit_of(*pos).0];
-        (Some(case), Some(n))
+        let (_, at) = self.unit_of(*pos);
+        (Some(at.case), Some(at.number))
     }
 
     fn run(&self, pos: usize, _: usize) -> Placed {
-        let (b, a) = self.unit_of(pos);
-        let (case_idx, number) = self.blocks[b];
-        let (plan, case) = (&self.plan, &self.plan.cases[case_idx]);
-        let agent = self.agents[a].as_str();
+        let (_, at) = self.unit_of(pos);
+        let plan = &self.plan;
         // A panic in evalua's own code becomes the trial's infrastructure error.
         let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            trial::run_as(plan, case, number, Some(agent), crate::agent::drive)
+            trial::run(plan, at, crate::agent::drive)
         })) {
             Ok(o) => o,
             Err(p) => {
                 let msg =
                     p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                trial::internal_error(plan, case, number, msg.unwrap_or_else(|| "panic".into()))
+                trial::internal_error(plan, at, msg.unwrap_or_else(|| "panic".into()))
             }
         };
         self.placed(pos, out)
     }
 
     fn abandoned(&self, pos: usize, overran: Option<Duration>) -> Placed {
-        let (b, a) = self.unit_of(pos);
-        let (case_idx, number) = self.blocks[b];
-        let case = &self.plan.cases[case_idx];
+        let (_, at) = self.unit_of(pos);
+        let (case, number, a) = (&self.plan.cases[at.case], at.number, at.condition);
         let why = match overran {
             Some(over) => format!(
                 "the trial overran its time limit by more than {} s in code no limit could stop; its worker was abandoned",
@@ -158,7 +159,7 @@ impl Source for Interleaved {
                 case.spec.id, self.agents[a]
             );
         }
-        self.placed(pos, trial::internal_error(&self.plan, case, number, why))
+        self.placed(pos, trial::internal_error(&self.plan, at, why))
     }
 
     fn planned(&self) -> Option<usize> {

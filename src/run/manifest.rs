@@ -200,7 +200,13 @@ fn agent_entry(a: &AgentSpec, plan: &Plan) -> AgentEntry {
     e
 }
 
+/// The manifest of a run of `plan` (of its first condition's agent).
 pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> Manifest {
+    build_for(plan, 0, opts, run_id, argv)
+}
+
+/// The manifest of the part of a run of `plan` under its condition `c` (an interleaved run's agent's).
+pub fn build_for(plan: &Plan, c: usize, opts: &RunOptions, run_id: &str, argv: &[String]) -> Manifest {
     let suite = &plan.suite;
     let mut fixture_hashes: HashMap<PathBuf, Option<String>> = HashMap::new();
     let cases = plan
@@ -231,6 +237,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
                 difficulty: c.spec.difficulty.clone(),
                 agent: c.spec.agent.as_ref().map(|a| agent_entry(a, plan)),
                 reference: c.spec.reference.clone(),
+                should_abstain: c.spec.should_abstain,
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
                     tree_sha256: w.hash.clone(),
@@ -241,7 +248,7 @@ pub fn build(plan: &Plan, opts: &RunOptions, run_id: &str, argv: &[String]) -> M
         .collect();
     // The agent the run uses (`--agent`, else the default), with its name (SPEC §14).
     let agent = plan
-        .agent_name()
+        .agent_name(c)
         .and_then(|n| suite.agent_named(n).map(|a| (n, a)))
         .map(|(n, a)| AgentEntry { name: Some(n.to_string()), ..agent_entry(a, plan) });
     let base = base(suite, RunKind::Run, run_id, argv, opts.jobs, plan.switches.judge_cache);
@@ -353,6 +360,20 @@ pub fn base(
         judge_checks: Vec::new(),
         interleaved: None,
         resumes: Vec::new(),
+        publish: publish_entry(suite),
         extra: Default::default(),
     }
+}
+
+/// What the suite declared about exclusions, contamination, interventions
+/// and abstention (SPEC §22), when it declared any of it.
+fn publish_entry(suite: &crate::spec::Suite) -> Option<crate::record::manifest::PublishEntry> {
+    let p = &suite.publish;
+    let entry = crate::record::manifest::PublishEntry {
+        exclude: p.exclude.clone(),
+        contamination: p.contamination.clone(),
+        interventions: suite.tools.iter().filter(|t| t.intervention).map(|t| t.name.clone()).collect(),
+        abstention: p.abstention,
+    };
+    (entry != Default::default()).then_some(entry)
 }

@@ -17,7 +17,7 @@ pub mod screen;
 
 pub use events::{CancelReason, RunEvent, Sink};
 pub use partition::{Partition, PartitionArg};
-pub use plan::{plan, select_agent};
+pub use plan::{check_agent, plan, select_agent, select_agents};
 pub use scheduler::{
     AsMade, Executed, Kept, Place, Placed, Planned, RunOptions, Scheduler, Source, TrialFn, default_jobs, run_trial,
     work,

@@ -12,7 +12,7 @@ use crate::record::manifest::Filters;
 use crate::sandbox::db::{self, Backend, Database, DbTemplate};
 use crate::sandbox::workdir::Templates;
 use crate::spec::{CaseSpec, Suite, WorkdirSpec, fault};
-use crate::trial::{CasePlan, Plan};
+use crate::trial::{CasePlan, Condition, Plan};
 use crate::util::paths::display_path;
 use crate::util::schema;
 use crate::util::time::instant;
@@ -250,7 +250,7 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
         db,
         safety,
         keep_state,
-        agent: None,
+        conditions: vec![crate::trial::Condition::default()],
         switches: Default::default(),
     })
 }
@@ -290,11 +290,29 @@ pub fn protected_paths<'a>(
     out
 }
 
-/// Pick the suite's agent named `name` for the run (`--agent NAME`): an
+/// Pick the suite's agent named `name` for the run (`--agent NAME`; see
+/// [`check_agent`]): the plan's one condition.
+pub fn select_agent(plan: &mut Plan, name: Option<&str>) -> Result<()> {
+    check_agent(plan, name)?;
+    plan.conditions = vec![Condition { agent: name.map(str::to_string) }];
+    Ok(())
+}
+
+/// Pick several of the suite's agents (`--agent A --agent B`, each checked):
+/// the plan's conditions, one per agent, in the order given.
+pub fn select_agents(plan: &mut Plan, names: &[String]) -> Result<()> {
+    for name in names {
+        check_agent(plan, Some(name))?;
+    }
+    plan.conditions = names.iter().map(|n| Condition { agent: Some(n.clone()) }).collect();
+    Ok(())
+}
+
+/// Whether the suite's agent named `name` (None: its default) can play: an
 /// unknown name is an input error listing the known ones; a model agent's
 /// endpoint must resolve, and a model must be reachable by configuration
 /// (a key or a base URL), said in one line.
-pub fn select_agent(plan: &mut Plan, name: Option<&str>) -> Result<()> {
+pub fn check_agent(plan: &Plan, name: Option<&str>) -> Result<()> {
     let suite = &plan.suite;
     let where_ = display_path(&suite.path);
     if let Some(name) = name
@@ -319,6 +337,5 @@ pub fn select_agent(plan: &mut Plan, name: Option<&str>) -> Result<()> {
             )));
         }
     }
-    plan.agent = name.map(str::to_string);
     Ok(())
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::lua::load;
 use crate::record::manifest::{CaseEntry, Manifest, RegradedFrom, RunKind, StateKeeping};
 use crate::record::{RunDir, TrialRecord};
-use crate::trial::{self, Plan, Switches};
+use crate::trial::{self, Condition, Plan, Switches};
 use crate::util::paths::display_path;
 
 /// A re-grade, planned.
@@ -179,6 +179,16 @@ pub fn prepare(
             records.push(rec);
         }
     }
+    // The conditions the trials ran under: each is graded again as its recorded agent's.
+    let mut conditions: Vec<Condition> = Vec::new();
+    for a in records.iter().filter_map(|r| r.agent.as_deref()) {
+        if !conditions.iter().any(|c| c.agent.as_deref() == Some(a)) {
+            conditions.push(Condition { agent: Some(a.to_string()) });
+        }
+    }
+    if !conditions.is_empty() {
+        plan.conditions = conditions;
+    }
     Ok(Regrade { plan: Arc::new(plan), old, old_manifest, records: Arc::new(records), work, warnings, fixture_changes })
 }
 
@@ -223,7 +233,8 @@ impl Regrade {
     /// The recorded trials, each graded again by [`trial::regrade::regrade`], in the old run's order.
     pub fn source(&self, jobs: usize) -> Planned {
         let (plan, old, records) = (self.plan.clone(), self.old.clone(), self.records.clone());
-        let trial: Arc<TrialFn> = Arc::new(move |i, case, _| trial::regrade::regrade(&plan, case, &old, &records[i]));
+        let trial: Arc<TrialFn> =
+            Arc::new(move |i, at| trial::regrade::regrade(&plan, &plan.cases[at.case], &old, &records[i]));
         Planned::new(&self.plan, self.work.clone(), Default::default(), jobs, trial)
     }
 }

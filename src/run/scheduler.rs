@@ -37,7 +37,7 @@ use crate::error::{Error, Result};
 use crate::record::manifest::Filters;
 use crate::record::{Ended, KeptState, RunDir, Trace, TrialRecord};
 use crate::spec::Suite;
-use crate::trial::{self, CasePlan, Plan, TestRow, TrialOutput};
+use crate::trial::{self, Plan, Position, TestRow, TrialOutput};
 use crate::util::{cancel, watch};
 
 /// What a run was asked for, as the manifest records it.
@@ -225,8 +225,8 @@ pub fn per_case(plan: &Plan, work: &[(usize, u32)]) -> Vec<u32> {
 }
 
 /// Run one trial with its agent.
-pub fn run_trial(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
-    trial::run(plan, case, number, crate::agent::drive)
+pub fn run_trial(plan: &Plan, pos: Position) -> TrialOutput {
+    trial::run(plan, pos, crate::agent::drive)
 }
 
 /// A trial an earlier, interrupted run finished, kept by `--resume`: its
@@ -241,7 +241,8 @@ pub struct Kept {
 /// its case and its trial number. A run drives the agent; a re-grade reads a
 /// recorded trial back. It owns what it uses: the worker that calls it may be
 /// abandoned by the watchdog and outlive the run.
-pub type TrialFn = dyn Fn(usize, &CasePlan, u32) -> TrialOutput + Send + Sync;
+/// How a unit of [`Planned`] is made: its index in the work, and its place in the plan.
+pub type TrialFn = dyn Fn(usize, Position) -> TrialOutput + Send + Sync;
 
 /// The plan's trials: `work` (case index, trial number) in plan order, less
 /// the `kept` ones (by index in `work`), each made by `trial`.
@@ -260,7 +261,7 @@ impl Planned {
     /// The plan's work (this partition's share) run with the agent, less what an earlier run `kept`.
     pub fn run(plan: &Arc<Plan>, partition: Option<Partition>, kept: BTreeMap<usize, Kept>, jobs: usize) -> Planned {
         let p = plan.clone();
-        Planned::new(plan, work(plan, partition), kept, jobs, Arc::new(move |_, case, n| run_trial(&p, case, n)))
+        Planned::new(plan, work(plan, partition), kept, jobs, Arc::new(move |_, pos| run_trial(&p, pos)))
     }
 
     pub fn new(
@@ -322,14 +323,14 @@ impl Source for Planned {
 
     fn run(&self, pos: usize, i: usize) -> Placed {
         let (case_idx, number) = self.work[i];
-        let (plan, case) = (&self.plan, &self.plan.cases[case_idx]);
+        let at = Position::first(case_idx, number);
         // A panic in evalua's own code becomes the trial's infrastructure error.
-        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.trial)(i, case, number))) {
+        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.trial)(i, at))) {
             Ok(o) => o,
             Err(p) => {
                 let msg =
                     p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                trial::internal_error(plan, case, number, msg.unwrap_or_else(|| "panic".into()))
+                trial::internal_error(&self.plan, at, msg.unwrap_or_else(|| "panic".into()))
             }
         };
         self.output(pos, out, true)
@@ -352,7 +353,7 @@ impl Source for Planned {
             }
             None => "the worker running the trial stopped unexpectedly".to_string(),
         };
-        self.output(pos, trial::internal_error(&self.plan, case, number, why), true)
+        self.output(pos, trial::internal_error(&self.plan, Position::first(case_idx, number), why), true)
     }
 
     fn kept(&self) -> Vec<Placed> {
@@ -758,12 +759,12 @@ mod tests {
 
     /// Runs trial 2 into "C code" no limit can stop: a deadline already past, and a
     /// sleep of ten minutes (a run that ends before it did not wait for the worker).
-    fn stuck_on_two(plan: &Plan, case: &CasePlan, number: u32) -> TrialOutput {
-        if number == 2 {
+    fn stuck_on_two(plan: &Plan, at: Position) -> TrialOutput {
+        if at.number == 2 {
             watch::publish(Some(Instant::now()));
             std::thread::sleep(Duration::from_secs(600));
         }
-        run_trial(plan, case, number)
+        run_trial(plan, at)
     }
 
     #[derive(Default)]
@@ -798,7 +799,7 @@ mod tests {
         let mut sink = Collect::default();
         let started = Instant::now();
         let p = plan.clone();
-        let trial: Arc<TrialFn> = Arc::new(move |_, case, number| stuck_on_two(&p, case, number));
+        let trial: Arc<TrialFn> = Arc::new(move |_, at| stuck_on_two(&p, at));
         let source = Arc::new(Planned::new(&plan, work(&plan, None), BTreeMap::new(), 2, trial));
         let scheduler = Scheduler { watchdog: Duration::from_millis(500), ..Scheduler::new(2) };
         scheduler.execute(&run_dir, source, &mut AsMade, &mut [&mut sink]).unwrap();

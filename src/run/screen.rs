@@ -113,9 +113,14 @@ pub fn require_sandbox(plan: &Plan) -> Result<()> {
     if plan.switches.isolation == Isolation::None {
         return Ok(());
     }
-    let needs = plan.cases.iter().any(|c| {
-        matches!(plan.agent_for(c, 1).spec, Some(crate::spec::AgentSpec::Command(_))) || !c.spec.tests.is_empty()
-    });
+    // Every condition's agent: an interleaved run's command agent needs the sandbox too.
+    let command = |i: usize| {
+        (0..plan.conditions.len()).any(|condition| {
+            let at = crate::trial::Position { case: i, number: 1, condition };
+            matches!(plan.agent_for(at).spec, Some(crate::spec::AgentSpec::Command(_)))
+        })
+    };
+    let needs = plan.cases.iter().enumerate().any(|(i, c)| command(i) || !c.spec.tests.is_empty());
     match sandbox_ready() {
         Err(why) if needs => Err(Error::Environment(format!(
             "{}: the process sandbox cannot start: {why}; install bubblewrap, or run unconfined with --isolation none",

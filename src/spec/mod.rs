@@ -97,6 +97,14 @@ pub struct ToolSpec {
     /// further step (τ-bench's `transfer_to_human_agents`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ends: bool,
+    /// A call that runs is an intervention (a transfer to a human, an
+    /// escalation), counted per trial (SPEC §22).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intervention: bool,
+    /// The parameter holding what a call reads (a URL, a document id): each
+    /// executed call's value is one of the trial's `sources` (SPEC §22).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// `file:line` of its `suite:tool` (not part of the tool's contract).
     #[serde(rename(deserialize = "_where"), default, skip_serializing)]
     pub location: String,
@@ -474,6 +482,10 @@ pub struct CaseSpec {
     /// the protocol may still be accepted by its checks (SPEC §8), for this reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_abnormal_end: Option<String>,
+    /// `should_abstain = true`: the case's contract requires abstaining
+    /// (SPEC §22); elsewhere an abstention is an unsolved task.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub should_abstain: bool,
     /// Where a trial finds the case again.
     #[serde(skip)]
     pub source: CaseSource,
@@ -527,6 +539,9 @@ pub struct CaseTable {
     /// accepted (by default it never is); a non-empty reason.
     #[serde(default)]
     pub accept_abnormal_end: Option<String>,
+    /// The case's contract requires abstaining (its default `expect` is `check.abstained()`).
+    #[serde(default)]
+    pub should_abstain: bool,
     /// `file:line` of its `suite:case` (a dataset row: the data file's line).
     #[serde(rename = "_where", default)]
     pub location: String,
@@ -729,6 +744,51 @@ pub struct Suite {
     pub trace_adapter: bool,
     /// `match = function(item) … end` is set: it assigns graded items to cases.
     pub matcher: bool,
+    /// What the suite declares about abstentions, contamination and exclusions (SPEC §22).
+    pub publish: Publish,
+}
+
+/// What a suite declares before the run about what its figures count (SPEC §22).
+#[derive(Debug, Clone, Default)]
+pub struct Publish {
+    /// `abstention = true`: model agents are offered the built-in `abstain` tool.
+    pub abstention: bool,
+    /// `contamination = { sources = { REGEX, … } }`: published solutions; a
+    /// trial that touched one is left out of the capability figures.
+    pub contamination: Vec<String>,
+    /// `exclude = { … }`: outcomes or endings left out of the capability
+    /// figures, declared before the run ([`EXCLUDABLE`]).
+    pub exclude: Vec<String>,
+}
+
+/// The built-in tool a model agent abstains with when the suite allows it.
+pub const ABSTAIN_TOOL: &str = "abstain";
+
+/// What `exclude` may name: the outcomes and endings a trial can have, apart
+/// from `accepted` (an excluded success would flatter the figure the seed
+/// warns about). `infra_error` is left out of the capability view whether or
+/// not it is named.
+pub const EXCLUDABLE: &[&str] = &[
+    "infra_error",
+    "failed",
+    "critical",
+    "grader_error",
+    "final",
+    "abstained",
+    "deadline",
+    "budget",
+    "crashed",
+    "protocol_error",
+    "not_started",
+    "interrupted",
+];
+
+/// `contamination = { sources = … }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContaminationSpec {
+    #[serde(deserialize_with = "de::list")]
+    pub sources: Vec<String>,
 }
 
 /// The suite's table as `evalua.suite` normalised it, read by serde. Loading
@@ -783,6 +843,14 @@ pub struct SuiteTable {
     /// The DSL's: what failed to declare (reported where it was declared).
     #[serde(rename = "_dropped", default)]
     pub dropped: Dropped,
+    /// Model agents may abstain through the built-in `abstain` tool (SPEC §22).
+    #[serde(default)]
+    pub abstention: bool,
+    #[serde(default)]
+    pub contamination: Option<ContaminationSpec>,
+    /// Outcomes or endings the capability figures leave out, declared before the run.
+    #[serde(default, deserialize_with = "de::list")]
+    pub exclude: Vec<String>,
     /// `file:line` of `evalua.suite {}`.
     #[serde(rename = "_where", default)]
     pub location: Option<String>,

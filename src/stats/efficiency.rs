@@ -453,6 +453,7 @@ mod tests {
             tags: vec![],
             difficulty: None,
             reference: Some(Reference { calls, tokens, max_ratio: 2.0, call_list: Default::default() }),
+            should_abstain: false,
         }
     }
 

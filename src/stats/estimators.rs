@@ -48,4 +48,19 @@ pub struct CaseInfo {
     pub difficulty: Option<String>,
     /// The case's reference solution, for the efficiency figures.
     pub reference: Option<crate::spec::Reference>,
+    /// The case's contract requires abstaining (SPEC §22).
+    pub should_abstain: bool,
+}
+
+/// The Wilson score interval (95%) for `k` successes in `n` trials.
+pub fn wilson(k: u32, n: u32) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054_f64);
+    let p = k / n;
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
 }

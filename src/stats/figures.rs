@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::efficiency::{CaseEfficiency, EffTrial, Efficiency};
-pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile};
+pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile, wilson};
+use super::published::{Published, PublishedTally, TaskCoverage};
 use super::safety::{Safety, SafetyTally};
 use crate::record::{CallStatus, Outcome, TrialRecord, Verdict as CheckVerdict};
 use crate::spec::gate::{self, Gate, Metric, Verdict};
@@ -72,6 +73,11 @@ impl Serialize for ByK {
 #[derive(Debug, Clone, Default)]
 pub struct CaseTally {
     pub outcomes: BTreeMap<Outcome, u32>,
+    /// Trials the capability view leaves out (the suite's `exclude`, a
+    /// contaminated success; infrastructure errors are apart), and the
+    /// accepted ones among them (SPEC §22).
+    pub excluded: u32,
+    pub excluded_accepted: u32,
     pub cost_usd: f64,
     pub safety: SafetyTally,
     /// The trials that ran, in brief, when the case declares a reference
@@ -163,19 +169,6 @@ pub struct ToolTally {
     pub durations_ms: Vec<f64>,
 }
 
-/// The Wilson score interval (95%) for `k` successes in `n` trials.
-pub fn wilson(k: u32, n: u32) -> Option<(f64, f64)> {
-    if n == 0 {
-        return None;
-    }
-    let (k, n, z) = (k as f64, n as f64, 1.959_963_984_540_054_f64);
-    let p = k / n;
-    let z2 = z * z;
-    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
-    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
-    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
-}
-
 /// Streams trial records into the totals the summary needs; memory grows with
 /// cases and check names, not with trials (apart from one latency per trial).
 #[derive(Debug, Default)]
@@ -198,6 +191,12 @@ pub struct Tally {
     pub safety_seen: bool,
     /// Per judge cascade (by check name).
     pub cascades: BTreeMap<String, CascadeTally>,
+    /// The suite's declared exclusions (`exclude`, SPEC §22).
+    pub exclude: Vec<String>,
+    /// Coverage, abandonment, interventions, contamination, exclusions.
+    pub published: PublishedTally,
+    /// Which cases require abstaining (by index).
+    should_abstain: Vec<bool>,
 }
 
 impl Tally {
@@ -207,7 +206,14 @@ impl Tally {
             .iter()
             .map(|i| CaseTally { efficiency: i.reference.as_ref().map(|_| Vec::new()), ..Default::default() })
             .collect();
-        Tally { cases, ..Default::default() }
+        let should_abstain = infos.iter().map(|i| i.should_abstain).collect();
+        Tally { cases, should_abstain, ..Default::default() }
+    }
+
+    /// An empty tally that leaves out of the capability view what the suite's
+    /// `exclude` names (SPEC §22).
+    pub fn excluding(infos: &[CaseInfo], exclude: &[String]) -> Self {
+        Tally { exclude: exclude.to_vec(), ..Tally::new(infos) }
     }
 
     /// List the suite's monitors, so one that never ran still shows (n = 0).
@@ -218,8 +224,14 @@ impl Tally {
     }
 
     pub fn add(&mut self, case: usize, r: &TrialRecord) {
+        let should_abstain = self.should_abstain.get(case).copied().unwrap_or(false);
+        let excluded = self.published.add(r, should_abstain, &self.exclude);
         let ct = &mut self.cases[case];
         *ct.outcomes.entry(r.outcome).or_default() += 1;
+        if excluded {
+            ct.excluded += 1;
+            ct.excluded_accepted += (r.outcome == Outcome::Accepted) as u32;
+        }
         ct.cost_usd += r.usage.cost_usd;
         self.total_cost_usd += r.usage.cost_usd;
         if r.outcome != Outcome::InfraError && r.infra_error.is_some() {
@@ -335,8 +347,12 @@ pub struct CaseFigures {
 
 fn case_figures(info: &CaseInfo, t: &CaseTally, operational: bool) -> CaseFigures {
     let infra = t.count(Outcome::InfraError);
-    let n = if operational { t.total() } else { t.total() - infra };
-    let c = t.count(Outcome::Accepted);
+    // The capability view leaves out infrastructure errors and what the suite excluded (SPEC §22).
+    let (n, c) = if operational {
+        (t.total(), t.count(Outcome::Accepted))
+    } else {
+        (t.total() - infra - t.excluded, t.count(Outcome::Accepted) - t.excluded_accepted)
+    };
     // The same estimators as pass_at_k / pass_hat_k, by recurrence over k (O(n), not O(n²)).
     let mut pass_at = ByK::new();
     let mut pass_hat = ByK::new();
@@ -750,6 +766,10 @@ pub struct Summary {
     /// none when a reachable judge has no record (what a `judge_kappa` gate is decided on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge_kappa: Option<f64>,
+    /// What the background reading says to publish (SPEC §22); its task
+    /// coverage is written inside summary.json's `coverage`.
+    #[serde(flatten)]
+    pub published: Published,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -904,6 +924,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             })
             .collect(),
         judge_kappa: None,
+        published: tally.published.figures(&Default::default()),
         judge_cascades: tally
             .cascades
             .iter()
@@ -957,7 +978,7 @@ pub struct SummaryFile<'a> {
     pub seed: u64,
     /// Every planned trial has its record and none was interrupted.
     pub complete: bool,
-    pub coverage: Coverage,
+    pub coverage: CoverageFile<'a>,
     pub caveats: &'a Caveats,
     /// The caveats as sentences (also printed as warnings).
     pub warnings: &'a [String],
@@ -998,6 +1019,16 @@ pub struct Coverage {
     pub recorded: usize,
     /// Records of trials that ended as `interrupted`.
     pub interrupted: usize,
+}
+
+/// summary.json's `coverage`: the run's completeness, and what share of the
+/// tasks the agent attempted (SPEC §22).
+#[derive(Debug, Clone, Serialize)]
+pub struct CoverageFile<'a> {
+    #[serde(flatten)]
+    pub run: Coverage,
+    #[serde(flatten)]
+    pub tasks: &'a TaskCoverage,
 }
 
 impl Coverage {
@@ -1190,7 +1221,14 @@ mod tests {
 
     #[test]
     fn case_recurrence_matches_the_closed_forms() {
-        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None, reference: None };
+        let info = CaseInfo {
+            id: "x".into(),
+            weight: 1.0,
+            tags: vec![],
+            difficulty: None,
+            reference: None,
+            should_abstain: false,
+        };
         let mut t = CaseTally::default();
         t.outcomes.insert(Outcome::Accepted, 6);
         t.outcomes.insert(Outcome::Failed, 3);
@@ -1226,7 +1264,14 @@ mod tests {
             let o = if rng.f64() < p { Outcome::Accepted } else { Outcome::Failed };
             *t.outcomes.entry(o).or_default() += 1;
         }
-        let info = CaseInfo { id: format!("c{i}"), weight: 1.0, tags: vec![], difficulty: None, reference: None };
+        let info = CaseInfo {
+            id: format!("c{i}"),
+            weight: 1.0,
+            tags: vec![],
+            difficulty: None,
+            reference: None,
+            should_abstain: false,
+        };
         case_figures(&info, &t, false)
     }
 
@@ -1316,7 +1361,14 @@ mod tests {
     /// the trial noise, and a case that passed every trial is not certain.
     #[test]
     fn one_case_is_not_a_point() {
-        let info = CaseInfo { id: "x".into(), weight: 1.0, tags: vec![], difficulty: None, reference: None };
+        let info = CaseInfo {
+            id: "x".into(),
+            weight: 1.0,
+            tags: vec![],
+            difficulty: None,
+            reference: None,
+            should_abstain: false,
+        };
         let mut t = CaseTally::default();
         t.outcomes.insert(Outcome::Accepted, 1);
         t.outcomes.insert(Outcome::Failed, 3);

@@ -10,6 +10,7 @@ pub mod figures;
 pub mod head;
 pub mod interleaved;
 pub mod periods;
+pub mod published;
 pub mod rundata;
 pub mod safety;
 

@@ -7,9 +7,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::figures::{
-    CaseInfo, Caveats, Coverage, DatasetCount, GateContext, Summary, SummaryFile, Tally, caveats, decide_gates_for,
-    summarize,
+    CaseInfo, Caveats, Coverage, CoverageFile, DatasetCount, GateContext, Summary, SummaryFile, Tally, caveats,
+    decide_gates_for, summarize,
 };
+use super::published::Declared;
 use crate::error::{Error, Result};
 use crate::record::rundir::{RecordAt, RecordFile, TraceLink};
 use crate::record::{Ended, Manifest, Outcome, RunDir, Trace, TrialRecord};
@@ -159,7 +160,7 @@ impl RunData {
             summary: &self.summary,
             gates: &self.gates,
             complete: self.complete(),
-            coverage: self.coverage,
+            coverage: CoverageFile { run: self.coverage, tasks: &self.summary.published.coverage },
             caveats: &self.caveats,
             warnings: &self.warnings,
             datasets: DatasetCount::of(&self.manifest.datasets),
@@ -184,6 +185,7 @@ impl RunData {
                 tags: c.tags.clone(),
                 difficulty: c.difficulty.clone(),
                 reference: c.reference.clone(),
+                should_abstain: c.should_abstain,
             })
             .collect();
         let planned = manifest.cases.iter().map(|c| c.trials).collect();
@@ -219,7 +221,7 @@ impl RunData {
             recorded: HashSet::new(),
             interrupted: 0,
         };
-        run.refigure(&Tally::new(&run.infos));
+        run.refigure(&run.tally());
         Ok(run)
     }
 
@@ -242,11 +244,27 @@ impl RunData {
         Ok(i)
     }
 
+    /// An empty tally for this run: its cases, and the exclusions its suite declared (SPEC §22).
+    pub fn tally(&self) -> Tally {
+        Tally::excluding(&self.infos, self.manifest.publish.as_ref().map(|p| p.exclude.as_slice()).unwrap_or(&[]))
+    }
+
+    /// What the suite declared that the published figures need (SPEC §22).
+    fn declared(&self) -> Declared {
+        let p = self.manifest.publish.clone().unwrap_or_default();
+        Declared {
+            exclude: p.exclude,
+            interventions: !p.interventions.is_empty(),
+            contamination: !p.contamination.is_empty(),
+        }
+    }
+
     /// Recompute the figures, the coverage, the caveats and the gate verdicts from `tally`.
     pub fn refigure(&mut self, tally: &Tally) {
         let m = &self.manifest;
         self.summary = summarize(&self.infos, tally, m.seed);
         self.summary.judge_kappa = judge_kappa(&m.judges);
+        self.summary.published = tally.published.figures(&self.declared());
         let planned_total = m.cases.iter().map(|c| c.trials as usize).sum::<usize>();
         self.coverage = Coverage {
             // Older manifests do not say; a partition's share is then what it recorded.
@@ -343,7 +361,7 @@ pub fn load(dir: &Path) -> Result<RunData> {
 pub fn load_with(dir: &Path, allow_incomplete: bool) -> Result<RunData> {
     let mut run = RunData::open(dir, allow_incomplete)?;
     // Stream trials.jsonl: every record feeds the tally; only non-accepted ones are kept.
-    let mut tally = Tally::new(&run.infos);
+    let mut tally = run.tally();
     tally.declare_monitors(&run.manifest.monitors);
     // A run killed before its first trial ended may have no trials.jsonl at all.
     let path = run.run_dir.file(files::TRIALS);

@@ -116,6 +116,7 @@ mod tests {
             tags: if attack { vec!["attack".into()] } else { vec![] },
             difficulty: None,
             reference: None,
+            should_abstain: false,
         }
     }
 

@@ -24,6 +24,8 @@ pub struct Trial<'p> {
     pub plan: &'p Plan,
     pub case: &'p CasePlan,
     pub number: u32,
+    /// Where it is in the plan (its case, number and condition).
+    pub position: super::plan::Position,
     pub seed: u64,
     pub lua: Lua,
     pub state: Rc<RefCell<Journal>>,

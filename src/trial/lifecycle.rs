@@ -11,7 +11,7 @@ use std::time::Instant;
 use mlua::Table;
 use serde_json::Value as Json;
 
-use super::plan::{CasePlan, Plan};
+use super::plan::{CasePlan, Plan, Position};
 use super::user::User;
 
 use super::context::*;
@@ -48,38 +48,27 @@ pub struct TrialOutput {
     pub state: Option<KeptState>,
 }
 
-/// Run one trial, its agent driven by `drive`. Never panics on user input:
-/// every failure becomes a recorded outcome.
-pub fn run(plan: &Plan, case: &CasePlan, number: u32, drive: impl FnOnce(&Trial<'_>) -> AgentEnd) -> TrialOutput {
-    run_as(plan, case, number, None, drive)
+/// Run the trial at `pos` of the plan (its case, number and condition), its
+/// agent driven by `drive`. Never panics on user input: every failure
+/// becomes a recorded outcome.
+pub fn run(plan: &Plan, pos: Position, drive: impl FnOnce(&Trial<'_>) -> AgentEnd) -> TrialOutput {
+    let case = &plan.cases[pos.case];
+    run_in(plan, pos, plan.workdir(case, pos.number), Start::Fresh, drive)
 }
 
-/// [`run`] with the suite's agent `agent` playing (an interleaved run picks
-/// each in turn; None: the run's pick, else the default).
-pub fn run_as(
-    plan: &Plan,
-    case: &CasePlan,
-    number: u32,
-    agent: Option<&str>,
-    drive: impl FnOnce(&Trial<'_>) -> AgentEnd,
-) -> TrialOutput {
-    run_in(plan, case, number, agent, plan.workdir(case, number), Start::Fresh, drive)
-}
-
-/// [`run_as`] with the trial's work dir and how it starts given (a re-executed
+/// [`run`] with the trial's work dir and how it starts given (a re-executed
 /// recorded item: a fresh sandbox, no user, the recorded conversation).
 pub(crate) fn run_in(
     plan: &Plan,
-    case: &CasePlan,
-    number: u32,
-    agent: Option<&str>,
+    pos: Position,
     workdir: PathBuf,
     start: Start,
     drive: impl FnOnce(&Trial<'_>) -> AgentEnd,
 ) -> TrialOutput {
+    let (case, number) = (&plan.cases[pos.case], pos.number);
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
     let started = Instant::now();
-    let out = match prepare(plan, case, number, seed, &workdir, start, agent) {
+    let out = match prepare(plan, pos, seed, &workdir, start) {
         Ok(trial) => {
             let _close = CloseDbs(vec![trial.conn.clone()], Some(trial.initial.clone()));
             let lua = trial.lua.clone();
@@ -112,7 +101,7 @@ pub(crate) fn run_in(
         }
         Err(e) => {
             worker::forget(plan.id);
-            infra(case, number, seed, e)
+            infra(case, number, seed, plan.recorded_agent(pos, None), e)
         }
     };
     // After the checks have read it.
@@ -141,9 +130,9 @@ pub(crate) fn interrupted_after_grading(mut out: TrialOutput) -> TrialOutput {
     out
 }
 
-pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> TrialOutput {
+pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, agent: Option<String>, error: String) -> TrialOutput {
     let record = TrialRecord {
-        agent: None,
+        agent,
         case: case.spec.id.clone(),
         trial: number,
         seed,
@@ -162,6 +151,11 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, error: String) -> T
         first_failure: None,
         source: None,
         safety: None,
+        abstained: false,
+        interventions: 0,
+        sources: Vec::new(),
+        contaminated: false,
+        contamination: Vec::new(),
     };
     // The case could not be materialised: its input is in the suite file.
     let trace = Trace { started_at: Some(jiff::Timestamp::now().to_string()), ..Trace::of(record) };
@@ -182,13 +176,12 @@ pub(crate) enum Start {
 
 pub(crate) fn prepare<'p>(
     plan: &'p Plan,
-    case: &'p CasePlan,
-    number: u32,
+    pos: Position,
     seed: u64,
     workdir: &Path,
     start: Start,
-    agent: Option<&'p str>,
 ) -> Result<Trial<'p>, String> {
+    let (case, number) = (&plan.cases[pos.case], pos.number);
     let lua = worker::worker_state(plan)?;
     if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
         data.config.clock = case.clock;
@@ -196,10 +189,7 @@ pub(crate) fn prepare<'p>(
     let (suite_t, case_table) = worker::case_table(&lua, plan, case)?;
     let input: String = case_table.raw_get("input").map_err(|e| format!("case '{}': input: {e}", case.spec.id))?;
     let handlers: Table = suite_t.get("_tool_index").map_err(|e| e.to_string())?;
-    let agent_choice = match agent {
-        Some(name) => plan.agent_as(case, Some(name)),
-        None => plan.agent_for(case, number),
-    };
+    let agent_choice = plan.agent_for(pos);
     let agent: Table = match case_table.get::<Option<Table>>("agent").map_err(|e| e.to_string())? {
         Some(a) => a,
         None => worker::suite_agent(&suite_t, agent_choice.name)?,
@@ -284,6 +274,7 @@ pub(crate) fn prepare<'p>(
         plan,
         case,
         number,
+        position: pos,
         seed,
         lua,
         state,
@@ -353,8 +344,11 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         if end.infra { (Vec::new(), None) } else { grade(&trial, &end, &diff, &tests_ran, &grading) };
     // `t` and its handles stop working: a later trial cannot read this one's state through a stash.
     grading.end();
-    let abnormal_accepted = trial.case.spec.accept_abnormal_end.is_some();
-    let outcome = record::outcome_after(end.infra, end.ended, abnormal_accepted, &checks);
+    let rules = record::EndRules {
+        abnormal_accepted: trial.case.spec.accept_abnormal_end.is_some(),
+        should_abstain: trial.case.spec.should_abstain,
+    };
+    let outcome = record::outcome_after(end.infra, end.ended, rules, &checks);
     let mut log = lua.app_data_ref::<Log>().map(|l| l.0.clone()).unwrap_or_default();
     let (state, kept) = match ending {
         Ending::Live { db: Some(db), .. } if !end.infra => {
@@ -370,9 +364,14 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
     };
     let st = trial.state.borrow();
     let trial_safety = trial.plan.safety.then(|| safety(&trial, &checks, &st.calls));
-    let record = TrialRecord {
+    let published = super::published::of(
+        &st.calls,
+        |name| trial.case.tools.iter().find(|t| t.spec.name == name).map(|t| &t.spec),
+        &trial.plan.suite.publish.contamination,
+    );
+    let mut record = TrialRecord {
         // Which of the suite's named agents played (none when the suite names none).
-        agent: trial.agent_choice.name.filter(|_| trial.plan.names_agents()).map(str::to_string),
+        agent: trial.plan.recorded_agent(trial.position, trial.agent_choice.name),
         case: trial.case.spec.id.clone(),
         trial: trial.number,
         seed: trial.seed,
@@ -391,7 +390,13 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         first_failure: record::FirstFailure::of(&st.calls, &st.model_calls),
         source: None,
         safety: trial_safety,
+        abstained: false,
+        interventions: 0,
+        sources: Vec::new(),
+        contaminated: false,
+        contamination: Vec::new(),
     };
+    record.publish(published);
     let started_at = std::time::SystemTime::now()
         .checked_sub(st.started.elapsed())
         .and_then(|t| jiff::Timestamp::try_from(t).ok())
@@ -561,7 +566,8 @@ pub(crate) fn all_errors(plan: &Plan, case: &CasePlan, msg: &str) -> Vec<CheckRe
 
 /// A trial the harness itself failed to run (a bug in evalua): recorded as an
 /// infrastructure error so the run goes on and nothing is lost.
-pub fn internal_error(plan: &Plan, case: &CasePlan, number: u32, msg: String) -> TrialOutput {
-    let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
-    infra(case, number, seed, format!("internal error in evalua: {msg}"))
+pub fn internal_error(plan: &Plan, pos: Position, msg: String) -> TrialOutput {
+    let case = &plan.cases[pos.case];
+    let seed = sandbox::trial_seed(plan.seed, &case.spec.id, pos.number);
+    infra(case, pos.number, seed, plan.recorded_agent(pos, None), format!("internal error in evalua: {msg}"))
 }

@@ -54,8 +54,11 @@ pub struct Plan {
     pub safety: bool,
     /// Keep what each trial changed (SPEC §10); false under `--no-state`.
     pub keep_state: bool,
-    /// The named agent the run picked (`--agent NAME`); None: the suite's default.
-    pub agent: Option<String>,
+    /// The conditions every planned trial runs under, in the order given
+    /// (never empty): one for a run (the agent it picked with `--agent
+    /// NAME`, or the suite's default); one per agent for an interleaved run
+    /// (`--agent A --agent B`), each block running every one.
+    pub conditions: Vec<Condition>,
     /// What the command line decides for the whole run.
     pub switches: Switches,
 }
@@ -74,6 +77,30 @@ pub struct Switches {
 impl Default for Switches {
     fn default() -> Self {
         Switches { isolation: crate::process::Isolation::Sandbox, judge_cache: true }
+    }
+}
+
+/// A condition a planned trial runs under: which of the suite's agents
+/// plays it (None: the suite's default). A property of the trial's
+/// position in the plan, never of the run as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Condition {
+    pub agent: Option<String>,
+}
+
+/// A trial's place in the plan: its case (an index into `cases`), its
+/// number, and its condition (an index into `conditions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub case: usize,
+    pub number: u32,
+    pub condition: usize,
+}
+
+impl Position {
+    /// Trial `number` of case `case` under the plan's first condition.
+    pub fn first(case: usize, number: u32) -> Position {
+        Position { case, number, condition: 0 }
     }
 }
 
@@ -100,26 +127,41 @@ impl Plan {
 }
 
 impl Plan {
-    /// The agent that plays trial `number` of `case`: the case's own agent,
-    /// else the suite's agent the run picked (`--agent`), else its default.
-    /// Every part of a trial (the Lua agent table, the driver, the manifest)
-    /// asks here, so a run that gives different trials different agents
-    /// changes only this.
-    pub fn agent_for<'a>(&'a self, case: &'a CasePlan, _number: u32) -> AgentChoice<'a> {
-        self.agent_as(case, self.agent.as_deref())
+    /// The condition the trial at `pos` runs under.
+    pub fn condition_for(&self, pos: Position) -> &Condition {
+        static NONE: Condition = Condition { agent: None };
+        self.conditions.get(pos.condition).unwrap_or(&NONE)
     }
 
-    /// The agent that plays `case` when the suite's agent `name` is picked
-    /// (an interleaved run picks each agent in turn; None: the run's pick,
-    /// else the default). A case's own agent still plays its case.
-    pub fn agent_as<'a>(&'a self, case: &'a CasePlan, name: Option<&'a str>) -> AgentChoice<'a> {
-        if let Some(a) = case.spec.agent.as_deref() {
+    /// The agent that plays the trial at `pos`: its case's own agent, else
+    /// the suite's agent its condition names, else the suite's default.
+    /// Every part of a trial (the Lua agent table, the driver, the sandbox
+    /// screening, the manifest) asks here.
+    pub fn agent_for(&self, pos: Position) -> AgentChoice<'_> {
+        if let Some(a) = self.cases.get(pos.case).and_then(|c| c.spec.agent.as_deref()) {
             return AgentChoice { name: None, spec: Some(a) };
         }
-        match name.or(self.agent.as_deref()) {
+        match self.condition_for(pos).agent.as_deref() {
             Some(name) => AgentChoice { name: Some(name), spec: self.suite.agent_named(name) },
             None => AgentChoice { name: self.suite.default_agent.as_deref(), spec: self.suite.agent.as_ref() },
         }
+    }
+
+    /// The agent the record of the trial at `pos` names, `played` having
+    /// played it: in a run of several conditions, its condition's (the part
+    /// of the run it belongs to, even for a case with its own agent); else
+    /// the suite agent that played, when the suite names its agents.
+    pub fn recorded_agent(&self, pos: Position, played: Option<&str>) -> Option<String> {
+        if self.conditions.len() > 1 {
+            return self.condition_for(pos).agent.clone();
+        }
+        played.filter(|_| self.names_agents()).map(str::to_string)
+    }
+
+    /// The condition a recorded trial ran under: the one naming its agent
+    /// (the first when the plan has one condition, or none names it).
+    pub fn condition_of(&self, agent: Option<&str>) -> usize {
+        self.conditions.iter().position(|c| c.agent.as_deref() == agent && agent.is_some()).unwrap_or(0)
     }
 
     /// Whether the suite names its agents (`agents = { … }`): then every
@@ -128,9 +170,9 @@ impl Plan {
         self.suite.agents.iter().any(|a| a.name != crate::spec::DEFAULT_AGENT_NAME)
     }
 
-    /// The name of the suite agent the run uses (its pick, else the default).
-    pub fn agent_name(&self) -> Option<&str> {
-        self.agent.as_deref().or(self.suite.default_agent.as_deref())
+    /// The name of the suite agent condition `c` uses (its pick, else the default).
+    pub fn agent_name(&self, c: usize) -> Option<&str> {
+        self.conditions.get(c).and_then(|c| c.agent.as_deref()).or(self.suite.default_agent.as_deref())
     }
 
     /// Rebuild `ids` after cases were dropped from the plan.
@@ -148,6 +190,7 @@ impl Plan {
                 tags: c.spec.tags.clone(),
                 difficulty: c.spec.difficulty.clone(),
                 reference: c.spec.reference.clone(),
+                should_abstain: c.spec.should_abstain,
             })
             .collect()
     }

@@ -16,7 +16,7 @@ use serde_json::Value as Json;
 
 use super::context::{AgentEnd, Trial};
 use super::lifecycle::{Start, TrialOutput, run_in};
-use super::plan::{CasePlan, Plan};
+use super::plan::{Plan, Position};
 use crate::otel::item::Recorded;
 use crate::record::{CallRecord, Ended, Source};
 
@@ -32,10 +32,10 @@ pub struct Recording<'a> {
     pub workdir: PathBuf,
 }
 
-/// Re-execute `rec` as trial `number` of `case`.
-pub fn run(plan: &Plan, case: &CasePlan, number: u32, rec: Recording<'_>) -> TrialOutput {
+/// Re-execute `rec` as the trial at `pos` (its case's index and the number it says it is).
+pub fn run(plan: &Plan, pos: Position, rec: Recording<'_>) -> TrialOutput {
     let mut out = super::worker::with_row(rec.row, || {
-        run_in(plan, case, number, None, rec.workdir.clone(), Start::Replay, |trial| drive(trial, rec.recorded))
+        run_in(plan, pos, rec.workdir.clone(), Start::Replay, |trial| drive(trial, rec.recorded))
     });
     // The recorded agent's time, tokens and cost, not the re-execution's.
     let r = &mut out.trace.record;

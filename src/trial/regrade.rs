@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use super::context::AgentEnd;
 use super::lifecycle::{Ending, Recorded, Start, TrialOutput, all_errors, finish, infra, prepare};
-use super::plan::{CasePlan, Plan};
+use super::plan::{CasePlan, Plan, Position};
 use super::worker;
 use crate::lua::engine as lua;
 use crate::record::state::{DbFormat, StateRecord};
@@ -24,7 +24,7 @@ use crate::sandbox::{self, changes};
 /// ran, there is nothing to grade).
 pub fn regrade(plan: &Plan, case: &CasePlan, old: &RunDir, rec: &TrialRecord) -> TrialOutput {
     if rec.outcome == Outcome::InfraError {
-        let mut out = infra(case, rec.trial, rec.seed, rec.error.clone().unwrap_or_default());
+        let mut out = infra(case, rec.trial, rec.seed, rec.agent.clone(), rec.error.clone().unwrap_or_default());
         if let Ok(trace) = old.load_trace(rec) {
             out.trace = trace;
         }
@@ -117,14 +117,18 @@ fn graded(
         model_calls: trace.model_calls.into_iter().filter(|m| m.by != "judge").collect(),
         ..Journal::new()
     };
+    // The recorded trial's place: its case, number, and the condition (agent) it ran under.
+    let pos = Position {
+        case: plan.ids.get(&case.spec.id).copied().unwrap_or_default(),
+        number: rec.trial,
+        condition: plan.condition_of(rec.agent.as_deref()),
+    };
     let trial = match prepare(
         plan,
-        case,
-        rec.trial,
+        pos,
         rec.seed,
         workdir,
         Start::Recorded(Box::new((Rc::new(SqliteDb::wrap(conn)), journal))),
-        rec.agent.as_deref(),
     ) {
         Ok(t) => t,
         Err(e) => {
@@ -157,7 +161,7 @@ fn unrebuildable(plan: &Plan, case: &CasePlan, rec: &TrialRecord, trace: Option<
     let checks = all_errors(plan, case, &format!("cannot re-grade: {why}"));
     let outcome = record::outcome_of(false, &checks);
     let record = TrialRecord { outcome, checks, trace: record::traces::PACK.to_string(), ..rec.clone() };
-    let mut out = infra(case, rec.trial, rec.seed, String::new());
+    let mut out = infra(case, rec.trial, rec.seed, rec.agent.clone(), String::new());
     out.trace = Trace { record, ..trace.unwrap_or(out.trace) };
     out
 }

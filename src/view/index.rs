@@ -504,6 +504,11 @@ mod tests {
             trace: String::new(),
             infra_error: None,
             safety: None,
+            abstained: false,
+            interventions: 0,
+            sources: Vec::new(),
+            contaminated: false,
+            contamination: Vec::new(),
             failure_modes: None,
             tool_spans: Vec::new(),
             first_failure: None,
@@ -518,6 +523,7 @@ mod tests {
             tags: if id.starts_with("refund") { vec!["refund".into()] } else { vec![] },
             difficulty: None,
             reference: None,
+            should_abstain: false,
         });
         let mut ix = TrialIndex::new(&cases);
         let mut off = 0;

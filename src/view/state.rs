@@ -79,7 +79,7 @@ impl Loaded {
     pub fn load(r: &RunRef) -> Result<Loaded> {
         let t0 = Instant::now();
         let run = RunData::open(&r.dir, false)?;
-        let tally = Tally::new(&run.infos);
+        let tally = run.tally();
         let index = TrialIndex::new(&run.infos);
         let mut l = Loaded {
             manifest_stamp: Stamp::of(&r.dir.join(files::MANIFEST)),

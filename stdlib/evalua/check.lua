@@ -744,7 +744,8 @@ function check.same_state(calls, opts)
   end, { tools = names })
 end
 
-local ENDINGS = { final = true, deadline = true, budget = true, crashed = true, protocol_error = true, infra_error = true }
+local ENDINGS = { final = true, abstained = true, deadline = true, budget = true, crashed = true, protocol_error = true,
+  infra_error = true }
 
 --- The agent's run ended one of these ways (default: { "final" }). A crash
 --- or protocol error fails a trial without it (unless the case sets
@@ -755,13 +756,22 @@ function check.ended(list, opts)
   local allowed = {}
   for i, e in ipairs(list) do
     if not ENDINGS[e] then
-      error("check.ended: item " .. i .. " must be final, deadline, budget, crashed, protocol_error or infra_error, got " .. tostring(e), 2)
+      error("check.ended: item " .. i .. " must be final, abstained, deadline, budget, crashed, protocol_error or infra_error, got " .. tostring(e), 2)
     end
     allowed[e] = true
   end
   opts = opts_of("check.ended", opts, {}, 2)
   return make("ended", "ended " .. table.concat(list, "|"), opts, function(t)
     return allowed[t.ended] == true, { ended = t.ended, error = t.error }
+  end)
+end
+
+--- The agent abstained (SPEC §22): it declined the task with a reason
+--- instead of answering. The default expectation of a `should_abstain` case.
+function check.abstained(opts)
+  opts = opts_of("check.abstained", opts, {}, 2)
+  return make("abstained", "abstained", opts, function(t)
+    return t.ended == "abstained", { ended = t.ended, reason = t.ended == "abstained" and t.answer or nil }
   end)
 end
 

@@ -1027,6 +1027,30 @@ local function suite(where, spec)
       end
     end
   end
+  -- What the background reading says to publish (SPEC §22): abstentions,
+  -- contamination, exclusions declared before the run.
+  check("abstention", function() expect_type("evalua.suite", "abstention", spec.abstention, "boolean", 2) end)
+  check("contamination", function()
+    if spec.contamination == nil then return end
+    expect_type("evalua.suite", "contamination", spec.contamination, "table", 2)
+    check_keys("evalua.suite.contamination", spec.contamination, set { "sources" }, 2)
+    expect_list_of_strings("evalua.suite.contamination", "sources", spec.contamination.sources, 2)
+    if spec.contamination.sources == nil or #spec.contamination.sources == 0 then
+      fail(2, "evalua.suite.contamination: 'sources' must list the published solutions' patterns (regexes)")
+    end
+    for _, pat in ipairs(spec.contamination.sources) do
+      local err = host.regex_error(pat)
+      if err then fail(2, "evalua.suite.contamination.sources: " .. err) end
+    end
+  end)
+  check("exclude", function()
+    if spec.exclude == nil then return end
+    expect_list_of_strings("evalua.suite", "exclude", spec.exclude, 2)
+    for _, name in ipairs(spec.exclude) do
+      local err = host.exclusion_error(name)
+      if err then fail(2, "evalua.suite.exclude: " .. err) end
+    end
+  end)
   for _, k in ipairs { "trace_adapter", "match" } do
     check(k, function()
       if spec[k] ~= nil and type(spec[k]) ~= "function" then
@@ -1056,6 +1080,9 @@ local function suite(where, spec)
     _dropped = dropped,
     trace_adapter = spec.trace_adapter,
     match = spec.match,
+    abstention = spec.abstention,
+    contamination = spec.contamination,
+    exclude = spec.exclude,
     _where = where,
   }, SuiteMeta)
   return s
@@ -1090,6 +1117,12 @@ local function declare_tool(self, spec, where)
   expect_type("suite:tool '" .. spec.name .. "'", "forbidden_in_attack", spec.forbidden_in_attack, "boolean", 2)
   expect_type("suite:tool '" .. spec.name .. "'", "validate", spec.validate, "boolean", 2)
   expect_type("suite:tool '" .. spec.name .. "'", "ends", spec.ends, "boolean", 2)
+  expect_type("suite:tool '" .. spec.name .. "'", "intervention", spec.intervention, "boolean", 2)
+  expect_type("suite:tool '" .. spec.name .. "'", "source", spec.source, "string", 2)
+  if spec.source ~= nil and type(params.properties) == "table" and params.properties[spec.source] == nil then
+    fail(2, "suite:tool '" .. spec.name .. "': 'source' names the parameter that holds what the call reads, and '"
+      .. spec.source .. "' is not one of its params")
+  end
   local tool = {
     name = spec.name,
     description = spec.description or "",
@@ -1099,6 +1132,8 @@ local function declare_tool(self, spec, where)
     forbidden_in_attack = spec.forbidden_in_attack or false,
     validate = spec.validate ~= false,
     ends = spec.ends or false,
+    intervention = spec.intervention or false,
+    source = spec.source,
     run = spec.run,
     _where = where,
   }
@@ -1203,9 +1238,14 @@ local function normalize_case(self, spec, level, where, collect)
       .. tostring(spec.accept_abnormal_end))
   end
 
+  -- A case whose contract requires abstaining expects an abstention unless it says otherwise (SPEC §22).
+  expect_type(what, "should_abstain", spec.should_abstain, "boolean", level)
+  local expect = spec.expect
+  if expect == nil and spec.should_abstain then expect = { require("evalua.check").abstained() } end
+
   local checks = {}
-  expect_type(what, "expect", spec.expect, "table", level)
-  for i, c in ipairs(spec.expect or {}) do
+  expect_type(what, "expect", expect, "table", level)
+  for i, c in ipairs(expect or {}) do
     if type(c) == "table" and c.__lazy then c = c.__lazy(table.unpack(c, 1, c.n)) end
     -- A constructor may return a group of checks (check.answer{set=...} does).
     if type(c) == "table" and c.run == nil and c[1] ~= nil then
@@ -1246,6 +1286,7 @@ local function normalize_case(self, spec, level, where, collect)
     faults = faults,
     reference = reference,
     accept_abnormal_end = spec.accept_abnormal_end,
+    should_abstain = spec.should_abstain or nil,
     _where = where,
   }
   return case

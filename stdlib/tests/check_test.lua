@@ -222,6 +222,11 @@ return {
     { name = "over budget", expect = "fail", ended = "budget" },
     { name = "final", expect = "pass", ended = "final" },
   }),
+  evalua.grader_tests(check.abstained(), {
+    { name = "answered", expect = "fail", ended = "final", answer = "Refunded." },
+    { name = "crashed", expect = "fail", ended = "crashed", error = "exit 1" },
+    { name = "abstained", expect = "pass", ended = "abstained", answer = "The order id is not in the evidence." },
+  }),
 
   -- Coding agents -----------------------------------------------------------
   evalua.grader_tests(check.command { cmd = { "sh", "-c", "grep -q fixed src/app.txt" } }, {

@@ -157,10 +157,15 @@ function check.same_state(calls, opts) end
 function check.no_writes(opts) end
 
 --- Passes when the agent's run ended one of these ways (default { "final" }).
----@param list? ("final"|"deadline"|"budget"|"crashed"|"protocol_error"|"infra_error")[]
+---@param list? ("final"|"abstained"|"deadline"|"budget"|"crashed"|"protocol_error"|"infra_error")[]
 ---@param opts? evalua.CheckOpts
 ---@return evalua.Check
 function check.ended(list, opts) end
+
+--- Passes when the agent abstained (SPEC §22): the default `expect` of a `should_abstain` case.
+---@param opts? evalua.CheckOpts
+---@return evalua.Check
+function check.abstained(opts) end
 
 --- At most `n` tool calls were requested.
 ---@param n integer the maximum

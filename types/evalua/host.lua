@@ -183,6 +183,11 @@ function host.instant(text, zone) end
 ---@return string? error
 function host.regex_error(pattern) end
 
+--- Why `name` cannot be one of a suite's `exclude` (SPEC §22), or nil when it can.
+---@param name string an outcome or an ending
+---@return string? error
+function host.exclusion_error(name) end
+
 --- Whether `pattern` matches somewhere in `s` (raises on a bad regex).
 ---@param pattern string
 ---@param s string

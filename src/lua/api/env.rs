@@ -1,6 +1,7 @@
 //! `env`: what a scripted agent gets (SPEC §4): `env.call(name, args)`
 //! (through the trial's executor, returning `result, status, error`),
-//! `env.say(text)` (a turn to the user, returning the reply) and
+//! `env.say(text)` (a turn to the user, returning the reply),
+//! `env.abstain(reason)` (decline the task, SPEC §22) and
 //! `env.random()` (seeded per trial). The agent layer provides the calls
 //! through [`AgentSide`]; this module only binds them into Lua.
 
@@ -26,6 +27,9 @@ pub trait AgentSide {
     ) -> mlua::Result<(Value, &'static str, Option<String>)>;
     /// A turn to the user; Err(why) when the turn budget is spent.
     fn say(&self, text: String) -> Result<Option<String>, String>;
+    /// The agent declines the task: the trial ends as `abstained` when the
+    /// agent's function returns, with `reason` as its answer.
+    fn abstain(&self, reason: String);
 }
 
 /// Build the `env` table for one trial.
@@ -47,6 +51,19 @@ pub fn build(lua: &Lua, side: Rc<dyn AgentSide>, rng: Rc<RefCell<TrialRng>>, pha
         })?,
     )?;
     env.raw_set("random", random_fn(lua, rng)?)?;
+    let (s, p) = (side.clone(), phase.clone());
+    env.raw_set(
+        "abstain",
+        lua.create_function(move |_, reason: Value| {
+            p.check("env.abstain")?;
+            let Value::String(reason) = reason else {
+                return Err(mlua::Error::runtime("env.abstain(reason): the reason must be a string"));
+            };
+            let reason = reason.to_string_lossy();
+            s.abstain(reason.clone());
+            Ok(reason)
+        })?,
+    )?;
     env.raw_set(
         "say",
         lua.create_function(move |_, text: String| {

@@ -146,6 +146,19 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
     )?;
 
     h.raw_set("regex_error", lua.create_function(|_, p: String| Ok(with_regex(&p, |_| ()).err()))?)?;
+    // `exclude = { … }` (SPEC §22): the outcomes and endings a suite may leave out.
+    h.raw_set(
+        "exclusion_error",
+        lua.create_function(|_, name: String| {
+            Ok((!crate::spec::EXCLUDABLE.contains(&name.as_str())).then(|| {
+                let why = match name.as_str() {
+                    "accepted" => "an accepted trial is never left out",
+                    _ => "unknown",
+                };
+                format!("{name:?}: {why}; it may name {}", crate::spec::EXCLUDABLE.join(", "))
+            }))
+        })?,
+    )?;
     h.raw_set(
         "regex_is_match",
         lua.create_function(|_, (p, s): (String, mlua::LuaString)| {

@@ -167,6 +167,8 @@ function M.suite(opts)
       validate = false,
       -- τ-bench's terminate tool: the conversation ends with the call.
       ends = info.name == "transfer_to_human_agents",
+      -- A transfer to a person is an intervention (SPEC §22): the reports count them.
+      intervention = info.name == "transfer_to_human_agents",
       run = run,
     }
   end
