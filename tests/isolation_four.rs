@@ -311,3 +311,46 @@ fn labels_agree_is_linear_in_the_store_not_quadratic_in_its_annotators() {
     assert_eq!(v["annotators"].as_array().unwrap().len(), n + 1);
     assert_eq!(v["overall"]["pairs"].as_array().map(Vec::len), Some(n), "{}", v["overall"]["pairs"]);
 }
+
+/// `evalua grade` of the example suite on `traces`, in `dir`: its exit code and peak memory (MiB).
+fn grade_peak(dir: &std::path::Path, traces: &std::path::Path) -> (Option<i32>, i64, String) {
+    let suite = repo().join("suites/refunds_prod.lua");
+    let mut child = bin()
+        .current_dir(dir)
+        .args(["grade", suite.to_str().unwrap(), "--traces", traces.to_str().unwrap(), "--out", "g", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: wait4 writes into the two locals; the pid is our child's.
+    assert_eq!(unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) }, child.id() as i32);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let _ = std::fs::remove_dir_all(dir.join("g"));
+    (code, usage.ru_maxrss / 1024, err.join().unwrap())
+}
+
+#[test]
+fn a_trace_file_of_many_small_values_is_read_in_bounded_memory() {
+    // 48 MB of `0,` inside one JSON array: as OTLP JSON (one document) and as
+    // τ-bench's results (its first entry says so). Before: parsed whole into
+    // values, about 40 times the file (2 GiB); now one element at a
+    // time, the file's bytes plus a little.
+    let dir = tempfile::tempdir().unwrap();
+    let zeros = "0,".repeat(24 << 20);
+    for (name, head) in [
+        ("otlp.json", "[".to_string()),
+        ("taubench.json", r#"[{"task_id": 1, "trial": 0, "info": {}, "traj": []}, "#.to_string()),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!("{head}{zeros}0]")).unwrap();
+        let (code, peak, err) = grade_peak(dir.path(), &p);
+        assert!(matches!(code, Some(0..=2)), "{name}: {code:?} {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(peak < 400, "{name}: evalua's peak memory was {peak} MiB for a 48 MB file");
+        // The warnings are bounded too: the first ones, then a count.
+        assert!(err.lines().count() < 20_000, "{name}: {} lines of warnings", err.lines().count());
+    }
+}
