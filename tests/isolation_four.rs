@@ -354,3 +354,43 @@ fn a_trace_file_of_many_small_values_is_read_in_bounded_memory() {
         assert!(err.lines().count() < 20_000, "{name}: {} lines of warnings", err.lines().count());
     }
 }
+
+/// An agent that writes 64 MiB into /tmp and into its home, and says how far each got.
+const FILLER: &str = r#"import json, os, sys
+sys.stdin.readline()
+def fill(d):
+    try:
+        with open(os.path.join(d, "fill"), "wb") as f:
+            for _ in range(64):
+                f.write(b"x" * (1 << 20))
+        return "wrote 64 MiB"
+    except OSError as e:
+        return "stopped at %d MiB" % (os.path.getsize(os.path.join(d, "fill")) >> 20)
+out = "tmp: %s; home: %s" % (fill("/tmp"), fill(os.environ["HOME"]))
+sys.stdout.write(json.dumps({"type": "final", "content": out}) + "\n")
+sys.stdout.flush()
+"#;
+
+#[test]
+fn the_sandboxs_tmp_and_home_are_bounded_by_max_trial_mb() {
+    if !crate::isolation::sandbox_available() {
+        return;
+    }
+    let dir = project(&[("filler.py", FILLER)]);
+    let agent = dir.path().join("filler.py").display().to_string();
+    let suite = format!(
+        r#"local evalua = require("evalua")
+local suite = evalua.suite {{ name = "filler", trials = 1, sandbox = {{ max_trial_mb = 8 }},
+  agent = evalua.agent.command {{ cmd = {{ "python3", {agent:?} }} }} }}
+suite:case {{ id = "fill", input = "x", expect = {{ {{ name = "ran", run = function(t) return true, t.answer end }} }} }}
+return suite
+"#
+    );
+    std::fs::write(dir.path().join("s.lua"), suite).unwrap();
+    let o = evalua(dir.path(), &["run", "s.lua", "--out", "out", "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let recs = trials(&dir.path().join("out"));
+    let answer = recs[0]["answer"].as_str().unwrap_or_default().to_string();
+    // Before: /tmp and the home were tmpfs of the kernel's default size (half the RAM): 64 MiB went in.
+    assert_eq!(answer, "tmp: stopped at 8 MiB; home: stopped at 8 MiB", "{}", recs[0]);
+}
