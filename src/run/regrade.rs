@@ -183,7 +183,7 @@ pub fn prepare(
     let mut conditions: Vec<Condition> = Vec::new();
     for a in records.iter().filter_map(|r| r.agent.as_deref()) {
         if !conditions.iter().any(|c| c.agent.as_deref() == Some(a)) {
-            conditions.push(Condition { agent: Some(a.to_string()) });
+            conditions.push(Condition { agent: Some(a.to_string()), perturbation: None });
         }
     }
     if !conditions.is_empty() {
