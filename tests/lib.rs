@@ -38,6 +38,7 @@ mod mcp_server;
 mod models;
 mod named_agents;
 mod partition;
+mod perturb;
 mod phoenix;
 mod postgres;
 mod published;
