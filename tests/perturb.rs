@@ -146,6 +146,11 @@ fn a_run_of_perturbations_interleaves_them_with_the_baseline_and_records_each() 
             .collect();
         assert!(seeds.len() == n && seeds.iter().all(|s| **s == b["seed"]), "{b}: {seeds:?}");
     }
+    // A perturbed part is not re-graded as if it were the baseline's.
+    assert_user_error(
+        &evalua(dir.path(), &["regrade", "out/conditions/no_lookup", "--out", "rg"]),
+        "ran under 'no_lookup': it cannot be re-graded yet",
+    );
     let firsts: std::collections::BTreeSet<String> =
         blocks.iter().map(|b| b["order"][0].as_str().unwrap().to_string()).collect();
     assert!(firsts.len() > 1, "the order rotates: {firsts:?}");
