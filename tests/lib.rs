@@ -51,4 +51,5 @@ mod synth;
 mod taubench;
 mod trace_store;
 mod traces;
+mod user_trial;
 mod view;

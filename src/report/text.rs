@@ -108,7 +108,9 @@ pub fn gate_line(g: &Verdict) -> String {
             return "∞".to_string();
         }
         match metric {
-            Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted) => format!("{:.1}%", v * 100.0),
+            Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::UserNonadherence) => {
+                format!("{:.1}%", v * 100.0)
+            }
             Some(Metric::CriticalFailures | Metric::GraderErrors | Metric::InfraErrors | Metric::SkippedChecks) => {
                 format!("{}", v.round() as i64)
             }

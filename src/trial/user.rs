@@ -49,8 +49,8 @@ impl User {
     pub fn new(spec: Option<&UserSpec>, seed: u64) -> Result<User, String> {
         Ok(match spec {
             None => User::None,
-            Some(UserSpec::Script { turns }) => User::Script(turns.clone()),
-            Some(UserSpec::Llm(LlmUserSpec { profile, goal, model, max_turns, system, opening })) => {
+            Some(UserSpec::Script { turns, .. }) => User::Script(turns.clone()),
+            Some(UserSpec::Llm(LlmUserSpec { profile, goal, model, max_turns, system, opening, .. })) => {
                 User::Llm(Box::new(LlmUser {
                     endpoint: Endpoint::resolve(model, true).map_err(|e| format!("evalua.user.llm: {e}"))?,
                     profile: profile.clone(),
