@@ -6,9 +6,13 @@ inputs from the environment (the action maps `inputs.*` to `EVALUA_*` variables)
 and the GitHub runner's own variables (GITHUB_*). Standard library only: the
 runner's python3 is enough.
 
-  install         a given binary ($EVALUA_GIVEN_BIN), or `pip install` of $EVALUA_WHEEL (a
-                  wheel, a requirement or a source folder; default the action's own source,
-                  $ACTION_PATH) into a fresh venv under $RUNNER_TEMP -> EVALUA_BIN in $GITHUB_ENV
+  version         the evalua version to install ($EVALUA_VERSION, else the action's own
+                  Cargo.toml) -> outputs `version`, `cache-dir` (for the actions/cache step)
+  install         a given binary ($EVALUA_GIVEN_BIN), or `pip install` of $EVALUA_WHEEL, or
+                  evalua $version: the copy the cache kept, else its prebuilt wheel
+                  (`pip install evalua==V --only-binary :all:`, from pip's index: PyPI or
+                  $PIP_INDEX_URL / $PIP_FIND_LINKS), else the action's source built with
+                  cargo; what was installed is kept in the cache -> EVALUA_BIN in $GITHUB_ENV
   find-baseline   the newest artifact named $EVALUA_BASELINE_ARTIFACT of a run of this
                   repository (never a fork's) on the base branch, of a push (or of the
                   workflow $EVALUA_BASELINE_WORKFLOW names) -> outputs `run-id` (empty when
@@ -32,7 +36,9 @@ never fails the job.
 
 import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import urllib.error
@@ -413,42 +419,126 @@ def find_comment(repo, number, marker, token):
     return None
 
 
+def action_version():
+    """The evalua version this action installs: its `version` input, else the
+    version of the source the action was checked out with (the Cargo.toml
+    beside action.yml); "" when neither says. Only a plain version string."""
+    v = env("EVALUA_VERSION").strip()
+    if not v and env("ACTION_PATH"):
+        try:
+            with open(os.path.join(env("ACTION_PATH"), "Cargo.toml"), encoding="utf-8") as f:
+                m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+            v = m.group(1) if m else ""
+        except OSError:
+            v = ""
+    return v if re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z.+-]{0,63}", v) else ""
+
+
+def cache_dir(version):
+    """Where an installed evalua of `version` is kept between jobs (the
+    action's actions/cache step restores and saves it, keyed by version)."""
+    root = env("EVALUA_CACHE_ROOT") or os.path.join(os.path.expanduser("~"), ".cache", "evalua-action")
+    return os.path.join(root, version)
+
+
+def cmd_version():
+    v = action_version()
+    if not v:
+        log("evalua: no version to install: give the input `version` (e.g. %s), `wheel` or `binary`"
+            % "0.1.0")
+        set_output("version", "")
+        return 0
+    set_output("version", v)
+    set_output("cache-dir", cache_dir(v))
+    log("evalua: version %s (cache %s)" % (v, cache_dir(v)))
+    return 0
+
+
+def evalua_version_of(binary):
+    """`evalua --version`'s version, or None when `binary` is not evalua."""
+    try:
+        p = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           universal_newlines=True)
+    except OSError:
+        return None
+    words = p.stdout.split()
+    if p.returncode != 0 or len(words) < 2 or words[0] != "evalua":
+        return None
+    return words[1]
+
+
+def pip_install(what, extra=()):
+    """`pip install` into a fresh venv under $RUNNER_TEMP; the evalua it put there, or None."""
+    venv = os.path.join(env("RUNNER_TEMP", ".") or ".", "evalua-venv")
+    log("evalua: pip install %s into %s" % (what, venv))
+    if subprocess.call([sys.executable, "-m", "venv", "--clear", venv]) != 0:
+        log("evalua: could not make the venv %s" % venv)
+        return None
+    pip = [os.path.join(venv, "bin", "pip"), "install", "--disable-pip-version-check", "-q"] + list(extra) + [what]
+    if subprocess.call(pip) != 0:
+        log("evalua: pip install %s failed (see above)" % what)
+        return None
+    return os.path.join(venv, "bin", "evalua")
+
+
+def install_versioned(version):
+    """(binary, where from): the cached evalua of `version`, else its prebuilt
+    wheel from the package index (never built there: --only-binary), else the
+    action's own source built with cargo (minutes); what was installed is kept
+    in the cache for the next job."""
+    cache = cache_dir(version)
+    cached = os.path.join(cache, "evalua")
+    if evalua_version_of(cached) == version:
+        return cached, "cache"
+    binary, source = pip_install("evalua==%s" % version, ["--only-binary", ":all:"]), "wheel"
+    if binary is None and env("ACTION_PATH") and os.path.isfile(os.path.join(env("ACTION_PATH"), "Cargo.toml")):
+        warn("evalua %s: no prebuilt wheel found; building it from the action's source with cargo "
+             "(minutes; the next job of this version takes it from the cache)" % version)
+        binary, source = pip_install(env("ACTION_PATH")), "source"
+    if binary is None:
+        return None, ""
+    try:
+        os.makedirs(cache, exist_ok=True)
+        shutil.copy2(binary, cached)
+    except OSError as e:
+        warn("evalua: could not keep %s in the cache %s: %s" % (binary, cache, e))
+    return binary, source
+
+
 def cmd_install():
     given = env("EVALUA_GIVEN_BIN")
+    version = action_version()
+    source = ""
     if given:
         binary = os.path.realpath(given)
         if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
             log("evalua: input `binary`: %s is not an executable file" % given)
             return 2
+        source, version = "binary", ""
+    elif env("EVALUA_WHEEL"):
+        binary, source, version = pip_install(env("EVALUA_WHEEL")), "wheel", ""
+    elif version:
+        binary, source = install_versioned(version)
     else:
-        what = env("EVALUA_WHEEL") or env("ACTION_PATH")
-        if not what:
-            log("evalua: nothing to install: give the input `wheel` or `binary`")
-            return 2
-        venv = os.path.join(env("RUNNER_TEMP", ".") or ".", "evalua-venv")
-        log("evalua: pip install %s into %s" % (what, venv))
-        if subprocess.call([sys.executable, "-m", "venv", venv]) != 0:
-            log("evalua: could not make the venv %s" % venv)
-            return 2
-        pip = [os.path.join(venv, "bin", "pip"), "install", "--disable-pip-version-check", "-q", what]
-        if subprocess.call(pip) != 0:
-            log("evalua: pip install %s failed (see above)" % what)
-            return 2
-        binary = os.path.join(venv, "bin", "evalua")
-    try:
-        p = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, universal_newlines=True)
-    except OSError as e:
-        log("evalua: %s does not run: %s" % (binary, e))
+        log("evalua: nothing to install: give the input `version`, `wheel` or `binary`")
         return 2
-    if p.returncode != 0 or not p.stdout.startswith("evalua "):
-        log("evalua: %s --version exited %d: not evalua" % (binary, p.returncode))
+    if binary is None:
+        log("evalua: evalua %s could not be installed" % version)
         return 2
-    log("evalua: %s (%s)" % (p.stdout.strip(), binary))
+    got = evalua_version_of(binary)
+    if got is None:
+        log("evalua: %s --version does not say evalua: not evalua" % binary)
+        return 2
+    if version and got != version:
+        log("evalua: %s is evalua %s, not the %s asked for" % (binary, got, version))
+        return 2
+    log("evalua: evalua %s (%s, from %s)" % (got, binary, source))
     path = env("GITHUB_ENV")
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write("EVALUA_BIN=%s\n" % binary)
     set_output("binary", binary)
+    set_output("source", source)
     return 0
 
 
@@ -469,6 +559,7 @@ def cmd_conclude():
 
 def main(argv):
     cmds = {
+        "version": cmd_version,
         "install": cmd_install,
         "find-baseline": cmd_find_baseline,
         "run": cmd_run,

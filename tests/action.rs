@@ -448,7 +448,7 @@ fn the_action_calls_only_steps_the_script_has() {
     let script = std::fs::read_to_string(repo().join("action/evalua_action.py")).unwrap();
     let steps: Vec<&str> =
         yml.split("evalua_action.py\" ").skip(1).map(|rest| rest.split_whitespace().next().unwrap_or("")).collect();
-    assert_eq!(steps, ["install", "find-baseline", "run", "comment", "conclude"], "{yml}");
+    assert_eq!(steps, ["version", "install", "find-baseline", "run", "comment", "conclude"], "{yml}");
     for s in steps {
         assert!(script.contains(&format!("\"{s}\": cmd_")), "the script has no step {s}");
     }
@@ -486,7 +486,99 @@ fn the_install_step_takes_a_given_binary_and_refuses_what_is_not_evalua() {
     // Nothing to install from.
     let o = r.step("install", &[("EVALUA_WHEEL", ""), ("ACTION_PATH", "")]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("give the input `wheel` or `binary`"), "{}", text(&o));
+    assert!(text(&o).contains("give the input `version`, `wheel` or `binary`"), "{}", text(&o));
+}
+
+/// A wheel of evalua `version` in `dir`, as pip's index would serve it: its
+/// `evalua` script runs this build's binary (pip installs it offline).
+fn wheel(dir: &Path, version: &str) {
+    let script = format!("#!/bin/sh\nexec {:?} \"$@\"\n", env!("CARGO_BIN_EXE_evalua"));
+    let py = r#"
+import sys, zipfile
+out, version, script = sys.argv[1], sys.argv[2], sys.argv[3]
+name = "evalua-%s" % version
+files = {
+    "%s.data/scripts/evalua" % name: script,
+    "%s.dist-info/METADATA" % name: "Metadata-Version: 2.1\nName: evalua\nVersion: %s\n" % version,
+    "%s.dist-info/WHEEL" % name: "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\nTag: py3-none-any\n",
+}
+with zipfile.ZipFile("%s/%s-py3-none-any.whl" % (out, name), "w") as z:
+    for path, text in files.items():
+        info = zipfile.ZipInfo(path)
+        info.external_attr = 0o100755 << 16  # a regular file, executable: pip keeps the bits
+        info.create_system = 3
+        z.writestr(info, text)
+    z.writestr("%s.dist-info/RECORD" % name, "".join("%s,,\n" % p for p in list(files) + ["%s.dist-info/RECORD" % name]))
+"#;
+    let o = Command::new("python3").args(["-c", py, &dir.display().to_string(), version, &script]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// The action installs the evalua version it is given from a prebuilt wheel
+/// (never cargo) the first time, keeps it in the cache keyed by that version,
+/// and a later job takes it from there without installing anything; a cached
+/// evalua of another version is not used (issue 43 item 7).
+#[test]
+fn the_install_step_takes_a_prebuilt_wheel_then_the_cache_keyed_by_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let index = tempfile::tempdir().unwrap();
+    wheel(index.path(), version);
+    let cache = tempfile::tempdir().unwrap();
+    let cache_root = cache.path().display().to_string();
+    let find_links = index.path().display().to_string();
+    // No index but the folder of wheels; and no source to build from (ACTION_PATH unset).
+    let first = Runner::new("http://127.0.0.1:9", "");
+    let pip = [("PIP_NO_INDEX", "1"), ("PIP_FIND_LINKS", find_links.as_str()), ("ACTION_PATH", "")];
+    let mut env = vec![("EVALUA_VERSION", version), ("EVALUA_CACHE_ROOT", cache_root.as_str())];
+    let o = first.step("version", &env);
+    assert!(o.status.success(), "{}", text(&o));
+    let cache_dir = Path::new(&cache_root).join(version);
+    assert_eq!(
+        (first.outputs()["version"].as_str(), PathBuf::from(&first.outputs()["cache-dir"])),
+        (version, cache_dir.clone())
+    );
+    env.extend_from_slice(&pip);
+    let o = first.step("install", &env);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(first.outputs()["source"], "wheel", "{}", text(&o));
+    assert!(!text(&o).contains("cargo"), "{}", text(&o));
+    assert!(cache_dir.join("evalua").is_file(), "kept in the cache");
+    // The installed evalua runs the later steps.
+    let genv = std::fs::read_to_string(first.dir.path().join("env")).unwrap();
+    let bin = genv.trim().strip_prefix("EVALUA_BIN=").unwrap().to_string();
+    let v = Command::new(&bin).arg("--version").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&v.stdout).trim(), format!("evalua {version}"));
+
+    // A later job (a fresh runner, the cache restored): nothing is installed.
+    let next = Runner::new("http://127.0.0.1:9", "");
+    let no_pip = [
+        ("EVALUA_VERSION", version),
+        ("EVALUA_CACHE_ROOT", cache_root.as_str()),
+        ("PIP_NO_INDEX", "1"),
+        ("ACTION_PATH", ""),
+    ];
+    let o = next.step("install", &no_pip);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(next.outputs()["source"], "cache", "{}", text(&o));
+    assert!(!text(&o).contains("pip install"), "{}", text(&o));
+
+    // Another version: the cache keeps none, the index has no wheel of it, there is no source: refused.
+    let o = next.step(
+        "install",
+        &[
+            ("EVALUA_VERSION", "9.9.9"),
+            ("EVALUA_CACHE_ROOT", cache_root.as_str()),
+            ("PIP_NO_INDEX", "1"),
+            ("PIP_FIND_LINKS", find_links.as_str()),
+            ("ACTION_PATH", ""),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("evalua 9.9.9 could not be installed"), "{}", text(&o));
+    // A version that is not one is never used in a path or a requirement.
+    let o = next.step("version", &[("EVALUA_VERSION", "../../x; rm"), ("ACTION_PATH", "")]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(next.outputs()["version"], "", "{}", text(&o));
 }
 
 /// `path` relative to `base` (both absolute), with `..` where needed.

@@ -435,3 +435,76 @@ fn the_readme_and_the_guide_open_for_users() {
         assert!(anchors.iter().any(|a| a == target), "the table of contents links to no heading: #{target}");
     }
 }
+
+/// Item 7: `evalua init`'s workflow is copied as is: no placeholder; the
+/// action it uses is the copy init wrote beside it (the repository's own
+/// action.yml and script, byte for byte, which tests/action.rs drives), and
+/// it pins this evalua's version, which the action installs from a wheel and
+/// then from its cache, never with cargo.
+#[test]
+fn the_init_workflow_names_nothing_to_fill_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let wf = std::fs::read_to_string(p.join(".github/workflows/evalua.yml")).unwrap();
+    assert!(!wf.contains("{{") && !wf.contains("@v0") && !wf.contains("evalua/evalua"), "{wf}");
+    let uses: Vec<&str> = wf.lines().filter_map(|l| l.trim().strip_prefix("- uses: ")).collect();
+    assert_eq!(uses, ["actions/checkout@v4", "./.github/actions/evalua"], "{wf}");
+    assert!(wf.contains(&format!("version: {}", env!("CARGO_PKG_VERSION"))), "{wf}");
+    for (copy, original) in [
+        (".github/actions/evalua/action.yml", "action.yml"),
+        (".github/actions/evalua/action/evalua_action.py", "action/evalua_action.py"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(p.join(copy)).unwrap(),
+            std::fs::read_to_string(repo().join(original)).unwrap(),
+            "{copy} is the repository's {original}"
+        );
+    }
+    // Every input the workflow gives is one the action declares.
+    let action = std::fs::read_to_string(p.join(".github/actions/evalua/action.yml")).unwrap();
+    let with = wf.split("        with:\n").nth(1).unwrap();
+    for key in with.lines().filter_map(|l| l.trim().split_once(':').map(|(k, _)| k)) {
+        assert!(action.contains(&format!("\n  {key}:\n")), "the action has no input {key}");
+    }
+}
+
+/// Item 10: an ablation's gate line and its pair line agree in unit (points)
+/// and, read in the direction each states, in sign.
+#[test]
+fn an_ablations_gate_line_and_pair_line_agree_in_sign_and_unit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("a");
+    let o = evalua(
+        &repo(),
+        &[
+            "run",
+            "suites/refunds_ablation.lua",
+            "--agent",
+            "full",
+            "--agent",
+            "no_retry",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let text = stdout(&o);
+    let gate = text.lines().find(|l| l.contains("delta pass^1 full-no_retry")).unwrap_or_else(|| panic!("{text}"));
+    let pair =
+        text.lines().find(|l| l.starts_with("no_retry − full (paired by case")).unwrap_or_else(|| panic!("{text}"));
+    // `+6.7 pt` → 6.7; `−6.7 pt` → -6.7.
+    let points = |s: &str| -> f64 {
+        let s = s.trim();
+        let (sign, rest) = match s.chars().next() {
+            Some('−') => (-1.0, &s['−'.len_utf8()..]),
+            Some('+') => (1.0, &s[1..]),
+            _ => panic!("no sign: {s}"),
+        };
+        sign * rest.trim_end_matches(" pt").parse::<f64>().unwrap_or_else(|e| panic!("{s}: {e}"))
+    };
+    let gate_value = gate.split(": ").nth(1).unwrap().split(" (").next().unwrap();
+    assert!(gate_value.ends_with(" pt"), "the gate's difference in points: {gate}");
+    assert!(gate.contains("(full − no_retry)") && gate.contains("required ≥ +5.0 pt"), "{gate}");
+    let pair_value = pair.split("pass^1 ").nth(1).unwrap().split(" [").next().unwrap();
+    assert!(pair_value.ends_with(" pt"), "{pair}");
+    assert_eq!(points(gate_value), -points(pair_value), "full − no_retry is minus no_retry − full: {gate} / {pair}");
+}

@@ -311,3 +311,86 @@ fn labels_agree_is_linear_in_the_store_not_quadratic_in_its_annotators() {
     assert_eq!(v["annotators"].as_array().unwrap().len(), n + 1);
     assert_eq!(v["overall"]["pairs"].as_array().map(Vec::len), Some(n), "{}", v["overall"]["pairs"]);
 }
+
+/// `evalua grade` of the example suite on `traces`, in `dir`: its exit code and peak memory (MiB).
+fn grade_peak(dir: &std::path::Path, traces: &std::path::Path) -> (Option<i32>, i64, String) {
+    let suite = repo().join("suites/refunds_prod.lua");
+    let mut child = bin()
+        .current_dir(dir)
+        .args(["grade", suite.to_str().unwrap(), "--traces", traces.to_str().unwrap(), "--out", "g", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: wait4 writes into the two locals; the pid is our child's.
+    assert_eq!(unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) }, child.id() as i32);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let _ = std::fs::remove_dir_all(dir.join("g"));
+    (code, usage.ru_maxrss / 1024, err.join().unwrap())
+}
+
+#[test]
+fn a_trace_file_of_many_small_values_is_read_in_bounded_memory() {
+    // 48 MB of `0,` inside one JSON array: as OTLP JSON (one document) and as
+    // τ-bench's results (its first entry says so). Before: parsed whole into
+    // values, about 40 times the file (2 GiB); now one element at a
+    // time, the file's bytes plus a little.
+    let dir = tempfile::tempdir().unwrap();
+    let zeros = "0,".repeat(24 << 20);
+    for (name, head) in [
+        ("otlp.json", "[".to_string()),
+        ("taubench.json", r#"[{"task_id": 1, "trial": 0, "info": {}, "traj": []}, "#.to_string()),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, format!("{head}{zeros}0]")).unwrap();
+        let (code, peak, err) = grade_peak(dir.path(), &p);
+        assert!(matches!(code, Some(0..=2)), "{name}: {code:?} {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        assert!(peak < 400, "{name}: evalua's peak memory was {peak} MiB for a 48 MB file");
+        // The warnings are bounded too: the first ones, then a count.
+        assert!(err.lines().count() < 20_000, "{name}: {} lines of warnings", err.lines().count());
+    }
+}
+
+/// An agent that writes 64 MiB into /tmp and into its home, and says how far each got.
+const FILLER: &str = r#"import json, os, sys
+sys.stdin.readline()
+def fill(d):
+    try:
+        with open(os.path.join(d, "fill"), "wb") as f:
+            for _ in range(64):
+                f.write(b"x" * (1 << 20))
+        return "wrote 64 MiB"
+    except OSError as e:
+        return "stopped at %d MiB" % (os.path.getsize(os.path.join(d, "fill")) >> 20)
+out = "tmp: %s; home: %s" % (fill("/tmp"), fill(os.environ["HOME"]))
+sys.stdout.write(json.dumps({"type": "final", "content": out}) + "\n")
+sys.stdout.flush()
+"#;
+
+#[test]
+fn the_sandboxs_tmp_and_home_are_bounded_by_max_trial_mb() {
+    if !crate::isolation::sandbox_available() {
+        return;
+    }
+    let dir = project(&[("filler.py", FILLER)]);
+    let agent = dir.path().join("filler.py").display().to_string();
+    let suite = format!(
+        r#"local evalua = require("evalua")
+local suite = evalua.suite {{ name = "filler", trials = 1, sandbox = {{ max_trial_mb = 8 }},
+  agent = evalua.agent.command {{ cmd = {{ "python3", {agent:?} }} }} }}
+suite:case {{ id = "fill", input = "x", expect = {{ {{ name = "ran", run = function(t) return true, t.answer end }} }} }}
+return suite
+"#
+    );
+    std::fs::write(dir.path().join("s.lua"), suite).unwrap();
+    let o = evalua(dir.path(), &["run", "s.lua", "--out", "out", "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let recs = trials(&dir.path().join("out"));
+    let answer = recs[0]["answer"].as_str().unwrap_or_default().to_string();
+    // Before: /tmp and the home were tmpfs of the kernel's default size (half the RAM): 64 MiB went in.
+    assert_eq!(answer, "tmp: stopped at 8 MiB; home: stopped at 8 MiB", "{}", recs[0]);
+}

@@ -298,7 +298,7 @@ fn init_writes_a_project_that_runs_and_tests_at_once() {
     assert_eq!(types, written, "every type file of types/ is embedded");
     // The workflow uses the action with a suite that exists and an input the action has.
     let wf = std::fs::read_to_string(p.join(".github/workflows/evalua.yml")).unwrap();
-    assert!(wf.contains("uses: evalua/evalua@v0") && wf.contains("suites: suites/tickets.lua"), "{wf}");
+    assert!(wf.contains("uses: ./.github/actions/evalua") && wf.contains("suites: suites/tickets.lua"), "{wf}");
     let action = std::fs::read_to_string(repo().join("action.yml")).unwrap();
     assert!(action.contains("\n  suites:\n") && action.contains("\n  baseline-artifact:\n"));
 

@@ -17,8 +17,10 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// Where the workflow takes evalua's action from, unless `--action` says otherwise.
-pub const DEFAULT_ACTION: &str = "evalua/evalua@v0";
+/// Where the workflow takes evalua's action from, unless `--action` says
+/// otherwise: the copy `init` writes into the project (the action and its
+/// script, embedded in this binary), so the workflow names nothing to fill in.
+pub const DEFAULT_ACTION: &str = "./.github/actions/evalua";
 
 /// (path in the project, contents).
 const FILES: &[(&str, &str)] = &[
@@ -31,6 +33,8 @@ const FILES: &[(&str, &str)] = &[
     ("graders/tickets_test.lua", include_str!("../../templates/init/graders/tickets_test.lua")),
     (".luarc.json", include_str!("../../templates/init/.luarc.json")),
     (".github/workflows/evalua.yml", include_str!("../../templates/init/.github/workflows/evalua.yml")),
+    (".github/actions/evalua/action.yml", include_str!("../../action.yml")),
+    (".github/actions/evalua/action/evalua_action.py", include_str!("../../action/evalua_action.py")),
     (".evalua/types/evalua.lua", include_str!("../../types/evalua.lua")),
     (".evalua/types/evalua/check.lua", include_str!("../../types/evalua/check.lua")),
     (".evalua/types/evalua/host.lua", include_str!("../../types/evalua/host.lua")),
@@ -76,7 +80,12 @@ pub fn init(dir: &Path, action: &str) -> Result<u8> {
     };
     std::fs::create_dir_all(dir).map_err(|e| Error::Environment(format!("{}: cannot create: {e}", dir.display())))?;
     for (rel, text) in FILES {
-        let text = text.replace("{{ACTION}}", action);
+        // The action's own files are written as they are; the workflow gets the action and this evalua's version.
+        let text = if rel.ends_with(".github/workflows/evalua.yml") {
+            text.replace("{{ACTION}}", action).replace("{{VERSION}}", env!("CARGO_PKG_VERSION"))
+        } else {
+            text.to_string()
+        };
         let mode = if rel.ends_with(".py") { 0o755 } else { 0o644 };
         create(dir, rel, text.as_bytes(), mode)?;
     }

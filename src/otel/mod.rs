@@ -6,6 +6,7 @@ pub mod export;
 pub mod item;
 pub mod read;
 pub mod span;
+pub mod stream;
 pub mod trajectories;
 
 pub use span::Span;

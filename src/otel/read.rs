@@ -230,8 +230,8 @@ fn sniff(p: &Path) -> std::io::Result<(Layout, Option<Shape>)> {
         if t.is_empty() {
             continue;
         }
-        if let Ok(Json::Object(o)) = serde_json::from_str::<Json>(t) {
-            return Ok((Layout::Lines, Some(shape_of(&o))));
+        if let Some(shape) = object_shape(t.as_bytes()) {
+            return Ok((Layout::Lines, Some(shape)));
         }
         if t == "{"
             || t == "["
@@ -245,15 +245,26 @@ fn sniff(p: &Path) -> std::io::Result<(Layout, Option<Shape>)> {
     Ok((Layout::Lines, None))
 }
 
-fn shape_of(o: &serde_json::Map<String, Json>) -> Shape {
-    let has = |k: &[&str]| k.iter().any(|k| o.contains_key(*k));
-    if has(&["resourceSpans", "resource_spans"]) {
+/// The shape of a record that is a JSON object, from its keys alone (never
+/// its values as a tree: a 64 MB line of small values would cost gigabytes);
+/// None when it is not an object. A record too dense to read is taken as OTLP
+/// (it is skipped, with a warning, when read).
+fn object_shape(rec: &[u8]) -> Option<Shape> {
+    if rec.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
+    if dense(rec).is_some() {
+        return Some(Shape::Otlp);
+    }
+    let keys: HashMap<Cow<'_, str>, IgnoredAny> = serde_json::from_slice(rec).ok()?;
+    let has = |k: &[&str]| k.iter().any(|k| keys.contains_key(*k));
+    Some(if has(&["resourceSpans", "resource_spans"]) {
         Shape::Otlp
     } else if has(&["trace_id", "traceId"]) && has(&["span_id", "spanId"]) {
         Shape::Flat
     } else {
         Shape::Otlp
-    }
+    })
 }
 
 /// Call `f(line, record)` for every record of a file; report the records
@@ -283,6 +294,10 @@ fn for_each_record(
                         if lines.buf.iter().all(|b| b.is_ascii_whitespace()) {
                             continue;
                         }
+                        if let Some(why) = dense(&lines.buf) {
+                            warn(format!("{display}:{n}: {why}: skipped"));
+                            continue;
+                        }
                         let buf = std::mem::take(&mut lines.buf);
                         let out = f(n, &buf);
                         lines.buf = buf;
@@ -304,7 +319,13 @@ fn for_each_record(
             let mut bytes = Vec::with_capacity(size as usize);
             File::open(p).and_then(|mut fh| fh.read_to_end(&mut bytes)).map_err(io)?;
             let sha = if hash { const_hex::encode(Sha256::digest(&bytes)) } else { String::new() };
-            let line_at = |off: usize| bytes[..off].iter().filter(|&&b| b == b'\n').count() + 1;
+            // Lines counted as the records go (they come in order): never from the start again.
+            let (mut counted_to, mut line) = (0usize, 1usize);
+            let mut line_at = |off: usize| {
+                line += bytes[counted_to..off].iter().filter(|&&b| b == b'\n').count();
+                counted_to = off;
+                line
+            };
             let mut stream = serde_json::Deserializer::from_slice(&bytes).into_iter::<IgnoredAny>();
             loop {
                 let start = stream.byte_offset();
@@ -314,20 +335,26 @@ fn for_each_record(
                         let end = stream.byte_offset();
                         let rec = &bytes[start..end];
                         let trimmed = rec.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(0);
+                        let at = line_at(start + trimmed);
                         if rec.get(trimmed) == Some(&b'[') {
-                            // An array of records (requests or spans).
-                            let items: Vec<Json> = match serde_json::from_slice(rec) {
-                                Ok(v) => v,
-                                Err(e) => {
-                                    warn(format!("{display}:{}: {e}", line_at(start)));
-                                    continue;
+                            // An array of records (requests or spans), one element at a time.
+                            let mut each = |i: usize, raw: &serde_json::value::RawValue| -> Result<()> {
+                                match dense(raw.get().as_bytes()) {
+                                    Some(why) => {
+                                        warn(format!("{display}:{at}: element {i}: {why}: skipped"));
+                                        Ok(())
+                                    }
+                                    None => f(at, raw.get().as_bytes()),
                                 }
                             };
-                            for it in items {
-                                f(line_at(start), it.to_string().as_bytes())?;
+                            match super::stream::each_element(rec, &mut each) {
+                                Ok(done) => done?,
+                                Err(e) => warn(format!("{display}:{at}: {e}")),
                             }
+                        } else if let Some(why) = dense(&rec[trimmed..]) {
+                            warn(format!("{display}:{at}: {why}: skipped"));
                         } else {
-                            f(line_at(start + trimmed), &rec[trimmed..])?;
+                            f(at, &rec[trimmed..])?;
                         }
                     }
                     Some(Err(e)) => {
@@ -341,6 +368,13 @@ fn for_each_record(
             Ok((sha, size))
         }
     }
+}
+
+/// Why a record is not parsed when it holds too many values for its memory
+/// to stay bounded (see `otel::stream`).
+fn dense(rec: &[u8]) -> Option<String> {
+    let max = super::stream::MAX_RECORD_VALUES;
+    (super::stream::values_in(rec, max) > max).then(|| format!("more than {max} JSON values in one record"))
 }
 
 /// What the parsing threads hand back for one record, in file order.
@@ -474,10 +508,7 @@ fn first_record_shape(p: &Path, display: &str, layout: Layout) -> Shape {
     let mut shape = None;
     let mut ignore = |_: String| {};
     let _ = for_each_record(p, display, layout, false, &mut ignore, &mut |_, rec| {
-        shape = Some(match serde_json::from_slice::<Json>(rec) {
-            Ok(Json::Object(o)) => shape_of(&o),
-            _ => Shape::Otlp,
-        });
+        shape = Some(object_shape(rec).unwrap_or(Shape::Otlp));
         Err(Error::Input(String::new())) // stop at the first record
     });
     shape.unwrap_or(Shape::Otlp)
@@ -695,7 +726,7 @@ struct FileInfo {
     /// None when the file holds no record: pass 2 skips it.
     shape: Option<Shape>,
     /// Records that could not be indexed (their warning is given): skipped in pass 2.
-    bad: HashSet<usize>,
+    bad: super::stream::Bits,
 }
 
 /// Read every input and hand each item to `emit` as soon as it is complete,
@@ -730,7 +761,7 @@ pub fn read(
                 }
                 let (layout, shape) = sniff(p).map_err(|e| Error::Input(format!("{display}: cannot read: {e}")))?;
                 let sh = shape.unwrap_or_else(|| first_record_shape(p, &display, layout));
-                let mut bad = HashSet::new();
+                let mut bad = super::stream::Bits::default();
                 let mut rec_no = 0usize;
                 let mut spans = 0u64;
                 let index = |rec: &[u8]| index_record(sh, rec);
@@ -957,20 +988,68 @@ fn read_trajectories(
     let data = std::fs::read(p).map_err(cannot)?;
     let sha = const_hex::encode(Sha256::digest(&data));
     let mut stat = TraceInput { path: display.to_string(), sha256: Some(sha), bytes, ..Default::default() };
+    stat.format = "trajectories".into();
+    let neither = || {
+        format!(
+            "{display}: neither τ-bench's results (a list of {{task_id, trial, info, traj}}) nor an ATIF trajectory (schema_version ATIF-v1.x, steps): not read"
+        )
+    };
+    if head.trim_ascii_start().first() == Some(&b'[') {
+        // τ-bench's results: one entry at a time, never the whole list as values.
+        enum Stop {
+            Neither,
+            Failed(Error),
+        }
+        let (mut kind_known, mut not_objects) = (false, 0usize);
+        let mut each = |i: usize, raw: &serde_json::value::RawValue| -> std::result::Result<(), Stop> {
+            if let Some(why) = dense(raw.get().as_bytes()) {
+                warn(format!("{display}: entry {i}: {why}: not graded"));
+                return Ok(());
+            }
+            let Ok(e) = serde_json::from_str::<Json>(raw.get()) else { return Ok(()) };
+            if !e.is_object() {
+                // Counted, said once below: not a warning per element.
+                not_objects += 1;
+                return Ok(());
+            }
+            if !kind_known {
+                if !trajectories::is_taubench_entry(&e) {
+                    return Err(Stop::Neither);
+                }
+                kind_known = true;
+            }
+            if let Some(t) = trajectories::taubench_one(e, i, display, warn) {
+                stat.items += 1;
+                stat.spans += t.recorded.calls.len() as u64;
+                emit(Item::Trajectory(Box::new(t))).map_err(Stop::Failed)?;
+            }
+            Ok(())
+        };
+        match super::stream::each_element(&data, &mut each) {
+            Ok(Ok(())) if kind_known => stat.format = trajectories::Kind::TauBench.name().into(),
+            Ok(Ok(())) | Ok(Err(Stop::Neither)) => warn(neither()),
+            Ok(Err(Stop::Failed(e))) => return Err(e),
+            Err(e) => warn(format!("{display}: not JSON ({e}): read up to there")),
+        }
+        if not_objects > 0 {
+            warn(format!("{display}: {not_objects} entries are not objects: not graded"));
+        }
+        return Ok(Some(stat));
+    }
+    if let Some(why) = dense(&data) {
+        warn(format!("{display}: {why}: not read"));
+        return Ok(Some(stat));
+    }
     let doc: Json = match serde_json::from_slice(&data) {
         Ok(d) => d,
         Err(e) => {
             warn(format!("{display}: not JSON ({e}): not read"));
-            stat.format = "trajectories".into();
             return Ok(Some(stat));
         }
     };
     drop(data);
     let Some(kind) = trajectories::kind_of(&doc) else {
-        warn(format!(
-            "{display}: neither τ-bench's results (a list of {{task_id, trial, info, traj}}) nor an ATIF trajectory (schema_version ATIF-v1.x, steps): not read"
-        ));
-        stat.format = "trajectories".into();
+        warn(neither());
         return Ok(Some(stat));
     };
     stat.format = kind.name().into();

@@ -92,24 +92,32 @@ pub fn sniff(head: &[u8]) -> bool {
     (t.starts_with('[') && text.contains("\"task_id\"")) || (t.starts_with('{') && text.contains("\"ATIF-v1"))
 }
 
+/// τ-bench's entry number `i`, or None (said to `warn`) when it cannot be read.
+pub fn taubench_one(e: Json, i: usize, file: &str, warn: &mut dyn FnMut(String)) -> Option<Trajectory> {
+    match taubench_entry(e, file) {
+        Ok(mut t) => {
+            t.at = format!("entry {i}");
+            Some(t)
+        }
+        Err(why) => {
+            warn(format!("{file}: entry {i}: {why}: not graded"));
+            None
+        }
+    }
+}
+
+/// Whether a parsed element is one of τ-bench's entries (its first object says the file's kind).
+pub fn is_taubench_entry(e: &Json) -> bool {
+    e.as_object().is_some_and(|o| o.contains_key("task_id") && o.contains_key("traj"))
+}
+
 /// The trajectories of a document of `kind`; `warn` gets each entry that cannot be read.
 pub fn read(doc: Json, kind: Kind, file: &str, warn: &mut dyn FnMut(String)) -> Vec<Trajectory> {
     match kind {
         Kind::TauBench => match doc {
-            Json::Array(entries) => entries
-                .into_iter()
-                .enumerate()
-                .filter_map(|(i, e)| match taubench_entry(e, file) {
-                    Ok(mut t) => {
-                        t.at = format!("entry {i}");
-                        Some(t)
-                    }
-                    Err(why) => {
-                        warn(format!("{file}: entry {i}: {why}: not graded"));
-                        None
-                    }
-                })
-                .collect(),
+            Json::Array(entries) => {
+                entries.into_iter().enumerate().filter_map(|(i, e)| taubench_one(e, i, file, warn)).collect()
+            }
             _ => Vec::new(),
         },
         Kind::Atif => match atif(doc, file) {

@@ -86,6 +86,9 @@ pub struct View {
     /// folder): a file named directly inside one is exposed alone. So are the
     /// protected paths, and the home.
     pub shield: Vec<PathBuf>,
+    /// The size of its `/tmp` and its home (each a tmpfs): the suite's
+    /// `sandbox.max_trial_mb`. None: the kernel's default (half the RAM).
+    pub tmp_bytes: Option<u64>,
 }
 
 /// A path with its symlinks resolved (as bubblewrap resolves a bind's
@@ -283,7 +286,14 @@ impl Bwrap {
             push(&[&"--unshare-user", &"--disable-userns"]);
         }
         push(&[&"--cap-drop", &"ALL", &"--hostname", &"evalua-sandbox"]);
-        push(&[&"--proc", &"/proc", &"--dev", &"/dev", &"--tmpfs", &"/tmp"]);
+        // /tmp and the home are memory: bounded by the suite's max_trial_mb
+        // (bubblewrap 0.5 and later, as `--perms`), not half the host's RAM.
+        let size: Option<String> = view.tmp_bytes.filter(|_| self.perms).map(|n| n.max(1 << 20).to_string());
+        push(&[&"--proc", &"/proc", &"--dev", &"/dev"]);
+        if let Some(n) = &size {
+            push(&[&"--size", n]);
+        }
+        push(&[&"--tmpfs", &"/tmp"]);
         for s in SYSTEM {
             match std::fs::symlink_metadata(s) {
                 Ok(m) if m.file_type().is_symlink() => {
@@ -315,6 +325,9 @@ impl Bwrap {
         if let Some((_, home)) = env.iter().find(|(k, _)| k == "HOME") {
             let home = Path::new(home);
             if home.is_absolute() && !too_wide(home) && !is_system(home) {
+                if let Some(n) = &size {
+                    push(&[&"--size", n]);
+                }
                 push(&[&"--tmpfs", &home]);
             }
         }

@@ -102,12 +102,22 @@ pub fn gate_line(g: &Verdict) -> String {
         On::Lower => " (95% lower bound)",
         On::Upper => " (95% upper bound)",
     };
-    let metric = gate::from_manifest(&g.name, 0.0, On::Point).map(|x| x.metric).ok();
+    let parsed = gate::from_manifest(&g.name, 0.0, On::Point).ok();
+    let metric = parsed.as_ref().map(|x| x.metric);
+    // A difference between agents is in points, signed, as the pair lines show it.
+    let delta = parsed.as_ref().and_then(|x| match &x.scope {
+        gate::Scope::Delta { pair } => Some(pair.clone()),
+        _ => None,
+    });
     let show = |v: f64| -> String {
         if !v.is_finite() {
             return "∞".to_string();
         }
         match metric {
+            Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted) if delta.is_some() => {
+                let v = if v.abs() < 1e-9 { 0.0 } else { v };
+                format!("{}{:.1} pt", if v >= 0.0 { "+" } else { "−" }, v.abs() * 100.0)
+            }
             Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::UserNonadherence) => {
                 format!("{:.1}%", v * 100.0)
             }
@@ -124,6 +134,15 @@ pub fn gate_line(g: &Verdict) -> String {
         Some(v) if v.is_nan() => "undefined".to_string(),
         Some(v) => show(v),
         None => "undefined".to_string(),
+    };
+    // Which way the difference goes: `CANDIDATE-BASE` is the candidate minus the base.
+    let value = match &delta {
+        // Names may hold `-` themselves: spelled out only when the split is plain.
+        Some(pair) if value != "undefined" && pair.matches('-').count() == 1 => {
+            format!("{value} ({})", pair.replacen('-', " − ", 1))
+        }
+        Some(_) if value != "undefined" => format!("{value} (candidate − base)"),
+        _ => value,
     };
     let cmp = if metric.is_none_or(|m| m.is_minimum()) { "≥" } else { "≤" };
     if g.undefined {

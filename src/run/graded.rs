@@ -21,6 +21,10 @@ use crate::spec::Suite;
 use crate::stats::CaseInfo;
 use crate::trial::TrialOutput;
 
+/// Warnings about the trace files kept at most (the rest are counted): a
+/// hostile file can be one bad record every two bytes.
+const MAX_READ_WARNINGS: usize = 10_000;
+
 /// Recorded items, read on a reader thread, graded by the workers.
 pub struct Recorded {
     ctx: Arc<grade::Context>,
@@ -187,13 +191,24 @@ pub fn grade(
             let warnings = warnings.clone();
             scope.spawn(move || {
                 let mut next = 0usize;
-                let mut warn = |w: String| warnings.lock().map(|mut v| v.push(w)).unwrap_or(());
+                // A hostile file can be a warning per byte or two: keep the first ones and count the rest.
+                let mut more = 0usize;
+                let mut warn = |w: String| {
+                    let _ =
+                        warnings.lock().map(|mut v| if v.len() < MAX_READ_WARNINGS { v.push(w) } else { more += 1 });
+                };
                 let mut emit = |item: Item| -> Result<()> {
                     item_tx.send((next, item)).map_err(|_| Error::Environment("the graders stopped".into()))?;
                     next += 1;
                     Ok(())
                 };
-                read::read(inputs, jobs, &mut warn, &mut emit)
+                let read = read::read(inputs, jobs, &mut warn, &mut emit);
+                if more > 0 {
+                    let _ = warnings
+                        .lock()
+                        .map(|mut v| v.push(format!("… and {more} more warnings about the trace files")));
+                }
+                read
             })
         };
         let executed = scheduler.execute(dir, source.clone(), &mut cases, sinks);

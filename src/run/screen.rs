@@ -181,6 +181,7 @@ pub fn agent_programs(
         expose_named: true,
         protect: crate::run::plan::protected_paths(suite, suite.cases.iter(), None),
         shield: vec![crate::process::real_path(&suite.dir)],
+        tmp_bytes: Some(suite.keep.trial_bytes),
     };
     let path_var = std::env::var_os("PATH");
     for case in &suite.cases {

@@ -67,6 +67,7 @@ pub fn view_of(plan: &Plan) -> crate::process::View {
         expose_named: false,
         protect: plan.protected.clone(),
         shield: vec![crate::process::real_path(&plan.suite.dir)],
+        tmp_bytes: Some(plan.suite.keep.trial_bytes),
     }
 }
 
