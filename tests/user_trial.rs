@@ -127,3 +127,40 @@ fn a_bad_withhold_is_refused_at_load() {
         assert!(stderr(&o).contains("s.lua:"), "{}", stderr(&o));
     }
 }
+
+/// The manifest pins each simulated user; `evalua compare` says when two runs
+/// used different simulators (a measurement change).
+#[test]
+fn the_manifest_pins_the_simulated_user_and_compare_warns_when_it_changed() {
+    let mock = Mock::start(replies());
+    let dir = project(&[("s.lua", &suite(&mock, ""))]);
+    let run = |out: &str| {
+        let o = bin()
+            .current_dir(dir.path())
+            .env("EVALUA_TEST_KEY", "k")
+            .args(["run", "s.lua", "--out", out, "--jobs", "1", "-q"])
+            .output()
+            .unwrap();
+        assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    };
+    run("a");
+    let m = json(&dir.path().join("a/manifest.json"));
+    let pin = &m["users"][0];
+    assert_eq!(pin["cases"], json!(["refund"]));
+    assert_eq!(pin["model"], "gpt-4.1-mini");
+    assert_eq!(pin["endpoint_host"], mock.url().trim_start_matches("http://"));
+    assert_eq!(pin["system_sha256"].as_str().unwrap().len(), 64);
+    // The same simulator: no warning.
+    run("b");
+    let o = evalua(dir.path(), &["compare", "a", "b"]);
+    assert!(!(stdout(&o) + &stderr(&o)).contains("simulated users differ"), "{}", stdout(&o));
+    // Another temperature and goal: another simulator.
+    let text = suite(&mock, "")
+        .replace("api_key_env = \"EVALUA_TEST_KEY\"", "api_key_env = \"EVALUA_TEST_KEY\", temperature = 0.7");
+    std::fs::write(dir.path().join("s.lua"), text).unwrap();
+    run("c");
+    let o = evalua(dir.path(), &["compare", "a", "c", "--allow-revision-change"]);
+    let said = stdout(&o) + &stderr(&o);
+    assert!(said.contains("the simulated users differ (a measurement change, like a changed grader)"), "{said}");
+    assert!(said.contains("temperature 0.7"), "{said}");
+}

@@ -4,8 +4,7 @@
 
 use serde::Serialize;
 
-use super::estimators::{pass_at_k, pass_hat_k};
-use super::figures::{ByK, K};
+use super::estimators::{ByK, K, pass_at_k, pass_hat_k};
 use super::published::Share;
 use crate::record::{Outcome, TrialRecord};
 

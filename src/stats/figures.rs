@@ -8,67 +8,15 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::blame::{BlameFigures, BlameTally, WithoutUser};
 use super::efficiency::{CaseEfficiency, EffTrial, Efficiency};
-pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile, wilson};
+pub use super::estimators::{ByK, CaseInfo, K, pass_at_k, pass_hat_k, quantile, wilson};
 use super::published::{Published, PublishedTally, Share, TaskCoverage};
 use super::safety::{Safety, SafetyTally};
 use crate::record::{CallStatus, Outcome, TrialRecord, Verdict as CheckVerdict};
 use crate::spec::gate::{self, Gate, Metric, Verdict};
-
-/// A k of pass@k / pass^k. In JSON, the keys of the k-indexed maps ("1", "2", …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct K(pub u32);
-
-impl Serialize for K {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
-    }
-}
-
-/// A figure indexed by k: pass@k or pass^k for k = 1, 2, … In JSON, a map
-/// `{"1": …, "2": …}`. Kept as a sorted list, not a map: every case has two
-/// per view, and a BTreeMap node for a single k took ~200 bytes (2 MB of a
-/// 10,000-case grade).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ByK(Vec<(K, f64)>);
-
-impl ByK {
-    pub fn new() -> ByK {
-        ByK(Vec::new())
-    }
-    pub fn insert(&mut self, k: K, v: f64) {
-        match self.0.binary_search_by_key(&k, |e| e.0) {
-            Ok(i) => self.0[i].1 = v,
-            Err(i) => self.0.insert(i, (k, v)),
-        }
-    }
-    pub fn get(&self, k: &K) -> Option<&f64> {
-        self.0.binary_search_by_key(k, |e| e.0).ok().map(|i| &self.0[i].1)
-    }
-    /// The ks, ascending.
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> {
-        self.0.iter().map(|e| &e.0)
-    }
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&K, &f64)> {
-        self.0.iter().map(|e| (&e.0, &e.1))
-    }
-}
-
-impl std::ops::Index<&K> for ByK {
-    type Output = f64;
-    fn index(&self, k: &K) -> &f64 {
-        self.get(k).expect("no figure for this k")
-    }
-}
-
-impl Serialize for ByK {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.iter())
-    }
-}
 
 /// Per-case tallies, accumulated as records stream in.
 #[derive(Debug, Clone, Default)]
