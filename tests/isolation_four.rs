@@ -394,3 +394,65 @@ return suite
     // Before: /tmp and the home were tmpfs of the kernel's default size (half the RAM): 64 MiB went in.
     assert_eq!(answer, "tmp: stopped at 8 MiB; home: stopped at 8 MiB", "{}", recs[0]);
 }
+
+/// An agent that opens 100 connections to its MCP server and holds them: what
+/// the last one is answered, what a held one answers, then its final message.
+const HOARDER: &str = r#"import json, os, socket, sys
+from urllib.parse import urlparse
+sys.stdin.readline()
+u = urlparse(os.environ["EVALUA_MCP_URL"])
+held = [socket.create_connection((u.hostname, u.port)) for _ in range(100)]
+def first_line(s, send=None):
+    if send:
+        s.sendall(send)
+    data = b""
+    while b"\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    rest = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+        if len(rest) > 100000:
+            break
+    return data.split(b"\r\n")[0].decode(), (data + rest).decode("utf-8", "replace")
+last, last_all = first_line(held[-1])
+req = ("GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n" % (u.path, u.hostname, u.port)).encode()
+kept, _ = first_line(held[0], req)
+for s in held:
+    s.close()
+why = "limit" if "the most one trial may" in last_all else "no reason"
+sys.stdout.write(json.dumps({"type": "final", "content": "last: %s (%s); held: %s" % (last, why, kept)}) + "\n")
+sys.stdout.flush()
+"#;
+
+#[test]
+fn an_agent_cannot_hold_more_than_its_cap_of_connections_to_its_mcp_server() {
+    let dir = project(&[("hoarder.py", HOARDER)]);
+    let agent = dir.path().join("hoarder.py").display().to_string();
+    let suite = format!(
+        r#"local evalua = require("evalua")
+local suite = evalua.suite {{ name = "hoard", trials = 1, budget = {{ deadline_s = 60 }} }}
+suite:tool {{ name = "noop", params = {{ type = "object" }}, run = function(ctx, a) return {{ ok = true }} end }}
+local ran = {{ name = "ran", run = function(t) return true, t.answer end }}
+suite:case {{ id = "hoards", input = "x", expect = {{ ran }},
+  agent = evalua.agent.command {{ cmd = {{ "python3", {agent:?} }}, tools = "mcp" }} }}
+suite:case {{ id = "other", input = "x", expect = {{ ran }}, agent = evalua.agent.scripted(function() return "fine" end) }}
+return suite
+"#
+    );
+    std::fs::write(dir.path().join("s.lua"), suite).unwrap();
+    let o = evalua(dir.path(), &["run", "s.lua", "--out", "out", "-q", "--isolation", "none", "--jobs", "2"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let recs = trials(&dir.path().join("out"));
+    let hoards = recs.iter().find(|r| r["case"] == "hoards").unwrap();
+    // Before: every connection was taken (the last one waited for its request, as the others).
+    let answer = hoards["answer"].as_str().unwrap_or_default();
+    assert!(answer.starts_with("last: HTTP/1.1 503 Service Unavailable (limit); held: HTTP/1.1 "), "{hoards}");
+    assert!(!answer.ends_with("503 Service Unavailable"), "a held connection is served: {answer}");
+    assert_eq!(recs.iter().find(|r| r["case"] == "other").unwrap()["outcome"], "accepted");
+}

@@ -304,6 +304,7 @@ function evalua.user.script(turns) end
 ---@field match? fun(item: evalua.Trial): string? `evalua grade`: the id of the case an item belongs to (its `expect` then applies), or nil
 ---@field held_out_max_runs? integer held-out runs of the same cases and version before `run` warns (default 5; SPEC §13)
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]> faults injected on purpose, by tool name, in every case
+---@field perturb? table<string, evalua.PerturbationSpec> perturbations of every case, by name (`evalua run --perturb`)
 ---@field abstention? boolean model agents are offered a built-in `abstain { reason }` tool (SPEC §22)
 ---@field contamination? { sources: string[] } regexes of published solutions: a trial whose sources, tool arguments or results match one is `contaminated`, its success left out of the capability figures (SPEC §22)
 ---@field exclude? string[] outcomes or endings left out of the capability figures, declared before the run and stated with their counts in every report (SPEC §22)
@@ -512,6 +513,7 @@ function Suite:goldens(goldens, opts) end
 ---@field clock? string this case's frozen clock (ISO 8601), overriding the sandbox's
 ---@field workdir? string|evalua.GitWorkdir this case's initial work tree, overriding `sandbox.workdir`
 ---@field faults? table<string, evalua.Fault|evalua.Fault[]|false> this case's faults by tool: they replace the suite's for that tool (`false`: none)
+---@field perturb? table<string, evalua.PerturbationSpec> this case's own perturbations, by name: each replaces the suite's of the same name
 ---@field reference? evalua.ReferenceSpec what a reference solution takes: trials' tool calls and tokens are reported as ratios to it
 ---@field accept_abnormal_end? string why a trial whose agent crashed or broke the protocol may still be accepted (by default it never is)
 ---@field should_abstain? boolean the case's contract requires abstaining: its default `expect` is `{ check.abstained() }`; elsewhere an abstention is an unsolved task (SPEC §22)
@@ -549,7 +551,27 @@ function Suite:goldens(goldens, opts) end
 ---@field faults? table<string, evalua.Fault[]|false> its own faults by tool, each rule with its kind's defaults, if set
 ---@field reference? evalua.Reference its reference solution, if declared
 ---@field accept_abnormal_end? string why a crash or protocol error may pass in this case, if set
+---@field perturb? table<string, evalua.Perturbation> its own perturbations, normalized, if set
 ---@field should_abstain? boolean true when the case's contract requires abstaining
+
+--- A perturbation as a suite or a case declares it (SPEC §17): what it changes.
+---@class evalua.PerturbationSpec
+---@field input? string the case's input, replaced
+---@field fixture? string the case's fixture, replaced (relative to the suite's folder)
+---@field faults? table<string, evalua.Fault|evalua.Fault[]|false> fault rules, replacing the case's tool by tool
+---@field drop_tools? string[] tools not offered at all: a request for one is `rejected` as unknown
+---@field user? evalua.User the user, replaced
+---@field expect? evalua.Check[] checks that replace the case's
+
+--- A perturbation as normalized (`t.case.perturb`).
+---@class evalua.Perturbation
+---@field input? string the case's input, replaced
+---@field fixture? string the case's fixture, replaced (absolute)
+---@field faults? table<string, evalua.Fault[]|false> fault rules by tool, each with its kind's defaults
+---@field drop_tools? string[] tools not offered at all
+---@field user? evalua.User the user, replaced
+---@field checks? evalua.Check[] the checks that replace the case's, normalized
+---@field _where string where it was declared (`file:line`)
 
 ---------------------------------------------------------------------------
 -- Checks

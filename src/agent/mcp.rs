@@ -205,6 +205,9 @@ pub fn serve<'a>(tools: impl Iterator<Item = &'a ToolSpec>, events: SyncSender<E
     let router = axum::Router::new().route_service(&path, service).layer(axum::middleware::from_fn(session_end));
     let shutdown = cancel.clone();
     rt.spawn(async move {
+        // At most so many connections at once: an agent cannot take evalua's descriptors.
+        let listener =
+            crate::util::capped::Capped::new(listener, crate::util::capped::MAX_CONNECTIONS_PER_TRIAL, "MCP server");
         let _ = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await;
     });
     Ok(Server { url: format!("http://{addr}{path}"), stop: Box::new(move || cancel.cancel()) })

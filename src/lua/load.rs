@@ -511,6 +511,7 @@ fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
         faults: c.faults,
         reference: c.reference,
         accept_abnormal_end: c.accept_abnormal_end,
+        perturb: c.perturb,
         should_abstain: c.should_abstain,
         source: CaseSource::Declared,
     };
@@ -551,6 +552,24 @@ fn check_tool_names(suite: &Suite, dropped: &[String]) -> Vec<String> {
     for case in &suite.cases {
         for name in case.faults.iter().flat_map(|f| f.keys()) {
             unknown(&case.location, &format!("case '{}': 'faults'", case.id), name);
+        }
+    }
+    // Perturbations (SPEC §17): the tools they drop or fault, the suite's and each case's own.
+    let perturbs = suite
+        .perturb
+        .iter()
+        .map(|p| (None, p))
+        .chain(suite.cases.iter().flat_map(|c| c.perturb.iter().map(move |p| (Some(c.id.as_str()), p))));
+    for (case, (name, p)) in perturbs {
+        let of = match case {
+            Some(id) => format!("case '{id}': perturbation '{name}'"),
+            None => format!("perturbation '{name}'"),
+        };
+        for t in p.drop_tools.iter().flatten() {
+            unknown(&p.location, &format!("{of}: 'drop_tools'"), t);
+        }
+        for t in p.faults.iter().flat_map(|f| f.keys()) {
+            unknown(&p.location, &format!("{of}: 'faults'"), t);
         }
     }
     for m in &suite.check_tools {
@@ -661,6 +680,7 @@ fn read_suite(
         held_out_max_runs: s.held_out_max_runs,
         skip: s.skip,
         faults: s.faults.unwrap_or_default(),
+        perturb: s.perturb,
         max_fixture_bytes: max_fixture_bytes(&sandbox)?,
         keep: sandbox.keep(),
         location,

@@ -115,6 +115,9 @@ impl Proxy {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let _guard = runtime().enter();
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
+        // At most so many connections at once: an agent cannot take evalua's descriptors.
+        let listener =
+            crate::util::capped::Capped::new(listener, crate::util::capped::MAX_CONNECTIONS_PER_TRIAL, "model proxy");
         runtime().spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async {

@@ -482,6 +482,9 @@ pub struct CaseSpec {
     /// the protocol may still be accepted by its checks (SPEC §8), for this reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_abnormal_end: Option<String>,
+    /// The case's own perturbations (SPEC §17), replacing the suite's of the same name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub perturb: Perturbations,
     /// `should_abstain = true`: the case's contract requires abstaining
     /// (SPEC §22); elsewhere an abstention is an unsolved task.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -539,6 +542,9 @@ pub struct CaseTable {
     /// accepted (by default it never is); a non-empty reason.
     #[serde(default)]
     pub accept_abnormal_end: Option<String>,
+    /// Its own perturbations (SPEC §17).
+    #[serde(default)]
+    pub perturb: Perturbations,
     /// The case's contract requires abstaining (its default `expect` is `check.abstained()`).
     #[serde(default)]
     pub should_abstain: bool,
@@ -729,6 +735,8 @@ pub struct Suite {
     pub skip: Option<String>,
     /// Suite-wide fault rules (SPEC §11).
     pub faults: Faults,
+    /// Perturbations of every case (SPEC §17); a case's own replace them by name.
+    pub perturb: Perturbations,
     /// `sandbox.max_fixture_mb`: the largest schema or fixture file accepted.
     pub max_fixture_bytes: u64,
     /// `sandbox.max_file_mb` / `max_trial_mb`: how much of a trial's changed
@@ -823,6 +831,9 @@ pub struct SuiteTable {
     pub grade: Option<GradeSpec>,
     #[serde(default, deserialize_with = "fault::read_faults")]
     pub faults: Option<Faults>,
+    /// Perturbations of every case (SPEC §17).
+    #[serde(default)]
+    pub perturb: Perturbations,
     #[serde(default = "SuiteTable::default_held_out_max_runs", deserialize_with = "de::whole")]
     pub held_out_max_runs: u32,
     /// Why the suite is skipped (the DSL drops `skip = false`).
@@ -863,6 +874,45 @@ impl keys::Keys for SuiteTable {
     /// accepted and not read; `trace_adapter` and `match` are functions.
     const LUA_KEYS: &[&str] = &["agents", "monitors", "seed", "trace_adapter", "match"];
 }
+
+/// Perturbations (SPEC §17): a changed detail or a cut tool, declared in the
+/// suite (for every case) or in a case (that case only; it replaces the
+/// suite's of the same name), run beside the unperturbed baseline.
+/// One perturbation as the DSL normalised it: what it changes in a case.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Perturbation {
+    /// The case's input, replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// The case's fixture, replaced (made absolute by the DSL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixture: Option<PathBuf>,
+    /// Fault rules, replacing the case's tool by tool.
+    #[serde(default, deserialize_with = "fault::read_faults", skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Faults>,
+    /// Tools not offered at all: a request for one is rejected as unknown.
+    #[serde(default, deserialize_with = "de::opt_list", skip_serializing_if = "Option::is_none")]
+    pub drop_tools: Option<Vec<String>>,
+    /// The (scripted or simulated) user, replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserSpec>,
+    /// The DSL's: `expect` normalised into checks, which replace the case's.
+    #[serde(default, deserialize_with = "de::opt_list", skip_serializing_if = "Option::is_none")]
+    pub checks: Option<Vec<CheckInfo>>,
+    /// `file:line` of the declaration that holds it (the suite's or the case's).
+    #[serde(rename = "_where", default, skip_serializing)]
+    pub location: String,
+}
+
+impl keys::Keys for Perturbation {
+    const DSL_KEYS: &[&str] = &["checks", "_where"];
+    /// The checks as written: the DSL turns them into `checks`.
+    const LUA_KEYS: &[&str] = &["expect"];
+}
+
+/// Perturbations by name.
+pub type Perturbations = std::collections::BTreeMap<String, Perturbation>;
 
 /// Trials per case when neither the suite, the case nor `--trials` says.
 pub const DEFAULT_TRIALS: u32 = 1;

@@ -2,6 +2,7 @@
 //! trials or Lua. Everything above may use them; they use nothing above.
 
 pub mod cancel;
+pub mod capped;
 pub mod dataset;
 pub mod digest;
 pub mod inert;

@@ -736,6 +736,68 @@ local function normalize_faults(what, faults, level)
   return out
 end
 
+-- spec::Perturbation's fields, with `expect` (which becomes `checks`).
+local PERTURB_KEYS = set(host.fields("perturb"))
+
+-- A check list as a case writes it (`expect`): each check normalised, a
+-- constructor's group spread, names made unique.
+local function normalize_expect(expect, level)
+  local checks = {}
+  for i, c in ipairs(expect or {}) do
+    if type(c) == "table" and c.__lazy then c = c.__lazy(table.unpack(c, 1, c.n)) end
+    -- A constructor may return a group of checks (check.answer{set=...} does).
+    if type(c) == "table" and c.run == nil and c[1] ~= nil then
+      for _, member in ipairs(c) do checks[#checks + 1] = normalize_check(member, i, level + 1) end
+    else
+      checks[#checks + 1] = normalize_check(c, i, level + 1)
+    end
+  end
+  return checks
+end
+
+-- `perturb = { name = { input, fixture, faults, drop_tools, user, expect } }`
+-- (SPEC §17): each perturbation checked; `where` is the declaration's line.
+local function normalize_perturb(what, perturb, level, where)
+  if perturb == nil then return nil end
+  if type(perturb) ~= "table" then
+    fail(level + 1, what .. ": 'perturb' must be a table of name = { input, fixture, faults, drop_tools, user, expect }")
+  end
+  local out = {}
+  for name, p in pairs(perturb) do
+    if type(name) ~= "string" or not name:match("^[%a_][%w_%-]*$") then
+      fail(level + 1, what .. ": 'perturb' is keyed by name (letters, digits, '_', '-'), like perturb = { no_lookup = { drop_tools = { \"lookup_order\" } } }; got key " .. tostring(name))
+    end
+    local w = what .. ".perturb." .. name
+    if type(p) ~= "table" then
+      fail(level + 1, w .. ": a perturbation is a table of input, fixture, faults, drop_tools, user, expect; got " .. type(p))
+    end
+    check_keys(w, p, PERTURB_KEYS, level + 1)
+    if next(p) == nil then fail(level + 1, w .. ": a perturbation changes something (input, fixture, faults, drop_tools, user or expect)") end
+    expect_type(w, "input", p.input, "string", level + 1)
+    local fixture
+    if p.fixture ~= nil then
+      expect_type(w, "fixture", p.fixture, "string", level + 1)
+      fixture = host.abspath(p.fixture)
+      if not host.exists(fixture) then fail(level + 1, w .. ": fixture not found: " .. fixture) end
+    end
+    expect_list_of_strings(w, "drop_tools", p.drop_tools, level + 1)
+    if p.user ~= nil and (type(p.user) ~= "table" or type(p.user.kind) ~= "string") then
+      fail(level + 1, w .. ": 'user' must come from evalua.user.*")
+    end
+    expect_type(w, "expect", p.expect, "table", level + 1)
+    out[name] = {
+      input = p.input,
+      fixture = fixture,
+      faults = normalize_faults(w, p.faults, level + 1),
+      drop_tools = p.drop_tools,
+      user = p.user,
+      checks = p.expect ~= nil and normalize_expect(p.expect, level + 1) or nil,
+      _where = where,
+    }
+  end
+  return out
+end
+
 local REFERENCE_KEYS = set(host.fields("reference"))   -- spec::Reference
 local REFERENCE_CALL_KEYS = set { "name", "args" }
 
@@ -1021,6 +1083,8 @@ local function suite(where, spec)
   end)
   local faults
   check("faults", function() faults = normalize_faults("evalua.suite", spec.faults, 2) end)
+  local perturb
+  check("perturb", function() perturb = normalize_perturb("evalua.suite", spec.perturb, 2, where) end)
   check("skip", function()
     if spec.skip ~= nil and spec.skip ~= false and type(spec.skip) ~= "string" then
       fail(2, "evalua.suite: 'skip' must be a string (why the suite is skipped), false or nil")
@@ -1101,6 +1165,7 @@ local function suite(where, spec)
     gate = spec.gate or {},
     grade = spec.grade,
     faults = faults,
+    perturb = perturb,
     held_out_max_runs = spec.held_out_max_runs,
     _tools = {},
     _tool_index = {},
@@ -1259,6 +1324,7 @@ local function normalize_case(self, spec, level, where, collect)
   end
   check_agent(what, agent, level)
   local faults = normalize_faults(what, spec.faults, level)
+  local perturb = normalize_perturb(what, spec.perturb, level, where)
   local reference = normalize_reference(self, what, spec.reference, level)
   -- A crash or protocol error is never accepted unless the case says why it may be.
   if spec.accept_abnormal_end ~= nil and (type(spec.accept_abnormal_end) ~= "string"
@@ -1313,6 +1379,7 @@ local function normalize_case(self, spec, level, where, collect)
     workdir = workdir,
     checks = checks,
     faults = faults,
+    perturb = perturb,
     reference = reference,
     accept_abnormal_end = spec.accept_abnormal_end,
     should_abstain = spec.should_abstain or nil,

@@ -4,8 +4,8 @@
 
 use crate::spec::keys::{fields, suite_keys};
 use crate::spec::{
-    Budget, CaseTable, CheckInfo, CommandAgentSpec, FaultRule, GradeSpec, LlmUserSpec, ModelSpec, Provider, Reference,
-    SandboxSpec, SuiteTable, TestsSpec, ToolSpec, WorkdirSpec,
+    Budget, CaseTable, CheckInfo, CommandAgentSpec, FaultRule, GradeSpec, LlmUserSpec, ModelSpec, Perturbation,
+    Provider, Reference, SandboxSpec, SuiteTable, TestsSpec, ToolSpec, WorkdirSpec,
 };
 
 /// A default the DSL needs at run time, set once in Rust (`host.default(name)`).
@@ -35,6 +35,7 @@ pub fn declared(name: &str) -> Option<Vec<&'static str>> {
         "command" => suite_keys::<CommandAgentSpec>(),
         "user.llm" => suite_keys::<LlmUserSpec>(),
         "sandbox" => suite_keys::<SandboxSpec>(),
+        "perturb" => suite_keys::<Perturbation>(),
         _ => return None,
     })
 }
