@@ -53,3 +53,4 @@ mod taubench;
 mod trace_store;
 mod traces;
 mod view;
+mod viewer_layout;

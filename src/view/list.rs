@@ -100,6 +100,37 @@ pub struct RunRow {
     pub gates: Gates,
     /// Why the run could not be read, when it could not.
     pub error: Option<String>,
+    /// One agent's part of an interleaved run: which agent, of which run.
+    pub interleaved: Option<AgentPart>,
+}
+
+/// A row's place in an interleaved run: its agent, the run's agents (the
+/// first is the base every other is paired with) and, for the others, the
+/// base agent's row in this list (for the paired view, `/compare`).
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentPart {
+    pub run_id: String,
+    pub agent: String,
+    pub agents: Vec<String>,
+    pub base_id: Option<String>,
+}
+
+/// Each non-base agent's row of an interleaved run gets its base's row id.
+fn pair_agents(runs: &mut [RunRow]) {
+    let bases: HashMap<String, String> = runs
+        .iter()
+        .filter_map(|r| {
+            let p = r.interleaved.as_ref()?;
+            (p.agents.first() == Some(&p.agent)).then(|| (p.run_id.clone(), r.id.clone()))
+        })
+        .collect();
+    for r in runs.iter_mut() {
+        if let Some(p) = r.interleaved.as_mut()
+            && p.agents.first() != Some(&p.agent)
+        {
+            p.base_id = bases.get(&p.run_id).cloned();
+        }
+    }
 }
 
 /// The k shown in the list: the k of a pass^k or pass@k gate, else min(largest k, 5).
@@ -202,6 +233,7 @@ impl Listing {
     pub fn list(&self, roots: &[Root], cache: &Cache) -> RunList {
         let (refs, skipped) = discover(roots);
         let mut runs: Vec<RunRow> = refs.iter().map(|r| self.row_of(roots, r, cache)).collect();
+        pair_agents(&mut runs);
         runs.sort_by(|a, b| b.started_at.cmp(&a.started_at).then_with(|| a.path.cmp(&b.path)));
         {
             let live: std::collections::HashSet<&PathBuf> = refs.iter().map(|r| &r.dir).collect();
@@ -254,6 +286,7 @@ fn blank(roots: &[Root], r: &RunRef, error: String) -> RunRow {
         figures: Headline::default(),
         gates: Gates::default(),
         error: Some(error),
+        interleaved: None,
     }
 }
 
@@ -280,6 +313,10 @@ fn read_row(roots: &[Root], r: &RunRef, cache: &Cache) -> RunRow {
         figures: Headline::default(),
         gates: Gates::default(),
         error: None,
+        interleaved: m.interleaved.as_ref().and_then(|i| {
+            let agent = m.agent.as_ref().and_then(|a| a.name.clone()).filter(|n| !n.is_empty())?;
+            Some(AgentPart { run_id: i.run_id.clone(), agent, agents: i.agents.clone(), base_id: None })
+        }),
     };
     let summary = r.dir.join(files::SUMMARY);
     if summary.is_file() {

@@ -75,6 +75,7 @@
   function listPage() {
     var stamp = "", runs = [], chosen = {};
     function kindText(r) {
+      if (r.interleaved) return "interleaved";
       if (r.kind === "graded") return "graded";
       if (r.kind === "regraded") return "regraded";
       return r.merged ? "run (merged)" : "run";
@@ -112,9 +113,17 @@
           : el("span", { class: g.failed ? "bad" : "ok", title: g.lines.join("\n") },
             g.failed ? g.failed + " of " + g.total + " failed" : "all " + g.total + " passed");
         var link = el("a", { href: "/run?" + qs({ r: r.id }) }, r.path);
+        // One agent's part of an interleaved run: which agent, and its paired view against the base agent.
+        var part = r.interleaved, who = null;
+        if (part) {
+          who = el("div", { class: "agent" }, "agent ", el("b", null, part.agent),
+            part.agents[0] === part.agent ? el("span", { class: "meta" }, " (base of " + part.agents.length + ")")
+              : part.base_id ? el("a", { class: "paired", href: "/compare?" + qs({ a: part.base_id, b: r.id }) },
+                " paired with " + part.agents[0] + " →") : null);
+        }
         body.appendChild(el("tr", { "data-id": r.id, class: r.error ? "unreadable" : null },
           el("td", null, box),
-          el("td", null, el("b", null, r.suite)),
+          el("td", null, el("b", null, r.suite), who),
           el("td", null, r.version || ""),
           el("td", { title: r.started_at }, when(r.started_at)),
           el("td", null, el("span", { class: "badge k-" + r.kind }, kindText(r)),
@@ -320,8 +329,10 @@
         if (rec.error) box.appendChild(el("p", { class: "err" }, "error: " + rec.error));
         if (v.failure_modes.length) box.appendChild(el("p", { class: "fail" }, "failure modes: " + v.failure_modes.join(", ")));
         if (v.trace_error) box.appendChild(el("p", { class: "hint" }, v.trace_error));
-        renderLabels(box, v.labels, rec);
+        // The task and the answer first, the labelling keys right under them: what is judged stays in view.
         if (tr && tr.input) section(box, "Task", pre(tr.input));
+        section(box, "Answer", pre(rec.answer));
+        renderLabels(box, v.labels, rec);
 
         var checks = el("table", { class: "checks" });
         rec.checks.forEach(function (k) {
@@ -353,7 +364,6 @@
         } else {
           section(box, "Tool calls, in order", el("p", { class: "hint" }, "trace file missing"));
         }
-        section(box, "Answer", pre(rec.answer));
         if (tr && tr.messages && tr.messages.length) {
           var msgs = el("div", { class: "msgs" });
           tr.messages.forEach(function (m) { msgs.appendChild(el("div", { class: "msg r-" + m.role }, el("b", null, m.role + (m.call_id ? " (" + m.call_id + ")" : "")), pre(m.content))); });
