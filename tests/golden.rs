@@ -8,7 +8,9 @@
 //! recall and precision at four decimals (issue 27): two evidence values changed.
 //! The summaries were re-blessed when they gained SPEC §22's figures (issue
 //! 46): task coverage, `time_to_abandon_ms` (timings: its p50 and p95 are
-//! normalised like the others) and `exclusions`; nothing else changed.
+//! normalised like the others) and `exclusions`; nothing else changed. And
+//! again with SPEC §18's `blame` (summary and each record not accepted) and
+//! `figures.evaluation_cost_usd` (issue 39): nothing else changed.
 
 use crate::common::*;
 

@@ -52,5 +52,6 @@ mod synth;
 mod taubench;
 mod trace_store;
 mod traces;
+mod user_trial;
 mod view;
 mod viewer_layout;

@@ -263,6 +263,12 @@ evalua.user = {}
 ---@field opening? string the user speaks first, answering this line (never shown to the agent); its answer is the agent's first message
 ---@field model? string|evalua.ModelOptions the model playing the user
 ---@field max_turns? integer replies the user gives at most (default 10)
+---@field withhold? evalua.Withhold[] what the user must not say before the agent asks for it: a turn that does is a leak (SPEC §18)
+
+--- Something a user must withhold until asked (SPEC §18).
+---@class evalua.Withhold
+---@field text string what the user must not say (a case-insensitive substring)
+---@field until_asked string a regex (case-insensitive): once an agent message matches it, the user may say `text`
 
 --- A simulated user played by a model; it answers each agent message until it says ###STOP###.
 ---@param spec evalua.LlmUserSpec
@@ -270,7 +276,8 @@ evalua.user = {}
 function evalua.user.llm(spec) end
 
 --- Fixed user turns: the agent's n-th `env.say` (or message) gets the n-th string as the reply.
----@param turns string[] the user's replies, in order
+--- `withhold = { … }` beside the turns: what the user must not say unasked (SPEC §18).
+---@param turns string[]|{ withhold?: evalua.Withhold[] } the user's replies, in order
 ---@return evalua.User
 function evalua.user.script(turns) end
 

@@ -365,6 +365,9 @@ fn checked(ctx: &Context, lua: &Lua, suite_t: &Table, t: &Table, c: Checked, ite
         sources: Vec::new(),
         contaminated: false,
         contamination: Vec::new(),
+        user: None,
+        blame: None,
+        evaluation_cost_usd: 0.0,
     };
     record.publish(crate::trial::published::of(
         &recorded.calls,

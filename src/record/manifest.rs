@@ -113,6 +113,10 @@ pub struct Manifest {
     /// Exclusions, contamination, interventions, abstention (SPEC §22).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publish: Option<PublishEntry>,
+    /// Each distinct simulated user of the run's cases, pinned (SPEC §18):
+    /// a different simulator is a measurement change, as a different grader is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub users: Vec<UserPin>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
 }
@@ -393,6 +397,29 @@ pub struct CaseEntry {
     /// The case's contract requires abstaining (SPEC §22): for coverage.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub should_abstain: bool,
+}
+
+/// A simulated user as the run played it (SPEC §18).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserPin {
+    /// The cases it plays the user of.
+    pub cases: Vec<String>,
+    pub provider: String,
+    pub model: Option<String>,
+    /// The host its requests go to (no path, no credentials).
+    pub endpoint_host: Option<String>,
+    pub temperature: Option<f64>,
+    /// Its seed when the suite sets one (else each trial's own).
+    pub seed: Option<u64>,
+    /// sha256 of its whole system prompt (profile and goal included).
+    pub system_sha256: String,
+}
+
+impl UserPin {
+    /// The pin without the cases it covers: what makes two simulators the same.
+    pub fn simulator(&self) -> UserPin {
+        UserPin { cases: Vec::new(), ..self.clone() }
+    }
 }
 
 /// What the suite declared before the run about what its figures count

@@ -519,6 +519,47 @@ pub struct TrialRecord {
     /// Where it did: each pattern with the first place it matched.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contamination: Vec<ContaminationHit>,
+    /// The simulated user's conduct (SPEC §18), in a case with a simulated
+    /// user or a user that must withhold something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserRecord>,
+    /// Who is to blame for a trial not accepted (SPEC §18): `infra`,
+    /// `grader`, `user` or `agent`, with the evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blame: Option<Blame>,
+    /// What the evaluation's own model calls cost (simulated users, judges),
+    /// apart from the agent's `usage.cost_usd`.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub evaluation_cost_usd: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// A simulated user's conduct in one trial (SPEC §18).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserRecord {
+    /// false: a leak, or the adherence judge failed it; null: nothing checked it.
+    pub adherent: Option<bool>,
+    pub leaks: Vec<Leak>,
+    /// The adherence judge's verdict, when the user has one.
+    pub adherence: Option<serde_json::Value>,
+}
+
+/// A user turn that said what it had to withhold before the agent asked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Leak {
+    /// The user's turn: 0 for a first message the simulator wrote itself, then 1, 2, … for its replies.
+    pub turn: u32,
+    pub text: String,
+}
+
+/// Who is to blame for a trial not accepted, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Blame {
+    pub by: String,
+    pub evidence: String,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -832,6 +873,9 @@ impl<'de> Deserialize<'de> for Trace {
             sources: Vec::new(),
             contaminated: false,
             contamination: Vec::new(),
+            user: None,
+            blame: None,
+            evaluation_cost_usd: 0.0,
         };
         Ok(Trace {
             record,

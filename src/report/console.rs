@@ -185,7 +185,7 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
         num(f.mean_tool_calls, "")
     );
     let _ = writeln!(out, "  counted apart: {}", super::text::counted_apart(f));
-    for (label, text) in super::published::lines(&summary.published) {
+    for (label, text) in super::published::lines(summary) {
         let _ = writeln!(out, "  {label}: {text}");
     }
     if !summary.monitors.is_empty() {

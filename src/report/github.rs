@@ -94,7 +94,7 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
 
     let _ =
         writeln!(o, "<details><summary>Coverage, abandonment, interventions, contamination, exclusions</summary>\n");
-    for (label, text) in super::published::lines(&run.summary.published) {
+    for (label, text) in super::published::lines(&run.summary) {
         let _ = writeln!(o, "- {label}: {}", md(&text));
     }
     let _ = writeln!(o, "\n</details>\n");

@@ -314,7 +314,7 @@ pub fn overview(run: &RunData) -> String {
         }
     );
     o.push_str("<h3>Coverage, abandonment, interventions, contamination, exclusions</h3><table class=figs><tr><th>figure</th><th>value</th></tr>");
-    for (label, text) in super::published::lines(&s.published) {
+    for (label, text) in super::published::lines(s) {
         let _ = write!(o, "<tr><td>{}</td><td>{}</td></tr>", esc(label), esc(&text));
     }
     o.push_str("</table>");

@@ -86,7 +86,7 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         f.mean_tokens.map(|v| format!("{v:.0}")).unwrap_or("–".into())
     );
     let _ = writeln!(o, "- Counted apart: {}", super::text::counted_apart(f));
-    for (label, text) in super::published::lines(&s.published) {
+    for (label, text) in super::published::lines(s) {
         let _ = writeln!(o, "- {}{}: {text}", label[..1].to_uppercase(), &label[1..]);
     }
     let _ = writeln!(o);

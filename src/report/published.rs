@@ -5,10 +5,19 @@
 //! nothing an agent wrote reaches these lines.
 
 use super::text::fmt_value;
+use crate::stats::Summary;
 use crate::stats::published::{Published, Share};
 
 fn pct(v: Option<f64>) -> String {
     fmt_value(v, true)
+}
+
+/// `80.0% [49.0%, 94.3%]`.
+fn rate(s: &Share) -> String {
+    match (s.low, s.high) {
+        (Some(l), Some(h)) => format!("{} [{}, {}]", pct(s.value), pct(Some(l)), pct(Some(h))),
+        _ => pct(s.value),
+    }
 }
 
 /// `80.0% [49.0%, 94.3%] of 10 trials`.
@@ -27,8 +36,51 @@ fn ms(v: Option<f64>) -> String {
     }
 }
 
-/// The published figures as (label, text) lines, in the order every report shows them.
-pub fn lines(p: &Published) -> Vec<(&'static str, String)> {
+/// The published figures (SPEC §22) and who is to blame (SPEC §18) as
+/// (label, text) lines, in the order every report shows them.
+pub fn lines(s: &Summary) -> Vec<(&'static str, String)> {
+    let mut out = published(&s.published);
+    out.extend(blame(s));
+    out
+}
+
+/// Who is to blame for the trials not accepted, and, with a simulated user,
+/// the headline figures without its failures (shown after the raw ones).
+fn blame(s: &Summary) -> Vec<(&'static str, String)> {
+    let b = &s.blame;
+    let mut out = Vec::new();
+    if b.agent.n > 0 {
+        out.push((
+            "who is to blame for the trials not accepted",
+            format!(
+                "agent {}, user {}, grader {}, infra {} (of {} trials not accepted)",
+                rate(&b.agent),
+                rate(&b.user),
+                rate(&b.grader),
+                rate(&b.infra),
+                b.agent.n
+            ),
+        ));
+    }
+    if let Some(u) = &s.user_nonadherence {
+        out.push(("simulated user not adherent", share(u, "trials with a simulated user")));
+    }
+    if let Some(w) = &s.without_user_failures {
+        let hat = w.pass_hat_k.get(&crate::stats::K(1)).copied();
+        out.push((
+            "without the simulated user's failures",
+            format!(
+                "pass^1 {}, accepted {} ({} trials blamed on the user left out)",
+                pct(hat),
+                pct(w.accepted_rate),
+                w.left_out
+            ),
+        ));
+    }
+    out
+}
+
+fn published(p: &Published) -> Vec<(&'static str, String)> {
     let c = &p.coverage;
     let mut out = vec![(
         "coverage",

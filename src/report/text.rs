@@ -118,7 +118,9 @@ pub fn gate_line(g: &Verdict) -> String {
                 let v = if v.abs() < 1e-9 { 0.0 } else { v };
                 format!("{}{:.1} pt", if v >= 0.0 { "+" } else { "−" }, v.abs() * 100.0)
             }
-            Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted) => format!("{:.1}%", v * 100.0),
+            Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::UserNonadherence) => {
+                format!("{:.1}%", v * 100.0)
+            }
             Some(Metric::CriticalFailures | Metric::GraderErrors | Metric::InfraErrors | Metric::SkippedChecks) => {
                 format!("{}", v.round() as i64)
             }

@@ -290,6 +290,7 @@ pub fn build_for(plan: &Plan, c: usize, opts: &RunOptions, run_id: &str, argv: &
         } else {
             StateKeeping::Skipped
         }),
+        users: user_pins(plan),
         planned_trials: Some(super::scheduler::work(plan, opts.partition).len()),
         judge_checks: {
             // The suite's judge checks (the plan's cases keep no checks).
@@ -361,8 +362,40 @@ pub fn base(
         interleaved: None,
         resumes: Vec::new(),
         publish: publish_entry(suite),
+        users: Vec::new(),
         extra: Default::default(),
     }
+}
+
+/// Each distinct simulated user of the plan's cases, with the cases it plays
+/// (SPEC §18): model, endpoint host, temperature, seed, the sha256 of its system prompt.
+fn user_pins(plan: &Plan) -> Vec<crate::record::manifest::UserPin> {
+    let mut pins: Vec<crate::record::manifest::UserPin> = Vec::new();
+    for c in &plan.cases {
+        let Some(crate::spec::UserSpec::Llm(u)) = c.spec.user.as_deref() else { continue };
+        let endpoint = crate::model::Endpoint::resolve(&u.model, false).ok();
+        let host = endpoint.as_ref().and_then(|e| reqwest::Url::parse(&e.base_url).ok()).and_then(|url| {
+            url.host_str().map(|h| match url.port() {
+                Some(p) => format!("{h}:{p}"),
+                None => h.to_string(),
+            })
+        });
+        let prompt = crate::trial::user::system_prompt(u.system.as_deref(), &u.profile, &u.goal);
+        let pin = crate::record::manifest::UserPin {
+            cases: Vec::new(),
+            provider: u.model.provider.as_str().to_string(),
+            model: endpoint.map(|e| e.model).or_else(|| u.model.model.clone()),
+            endpoint_host: host,
+            temperature: u.model.temperature,
+            seed: u.model.seed,
+            system_sha256: crate::util::digest::sha256_hex(prompt.as_bytes()),
+        };
+        match pins.iter_mut().find(|p| p.simulator() == pin) {
+            Some(p) => p.cases.push(c.spec.id.clone()),
+            None => pins.push(crate::record::manifest::UserPin { cases: vec![c.spec.id.clone()], ..pin }),
+        }
+    }
+    pins
 }
 
 /// What the suite declared about exclusions, contamination, interventions

@@ -34,6 +34,9 @@ pub enum Metric {
     /// (a calibration gate: decided by `calibrate --recheck`, and in a run
     /// from the judges' current calibration records).
     JudgeKappa,
+    /// `user_nonadherence`: the share of trials with a simulated user whose
+    /// user was not adherent (SPEC §18).
+    UserNonadherence,
 }
 
 impl fmt::Display for Metric {
@@ -50,6 +53,7 @@ impl fmt::Display for Metric {
             Metric::P50Ms => f.write_str("p50_ms"),
             Metric::P95Ms => f.write_str("p95_ms"),
             Metric::JudgeKappa => f.write_str("judge_kappa"),
+            Metric::UserNonadherence => f.write_str("user_nonadherence"),
         }
     }
 }
@@ -116,7 +120,7 @@ pub struct Gate {
     pub scope: Scope,
 }
 
-pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms, judge_kappa; each also as FIGURE@AGENT or delta FIGURE CAND-BASE";
+pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms, judge_kappa, user_nonadherence; each also as FIGURE@AGENT or delta FIGURE CAND-BASE";
 
 /// A gate's figure and whose it is, from its name: `pass^3`, `pass^3@B`,
 /// `delta pass^1 B-A`.
@@ -159,6 +163,7 @@ pub fn metric(name: &str) -> Result<Metric, String> {
         "p50_ms" => Metric::P50Ms,
         "p95_ms" => Metric::P95Ms,
         "judge_kappa" => Metric::JudgeKappa,
+        "user_nonadherence" => Metric::UserNonadherence,
         _ => {
             if let Some(rest) = name.strip_prefix("pass^") {
                 Metric::PassHat(k(rest)?)

@@ -20,7 +20,7 @@ use serde_json::Value as Json;
 pub use fault::{FaultEffect, FaultKind, FaultRule, Faults};
 pub use gate::Gate;
 pub use model::{
-    JudgeSpec, LlmUserSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, ToolResults, UserSpec,
+    JudgeSpec, LlmUserSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, ToolResults, UserSpec, Withhold,
 };
 pub use sources::{SourceFile, Sources};
 

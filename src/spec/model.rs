@@ -216,6 +216,9 @@ pub enum UserSpec {
     Script {
         #[serde(default, deserialize_with = "super::de::list")]
         turns: Vec<String>,
+        /// What the user must not say before the agent asks for it (SPEC §18).
+        #[serde(default, deserialize_with = "super::de::list", skip_serializing_if = "Vec::is_empty")]
+        withhold: Vec<Withhold>,
     },
     /// A simulated user played by a model (`evalua.user.llm`).
     Llm(LlmUserSpec),
@@ -242,6 +245,33 @@ pub struct LlmUserSpec {
     /// agent's first message (τ-bench: "Hi! How can I help you today?").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opening: Option<String>,
+    /// What the user must not say before the agent asks for it (SPEC §18).
+    #[serde(default, deserialize_with = "super::de::list", skip_serializing_if = "Vec::is_empty")]
+    pub withhold: Vec<Withhold>,
+}
+
+/// `withhold = { { text = …, until_asked = … } }` on a user (SPEC §18): a
+/// user turn that says `text` (a case-insensitive substring) before the agent
+/// has sent a message matching the regex `until_asked` is a leak.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Withhold {
+    pub text: String,
+    pub until_asked: String,
+}
+
+impl UserSpec {
+    /// What the user must withhold until asked.
+    pub fn withhold(&self) -> &[Withhold] {
+        match self {
+            UserSpec::Script { withhold, .. } => withhold,
+            UserSpec::Llm(u) => &u.withhold,
+        }
+    }
+    /// A model plays the user (its conduct can go wrong, SPEC §18).
+    pub fn simulated(&self) -> bool {
+        matches!(self, UserSpec::Llm(_))
+    }
 }
 
 impl LlmUserSpec {

@@ -419,6 +419,36 @@ fn warnings(base: &RunData, cand: &RunData) -> Vec<String> {
             ));
         }
     }
+    // A simulated user is part of the instrument: another one is a measurement change (SPEC §18).
+    let sims = |m: &crate::record::Manifest| -> Vec<crate::record::manifest::UserPin> {
+        let mut v: Vec<_> = m.users.iter().map(|p| p.simulator()).collect();
+        v.dedup();
+        v
+    };
+    if sims(bm) != sims(cm) {
+        let show = |m: &crate::record::Manifest| -> String {
+            let v: Vec<String> = m
+                .users
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}/{} at {} (temperature {}, prompt {})",
+                        p.provider,
+                        p.model.as_deref().unwrap_or("?"),
+                        p.endpoint_host.as_deref().unwrap_or("?"),
+                        p.temperature.map(|t| t.to_string()).unwrap_or_else(|| "default".into()),
+                        short(Some(&p.system_sha256))
+                    )
+                })
+                .collect();
+            if v.is_empty() { "none".into() } else { v.join(", ") }
+        };
+        w.push(format!(
+            "the simulated users differ (a measurement change, like a changed grader): {} vs {}",
+            show(bm),
+            show(cm)
+        ));
+    }
     for (name, m) in [("base", bm), ("candidate", cm)] {
         if let Some(p) = m.partition.as_deref() {
             w.push(format!("the {name} is one partition ({p}) of a run; merge the parts first for the whole picture"));

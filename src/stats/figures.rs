@@ -8,66 +8,15 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
+use super::blame::{BlameFigures, BlameTally, WithoutUser};
 use super::efficiency::{CaseEfficiency, EffTrial, Efficiency};
-pub use super::estimators::{CaseInfo, pass_at_k, pass_hat_k, quantile, wilson};
-use super::published::{Published, PublishedTally, TaskCoverage};
+pub use super::estimators::{ByK, CaseInfo, K, pass_at_k, pass_hat_k, quantile, wilson};
+use super::published::{Published, PublishedTally, Share, TaskCoverage};
 use super::safety::{Safety, SafetyTally};
 use crate::record::{CallStatus, Outcome, TrialRecord, Verdict as CheckVerdict};
 use crate::spec::gate::{self, Gate, Metric, Verdict};
-
-/// A k of pass@k / pass^k. In JSON, the keys of the k-indexed maps ("1", "2", …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct K(pub u32);
-
-impl Serialize for K {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
-    }
-}
-
-/// A figure indexed by k: pass@k or pass^k for k = 1, 2, … In JSON, a map
-/// `{"1": …, "2": …}`. Kept as a sorted list, not a map: every case has two
-/// per view, and a BTreeMap node for a single k took ~200 bytes (2 MB of a
-/// 10,000-case grade).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ByK(Vec<(K, f64)>);
-
-impl ByK {
-    pub fn new() -> ByK {
-        ByK(Vec::new())
-    }
-    pub fn insert(&mut self, k: K, v: f64) {
-        match self.0.binary_search_by_key(&k, |e| e.0) {
-            Ok(i) => self.0[i].1 = v,
-            Err(i) => self.0.insert(i, (k, v)),
-        }
-    }
-    pub fn get(&self, k: &K) -> Option<&f64> {
-        self.0.binary_search_by_key(k, |e| e.0).ok().map(|i| &self.0[i].1)
-    }
-    /// The ks, ascending.
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &K> {
-        self.0.iter().map(|e| &e.0)
-    }
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&K, &f64)> {
-        self.0.iter().map(|e| (&e.0, &e.1))
-    }
-}
-
-impl std::ops::Index<&K> for ByK {
-    type Output = f64;
-    fn index(&self, k: &K) -> &f64 {
-        self.get(k).expect("no figure for this k")
-    }
-}
-
-impl Serialize for ByK {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.iter())
-    }
-}
 
 /// Per-case tallies, accumulated as records stream in.
 #[derive(Debug, Clone, Default)]
@@ -78,6 +27,8 @@ pub struct CaseTally {
     /// accepted ones among them (SPEC §22).
     pub excluded: u32,
     pub excluded_accepted: u32,
+    /// Counted trials blamed on the simulated user (SPEC §18).
+    pub user_blamed: u32,
     pub cost_usd: f64,
     pub safety: SafetyTally,
     /// The trials that ran, in brief, when the case declares a reference
@@ -197,6 +148,8 @@ pub struct Tally {
     pub published: PublishedTally,
     /// Which cases require abstaining (by index).
     should_abstain: Vec<bool>,
+    /// Who is to blame for the trials not accepted (SPEC §18).
+    pub blame: BlameTally,
 }
 
 impl Tally {
@@ -226,11 +179,14 @@ impl Tally {
     pub fn add(&mut self, case: usize, r: &TrialRecord) {
         let should_abstain = self.should_abstain.get(case).copied().unwrap_or(false);
         let excluded = self.published.add(r, should_abstain, &self.exclude);
+        let on_user = self.blame.add(r);
         let ct = &mut self.cases[case];
         *ct.outcomes.entry(r.outcome).or_default() += 1;
         if excluded {
             ct.excluded += 1;
             ct.excluded_accepted += (r.outcome == Outcome::Accepted) as u32;
+        } else if on_user {
+            ct.user_blamed += 1;
         }
         ct.cost_usd += r.usage.cost_usd;
         self.total_cost_usd += r.usage.cost_usd;
@@ -770,6 +726,15 @@ pub struct Summary {
     /// coverage is written inside summary.json's `coverage`.
     #[serde(flatten)]
     pub published: Published,
+    /// Who is to blame for the trials not accepted (SPEC §18).
+    pub blame: BlameFigures,
+    /// The headline figures without the trials blamed on the simulated user
+    /// (runs with a simulated user, or a user that must withhold something).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub without_user_failures: Option<WithoutUser>,
+    /// The share of those trials whose user was not adherent (the `user_nonadherence` gate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_nonadherence: Option<Share>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -787,6 +752,10 @@ pub struct SuiteFigures {
     /// Check results that did not apply (a recorded trace has no final state).
     pub not_applicable_checks: u32,
     pub total_cost_usd: f64,
+    /// What the evaluation's own model calls cost (simulated users, judges),
+    /// apart from the agent's `total_cost_usd`; the two add up to what the
+    /// traces' model calls cost.
+    pub evaluation_cost_usd: f64,
     /// Total cost / accepted trials; null (∞) when no trial was accepted.
     pub cost_per_accepted_usd: Option<f64>,
     pub p50_ms: Option<f64>,
@@ -885,6 +854,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             skipped_checks: tally.skipped_checks,
             not_applicable_checks: tally.not_applicable_checks,
             total_cost_usd: tally.total_cost_usd,
+            evaluation_cost_usd: tally.blame.evaluation_cost_usd,
             cost_per_accepted_usd: (accepted > 0).then(|| tally.total_cost_usd / accepted as f64),
             p50_ms: quantile(&lat, 0.5),
             p95_ms: quantile(&lat, 0.95),
@@ -925,6 +895,20 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             .collect(),
         judge_kappa: None,
         published: tally.published.figures(&Default::default()),
+        blame: tally.blame.figures(),
+        without_user_failures: (tally.blame.user_trials() > 0).then(|| {
+            let cases: Vec<(f64, u32, u32)> = infos
+                .iter()
+                .zip(&tally.cases)
+                .map(|(i, t)| {
+                    let infra = t.count(Outcome::InfraError);
+                    let n = t.total() - infra - t.excluded - t.user_blamed;
+                    (i.weight, n, t.count(Outcome::Accepted) - t.excluded_accepted)
+                })
+                .collect();
+            super::blame::without_user(&cases, tally.blame.blamed_on_user())
+        }),
+        user_nonadherence: tally.blame.nonadherence(),
         judge_cascades: tally
             .cascades
             .iter()
@@ -1184,6 +1168,10 @@ pub fn gate_figure(summary: &Summary, metric: Metric) -> (Option<f64>, Option<(f
         Metric::P50Ms => (f.p50_ms, None),
         Metric::P95Ms => (f.p95_ms, None),
         Metric::JudgeKappa => (summary.judge_kappa, None),
+        Metric::UserNonadherence => match &summary.user_nonadherence {
+            Some(s) => (s.value, s.low.zip(s.high)),
+            None => (Some(0.0), Some((0.0, 0.0))),
+        },
     }
 }
 

@@ -3,6 +3,7 @@
 //! back with its figures (or, in brief, from its summary.json: `head`).
 
 pub mod agree;
+pub mod blame;
 pub mod compare;
 pub mod efficiency;
 pub mod estimators;

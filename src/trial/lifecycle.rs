@@ -156,6 +156,9 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, agent: Option<Strin
         sources: Vec::new(),
         contaminated: false,
         contamination: Vec::new(),
+        user: None,
+        blame: None,
+        evaluation_cost_usd: 0.0,
     };
     // The case could not be materialised: its input is in the suite file.
     let trace = Trace { started_at: Some(jiff::Timestamp::now().to_string()), ..Trace::of(record) };
@@ -395,8 +398,17 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         sources: Vec::new(),
         contaminated: false,
         contamination: Vec::new(),
+        user: None,
+        blame: None,
+        evaluation_cost_usd: 0.0,
     };
     record.publish(published);
+    // The simulated user on trial, and who is to blame (SPEC §18).
+    record.user = super::adherence::user_record(trial.case.spec.user.as_deref(), &st.messages);
+    record.blame = super::adherence::blame(&record);
+    // What the evaluation's own model calls cost, apart from the agent's.
+    record.evaluation_cost_usd =
+        st.model_calls.iter().filter(|c| c.by == "user" || c.by == "judge").filter_map(|c| c.cost_usd).sum();
     let started_at = std::time::SystemTime::now()
         .checked_sub(st.started.elapsed())
         .and_then(|t| jiff::Timestamp::try_from(t).ok())

@@ -6,6 +6,7 @@
 //! Nothing here is shared with another trial: the Lua environment, the
 //! database copy, the work dir, the RNG and the outbox are all the trial's own.
 
+pub mod adherence;
 pub mod checks;
 pub mod context;
 pub mod grader_tests;

@@ -49,8 +49,8 @@ impl User {
     pub fn new(spec: Option<&UserSpec>, seed: u64) -> Result<User, String> {
         Ok(match spec {
             None => User::None,
-            Some(UserSpec::Script { turns }) => User::Script(turns.clone()),
-            Some(UserSpec::Llm(LlmUserSpec { profile, goal, model, max_turns, system, opening })) => {
+            Some(UserSpec::Script { turns, .. }) => User::Script(turns.clone()),
+            Some(UserSpec::Llm(LlmUserSpec { profile, goal, model, max_turns, system, opening, .. })) => {
                 User::Llm(Box::new(LlmUser {
                     endpoint: Endpoint::resolve(model, true).map_err(|e| format!("evalua.user.llm: {e}"))?,
                     profile: profile.clone(),
@@ -74,19 +74,25 @@ impl User {
     }
 }
 
-impl LlmUser {
-    pub fn system_prompt(&self) -> String {
-        if let Some(s) = &self.system {
-            return s.clone();
-        }
-        format!(
-            "You are playing a user who is talking to an assistant (the other side of this conversation). \
+/// A simulated user's whole system prompt: the suite's own, or evalua's
+/// built from its profile and goal.
+pub fn system_prompt(system: Option<&str>, profile: &str, goal: &str) -> String {
+    if let Some(s) = system {
+        return s.to_string();
+    }
+    format!(
+        "You are playing a user who is talking to an assistant (the other side of this conversation). \
              Stay in character and write only the user's next message, in the user's voice.\n\
              Your profile (private: never reveal it wholesale; give a detail only when the assistant asks for it \
              or it is needed):\n{}\n\nYour goal in this conversation:\n{}\n\n\
              When your goal is achieved, or clearly cannot be achieved, reply with exactly {STOP} and nothing else.",
-            self.profile, self.goal
-        )
+        profile, goal
+    )
+}
+
+impl LlmUser {
+    pub fn system_prompt(&self) -> String {
+        system_prompt(self.system.as_deref(), &self.profile, &self.goal)
     }
 
     /// The opening of a user that speaks first: its answer to the opening

@@ -370,13 +370,41 @@ end
 
 M.user = {}
 
+-- `withhold = { { text = …, until_asked = regex }, … }` (SPEC §18): what a
+-- user must not say before the agent asks for it.
+local function normalize_withhold(what, list, level)
+  if list == nil then return nil end
+  if type(list) ~= "table" then fail(level + 1, what .. ": 'withhold' must be a list of { text = …, until_asked = … }") end
+  local out = {}
+  for i, w in ipairs(list) do
+    if type(w) ~= "table" then fail(level + 1, what .. ": withhold[" .. i .. "] must be a table { text = …, until_asked = … }") end
+    check_keys(what .. ".withhold[" .. i .. "]", w, set { "text", "until_asked" }, level + 1)
+    if type(w.text) ~= "string" or not w.text:match("%S") then
+      fail(level + 1, what .. ": withhold[" .. i .. "].text must be a non-empty string (what the user must not say unasked)")
+    end
+    if type(w.until_asked) ~= "string" or w.until_asked == "" then
+      fail(level + 1, what .. ": withhold[" .. i .. "].until_asked must be a regex (what the agent's message asks with)")
+    end
+    local err = host.regex_error(w.until_asked)
+    if err then fail(level + 1, what .. ": withhold[" .. i .. "].until_asked: " .. err) end
+    out[#out + 1] = { text = w.text, until_asked = w.until_asked }
+  end
+  return out
+end
+
 --- Fixed user turns for multi-turn cases: each `env.say` / agent message gets the next one.
+--- `withhold = { … }` beside the turns: what the user must not say unasked (SPEC §18).
 function M.user.script(turns)
   if type(turns) ~= "table" then
     fail(2, "evalua.user.script expects a list of strings")
   end
-  expect_list_of_strings("evalua.user.script", "turns", turns, 2)
-  return { kind = "script", turns = turns }
+  local withhold = normalize_withhold("evalua.user.script", turns.withhold, 2)
+  local list = {}
+  for k, v in pairs(turns) do
+    if k ~= "withhold" then list[k] = v end
+  end
+  expect_list_of_strings("evalua.user.script", "turns", list, 2)
+  return { kind = "script", turns = list, withhold = withhold }
 end
 
 -- Declared once, in Rust: spec::LlmUserSpec.
@@ -416,8 +444,9 @@ function M.user.llm(spec)
   if spec.max_turns ~= nil and (math.type(spec.max_turns) ~= "integer" or spec.max_turns < 1) then
     fail(2, "evalua.user.llm: 'max_turns' must be a positive integer")
   end
+  local withhold = normalize_withhold("evalua.user.llm", spec.withhold, 2)
   return { kind = "llm", profile = spec.profile, goal = spec.goal, model = model, max_turns = spec.max_turns,
-           system = spec.system, opening = spec.opening }
+           system = spec.system, opening = spec.opening, withhold = withhold }
 end
 
 ----------------------------------------------------------------------------
