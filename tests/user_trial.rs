@@ -164,3 +164,52 @@ fn the_manifest_pins_the_simulated_user_and_compare_warns_when_it_changed() {
     assert!(said.contains("the simulated users differ (a measurement change, like a changed grader)"), "{said}");
     assert!(said.contains("temperature 0.7"), "{said}");
 }
+
+/// An adherence judge reads the conversation with the profile and the goal
+/// and judges the user's conduct: failing it makes the user non-adherent even
+/// without a leak, its verdict is kept, and its calls are the evaluation's cost.
+#[test]
+fn an_adherence_judge_fails_a_user_that_left_its_script() {
+    let verdict = json!({
+        "evidence": [{ "criterion": 1, "quote": "P-9930" }],
+        "passed_criteria": [], "failed_criteria": [1], "undeterminable": [], "failure_mode": "solved the task for the agent"
+    });
+    let mock = Mock::start(vec![
+        oa(Some("Sure."), &[], 100, 10),
+        oa(Some("P-9930"), &[], 100, 10),
+        oa(Some(&verdict.to_string()), &[], 300, 20), // the adherence judge
+    ]);
+    let model = format!(
+        "evalua.model {{ model = \"gpt-4.1-mini\", base_url = {:?}, api_key_env = \"EVALUA_TEST_KEY\" }}",
+        mock.openai_url()
+    );
+    let text = suite(&mock, "").replace("trials = 3", "trials = 1").replace(
+        "withhold = {",
+        &format!("adherence = judge.rubric {{ \"the user never does the agent's work for it\", model = {model} }},\n    withhold = {{"),
+    );
+    let text = text.replace(
+        "local check = require(\"evalua.check\")",
+        "local check = require(\"evalua.check\")\nlocal judge = require(\"evalua.judge\")",
+    );
+    let dir = project(&[("s.lua", &text)]);
+    let o = bin()
+        .current_dir(dir.path())
+        .env("EVALUA_TEST_KEY", "k")
+        .args(["run", "s.lua", "--out", "out", "--jobs", "1", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = dir.path().join("out");
+    let r = record(&trials(&out), "refund", 1).clone();
+    assert_eq!(r["outcome"], "accepted", "{r}");
+    assert_eq!(r["user"]["leaks"], json!([]), "{r}");
+    assert_eq!(r["user"]["adherent"], false, "{r}");
+    assert_eq!(r["user"]["adherence"]["passed"], false, "{r}");
+    // The judge saw the conversation as data, with the profile and the goal.
+    let sent = mock.seen()[2].body.to_string();
+    assert!(sent.contains("Order P-9930, one unit missing.") && sent.contains("simulated_user"), "{sent}");
+    let s = json(&out.join("summary.json"));
+    assert!(close(f(&s["user_nonadherence"]["value"]), 1.0));
+    let want = (500.0 * 0.40 + 40.0 * 1.60) / 1e6;
+    assert!(close(f(&s["figures"]["evaluation_cost_usd"]), want), "{}", s["figures"]);
+}

@@ -264,6 +264,7 @@ evalua.user = {}
 ---@field model? string|evalua.ModelOptions the model playing the user
 ---@field max_turns? integer replies the user gives at most (default 10)
 ---@field withhold? evalua.Withhold[] what the user must not say before the agent asks for it: a turn that does is a leak (SPEC §18)
+---@field adherence? evalua.Check a `judge.rubric { … }` whose criteria say how the user must behave: it reads the conversation, the profile and the goal after each trial; failing it makes the user not adherent (SPEC §18)
 
 --- Something a user must withhold until asked (SPEC §18).
 ---@class evalua.Withhold

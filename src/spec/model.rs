@@ -248,6 +248,10 @@ pub struct LlmUserSpec {
     /// What the user must not say before the agent asks for it (SPEC §18).
     #[serde(default, deserialize_with = "super::de::list", skip_serializing_if = "Vec::is_empty")]
     pub withhold: Vec<Withhold>,
+    /// `adherence = judge.rubric { … }`: a judge of the user's conduct,
+    /// reading the conversation, the profile and the goal (SPEC §18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adherence: Option<Box<JudgeSpec>>,
 }
 
 /// `withhold = { { text = …, until_asked = … } }` on a user (SPEC §18): a

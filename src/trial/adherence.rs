@@ -3,6 +3,8 @@
 //! not accepted: the harness (`infra`), the graders (`grader`), the simulated
 //! user (`user`) or the agent (`agent`), decided in that order.
 
+use crate::judge::prompt::TrialData;
+use crate::judge::verdict::{Conclusion, Status};
 use crate::record::{Blame, CheckResult, Leak, Message, Outcome, TrialRecord, UserRecord};
 use crate::spec::{UserSpec, Withhold};
 use crate::util::regex::with_regex;
@@ -49,8 +51,9 @@ pub fn leaks(messages: &[Message], withhold: &[Withhold], opening: bool) -> Vec<
 }
 
 /// The trial's `user` record, for a case with a simulated user or a user
-/// that must withhold something; None otherwise.
-pub fn user_record(spec: Option<&UserSpec>, messages: &[Message]) -> Option<UserRecord> {
+/// that must withhold something; None otherwise. `judged` is the adherence
+/// judge's conclusion, when the user has one.
+pub fn user_record(spec: Option<&UserSpec>, messages: &[Message], judged: Option<&Conclusion>) -> Option<UserRecord> {
     let spec = spec?;
     let withhold = spec.withhold();
     if !spec.simulated() && withhold.is_empty() {
@@ -58,9 +61,52 @@ pub fn user_record(spec: Option<&UserSpec>, messages: &[Message]) -> Option<User
     }
     let opening = matches!(spec, UserSpec::Llm(u) if u.opening.is_some());
     let leaks = leaks(messages, withhold, opening);
-    // Nothing checked its conduct: adherence unknown.
-    let adherent = if withhold.is_empty() { None } else { Some(leaks.is_empty()) };
-    Some(UserRecord { adherent, leaks, adherence: None })
+    let failed_judge = judged.map(|c| c.status == Status::Failed);
+    // Nothing checked its conduct (no withhold, no decided judge): adherence unknown.
+    let adherent = match (withhold.is_empty(), failed_judge) {
+        (true, None) => None,
+        _ => Some(leaks.is_empty() && failed_judge != Some(true)),
+    };
+    let adherence = judged.map(|c| {
+        let mut e = c.evidence.clone();
+        if !e.is_object() {
+            e = serde_json::json!({ "detail": e });
+        }
+        e["passed"] = match c.status {
+            Status::Passed => true.into(),
+            Status::Failed => false.into(),
+            _ => serde_json::Value::Null,
+        };
+        e
+    });
+    Some(UserRecord { adherent, leaks, adherence })
+}
+
+/// Ask the user's adherence judge about its conduct in this conversation:
+/// the profile and goal as the task, the conversation as data (untrusted,
+/// inside the judge's nonce-delimited blocks like any judge's evidence).
+pub fn judge_conduct(
+    spec: &crate::spec::LlmUserSpec,
+    judge: &crate::spec::JudgeSpec,
+    messages: &[Message],
+    cache: &crate::judge::cache::Cache,
+) -> Conclusion {
+    let task = format!(
+        "Judge the conduct of the SIMULATED USER in this conversation (not the agent's). \
+         The simulated user's profile:\n{}\n\nIts goal:\n{}",
+        spec.profile, spec.goal
+    );
+    let data = TrialData {
+        input: task,
+        answer: messages.iter().rev().find(|m| m.role == "user").map(|m| m.content.clone()).unwrap_or_default(),
+        calls: Vec::new(),
+        messages: messages
+            .iter()
+            .map(|m| serde_json::json!({ "role": if m.role == "user" { "simulated_user" } else { "agent" }, "content": m.content }))
+            .collect(),
+        outbox: Vec::new(),
+    };
+    crate::judge::verdict::rubric_of(judge, &data, cache)
 }
 
 /// Who is to blame for a trial that was not accepted, with the evidence.

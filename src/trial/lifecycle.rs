@@ -325,6 +325,25 @@ pub(crate) fn work_diff(trial: &Trial<'_>) -> Result<Diff, String> {
     workdir::diff(before, &trial.workdir, trial.plan.suite.keep).map_err(|e| format!("t.diff: {e}"))
 }
 
+/// The simulated user's adherence judge on this trial's conversation (SPEC
+/// §18), its model calls recorded as the evaluation's; None without one.
+fn judge_user(trial: &Trial<'_>, end: &AgentEnd) -> Option<crate::judge::verdict::Conclusion> {
+    let Some(crate::spec::UserSpec::Llm(u)) = trial.case.spec.user.as_deref() else { return None };
+    let judge = u.adherence.as_deref().filter(|_| !end.infra)?;
+    let cache = crate::judge::cache::Cache::of(&trial.plan.suite.dir, trial.plan.switches.judge_cache);
+    let messages = trial.state.borrow().messages.clone();
+    let started = std::time::Instant::now();
+    let offset = trial.state.borrow().elapsed_ms();
+    let c = super::adherence::judge_conduct(u, judge, &messages, &cache);
+    let mut st = trial.state.borrow_mut();
+    for j in &c.calls {
+        let mut call = j.call.clone();
+        call.started_ms = offset + j.started.saturating_duration_since(started).as_secs_f64() * 1000.0;
+        st.model_calls.push(call);
+    }
+    Some(c)
+}
+
 /// Grade the finished trial and build its record and trace.
 pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOutput {
     let lua = &trial.lua;
@@ -365,6 +384,7 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
             (Some(state), kept)
         }
     };
+    let judged = judge_user(&trial, &end);
     let st = trial.state.borrow();
     let trial_safety = trial.plan.safety.then(|| safety(&trial, &checks, &st.calls));
     let published = super::published::of(
@@ -404,7 +424,7 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
     };
     record.publish(published);
     // The simulated user on trial, and who is to blame (SPEC §18).
-    record.user = super::adherence::user_record(trial.case.spec.user.as_deref(), &st.messages);
+    record.user = super::adherence::user_record(trial.case.spec.user.as_deref(), &st.messages, judged.as_ref());
     record.blame = super::adherence::blame(&record);
     // What the evaluation's own model calls cost, apart from the agent's.
     record.evaluation_cost_usd =

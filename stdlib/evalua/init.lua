@@ -445,8 +445,18 @@ function M.user.llm(spec)
     fail(2, "evalua.user.llm: 'max_turns' must be a positive integer")
   end
   local withhold = normalize_withhold("evalua.user.llm", spec.withhold, 2)
+  -- A judge of the user's own conduct (SPEC §18): a judge.rubric, its criteria about the user.
+  local adherence
+  if spec.adherence ~= nil then
+    local a = spec.adherence
+    if type(a) == "table" and a.__lazy then a = a.__lazy(table.unpack(a, 1, a.n)) end
+    if type(a) ~= "table" or a.kind ~= "judge" or type(a.judge) ~= "table" or a.judge.type ~= "rubric" then
+      fail(2, "evalua.user.llm: 'adherence' must be a judge.rubric { … } whose criteria say how the user must behave")
+    end
+    adherence = a.judge
+  end
   return { kind = "llm", profile = spec.profile, goal = spec.goal, model = model, max_turns = spec.max_turns,
-           system = spec.system, opening = spec.opening, withhold = withhold }
+           system = spec.system, opening = spec.opening, withhold = withhold, adherence = adherence }
 end
 
 ----------------------------------------------------------------------------
