@@ -12,6 +12,7 @@ pub mod head;
 pub mod interleaved;
 pub mod periods;
 pub mod published;
+pub mod robustness;
 pub mod rundata;
 pub mod safety;
 
