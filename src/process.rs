@@ -333,13 +333,37 @@ fn reap(pid: u32) -> Option<ExitStatus> {
     }
 }
 
-/// One phrase for how a process ended: `exit status 3`, `killed by signal 9`.
+/// One phrase for how a process ended: `exit status 3`, `killed by signal 9 (SIGKILL)`.
+/// `signal 9 (SIGKILL)`: the number, and the name of the common ones.
+fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return format!("signal {sig}"),
+    };
+    format!("signal {sig} ({name})")
+}
+
 pub fn describe_status(s: Option<ExitStatus>) -> String {
     use std::os::unix::process::ExitStatusExt;
     match s {
         Some(s) => match (s.code(), s.signal()) {
+            // Inside the sandbox a process killed by a signal reaches us as 128 + the signal.
+            (Some(c), _) if (129..=159).contains(&c) => {
+                format!("exit status {c}, as a process killed by {} ends", signal_name(c - 128))
+            }
             (Some(c), _) => format!("exit status {c}"),
-            (None, Some(sig)) => format!("killed by signal {sig}"),
+            (None, Some(sig)) => format!("killed by {}", signal_name(sig)),
             _ => "unknown exit".to_string(),
         },
         None => "still running (killed)".to_string(),

@@ -62,6 +62,28 @@ fn a_fresh_init_project_whose_agent_crashes_after_its_write_fails() {
     assert!(comment.contains("**close_resolved_ticket** — 0 of 3 accepted"), "{comment}");
 }
 
+/// Item 1: an agent killed by a signal after its write (SIGKILL, as an
+/// out-of-memory kill ends it) is a crash too: never accepted, its checks shown.
+#[test]
+fn an_agent_killed_after_its_write_is_never_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = init_project(tmp.path());
+    let path = p.join("agents/agent.py");
+    let agent = std::fs::read_to_string(&path).unwrap();
+    let call = "    status, content, error = call(\"close_ticket\", {\"ticket_id\": match.group(0)})\n";
+    let killed =
+        agent.replace(call, &format!("{call}    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n"));
+    assert_ne!(killed, agent);
+    std::fs::write(&path, killed).unwrap();
+    let o = evalua(&p, &["run", "suites/tickets.lua", "--out", "runs/killed"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    for r in trials(&p.join("runs/killed")) {
+        assert_eq!((r["outcome"].as_str(), r["ended"].as_str()), (Some("failed"), Some("crashed")), "{r}");
+        assert!(r["error"].as_str().unwrap().contains("killed by signal 9 (SIGKILL)"), "{r}");
+        assert_eq!(check(&r, "sql: SELECT status FROM tickets WHERE id = 'T-42'")["passed"], true, "{r}");
+    }
+}
+
 /// Item 1: a case may accept an abnormal end, with its reason; anything but
 /// a non-empty reason is a mistake at the case's line.
 #[test]

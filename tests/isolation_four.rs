@@ -456,3 +456,51 @@ return suite
     assert!(!answer.ends_with("503 Service Unavailable"), "a held connection is served: {answer}");
     assert_eq!(recs.iter().find(|r| r["case"] == "other").unwrap()["outcome"], "accepted");
 }
+
+#[test]
+fn a_trials_model_proxy_holds_at_most_its_budget_of_request_bodies() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let ep = evalua::model::Endpoint::new(evalua::model::Provider::OpenAI, "http://127.0.0.1:9/v1", "m");
+    let now = std::time::Instant::now();
+    let proxy = evalua::model::proxy::Proxy::start(Some(ep), None, Default::default(), now + PATIENCE, now).unwrap();
+    // Five requests of 31 MiB each (under the 32 MiB a request may have), each one byte short,
+    // so none completes: 155 MiB held at once unless the proxy refuses. Before: all held.
+    let size = 31 << 20;
+    let chunk = vec![b' '; 1 << 20];
+    let mut conns = Vec::new();
+    for _ in 0..5 {
+        let mut s = std::net::TcpStream::connect(proxy.addr).unwrap();
+        let head = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n",
+            proxy.addr, proxy.dummy_key
+        );
+        let _ = s.write_all(head.as_bytes());
+        for i in 0..31 {
+            let n = if i == 30 { chunk.len() - 1 } else { chunk.len() };
+            if s.write_all(&chunk[..n]).is_err() {
+                break; // refused and closed while sending
+            }
+        }
+        conns.push(s);
+    }
+    // Wait for the first connection the proxy answers: it must be a refusal saying why
+    // (before: none was answered; a hang is a failure after PATIENCE, never a hung test run).
+    let mut fds: Vec<libc::pollfd> =
+        conns.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    // SAFETY: poll reads and writes the array we own.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, PATIENCE.as_millis() as i32) };
+    assert!(n > 0, "no request was answered: the proxy held every body");
+    let i = fds.iter().position(|f| f.revents != 0).unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") || !String::from_utf8_lossy(&answer).contains('}') {
+        match conns[i].read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => answer.extend_from_slice(&buf[..k]),
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("the most one trial may"), "{answer}");
+}

@@ -342,6 +342,7 @@ fn checked(ctx: &Context, lua: &Lua, suite_t: &Table, t: &Table, c: Checked, ite
     let case_id = case.clone().unwrap_or_else(|| item.key.clone());
     let mut record = TrialRecord {
         agent: None,
+        perturbation: None,
         case: case_id,
         trial: 0,
         seed: 0,

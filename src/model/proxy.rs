@@ -64,6 +64,8 @@ struct Shared {
     /// budget: calls sent at once go one at a time, so none starts once the
     /// budget is spent.
     one_at_a_time: tokio::sync::Mutex<()>,
+    /// The trial's budget of request bodies in flight, in KiB.
+    inflight: Arc<tokio::sync::Semaphore>,
 }
 
 /// A running proxy; stopped when dropped.
@@ -97,6 +99,7 @@ impl Proxy {
             started,
             log: Mutex::new(ProxyLog::default()),
             one_at_a_time: tokio::sync::Mutex::new(()),
+            inflight: Arc::new(tokio::sync::Semaphore::new(MAX_TRIAL_INFLIGHT_KIB as usize)),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
@@ -167,24 +170,71 @@ pub const MAX_BODY: usize = 32 * 1024 * 1024;
 /// (measured: a 100 MiB body without this).
 const DRAIN_MAX: usize = 4 * MAX_BODY;
 
+/// Request bodies one trial's proxy holds in memory at once (all its
+/// requests in flight), and all the run's proxies together, in KiB (SPEC §6).
+pub const MAX_TRIAL_INFLIGHT_KIB: u32 = 128 << 10;
+pub const MAX_TOTAL_INFLIGHT_KIB: u32 = 512 << 10;
+
+/// The run's budget of bodies in flight, shared by every trial's proxy.
+fn all_inflight() -> Arc<tokio::sync::Semaphore> {
+    static ALL: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| Arc::new(tokio::sync::Semaphore::new(MAX_TOTAL_INFLIGHT_KIB as usize))).clone()
+}
+
+/// What a body in flight holds of the trial's and the run's budgets (given back when dropped).
+#[derive(Default)]
+struct Held(Vec<tokio::sync::OwnedSemaphorePermit>);
+
+impl Held {
+    /// Take `kib` more of both budgets, or say which is spent (never waits).
+    fn take(&mut self, trial: &Arc<tokio::sync::Semaphore>, kib: u32) -> Result<(), BodyError> {
+        if kib == 0 {
+            return Ok(());
+        }
+        let mine = trial.clone().try_acquire_many_owned(kib).map_err(|_| {
+            BodyError::Busy(format!(
+                "this trial's requests in flight already hold {} MiB of bodies, the most one trial may",
+                MAX_TRIAL_INFLIGHT_KIB >> 10
+            ))
+        })?;
+        let all = all_inflight().try_acquire_many_owned(kib).map_err(|_| {
+            BodyError::Busy(format!(
+                "the run's model proxies already hold {} MiB of request bodies, the most they may together",
+                MAX_TOTAL_INFLIGHT_KIB >> 10
+            ))
+        })?;
+        self.0.extend([mine, all]);
+        Ok(())
+    }
+}
+
 /// Why a request body was not taken.
 enum BodyError {
     /// Larger than MAX_BODY: this many bytes were seen (more may have followed).
     TooLarge(usize),
     Read(String),
+    /// The bodies in flight would pass the trial's or the run's budget: why.
+    Busy(String),
 }
 
 /// Read a request body, at most MAX_BODY bytes kept; past that, drain up to
-/// DRAIN_MAX and say it was too large.
-async fn read_body(mut body: axum::body::Body) -> Result<Bytes, BodyError> {
+/// DRAIN_MAX and say it was too large. What is kept is counted against the
+/// trial's and the run's budgets of bodies in flight (`held`), a KiB at a time.
+async fn read_body(
+    mut body: axum::body::Body,
+    trial: &Arc<tokio::sync::Semaphore>,
+    held: &mut Held,
+) -> Result<Bytes, BodyError> {
     use http_body_util::BodyExt;
     let mut buf = Vec::new();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| BodyError::Read(e.to_string()))?;
         let Ok(data) = frame.into_data() else { continue };
+        let counted = seen.div_ceil(1024);
         seen += data.len();
         if seen <= MAX_BODY {
+            held.take(trial, (seen.div_ceil(1024) - counted) as u32)?;
             buf.extend_from_slice(&data);
         } else {
             buf = Vec::new();
@@ -298,8 +348,17 @@ async fn forward(
     };
     let started_ms = s.started.elapsed().as_secs_f64() * 1000.0;
     let t0 = Instant::now();
-    let body = match read_body(body).await {
+    let mut held = Held::default();
+    let body = match read_body(body, &s.inflight, &mut held).await {
         Ok(b) => b,
+        Err(BodyError::Busy(why)) => {
+            let kind = match provider {
+                Provider::OpenAI => "server_error",
+                Provider::Anthropic => "overloaded_error",
+            };
+            let msg = format!("evalua model proxy: {why}: retry when a request has finished");
+            return error(provider, StatusCode::SERVICE_UNAVAILABLE, kind, &msg);
+        }
         Err(BodyError::TooLarge(seen)) => {
             let size = headers
                 .get(axum::http::header::CONTENT_LENGTH)

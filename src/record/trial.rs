@@ -471,6 +471,10 @@ pub struct TrialRecord {
     /// one (`--agent`, an interleaved run, a suite with `agents = { … }`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The perturbation the trial ran under (SPEC §17), in a run of
+    /// perturbations (`--perturb`); absent for the baseline and other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation: Option<String>,
     pub trial: u32,
     pub seed: u64,
     pub outcome: Outcome,
@@ -855,6 +859,7 @@ impl<'de> Deserialize<'de> for Trace {
         let record = TrialRecord {
             case: f.case.into_owned(),
             agent: None,
+            perturbation: None,
             trial: f.trial,
             seed: f.seed,
             outcome: f.outcome,

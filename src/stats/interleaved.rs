@@ -61,6 +61,8 @@ impl RunDirFile for InterleavedSummary<'_> {}
 pub struct Interleaved {
     pub dir: PathBuf,
     pub manifest: InterleavedManifest,
+    /// Its parts, the first the base: its agents, or `baseline` and each perturbation.
+    pub parts: Vec<String>,
     pub runs: Vec<RunData>,
     pub blocks: Vec<BlockRecord>,
     pub comparisons: Vec<Comparison>,
@@ -75,15 +77,15 @@ impl Interleaved {
         let mpath = dir.join(files::INTERLEAVED);
         let manifest = InterleavedManifest::read(dir)?;
         let mut runs = Vec::new();
-        for a in &manifest.agents {
-            runs.push(rundata::load_with(&files::agent_dir(dir, a), allow_incomplete)?);
+        for a in &manifest.parts() {
+            runs.push(rundata::load_with(&manifest.part_dir(dir, a), allow_incomplete)?);
         }
         let blocks = blocks::read(dir)?;
         let mut comparisons = Vec::new();
         for cand in runs.iter().skip(1) {
             comparisons.push(compare::compare(&runs[0], cand, false)?);
         }
-        let periods = periods::periods(&blocks, &manifest.agents, periods::MAX_PERIODS);
+        let periods = periods::periods(&blocks, &manifest.parts(), periods::MAX_PERIODS);
         let mut specs = Vec::new();
         for g in &manifest.gates {
             specs.push(
@@ -93,6 +95,7 @@ impl Interleaved {
         }
         let mut run = Interleaved {
             dir: dir.to_path_buf(),
+            parts: manifest.parts(),
             manifest,
             runs,
             blocks,
@@ -102,7 +105,7 @@ impl Interleaved {
             warnings: Vec::new(),
         };
         run.gates = run.decide(&specs, allow_incomplete)?;
-        for (name, r) in run.manifest.agents.iter().zip(&run.runs) {
+        for (name, r) in run.parts.iter().zip(&run.runs) {
             for w in &r.warnings {
                 run.warnings.push(format!("{name}: {w}"));
             }
@@ -119,13 +122,13 @@ impl Interleaved {
     }
 
     fn run_of(&self, name: &str) -> Option<&RunData> {
-        self.manifest.agents.iter().position(|a| a == name).map(|i| &self.runs[i])
+        self.parts.iter().position(|a| a == name).map(|i| &self.runs[i])
     }
 
     /// Every gate: each plain gate for each agent (named `GATE@AGENT`), each
     /// gate naming an agent, each difference.
     fn decide(&self, specs: &[Gate], allow_incomplete: bool) -> Result<Vec<Verdict>> {
-        let names: Vec<&str> = self.manifest.agents.iter().map(String::as_str).collect();
+        let names: Vec<&str> = self.parts.iter().map(String::as_str).collect();
         let mut out = Vec::new();
         let incomplete = !self.complete() && !allow_incomplete;
         for g in specs {
@@ -183,13 +186,12 @@ impl Interleaved {
     /// The run's summary.json content.
     pub fn summary(&self) -> InterleavedSummary<'_> {
         let agents = self
-            .manifest
-            .agents
+            .parts
             .iter()
             .zip(&self.runs)
             .map(|(name, r)| AgentPart {
                 name,
-                dir: format!("agents/{name}"),
+                dir: self.manifest.part_dir(Path::new(""), name).display().to_string(),
                 run_id: r.run_id(),
                 complete: r.complete(),
                 coverage: r.coverage,

@@ -490,6 +490,7 @@ mod tests {
             .collect();
         TrialRecord {
             agent: None,
+            perturbation: None,
             case: case.into(),
             trial,
             seed: 0,
