@@ -361,14 +361,7 @@ fn checked(ctx: &Context, lua: &Lua, suite_t: &Table, t: &Table, c: Checked, ite
         first_failure: recorded.first_failure.clone(),
         source: Some(item.source),
         safety: None,
-        abstained: false,
-        interventions: 0,
-        sources: Vec::new(),
-        contaminated: false,
-        contamination: Vec::new(),
-        user: None,
-        blame: None,
-        evaluation_cost_usd: 0.0,
+        ..Default::default()
     };
     record.publish(crate::trial::published::of(
         &recorded.calls,

@@ -139,29 +139,11 @@ pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, agent: Option<Strin
         case: case.spec.id.clone(),
         trial: number,
         seed,
-        outcome: record::Outcome::InfraError,
-        ended: Ended::NotStarted,
-        checks: Vec::new(),
-        calls: CallCounts::default(),
-        usage: Default::default(),
-        wall_ms: 0.0,
-        answer: String::new(),
+        // The rest as a trial that never ran: outcome infra_error, ended not_started.
         error: Some(error.clone()),
         infra_error: Some(error),
         trace: record::traces::PACK.to_string(),
-        failure_modes: None,
-        tool_spans: Vec::new(),
-        first_failure: None,
-        source: None,
-        safety: None,
-        abstained: false,
-        interventions: 0,
-        sources: Vec::new(),
-        contaminated: false,
-        contamination: Vec::new(),
-        user: None,
-        blame: None,
-        evaluation_cost_usd: 0.0,
+        ..Default::default()
     };
     // The case could not be materialised: its input is in the suite file.
     let trace = Trace { started_at: Some(jiff::Timestamp::now().to_string()), ..Trace::of(record) };
@@ -422,14 +404,7 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         first_failure: record::FirstFailure::of(&st.calls, &st.model_calls),
         source: None,
         safety: trial_safety,
-        abstained: false,
-        interventions: 0,
-        sources: Vec::new(),
-        contaminated: false,
-        contamination: Vec::new(),
-        user: None,
-        blame: None,
-        evaluation_cost_usd: 0.0,
+        ..Default::default()
     };
     record.publish(published);
     // The simulated user on trial, and who is to blame (SPEC §18).
