@@ -214,3 +214,39 @@ fn robustness_in_summary_json_has_the_exact_figures_of_a_known_agent() {
     // A run of agents has no robustness.
     assert!(json(&dir.path().join("out/conditions/baseline/summary.json")).get("robustness").is_none());
 }
+
+#[test]
+fn robustness_gates_decide_on_the_drop_and_the_recovery_and_plain_gates_on_the_baseline() {
+    let gates =
+        r#"trials = 2, gate = { accepted = 0.9, ["drop pass^1 @no_lookup"] = 0.2, ["recovery @refund_err"] = 0.9 },"#;
+    let dir = project(&[("rob.lua", &ROBUST.replace("trials = 2,", gates)), ("schema.sql", "CREATE TABLE t (x);\n")]);
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "--out", "out", "-q", "--seed", "5"]);
+    assert_eq!(o.status.code(), Some(1), "the drop gate fails: {}", stdout(&o));
+    let s = json(&dir.path().join("out/summary.json"));
+    let verdict = |name: &str| -> serde_json::Value {
+        s["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: {}", s["gates"]))
+    };
+    assert_eq!(s["gates"].as_array().unwrap().len(), 3, "{}", s["gates"]);
+    assert_eq!(
+        (verdict("accepted")["passed"].clone(), verdict("accepted")["value"].clone()),
+        (serde_json::json!(true), serde_json::json!(1.0))
+    );
+    let drop = verdict("drop pass^1 @no_lookup");
+    assert_eq!((drop["passed"].clone(), drop["value"].clone()), (serde_json::json!(false), serde_json::json!(0.5)));
+    let rec = verdict("recovery @refund_err");
+    assert_eq!((rec["passed"].clone(), rec["value"].clone()), (serde_json::json!(true), serde_json::json!(1.0)));
+    assert!(stdout(&o).contains("FAIL drop pass^1 @no_lookup: +50.0 pt"), "{}", stdout(&o));
+    // A gate naming a perturbation the suite does not declare: exit 2 at the suite's line.
+    let bad = r#"trials = 2, gate = { ["recovery @no_lokup"] = 0.5 },"#;
+    let dir = project(&[("rob.lua", &ROBUST.replace("trials = 2,", bad)), ("schema.sql", "CREATE TABLE t (x);\n")]);
+    assert_user_error(
+        &evalua(dir.path(), &["check", "rob.lua"]),
+        "rob.lua:3: evalua.suite.gate: 'recovery @no_lokup' names perturbation 'no_lokup', which the suite does not declare",
+    );
+}
