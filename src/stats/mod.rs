@@ -14,6 +14,7 @@ pub mod periods;
 pub mod published;
 pub mod rundata;
 pub mod safety;
+pub mod sequence;
 
 pub use figures::*;
 pub use rundata::RunData;
