@@ -11,6 +11,7 @@ pub mod figures;
 pub mod head;
 pub mod interleaved;
 pub mod periods;
+pub mod power;
 pub mod published;
 pub mod rundata;
 pub mod safety;
