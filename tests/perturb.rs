@@ -173,3 +173,44 @@ fn perturb_names_the_perturbations_to_run_and_refuses_what_it_cannot_run() {
         "--perturb with --partition",
     );
 }
+
+#[test]
+fn robustness_in_summary_json_has_the_exact_figures_of_a_known_agent() {
+    let dir = robust();
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "--out", "out", "-q", "--seed", "5"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let s = json(&dir.path().join("out/summary.json"));
+    let r = s["robustness"].as_array().expect("robustness");
+    let names: Vec<&str> = r.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["no_lookup", "refund_err", "reworded"]);
+    let (drop, fault, reworded) = (&r[0], &r[1], &r[2]);
+    // Without the lookup: case a recovers at no extra call, case b breaks.
+    assert_eq!((&drop["cases"], &drop["pairs"]), (&serde_json::json!(2), &serde_json::json!(4)));
+    assert_eq!(drop["baseline"], serde_json::json!({ "accepted": 4, "n": 4 }));
+    assert_eq!(drop["perturbed"], serde_json::json!({ "accepted": 2, "n": 4 }));
+    assert_eq!(drop["drop"], serde_json::json!({ "value": 0.5, "low": 0.0, "high": 1.0 }));
+    assert_eq!((&drop["recovery"]["value"], &drop["recovery"]["n"]), (&serde_json::json!(0.5), &serde_json::json!(4)));
+    let (lo, hi) = (drop["recovery"]["low"].as_f64().unwrap(), drop["recovery"]["high"].as_f64().unwrap());
+    assert!((lo - 0.1500).abs() < 1e-4 && (hi - 0.8500).abs() < 1e-4, "Wilson 2 of 4: {lo} {hi}");
+    assert_eq!(drop["cost_to_recover"]["calls"], serde_json::json!({ "median": 0.0, "n": 2, "low": 0.0, "high": 0.0 }));
+    assert_eq!(drop["cost_to_recover"]["tokens"]["median"], serde_json::json!(0.0));
+    assert_eq!(drop["cost_to_recover"]["wall_ms"]["n"], serde_json::json!(2));
+    assert_eq!(drop["broke"], serde_json::json!(["b"]));
+    // A faulted refund: every pair recovers, at one call more.
+    assert_eq!(fault["drop"], serde_json::json!({ "value": 0.0, "low": 0.0, "high": 0.0 }));
+    assert_eq!(
+        (&fault["recovery"]["value"], &fault["recovery"]["n"]),
+        (&serde_json::json!(1.0), &serde_json::json!(4))
+    );
+    assert_eq!(
+        fault["cost_to_recover"]["calls"],
+        serde_json::json!({ "median": 1.0, "n": 4, "low": 1.0, "high": 1.0 })
+    );
+    assert_eq!(fault["broke"], serde_json::json!([]));
+    // A case's own perturbation: its one case, paired with that case's baseline trials only.
+    assert_eq!((&reworded["cases"], &reworded["pairs"]), (&serde_json::json!(1), &serde_json::json!(2)));
+    assert_eq!(reworded["baseline"], serde_json::json!({ "accepted": 2, "n": 2 }));
+    assert_eq!(reworded["recovery"]["value"], serde_json::json!(1.0));
+    // A run of agents has no robustness.
+    assert!(json(&dir.path().join("out/conditions/baseline/summary.json")).get("robustness").is_none());
+}

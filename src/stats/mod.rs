@@ -13,6 +13,7 @@ pub mod interleaved;
 pub mod periods;
 pub mod power;
 pub mod published;
+pub mod robustness;
 pub mod rundata;
 pub mod safety;
 pub mod sequence;
