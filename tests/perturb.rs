@@ -250,3 +250,20 @@ fn robustness_gates_decide_on_the_drop_and_the_recovery_and_plain_gates_on_the_b
         "rob.lua:3: evalua.suite.gate: 'recovery @no_lokup' names perturbation 'no_lokup', which the suite does not declare",
     );
 }
+
+#[test]
+fn the_console_the_reports_and_the_pull_request_comment_show_the_robustness_table() {
+    let dir = robust();
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "--out", "out", "--seed", "5"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let console = stdout(&o);
+    assert!(console.contains("robustness (each perturbation paired with the baseline"), "{console}");
+    assert!(console.contains("50.0% (2 of 4) [15.0%, 85.0%]"), "{console}");
+    let row = "| no_lookup | 2 (4) | +50.0 pt [+0.0 pt, +100.0 pt] | 50.0% (2 of 4) [15.0%, 85.0%] | +0.0 (n=2) [+0.0, +0.0] | +0.0 (n=2) [+0.0, +0.0] | b |";
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("## Robustness") && md.contains(row), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(html.contains("<h2>Robustness</h2>") && html.contains("<td>refund_err</td>"), "{html}");
+    let gh = evalua(dir.path(), &["report", "out", "--format", "github"]);
+    assert!(stdout(&gh).contains(row), "{}", stdout(&gh));
+}
