@@ -292,3 +292,23 @@ fn the_example_suite_reproduces_the_guides_robustness_figures() {
     assert_eq!(r[1]["name"], "refund_429");
     assert_eq!((&r[1]["recovery"]["n"], &r[0]["drop"]["value"]), (&serde_json::json!(9), &serde_json::json!(0.6)));
 }
+
+/// `evalua view` lists each condition's part and pairs each perturbation's with the baseline's.
+#[test]
+fn the_viewer_pairs_each_perturbed_part_with_the_baseline() {
+    let dir = robust();
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "no_lookup", "--out", "out", "-q", "--seed", "5"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let v = crate::view::Viewer::start(dir.path(), &["out"]);
+    let runs = v.runs();
+    let part = |name: &str| {
+        runs.iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(&format!("conditions/{name}")))
+            .unwrap_or_else(|| panic!("{name}: {runs:?}"))
+            .clone()
+    };
+    let (base, drop) = (part("baseline"), part("no_lookup"));
+    assert_eq!(drop["interleaved"]["agents"], serde_json::json!(["baseline", "no_lookup"]));
+    assert_eq!(drop["interleaved"]["agent"], "no_lookup");
+    assert_eq!(drop["interleaved"]["base_id"], base["id"]);
+}
