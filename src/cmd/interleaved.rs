@@ -16,25 +16,28 @@ use crate::record::manifest::{GateEntry, InterleavedEntry};
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::interleaved;
 use crate::report::{self, sinks};
-use crate::run::interleave::{AgentDirs, BlocksFile, Interleaved, Router};
+use crate::run::interleave::{BlocksFile, Interleaved, PartDirs, Router};
 use crate::run::{AsMade, RunOptions, Scheduler, Sink};
 use crate::stats::rundata;
 use crate::trial::Plan;
 use crate::util::cancel;
 use crate::util::paths::display_path;
 
-/// Run `plan` once per agent of `agents` (two or more of the suite's named
-/// agents, already checked), interleaved; write the run dir (under `out`)
-/// and its reports, print the side-by-side summary, and return the exit code.
+/// Run `plan` once per condition (two or more of the suite's named agents,
+/// already checked; or the baseline and the perturbations `--perturb`
+/// chose), interleaved; write the run dir (under `out`) and its reports,
+/// print the side-by-side summary, and return the exit code.
 pub(crate) fn run(
     plan: Plan,
-    agents: &[String],
     opts: &RunOptions,
     follow: &sinks::Follow,
     out: Option<PathBuf>,
     allow_incomplete: bool,
 ) -> Result<u8> {
     let argv = super::flags::argv();
+    let parts: Vec<String> = plan.conditions.iter().map(|c| plan.part_name(c)).collect();
+    let perturbations: Vec<String> = plan.conditions.iter().filter_map(|c| c.perturbation.clone()).collect();
+    let agents: Vec<String> = if perturbations.is_empty() { parts.clone() } else { Vec::new() };
     if opts.partition.is_some() {
         return Err(Error::Input(
             "--partition: an interleaved run (several --agent) runs in one process; partition single-agent runs".into(),
@@ -52,12 +55,13 @@ pub(crate) fn run(
         suite: plan.suite.name.clone(),
         started_at: jiff::Timestamp::now().to_string(),
         command: argv.clone(),
-        agents: agents.to_vec(),
+        agents: agents.clone(),
+        perturbations: perturbations.clone(),
         seed: plan.seed,
         jobs: opts.jobs,
         blocks: crate::run::work(&plan, None).len(),
-        order: "each block's agents run back to back on one worker, from the block's seed; their order rotates from \
-                block to block (two agents alternate), where it starts drawn from the seed"
+        order: "each block's conditions run back to back on one worker, from the block's seed; their order rotates \
+                from block to block (two alternate), where it starts drawn from the seed"
             .into(),
         gates: plan
             .suite
@@ -68,12 +72,20 @@ pub(crate) fn run(
     };
     manifest.write(&top)?;
 
-    // Each agent's part: a run dir with its own manifest (its agent named).
+    // Each part: a run dir with its own manifest (its agent, its perturbation named).
     let mut dirs = Vec::new();
-    for (c, name) in agents.iter().enumerate() {
-        let dir = RunDir::create(Some(&files::agent_dir(&top, name)), &plan.suite.name, &run_id)?;
+    for (c, name) in parts.iter().enumerate() {
+        let dir = RunDir::create(Some(&manifest.part_dir(&top, name)), &plan.suite.name, &run_id)?;
         let mut m = crate::run::manifest::build_for(&plan, c, opts, &format!("{run_id}-{name}"), &argv);
-        m.interleaved = Some(InterleavedEntry { run_id: run_id.clone(), agents: agents.to_vec() });
+        // A case's own perturbation runs for that case only: its part plans that case alone.
+        m.cases.retain(|e| plan.ids.get(&e.id).is_some_and(|&i| plan.applies(i, c)));
+        m.planned_trials = Some(crate::run::work(&plan, None).iter().filter(|(i, _)| plan.applies(*i, c)).count());
+        m.interleaved = Some(InterleavedEntry {
+            run_id: run_id.clone(),
+            agents: agents.clone(),
+            perturbations: perturbations.clone(),
+            perturbation: plan.conditions[c].perturbation.clone(),
+        });
         m.exports.extend(follow.export.entries(&plan.suite.name));
         dir.write_manifest(&m)?;
         dirs.push((name.clone(), dir));
@@ -91,9 +103,9 @@ pub(crate) fn run(
     let mut blocks = BlocksFile::create(&top, &plan, &source)?;
     let executed = {
         let own: Vec<Vec<&mut dyn Sink>> = followers.iter_mut().map(|f| f.sinks().into_iter().collect()).collect();
-        let mut router =
-            Router { agents: agents.to_vec(), own, common: vec![&mut progress as &mut dyn Sink, &mut blocks] };
-        Scheduler::new(opts.jobs).execute(&AgentDirs(dirs), source, &mut AsMade, &mut [&mut router])?
+        let mut router = Router { source: &source, own, common: vec![&mut progress as &mut dyn Sink, &mut blocks] };
+        let store = PartDirs { plan: plan.clone(), dirs };
+        Scheduler::new(opts.jobs).execute(&store, source.clone(), &mut AsMade, &mut [&mut router])?
     };
     drop(progress);
     drop(plan);
@@ -103,9 +115,9 @@ pub(crate) fn run(
     }
     crate::util::memory::release_free();
 
-    // Each agent's figures and reports, from its run dir alone.
-    for name in agents {
-        let mut data = rundata::load_with(&files::agent_dir(&top, name), allow_incomplete)?;
+    // Each part's figures and reports, from its run dir alone.
+    for name in &parts {
+        let mut data = rundata::load_with(&manifest.part_dir(&top, name), allow_incomplete)?;
         crate::record::rundir::write_json(&data.dir.join(files::SUMMARY), &data.summary_file())?;
         data.summary_present = true;
         report::write_all(&data)?;

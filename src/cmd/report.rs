@@ -47,17 +47,12 @@ fn report_interleaved(dir: &Path, allow_incomplete: bool) -> Result<u8> {
     interleaved::write_all(&run)?;
     print_verdicts(&run.gates, &run.warnings);
     println!(
-        "wrote {}/{}, {}/{}, and each agent's reports ({})",
+        "wrote {}/{}, {}/{}, and each part's reports ({})",
         dir.display(),
         files::REPORT_MD,
         dir.display(),
         files::REPORT_HTML,
-        run.manifest
-            .agents
-            .iter()
-            .map(|a| files::agent_dir(dir, a).display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+        run.parts.iter().map(|a| run.manifest.part_dir(dir, a).display().to_string()).collect::<Vec<_>>().join(", ")
     );
     Ok(if run.gates_passed() && run.complete() { 0 } else { 1 })
 }

@@ -84,6 +84,10 @@ pub struct RunArgs {
     /// repeated (`--agent A --agent B`), one run interleaving them block by block
     #[arg(long, value_name = "NAME")]
     pub agent: Vec<String>,
+    /// Run the baseline and the suite's perturbations (SPEC §17), interleaved block by block: every one
+    /// (`--perturb` alone, after the suite) or those named (`--perturb NAME`, repeatable)
+    #[arg(long, value_name = "NAME", num_args = 0..)]
+    pub perturb: Option<Vec<String>>,
 }
 
 /// Say on stderr which dataset rows `on_error = "skip"` left out.
@@ -182,6 +186,32 @@ fn interleaved_agents(a: &RunArgs) -> Result<Option<Vec<String>>> {
     Ok(Some(a.agent.clone()))
 }
 
+/// The perturbations `--perturb` asks for (empty: every one), with the
+/// flags a run of perturbations cannot take refused.
+fn perturbations(a: &RunArgs) -> Result<Option<Vec<String>>> {
+    let Some(names) = &a.perturb else { return Ok(None) };
+    let refuse = |flag: &str, why: &str| Err(Error::Input(format!("--perturb with {flag}: {why}")));
+    if a.agent.len() > 1 {
+        return refuse(
+            "several --agent",
+            "a run compares either agents or perturbations; run the perturbations once per agent (--agent NAME --perturb)",
+        );
+    }
+    if a.suites.len() != 1 {
+        return refuse("several suites", "a run of perturbations is of one suite; give one");
+    }
+    if a.resume.is_some() || a.retry_errors.is_some() {
+        return refuse("--resume / --retry-errors", "a run of perturbations cannot be continued yet; run it again");
+    }
+    if a.partition.is_some() {
+        return refuse("--partition", "a run of perturbations runs in one process");
+    }
+    if a.baseline.is_some() {
+        return refuse("--baseline", "a run of perturbations compares each with its own baseline trials");
+    }
+    Ok(Some(names.clone()))
+}
+
 pub fn run(a: RunArgs) -> Result<u8> {
     let switches = flags::switches(&a.isolation, &a.no_cache);
     let follow = a.follow.options()?;
@@ -191,6 +221,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
     }
     let many = a.suites.len() > 1;
     let interleaved = interleaved_agents(&a)?;
+    let perturbed = perturbations(&a)?;
     let (trials, seed, filters, partition, agent) = flags_of(&a)?;
     let mut plans = Vec::new();
     for path in &a.suites {
@@ -236,6 +267,9 @@ pub fn run(a: RunArgs) -> Result<u8> {
             }
             None => run::select_agent(&mut plan, agent.as_deref())?,
         }
+        if let Some(names) = &perturbed {
+            run::perturb::select(&mut plan, names)?;
+        }
         plan.keep_state &= !a.no_state;
         plan.switches = switches;
         run::screen::require_sandbox(&plan)?;
@@ -274,9 +308,10 @@ pub fn run(a: RunArgs) -> Result<u8> {
             partition: partition.as_ref().map(|p| p.partition),
             partition_from: partition.as_ref().and_then(|p| p.source.clone()),
         };
-        if let Some(agents) = &interleaved {
-            // Several agents, one run: interleaved block by block (`cmd::interleaved`).
-            let c = super::interleaved::run(plan, agents, &opts, &follow, a.out.clone(), a.allow_incomplete)?;
+        if interleaved.is_some() || perturbed.is_some() {
+            // Several agents, or the baseline and its perturbations, one run:
+            // interleaved block by block (`cmd::interleaved`).
+            let c = super::interleaved::run(plan, &opts, &follow, a.out.clone(), a.allow_incomplete)?;
             code = code.max(c);
             continue;
         }

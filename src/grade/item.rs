@@ -342,6 +342,7 @@ fn checked(ctx: &Context, lua: &Lua, suite_t: &Table, t: &Table, c: Checked, ite
     let case_id = case.clone().unwrap_or_else(|| item.key.clone());
     let mut record = TrialRecord {
         agent: None,
+        perturbation: None,
         case: case_id,
         trial: 0,
         seed: 0,
@@ -360,14 +361,7 @@ fn checked(ctx: &Context, lua: &Lua, suite_t: &Table, t: &Table, c: Checked, ite
         first_failure: recorded.first_failure.clone(),
         source: Some(item.source),
         safety: None,
-        abstained: false,
-        interventions: 0,
-        sources: Vec::new(),
-        contaminated: false,
-        contamination: Vec::new(),
-        user: None,
-        blame: None,
-        evaluation_cost_usd: 0.0,
+        ..Default::default()
     };
     record.publish(crate::trial::published::of(
         &recorded.calls,

@@ -52,6 +52,9 @@ pub const TRACES_INDEX: &str = "traces/index.jsonl";
 pub const INTERLEAVED: &str = "interleaved.json";
 pub const BLOCKS: &str = "blocks.jsonl";
 pub const AGENTS_DIR: &str = "agents";
+/// A run of perturbations (`evalua run SUITE --perturb`): the dir of each
+/// condition's part (`conditions/baseline/`, `conditions/<perturbation>/`).
+pub const CONDITIONS_DIR: &str = "conditions";
 
 /// The reports written from the figures (`report::write_all`).
 pub const REPORTS: [&str; 3] = [REPORT_MD, REPORT_HTML, JUNIT];
@@ -70,6 +73,11 @@ pub fn is_interleaved(dir: &Path) -> bool {
 /// Where agent `name`'s run dir is inside an interleaved run's dir.
 pub fn agent_dir(top: &Path, name: &str) -> PathBuf {
     top.join(AGENTS_DIR).join(name)
+}
+
+/// Where condition `name`'s run dir is inside a run of perturbations' dir.
+pub fn condition_dir(top: &Path, name: &str) -> PathBuf {
+    top.join(CONDITIONS_DIR).join(name)
 }
 
 /// Whether a record's `trace` field names a file inside [`TRACES_DIR`] (and

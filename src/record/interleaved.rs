@@ -26,6 +26,10 @@ pub struct InterleavedManifest {
     pub command: Vec<String>,
     /// The agents in the order given (the first is the base of the comparisons).
     pub agents: Vec<String>,
+    /// A run of perturbations (`--perturb`, SPEC §17): the perturbations run
+    /// beside the baseline (its parts are `baseline` and these).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perturbations: Vec<String>,
     pub seed: u64,
     pub jobs: usize,
     /// Blocks ((case, trial) pairs) planned.
@@ -39,6 +43,20 @@ pub struct InterleavedManifest {
 impl RunDirFile for InterleavedManifest {}
 
 impl InterleavedManifest {
+    /// The run's parts, the first the base of the comparisons: its agents,
+    /// or in a run of perturbations `baseline` and each perturbation.
+    pub fn parts(&self) -> Vec<String> {
+        if self.perturbations.is_empty() {
+            return self.agents.clone();
+        }
+        std::iter::once(crate::spec::BASELINE.to_string()).chain(self.perturbations.iter().cloned()).collect()
+    }
+
+    /// Where part `name`'s run dir is inside the run's dir `top`.
+    pub fn part_dir(&self, top: &Path, name: &str) -> std::path::PathBuf {
+        if self.perturbations.is_empty() { files::agent_dir(top, name) } else { files::condition_dir(top, name) }
+    }
+
     /// Write it into the interleaved run's top dir.
     pub fn write(&self, top: &Path) -> Result<()> {
         rundir::write_json(&top.join(files::INTERLEAVED), self)

@@ -252,6 +252,12 @@ pub struct JudgeStage {
 pub struct InterleavedEntry {
     pub run_id: String,
     pub agents: Vec<String>,
+    /// A run of perturbations: the perturbations run beside the baseline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub perturbations: Vec<String>,
+    /// A run of perturbations: the one this part ran under (none: the baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation: Option<String>,
 }
 
 /// The process sandbox a run used.

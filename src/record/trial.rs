@@ -8,13 +8,14 @@ use serde_json::Value as Json;
 
 use crate::spec::FaultKind;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Accepted,
     Failed,
     Critical,
     GraderError,
+    #[default]
     InfraError,
 }
 
@@ -33,7 +34,7 @@ impl Outcome {
 }
 
 /// How the agent's run ended (`t.ended`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Ended {
     Final,
@@ -49,6 +50,7 @@ pub enum Ended {
     /// graded on what the agent did, its `infra_error` says what failed.
     InfraError,
     /// The agent never got its chance (an infrastructure error).
+    #[default]
     NotStarted,
     /// The run was stopped (SIGINT, SIGTERM) while the trial ran: an
     /// infrastructure error, run again by `--resume`.
@@ -459,14 +461,20 @@ impl CheckResult {
     }
 }
 
-/// One line of trials.jsonl.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One line of trials.jsonl. `Default` is a trial that never ran (an
+/// infrastructure error, `not_started`): a record is built by naming what
+/// it has and taking the rest from it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TrialRecord {
     pub case: String,
     /// The named agent that played the trial (SPEC §14), in runs that name
     /// one (`--agent`, an interleaved run, a suite with `agents = { … }`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The perturbation the trial ran under (SPEC §17), in a run of
+    /// perturbations (`--perturb`); absent for the baseline and other runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturbation: Option<String>,
     pub trial: u32,
     pub seed: u64,
     pub outcome: Outcome,
@@ -851,6 +859,7 @@ impl<'de> Deserialize<'de> for Trace {
         let record = TrialRecord {
             case: f.case.into_owned(),
             agent: None,
+            perturbation: None,
             trial: f.trial,
             seed: f.seed,
             outcome: f.outcome,
@@ -869,13 +878,7 @@ impl<'de> Deserialize<'de> for Trace {
             source: None,
             safety: None,
             abstained: f.ended == Ended::Abstained,
-            interventions: 0,
-            sources: Vec::new(),
-            contaminated: false,
-            contamination: Vec::new(),
-            user: None,
-            blame: None,
-            evaluation_cost_usd: 0.0,
+            ..Default::default()
         };
         Ok(Trace {
             record,

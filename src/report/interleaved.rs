@@ -118,8 +118,8 @@ fn delta_text(v: Option<f64>, name: &str) -> String {
 /// pass^k, accepted and cost, then the per-case classes.
 fn comparison_lines(run: &Interleaved) -> Vec<String> {
     let mut out = Vec::new();
-    for (c, cand) in run.comparisons.iter().zip(run.manifest.agents.iter().skip(1)) {
-        let base = &run.manifest.agents[0];
+    for (c, cand) in run.comparisons.iter().zip(run.parts.iter().skip(1)) {
+        let base = &run.parts[0];
         let kmax =
             c.figures.iter().filter_map(|f| f.name.strip_prefix("pass^").and_then(|k| k.parse::<u32>().ok())).max();
         let shown: Vec<String> = c
@@ -193,8 +193,9 @@ fn period_lines(run: &Interleaved) -> Vec<String> {
 
 /// The console summary.
 pub fn console(run: &Interleaved) -> String {
+    let (what, one) = nouns(run);
     let mut o = String::new();
-    let names = &run.manifest.agents;
+    let names = &run.parts;
     if !run.complete() {
         let _ = writeln!(
             o,
@@ -207,7 +208,7 @@ pub fn console(run: &Interleaved) -> String {
         .collect();
     let _ = writeln!(
         o,
-        "{}: {} agents interleaved over {} ((case, trial) pairs), each block's agents back to back, the order rotating ({})",
+        "{}: {} {what} interleaved over {} ((case, trial) pairs), each block's {what} back to back, the order rotating ({})",
         run.manifest.suite,
         names.len(),
         plural(run.blocks.len(), "block"),
@@ -225,6 +226,9 @@ pub fn console(run: &Interleaved) -> String {
     }
     let _ = writeln!(o, "{t}");
     let _ = writeln!(o, "(capability view; 95% intervals resample cases, then each case's trials)");
+    if !run.robustness.is_empty() {
+        o.push_str(&super::robustness::console(&run.robustness));
+    }
     for l in comparison_lines(run) {
         let _ = writeln!(o, "{l}");
     }
@@ -252,9 +256,19 @@ pub fn console(run: &Interleaved) -> String {
     for w in &run.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
-    let dirs: Vec<String> = names.iter().map(|n| format!("agents/{n}")).collect();
-    let _ = writeln!(o, "run dir: {} (each agent's run: {})", run.dir.display(), dirs.join(", "));
+    let dirs: Vec<String> = names.iter().map(|n| rel_dir(run, n)).collect();
+    let _ = writeln!(o, "run dir: {} (each {one}'s run: {})", run.dir.display(), dirs.join(", "));
     o
+}
+
+/// What the run's parts are: agents, or (a run of perturbations) conditions; plural and singular.
+fn nouns(run: &Interleaved) -> (&'static str, &'static str) {
+    if run.manifest.perturbations.is_empty() { ("agents", "agent") } else { ("conditions", "condition") }
+}
+
+/// A part's run dir, relative to the run's (`agents/<name>`, `conditions/<name>`).
+fn rel_dir(run: &Interleaved, name: &str) -> String {
+    run.manifest.part_dir(std::path::Path::new(""), name).display().to_string()
 }
 
 fn cell(s: &str) -> String {
@@ -263,8 +277,9 @@ fn cell(s: &str) -> String {
 
 /// report.md.
 pub fn markdown(run: &Interleaved) -> String {
+    let (_, one) = nouns(run);
     let mut o = String::new();
-    let names = &run.manifest.agents;
+    let names = &run.parts;
     let _ = writeln!(
         o,
         "# evalua report: {} — {} interleaved{}\n",
@@ -274,7 +289,7 @@ pub fn markdown(run: &Interleaved) -> String {
     );
     let _ = writeln!(
         o,
-        "Run `{}` · seed {} · {} ((case, trial) pairs); in each block every agent ran the trial once, back to back, from the same seed, the order rotating from block to block.\n",
+        "Run `{}` · seed {} · {} ((case, trial) pairs); in each block every {one} ran the trial once, back to back, from the same seed, the order rotating from block to block.\n",
         run.manifest.run_id,
         run.manifest.seed,
         plural(run.blocks.len(), "block")
@@ -303,9 +318,12 @@ pub fn markdown(run: &Interleaved) -> String {
     }
     let _ = writeln!(
         o,
-        "\nCapability view; 95% intervals resample cases, then each case's trials. Each agent's own report: {}.\n",
-        names.iter().map(|n| format!("[{n}](agents/{n}/report.md)")).collect::<Vec<_>>().join(", ")
+        "\nCapability view; 95% intervals resample cases, then each case's trials. Each {one}'s own report: {}.\n",
+        names.iter().map(|n| format!("[{n}]({}/report.md)", rel_dir(run, n))).collect::<Vec<_>>().join(", ")
     );
+    if !run.robustness.is_empty() {
+        o.push_str(&super::robustness::markdown(&run.robustness));
+    }
     if !run.comparisons.is_empty() {
         let _ = writeln!(o, "## Paired comparison\n");
         for (c, cand) in run.comparisons.iter().zip(names.iter().skip(1)) {
@@ -356,8 +374,9 @@ pub fn markdown(run: &Interleaved) -> String {
 
 /// report.html: the same as report.md, as one self-contained page.
 pub fn html(run: &Interleaved) -> String {
+    let (what, _) = nouns(run);
     use super::html::esc;
-    let names = &run.manifest.agents;
+    let names = &run.parts;
     let mut o = String::new();
     let _ = write!(
         o,
@@ -367,7 +386,7 @@ pub fn html(run: &Interleaved) -> String {
     );
     let _ = write!(
         o,
-        "<h1>{} — {} interleaved{}</h1><p>Run <code>{}</code> · seed {} · {}; each block's agents ran back to back from the same seed, the order rotating.</p>",
+        "<h1>{} — {} interleaved{}</h1><p>Run <code>{}</code> · seed {} · {}; each block's {what} ran back to back from the same seed, the order rotating.</p>",
         esc(&run.manifest.suite),
         esc(&names.join(" vs ")),
         if run.complete() { "" } else { " — INCOMPLETE" },
@@ -384,7 +403,7 @@ pub fn html(run: &Interleaved) -> String {
     }
     o.push_str("<h2>Side by side</h2><table><tr><th>figure</th>");
     for n in names {
-        let _ = write!(o, "<th><a href=\"agents/{0}/report.html\">{0}</a></th>", esc(n));
+        let _ = write!(o, "<th><a href=\"{}/report.html\">{}</a></th>", esc(&rel_dir(run, n)), esc(n));
     }
     o.push_str("</tr>");
     for (label, values) in rows(run) {
@@ -395,6 +414,9 @@ pub fn html(run: &Interleaved) -> String {
         o.push_str("</tr>");
     }
     o.push_str("</table><p>Capability view; 95% intervals resample cases, then each case's trials.</p>");
+    if !run.robustness.is_empty() {
+        o.push_str(&super::robustness::html(&run.robustness));
+    }
     if !run.comparisons.is_empty() {
         o.push_str("<h2>Paired comparison</h2><pre>");
         for c in &run.comparisons {

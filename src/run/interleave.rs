@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use super::events::{RunEvent, Sink};
 use super::partition::Partition;
-use super::scheduler::{Placed, Source, Start, Store, per_case, trace_bytes, work};
+use super::scheduler::{Placed, Source, Start, Store, trace_bytes, work};
 use crate::error::Result;
 use crate::record::blocks::BlocksWriter;
 use crate::record::{BlockRecord, BlockTrial, KeptState, RunDir, TrialRecord};
@@ -46,32 +46,54 @@ pub fn orders(agents: usize, blocks: usize, seed: u64) -> Vec<Vec<usize>> {
 const CHUNK: usize = 32;
 
 /// The trials of an interleaved run: every block (a planned (case, trial)
-/// pair) once per condition of the plan (an agent), in the block's order.
-/// Position `b * conditions + i` is block `b`'s `i`-th trial, and trials are
-/// announced in that order: each agent's trials.jsonl is in plan order,
+/// pair) once per condition of the plan that applies to its case (an agent;
+/// the baseline and each perturbation that applies), in the block's order.
+/// Block `b`'s trials take positions `offsets[b]..offsets[b + 1]`, and trials
+/// are announced in that order: each part's trials.jsonl is in plan order,
 /// whatever `--jobs` is. Workers claim whole blocks, so a block's conditions
 /// run back to back on one worker.
 pub struct Interleaved {
     plan: Arc<Plan>,
-    /// The conditions' names (the agents'), as their run dirs and records name them.
-    agents: Vec<String>,
+    /// Each condition's part name (an agent's, or `baseline` and each
+    /// perturbation's), as its run dir and its records name it.
+    parts: Vec<String>,
     blocks: Vec<(usize, u32)>,
+    /// Each block's conditions (indices into the plan's), in the order they run.
     orders: Vec<Vec<usize>>,
+    /// Where each block's trials start; the last is the number of trials.
+    offsets: Vec<usize>,
     chunks: Vec<Range<usize>>,
     next: AtomicUsize,
 }
 
 impl Interleaved {
     /// The plan's work (this partition's share), once per condition of the
-    /// plan, the order in each block drawn from the plan's seed.
+    /// plan that applies to the block's case, the order in each block drawn
+    /// from the plan's seed: the block's conditions rotated as [`orders`]
+    /// rotates them (all of them apply in a run of agents).
     pub fn new(plan: &Arc<Plan>, partition: Option<Partition>, jobs: usize) -> Interleaved {
-        let agents: Vec<String> = plan.conditions.iter().map(|c| c.agent.clone().unwrap_or_default()).collect();
+        let parts: Vec<String> = plan.conditions.iter().map(|c| plan.part_name(c)).collect();
         let blocks = work(plan, partition);
-        let orders = orders(agents.len(), blocks.len(), plan.seed);
+        let k = parts.len();
+        let start = if k == 0 { 0 } else { fastrand::Rng::with_seed(plan.seed ^ 0x1a7e_41ea).usize(..k) };
+        let orders: Vec<Vec<usize>> = blocks
+            .iter()
+            .enumerate()
+            .map(|(b, &(case, _))| {
+                let mine: Vec<usize> = (0..k).filter(|&c| plan.applies(case, c)).collect();
+                let m = mine.len().max(1);
+                (0..mine.len()).map(|i| mine[(start + b + i) % m]).collect()
+            })
+            .collect();
+        let mut offsets = Vec::with_capacity(blocks.len() + 1);
+        offsets.push(0);
+        for o in &orders {
+            offsets.push(offsets.last().copied().unwrap_or(0) + o.len());
+        }
         let jobs = jobs.max(1);
         let size = (blocks.len() / (jobs * 8)).clamp(1, CHUNK);
         let chunks = (0..blocks.len()).step_by(size).map(|s| s..(s + size).min(blocks.len())).collect();
-        Interleaved { plan: plan.clone(), agents, blocks, orders, chunks, next: AtomicUsize::new(0) }
+        Interleaved { plan: plan.clone(), parts, blocks, orders, offsets, chunks, next: AtomicUsize::new(0) }
     }
 
     /// The blocks, in plan order: (case index, trial number).
@@ -79,24 +101,45 @@ impl Interleaved {
         &self.blocks
     }
 
-    /// Each block's order of the agents (indices into the agents).
+    /// Each block's conditions (indices into the plan's), in the order they run.
     pub fn orders(&self) -> &[Vec<usize>] {
         &self.orders
+    }
+
+    /// The part names of the conditions.
+    pub fn parts(&self) -> &[String] {
+        &self.parts
+    }
+
+    /// The trials of part `c` and how many of them each case of the plan has.
+    pub fn share(&self, c: usize) -> (usize, Vec<u32>) {
+        let mut per_case = vec![0u32; self.plan.cases.len()];
+        let mut n = 0;
+        for (o, &(case, _)) in self.orders.iter().zip(&self.blocks) {
+            if o.contains(&c) {
+                per_case[case] += 1;
+                n += 1;
+            }
+        }
+        (n, per_case)
     }
 
     /// The trial at `pos` of the run: its block, and its place in the plan
     /// (the block's case and number, the condition the block's order puts there).
     fn unit_of(&self, pos: usize) -> (usize, Position) {
-        let k = self.agents.len().max(1);
-        let b = pos / k;
+        let b = self.offsets.partition_point(|&o| o <= pos).saturating_sub(1);
         let (case, number) = self.blocks[b];
-        (b, Position { case, number, condition: self.orders[b][pos % k] })
+        (b, Position { case, number, condition: self.orders[b][pos - self.offsets[b]] })
     }
 
     fn placed(&self, pos: usize, mut out: TrialOutput) -> Placed {
         let (_, at) = self.unit_of(pos);
         let bytes = Some(trace_bytes(&mut out.trace));
         Placed { index: pos, case: at.case, out, bytes }
+    }
+
+    fn total(&self) -> usize {
+        self.offsets.last().copied().unwrap_or(0)
     }
 }
 
@@ -106,19 +149,16 @@ impl Source for Interleaved {
     type Made = Placed;
 
     fn start(&self) -> Start<'_> {
-        let k = self.agents.len() as u32;
-        Start {
-            suite: &self.plan.suite,
-            plan: Some(&self.plan),
-            trials: Some(self.blocks.len() * self.agents.len()),
-            per_case: per_case(&self.plan, &self.blocks).into_iter().map(|n| n * k).collect(),
+        let mut per_case = vec![0u32; self.plan.cases.len()];
+        for (o, &(case, _)) in self.orders.iter().zip(&self.blocks) {
+            per_case[case] += o.len() as u32;
         }
+        Start { suite: &self.plan.suite, plan: Some(&self.plan), trials: Some(self.total()), per_case }
     }
 
     fn claim(&self) -> Vec<(usize, usize)> {
         let Some(r) = self.chunks.get(self.next.fetch_add(1, Ordering::Relaxed)) else { return Vec::new() };
-        let k = self.agents.len();
-        (r.start * k..r.end * k).map(|pos| (pos, pos)).collect()
+        (self.offsets[r.start]..self.offsets[r.end]).map(|pos| (pos, pos)).collect()
     }
 
     fn label(&self, pos: &usize) -> (Option<usize>, Option<u32>) {
@@ -155,55 +195,59 @@ impl Source for Interleaved {
         };
         if overran.is_some() {
             eprintln!(
-                "warning: trial {}#{number} of agent {} overran its time limit; its worker was abandoned and replaced",
-                case.spec.id, self.agents[a]
+                "warning: trial {}#{number} of {} overran its time limit; its worker was abandoned and replaced",
+                case.spec.id, self.parts[a]
             );
         }
         self.placed(pos, trial::internal_error(&self.plan, at, why))
     }
 
     fn planned(&self) -> Option<usize> {
-        Some(self.blocks.len() * self.agents.len())
+        Some(self.total())
     }
 }
 
-/// Each agent's run dir: the trace writer stores a trial in its record's agent's.
-pub struct AgentDirs(pub Vec<(String, RunDir)>);
+/// Each part's run dir (an agent's; the baseline's and each perturbation's):
+/// the trace writer stores a trial in its record's part's (`Plan::part_of`).
+pub struct PartDirs {
+    pub plan: Arc<Plan>,
+    pub dirs: Vec<(String, RunDir)>,
+}
 
-impl AgentDirs {
+impl PartDirs {
     fn dir(&self, r: &TrialRecord) -> std::io::Result<&RunDir> {
-        let name = r.agent.as_deref().unwrap_or_default();
-        self.0.iter().find(|(n, _)| n == name).map(|(_, d)| d).ok_or_else(|| {
-            std::io::Error::other(format!("trial {}#{} names no agent of the run ('{name}')", r.case, r.trial))
+        let name = self.plan.part_of(r);
+        self.dirs.iter().find(|(n, _)| *n == name).map(|(_, d)| d).ok_or_else(|| {
+            std::io::Error::other(format!("trial {}#{} names no part of the run ('{name}')", r.case, r.trial))
         })
     }
 }
 
-impl Store for AgentDirs {
+impl Store for PartDirs {
     fn write_state(&self, record: &TrialRecord, kept: &KeptState) -> std::io::Result<()> {
         self.dir(record)?.write_state(&record.case, record.trial, kept)
     }
     fn write_traces(&self, items: &[(&TrialRecord, &[u8])]) -> std::io::Result<()> {
-        for (name, dir) in &self.0 {
+        for (name, dir) in &self.dirs {
             let mine: Vec<(&TrialRecord, &[u8])> =
-                items.iter().filter(|(r, _)| r.agent.as_deref() == Some(name.as_str())).copied().collect();
+                items.iter().filter(|(r, _)| self.plan.part_of(r) == *name).copied().collect();
             if !mine.is_empty() {
                 Store::write_traces(dir, &mine)?;
             }
         }
-        match items.iter().find(|(r, _)| !self.0.iter().any(|(n, _)| r.agent.as_deref() == Some(n.as_str()))) {
+        match items.iter().find(|(r, _)| !self.dirs.iter().any(|(n, _)| self.plan.part_of(r) == *n)) {
             Some((r, _)) => self.dir(r).map(|_| ()),
             None => Ok(()),
         }
     }
 }
 
-/// The sinks of an interleaved run: each agent's own (its trials.jsonl, its
-/// OTLP export, …) see that agent's trials only, and a run that starts with
+/// The sinks of an interleaved run: each part's own (its trials.jsonl, its
+/// OTLP export, …) see that part's trials only, and a run that starts with
 /// its share of the trials; the common ones (the progress display, the blocks
 /// file) see every trial.
 pub struct Router<'s> {
-    pub agents: Vec<String>,
+    pub source: &'s Interleaved,
     pub own: Vec<Vec<&'s mut dyn Sink>>,
     pub common: Vec<&'s mut dyn Sink>,
 }
@@ -211,18 +255,18 @@ pub struct Router<'s> {
 impl Sink for Router<'_> {
     fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
         match ev {
-            RunEvent::Started { suite, plan, trials, per_case } => {
-                let k = self.agents.len().max(1);
-                let share: Vec<u32> = per_case.iter().map(|n| n / k as u32).collect();
-                let mine = RunEvent::Started { suite, plan: *plan, trials: trials.map(|t| t / k), per_case: &share };
-                for sinks in &mut self.own {
+            RunEvent::Started { suite, plan, .. } => {
+                for (c, sinks) in self.own.iter_mut().enumerate() {
+                    let (n, share) = self.source.share(c);
+                    let mine = RunEvent::Started { suite, plan: *plan, trials: Some(n), per_case: &share };
                     for s in sinks.iter_mut() {
                         s.event(&mine)?;
                     }
                 }
             }
             RunEvent::TrialFinished { record, .. } => {
-                let i = self.agents.iter().position(|a| record.agent.as_deref() == Some(a.as_str()));
+                let part = self.source.plan.part_of(record);
+                let i = self.source.parts.iter().position(|p| *p == part);
                 if let Some(sinks) = i.and_then(|i| self.own.get_mut(i)) {
                     for s in sinks.iter_mut() {
                         s.event(ev)?;
@@ -244,11 +288,11 @@ impl Sink for Router<'_> {
     }
 }
 
-/// Writes blocks.jsonl: a block's line once all its agents' trials are
+/// Writes blocks.jsonl: a block's line once all its conditions' trials are
 /// announced (the rest, if the run stopped early, at its end).
 pub struct BlocksFile {
     file: BlocksWriter,
-    agents: Vec<String>,
+    plan: Arc<Plan>,
     /// Per (case id, trial): the block's index, and its line as it fills.
     open: HashMap<(String, u32), (usize, BlockRecord)>,
     run_start: Option<jiff::Timestamp>,
@@ -256,9 +300,9 @@ pub struct BlocksFile {
 
 impl BlocksFile {
     /// blocks.jsonl in `dir`, for these blocks of `plan` and their orders.
-    pub fn create(dir: &std::path::Path, plan: &Plan, source: &Interleaved) -> Result<BlocksFile> {
+    pub fn create(dir: &std::path::Path, plan: &Arc<Plan>, source: &Interleaved) -> Result<BlocksFile> {
         let file = BlocksWriter::create(dir)?;
-        let agents = source.agents.clone();
+        let parts = source.parts();
         let open = source
             .blocks()
             .iter()
@@ -271,13 +315,13 @@ impl BlocksFile {
                     case: id.clone(),
                     trial: n,
                     seed: crate::sandbox::trial_seed(plan.seed, &id, n),
-                    order: order.iter().map(|&a| agents[a].clone()).collect(),
+                    order: order.iter().map(|&a| parts[a].clone()).collect(),
                     trials: Vec::new(),
                 };
                 ((id, n), (i, rec))
             })
             .collect();
-        Ok(BlocksFile { file, agents, open, run_start: None })
+        Ok(BlocksFile { file, plan: plan.clone(), open, run_start: None })
     }
 }
 
@@ -288,9 +332,9 @@ impl Sink for BlocksFile {
             RunEvent::TrialFinished { record, trace, .. } => {
                 let key = (record.case.clone(), record.trial);
                 let Some((_, b)) = self.open.get_mut(&key) else { return Ok(()) };
-                let agent = record.agent.clone().unwrap_or_default();
-                b.trials.push(BlockTrial::of(&agent, record, trace, self.run_start));
-                if b.trials.len() == self.agents.len()
+                let part = self.plan.part_of(record);
+                b.trials.push(BlockTrial::of(&part, record, trace, self.run_start));
+                if b.trials.len() == b.order.len()
                     && let Some((_, b)) = self.open.remove(&key)
                 {
                     self.file.write(&b)?;

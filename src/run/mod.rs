@@ -9,6 +9,7 @@ pub mod graded;
 pub mod interleave;
 pub mod manifest;
 pub mod partition;
+pub mod perturb;
 pub mod plan;
 pub mod regrade;
 pub mod resume;

@@ -194,6 +194,7 @@ pub fn plan(mut suite: Suite, trials: Option<u32>, filters: &Filters, seed: u64)
             tools: offered,
             clock,
             clock_text,
+            variants: Default::default(),
         });
     }
     if cases.is_empty() {
@@ -294,7 +295,7 @@ pub fn protected_paths<'a>(
 /// [`check_agent`]): the plan's one condition.
 pub fn select_agent(plan: &mut Plan, name: Option<&str>) -> Result<()> {
     check_agent(plan, name)?;
-    plan.conditions = vec![Condition { agent: name.map(str::to_string) }];
+    plan.conditions = vec![Condition { agent: name.map(str::to_string), perturbation: None }];
     Ok(())
 }
 
@@ -304,7 +305,7 @@ pub fn select_agents(plan: &mut Plan, names: &[String]) -> Result<()> {
     for name in names {
         check_agent(plan, Some(name))?;
     }
-    plan.conditions = names.iter().map(|n| Condition { agent: Some(n.clone()) }).collect();
+    plan.conditions = names.iter().map(|n| Condition { agent: Some(n.clone()), perturbation: None }).collect();
     Ok(())
 }
 

@@ -33,6 +33,13 @@ pub struct Regrade {
 
 /// Refuse a run dir whose trials' final states cannot be rebuilt.
 fn regradable(dir: &Path, m: &Manifest) -> Result<()> {
+    // A perturbed part's trials ran on the case as its perturbation changed it (SPEC §17).
+    if let Some(p) = m.interleaved.as_ref().and_then(|i| i.perturbation.as_deref()) {
+        return Err(Error::Input(format!(
+            "{}: the part of a run of perturbations that ran under '{p}': it cannot be re-graded yet (its baseline part can)",
+            dir.display()
+        )));
+    }
     if let Some(db) = &m.suite.db {
         return Err(Error::Input(format!(
             "{}: this run's trials ran on {} (sandbox.db = \"{}\"): re-grading is not supported for it, because only a SQLite database's changes can be kept; run the suite again",
@@ -183,7 +190,7 @@ pub fn prepare(
     let mut conditions: Vec<Condition> = Vec::new();
     for a in records.iter().filter_map(|r| r.agent.as_deref()) {
         if !conditions.iter().any(|c| c.agent.as_deref() == Some(a)) {
-            conditions.push(Condition { agent: Some(a.to_string()) });
+            conditions.push(Condition { agent: Some(a.to_string()), perturbation: None });
         }
     }
     if !conditions.is_empty() {

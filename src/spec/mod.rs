@@ -911,6 +911,9 @@ impl keys::Keys for Perturbation {
     const LUA_KEYS: &[&str] = &["expect"];
 }
 
+/// The name of a run's unperturbed condition (no perturbation may take it).
+pub const BASELINE: &str = "baseline";
+
 /// Perturbations by name.
 pub type Perturbations = std::collections::BTreeMap<String, Perturbation>;
 

@@ -13,8 +13,10 @@ use serde::Serialize;
 use super::compare::{self, Comparison};
 use super::figures::{CaseFigures, Coverage, INCOMPLETE_NOTE, SuiteFigures, gate_figure};
 use super::periods::{self, Period};
+use super::robustness::{self as robust, Robustness};
 use super::rundata::{self, RunData};
 use crate::error::{Error, Result};
+use crate::record::TrialRecord;
 use crate::record::files::{self, RunDirFile};
 use crate::record::interleaved::InterleavedManifest;
 use crate::record::{BlockRecord, blocks};
@@ -50,6 +52,9 @@ pub struct InterleavedSummary<'a> {
     pub agents: Vec<AgentPart<'a>>,
     /// Every agent after the first against the first: candidate − base, paired case by case.
     pub comparisons: &'a [Comparison],
+    /// A run of perturbations: each perturbation paired with the baseline (SPEC §17).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub robustness: &'a [Robustness],
     pub periods: &'a [Period],
     pub gates: &'a [Verdict],
     pub warnings: &'a [String],
@@ -61,9 +66,13 @@ impl RunDirFile for InterleavedSummary<'_> {}
 pub struct Interleaved {
     pub dir: PathBuf,
     pub manifest: InterleavedManifest,
+    /// Its parts, the first the base: its agents, or `baseline` and each perturbation.
+    pub parts: Vec<String>,
     pub runs: Vec<RunData>,
     pub blocks: Vec<BlockRecord>,
     pub comparisons: Vec<Comparison>,
+    /// A run of perturbations: each perturbation paired with the baseline.
+    pub robustness: Vec<Robustness>,
     pub periods: Vec<Period>,
     pub gates: Vec<Verdict>,
     pub warnings: Vec<String>,
@@ -75,15 +84,15 @@ impl Interleaved {
         let mpath = dir.join(files::INTERLEAVED);
         let manifest = InterleavedManifest::read(dir)?;
         let mut runs = Vec::new();
-        for a in &manifest.agents {
-            runs.push(rundata::load_with(&files::agent_dir(dir, a), allow_incomplete)?);
+        for a in &manifest.parts() {
+            runs.push(rundata::load_with(&manifest.part_dir(dir, a), allow_incomplete)?);
         }
         let blocks = blocks::read(dir)?;
         let mut comparisons = Vec::new();
         for cand in runs.iter().skip(1) {
             comparisons.push(compare::compare(&runs[0], cand, false)?);
         }
-        let periods = periods::periods(&blocks, &manifest.agents, periods::MAX_PERIODS);
+        let periods = periods::periods(&blocks, &manifest.parts(), periods::MAX_PERIODS);
         let mut specs = Vec::new();
         for g in &manifest.gates {
             specs.push(
@@ -91,18 +100,22 @@ impl Interleaved {
                     .map_err(|e| Error::Input(format!("{}: gate {e}", mpath.display())))?,
             );
         }
+        let (manifest_perturbations, seed) = (manifest.perturbations.clone(), manifest.seed);
+        let runs_dirs: Vec<PathBuf> = runs.iter().map(|r| r.dir.clone()).collect();
         let mut run = Interleaved {
             dir: dir.to_path_buf(),
+            parts: manifest.parts(),
             manifest,
             runs,
             blocks,
             comparisons,
+            robustness: robustness(&manifest_perturbations, &runs_dirs, seed)?,
             periods,
             gates: Vec::new(),
             warnings: Vec::new(),
         };
         run.gates = run.decide(&specs, allow_incomplete)?;
-        for (name, r) in run.manifest.agents.iter().zip(&run.runs) {
+        for (name, r) in run.parts.iter().zip(&run.runs) {
             for w in &r.warnings {
                 run.warnings.push(format!("{name}: {w}"));
             }
@@ -119,17 +132,24 @@ impl Interleaved {
     }
 
     fn run_of(&self, name: &str) -> Option<&RunData> {
-        self.manifest.agents.iter().position(|a| a == name).map(|i| &self.runs[i])
+        self.parts.iter().position(|a| a == name).map(|i| &self.runs[i])
     }
 
-    /// Every gate: each plain gate for each agent (named `GATE@AGENT`), each
-    /// gate naming an agent, each difference.
+    /// Every gate: each plain gate for each agent (named `GATE@AGENT`; in a
+    /// run of perturbations, once, on the baseline), each gate naming an
+    /// agent, each difference, each robustness gate.
     fn decide(&self, specs: &[Gate], allow_incomplete: bool) -> Result<Vec<Verdict>> {
-        let names: Vec<&str> = self.manifest.agents.iter().map(String::as_str).collect();
+        let names: Vec<&str> = self.parts.iter().map(String::as_str).collect();
         let mut out = Vec::new();
         let incomplete = !self.complete() && !allow_incomplete;
         for g in specs {
             match &g.scope {
+                // A plain gate in a run of perturbations is a verdict on the baseline's trials.
+                Scope::Run if !self.robustness.is_empty() || !self.manifest.perturbations.is_empty() => {
+                    let (point, iv) = gate_figure(&self.runs[0].summary, g.metric);
+                    out.push(gate::decide(g, point, iv));
+                }
+                Scope::Drop(p) | Scope::Perturbation(p) => out.push(self.robustness_verdict(g, p)),
                 Scope::Run => {
                     for (name, r) in names.iter().zip(&self.runs) {
                         let (point, iv) = gate_figure(&r.summary, g.metric);
@@ -180,16 +200,28 @@ impl Interleaved {
         Ok(out)
     }
 
+    /// A robustness gate's verdict (SPEC §17): the drop in pass^1 (at most
+    /// the threshold) or the recovery (at least) of perturbation `p`.
+    fn robustness_verdict(&self, g: &Gate, p: &str) -> Verdict {
+        let Some(r) = self.robustness.iter().find(|r| r.name == p) else {
+            return undecided(g, format!("perturbation '{p}' did not run in this run (evalua run SUITE --perturb)"));
+        };
+        let (point, iv) = match g.scope {
+            Scope::Drop(_) => (r.drop.value, r.drop.low.zip(r.drop.high)),
+            _ => (r.recovery.value, r.recovery.low.zip(r.recovery.high)),
+        };
+        gate::decide(g, point, iv)
+    }
+
     /// The run's summary.json content.
     pub fn summary(&self) -> InterleavedSummary<'_> {
         let agents = self
-            .manifest
-            .agents
+            .parts
             .iter()
             .zip(&self.runs)
             .map(|(name, r)| AgentPart {
                 name,
-                dir: format!("agents/{name}"),
+                dir: self.manifest.part_dir(Path::new(""), name).display().to_string(),
                 run_id: r.run_id(),
                 complete: r.complete(),
                 coverage: r.coverage,
@@ -208,11 +240,29 @@ impl Interleaved {
             blocks: self.blocks.len(),
             agents,
             comparisons: &self.comparisons,
+            robustness: &self.robustness,
             periods: &self.periods,
             gates: &self.gates,
             warnings: &self.warnings,
         }
     }
+}
+
+/// Each perturbation paired with the baseline, from the parts' records
+/// (`dirs`: the baseline's first, then each perturbation's in order).
+fn robustness(perturbations: &[String], dirs: &[PathBuf], seed: u64) -> Result<Vec<Robustness>> {
+    if perturbations.is_empty() || dirs.len() != perturbations.len() + 1 {
+        return Ok(Vec::new());
+    }
+    let read = |d: &Path| -> Result<Vec<TrialRecord>> {
+        crate::record::RunDir::open(d)?.records()?.map(|r| r.map(|(_, _, rec)| rec)).collect()
+    };
+    let base = robust::Baseline::new(&read(&dirs[0])?);
+    let mut out = Vec::new();
+    for (name, d) in perturbations.iter().zip(&dirs[1..]) {
+        out.push(robust::robustness(name, &base, &read(d)?, seed));
+    }
+    Ok(out)
 }
 
 /// A gate this run cannot decide: failed, saying why.

@@ -52,7 +52,7 @@ pub struct TrialOutput {
 /// agent driven by `drive`. Never panics on user input: every failure
 /// becomes a recorded outcome.
 pub fn run(plan: &Plan, pos: Position, drive: impl FnOnce(&Trial<'_>) -> AgentEnd) -> TrialOutput {
-    let case = &plan.cases[pos.case];
+    let case = plan.case_at(pos);
     run_in(plan, pos, plan.workdir(case, pos.number), Start::Fresh, drive)
 }
 
@@ -65,7 +65,7 @@ pub(crate) fn run_in(
     start: Start,
     drive: impl FnOnce(&Trial<'_>) -> AgentEnd,
 ) -> TrialOutput {
-    let (case, number) = (&plan.cases[pos.case], pos.number);
+    let (case, number) = (plan.case_at(pos), pos.number);
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, number);
     let started = Instant::now();
     let out = match prepare(plan, pos, seed, &workdir, start) {
@@ -101,7 +101,9 @@ pub(crate) fn run_in(
         }
         Err(e) => {
             worker::forget(plan.id);
-            infra(case, number, seed, plan.recorded_agent(pos, None), e)
+            let mut out = infra(case, number, seed, plan.recorded_agent(pos, None), e);
+            out.trace.record.perturbation = plan.condition_for(pos).perturbation.clone();
+            out
         }
     };
     // After the checks have read it.
@@ -133,32 +135,15 @@ pub(crate) fn interrupted_after_grading(mut out: TrialOutput) -> TrialOutput {
 pub(crate) fn infra(case: &CasePlan, number: u32, seed: u64, agent: Option<String>, error: String) -> TrialOutput {
     let record = TrialRecord {
         agent,
+        perturbation: None,
         case: case.spec.id.clone(),
         trial: number,
         seed,
-        outcome: record::Outcome::InfraError,
-        ended: Ended::NotStarted,
-        checks: Vec::new(),
-        calls: CallCounts::default(),
-        usage: Default::default(),
-        wall_ms: 0.0,
-        answer: String::new(),
+        // The rest as a trial that never ran: outcome infra_error, ended not_started.
         error: Some(error.clone()),
         infra_error: Some(error),
         trace: record::traces::PACK.to_string(),
-        failure_modes: None,
-        tool_spans: Vec::new(),
-        first_failure: None,
-        source: None,
-        safety: None,
-        abstained: false,
-        interventions: 0,
-        sources: Vec::new(),
-        contaminated: false,
-        contamination: Vec::new(),
-        user: None,
-        blame: None,
-        evaluation_cost_usd: 0.0,
+        ..Default::default()
     };
     // The case could not be materialised: its input is in the suite file.
     let trace = Trace { started_at: Some(jiff::Timestamp::now().to_string()), ..Trace::of(record) };
@@ -184,12 +169,17 @@ pub(crate) fn prepare<'p>(
     workdir: &Path,
     start: Start,
 ) -> Result<Trial<'p>, String> {
-    let (case, number) = (&plan.cases[pos.case], pos.number);
+    let (case, number) = (plan.case_at(pos), pos.number);
     let lua = worker::worker_state(plan)?;
     if let Some(mut data) = lua.app_data_mut::<lua::StateData>() {
         data.config.clock = case.clock;
     }
     let (suite_t, case_table) = worker::case_table(&lua, plan, case)?;
+    // A perturbed trial sees its case as the perturbation changes it (SPEC §17).
+    let case_table = match plan.condition_for(pos).perturbation.as_deref() {
+        Some(name) => super::perturb::case_table(&lua, &suite_t, &case_table, name)?,
+        None => case_table,
+    };
     let input: String = case_table.raw_get("input").map_err(|e| format!("case '{}': input: {e}", case.spec.id))?;
     let handlers: Table = suite_t.get("_tool_index").map_err(|e| e.to_string())?;
     let agent_choice = plan.agent_for(pos);
@@ -395,6 +385,7 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
     let mut record = TrialRecord {
         // Which of the suite's named agents played (none when the suite names none).
         agent: trial.plan.recorded_agent(trial.position, trial.agent_choice.name),
+        perturbation: trial.plan.condition_for(trial.position).perturbation.clone(),
         case: trial.case.spec.id.clone(),
         trial: trial.number,
         seed: trial.seed,
@@ -413,14 +404,7 @@ pub(crate) fn finish(trial: Trial<'_>, end: AgentEnd, ending: Ending) -> TrialOu
         first_failure: record::FirstFailure::of(&st.calls, &st.model_calls),
         source: None,
         safety: trial_safety,
-        abstained: false,
-        interventions: 0,
-        sources: Vec::new(),
-        contaminated: false,
-        contamination: Vec::new(),
-        user: None,
-        blame: None,
-        evaluation_cost_usd: 0.0,
+        ..Default::default()
     };
     record.publish(published);
     // The simulated user on trial, and who is to blame (SPEC §18).
@@ -601,5 +585,8 @@ pub(crate) fn all_errors(plan: &Plan, case: &CasePlan, msg: &str) -> Vec<CheckRe
 pub fn internal_error(plan: &Plan, pos: Position, msg: String) -> TrialOutput {
     let case = &plan.cases[pos.case];
     let seed = sandbox::trial_seed(plan.seed, &case.spec.id, pos.number);
-    infra(case, pos.number, seed, plan.recorded_agent(pos, None), format!("internal error in evalua: {msg}"))
+    let mut out =
+        infra(case, pos.number, seed, plan.recorded_agent(pos, None), format!("internal error in evalua: {msg}"));
+    out.trace.record.perturbation = plan.condition_for(pos).perturbation.clone();
+    out
 }

@@ -12,6 +12,7 @@ pub mod context;
 pub mod grader_tests;
 pub mod grading;
 pub mod lifecycle;
+pub mod perturb;
 pub mod plan;
 pub mod published;
 pub mod reexec;

@@ -28,6 +28,9 @@ pub struct CasePlan {
     pub work: Option<Arc<Template>>,
     /// The fault rules in force in this case, by tool (the suite's, with the case's own).
     pub faults: Arc<BTreeMap<String, Vec<FaultRule>>>,
+    /// The case as each perturbation the run asked for changes it (SPEC §17),
+    /// by name: only those that apply to it (`run::perturb`).
+    pub variants: BTreeMap<String, CasePlan>,
 }
 
 /// Everything a trial needs, shared read-only by all workers.
@@ -86,6 +89,8 @@ impl Default for Switches {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Condition {
     pub agent: Option<String>,
+    /// The perturbation of the environment it runs under (SPEC §17; None: the baseline).
+    pub perturbation: Option<String>,
 }
 
 /// A trial's place in the plan: its case (an index into `cases`), its
@@ -129,8 +134,50 @@ impl Plan {
 impl Plan {
     /// The condition the trial at `pos` runs under.
     pub fn condition_for(&self, pos: Position) -> &Condition {
-        static NONE: Condition = Condition { agent: None };
+        static NONE: Condition = Condition { agent: None, perturbation: None };
         self.conditions.get(pos.condition).unwrap_or(&NONE)
+    }
+
+    /// The case the trial at `pos` runs: its case, as its condition's
+    /// perturbation (if any) changes it.
+    pub fn case_at(&self, pos: Position) -> &CasePlan {
+        let case = &self.cases[pos.case];
+        match &self.condition_for(pos).perturbation {
+            Some(p) => case.variants.get(p).unwrap_or(case),
+            None => case,
+        }
+    }
+
+    /// Whether condition `c` runs for case `case` (a perturbation that does
+    /// not apply to a case is not run for it).
+    pub fn applies(&self, case: usize, c: usize) -> bool {
+        match self.conditions.get(c).and_then(|c| c.perturbation.as_ref()) {
+            Some(p) => self.cases.get(case).is_some_and(|k| k.variants.contains_key(p)),
+            None => true,
+        }
+    }
+
+    /// Whether the run's conditions are perturbations (`--perturb`), the first the baseline.
+    pub fn perturbs(&self) -> bool {
+        self.conditions.iter().any(|c| c.perturbation.is_some())
+    }
+
+    /// The name of a condition's part of the run (its run dir, its column):
+    /// its perturbation (`baseline` for none) in a run of perturbations,
+    /// else its agent.
+    pub fn part_name(&self, c: &Condition) -> String {
+        if self.perturbs() {
+            return c.perturbation.clone().unwrap_or_else(|| crate::spec::BASELINE.to_string());
+        }
+        c.agent.clone().unwrap_or_default()
+    }
+
+    /// The part of the run a record belongs to (see [`Plan::part_name`]).
+    pub fn part_of(&self, r: &crate::record::TrialRecord) -> String {
+        if self.perturbs() {
+            return r.perturbation.clone().unwrap_or_else(|| crate::spec::BASELINE.to_string());
+        }
+        r.agent.clone().unwrap_or_default()
     }
 
     /// The agent that plays the trial at `pos`: its case's own agent, else
@@ -148,11 +195,11 @@ impl Plan {
     }
 
     /// The agent the record of the trial at `pos` names, `played` having
-    /// played it: in a run of several conditions, its condition's (the part
+    /// played it: in a run of several agents, its condition's (the part
     /// of the run it belongs to, even for a case with its own agent); else
     /// the suite agent that played, when the suite names its agents.
     pub fn recorded_agent(&self, pos: Position, played: Option<&str>) -> Option<String> {
-        if self.conditions.len() > 1 {
+        if self.conditions.iter().any(|c| c.agent != self.conditions[0].agent) {
             return self.condition_for(pos).agent.clone();
         }
         played.filter(|_| self.names_agents()).map(str::to_string)

@@ -490,6 +490,7 @@ mod tests {
             .collect();
         TrialRecord {
             agent: None,
+            perturbation: None,
             case: case.into(),
             trial,
             seed: 0,
@@ -502,20 +503,7 @@ mod tests {
             answer: String::new(),
             error: None,
             trace: String::new(),
-            infra_error: None,
-            safety: None,
-            abstained: false,
-            interventions: 0,
-            sources: Vec::new(),
-            contaminated: false,
-            contamination: Vec::new(),
-            user: None,
-            blame: None,
-            evaluation_cost_usd: 0.0,
-            failure_modes: None,
-            tool_spans: Vec::new(),
-            first_failure: None,
-            source: None,
+            ..Default::default()
         }
     }
 

@@ -778,6 +778,9 @@ local function normalize_perturb(what, perturb, level, where)
       fail(level + 1, what .. ": 'perturb' is keyed by name (letters, digits, '_', '-'), like perturb = { no_lookup = { drop_tools = { \"lookup_order\" } } }; got key " .. tostring(name))
     end
     local w = what .. ".perturb." .. name
+    if name == "baseline" then
+      fail(level + 1, w .. ": 'baseline' names the unperturbed trials of a run; call the perturbation something else")
+    end
     if type(p) ~= "table" then
       fail(level + 1, w .. ": a perturbation is a table of input, fixture, faults, drop_tools, user, expect; got " .. type(p))
     end
