@@ -267,3 +267,28 @@ fn the_console_the_reports_and_the_pull_request_comment_show_the_robustness_tabl
     let gh = evalua(dir.path(), &["report", "out", "--format", "github"]);
     assert!(stdout(&gh).contains(row), "{}", stdout(&gh));
 }
+
+/// The guide's robustness section shows a run of the example suite: the
+/// figures it prints are the ones that run gives.
+#[test]
+fn the_example_suite_reproduces_the_guides_robustness_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = evalua(
+        &repo(),
+        &["run", "suites/refunds_robustness.lua", "--perturb", "--seed", "7", "-q", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "the recovery gate fails: {}", stderr(&o));
+    let guide = std::fs::read_to_string(repo().join("docs/guide.md")).unwrap();
+    let section = &guide[guide.find("### Robustness: what a changed detail").expect("the guide's section")..];
+    let console = stdout(&o);
+    let table: Vec<&str> = console.lines().skip_while(|l| !l.starts_with("robustness (")).skip(1).take(7).collect();
+    assert_eq!(table.len(), 7, "{console}");
+    for line in table {
+        assert!(section.contains(line), "the guide does not show: {line}");
+    }
+    let s = json(&out.join("summary.json"));
+    let r = &s["robustness"];
+    assert_eq!(r[1]["name"], "refund_429");
+    assert_eq!((&r[1]["recovery"]["n"], &r[0]["drop"]["value"]), (&serde_json::json!(9), &serde_json::json!(0.6)));
+}
