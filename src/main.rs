@@ -160,6 +160,8 @@ enum Command {
     },
     /// Re-run the suite's current checks on a run's recorded final states; no agent runs
     Regrade(cmd::regrade::RegradeArgs),
+    /// How many cases and trials per case detect a difference in pass^1, with the reasoning
+    Plan(cmd::plan::PlanArgs),
     /// Combine the partitioned runs of one suite into one run dir
     Merge {
         /// The parts' run dirs, or folders holding them (one sub-folder per part)
@@ -363,6 +365,8 @@ fn main() -> ExitCode {
         cmd::json::begin(name);
     }
     let result = dispatch(cli);
+    // The cgroups of the sandboxes' process limits (`process::pids`), now empty.
+    evalua::process::pids::cleanup();
     let (code, error) = match result {
         Ok(code) => (code, None),
         Err(e) => {
@@ -392,6 +396,7 @@ fn main() -> ExitCode {
 fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Run(a) => cmd::run::run(a),
+        Command::Plan(a) => cmd::plan::plan(a),
         Command::Grade(a) => cmd::grade::grade(a),
         Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),
         Command::Promote { dir, into, mode, per_cluster } => {

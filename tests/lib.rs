@@ -40,6 +40,7 @@ mod named_agents;
 mod partition;
 mod perturb;
 mod phoenix;
+mod plan;
 mod postgres;
 mod published;
 mod regrade;

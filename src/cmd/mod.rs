@@ -16,6 +16,7 @@ pub mod list;
 pub mod mcp;
 pub mod merge;
 pub mod mock_judge;
+pub mod plan;
 pub mod promote;
 pub mod regrade;
 pub mod report;

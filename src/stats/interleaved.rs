@@ -13,8 +13,10 @@ use serde::Serialize;
 use super::compare::{self, Comparison};
 use super::figures::{CaseFigures, Coverage, INCOMPLETE_NOTE, SuiteFigures, gate_figure};
 use super::periods::{self, Period};
+use super::robustness::{self as robust, Robustness};
 use super::rundata::{self, RunData};
 use crate::error::{Error, Result};
+use crate::record::TrialRecord;
 use crate::record::files::{self, RunDirFile};
 use crate::record::interleaved::InterleavedManifest;
 use crate::record::{BlockRecord, blocks};
@@ -50,6 +52,9 @@ pub struct InterleavedSummary<'a> {
     pub agents: Vec<AgentPart<'a>>,
     /// Every agent after the first against the first: candidate − base, paired case by case.
     pub comparisons: &'a [Comparison],
+    /// A run of perturbations: each perturbation paired with the baseline (SPEC §17).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub robustness: &'a [Robustness],
     pub periods: &'a [Period],
     pub gates: &'a [Verdict],
     pub warnings: &'a [String],
@@ -66,6 +71,8 @@ pub struct Interleaved {
     pub runs: Vec<RunData>,
     pub blocks: Vec<BlockRecord>,
     pub comparisons: Vec<Comparison>,
+    /// A run of perturbations: each perturbation paired with the baseline.
+    pub robustness: Vec<Robustness>,
     pub periods: Vec<Period>,
     pub gates: Vec<Verdict>,
     pub warnings: Vec<String>,
@@ -93,6 +100,8 @@ impl Interleaved {
                     .map_err(|e| Error::Input(format!("{}: gate {e}", mpath.display())))?,
             );
         }
+        let (manifest_perturbations, seed) = (manifest.perturbations.clone(), manifest.seed);
+        let runs_dirs: Vec<PathBuf> = runs.iter().map(|r| r.dir.clone()).collect();
         let mut run = Interleaved {
             dir: dir.to_path_buf(),
             parts: manifest.parts(),
@@ -100,6 +109,7 @@ impl Interleaved {
             runs,
             blocks,
             comparisons,
+            robustness: robustness(&manifest_perturbations, &runs_dirs, seed)?,
             periods,
             gates: Vec::new(),
             warnings: Vec::new(),
@@ -125,14 +135,21 @@ impl Interleaved {
         self.parts.iter().position(|a| a == name).map(|i| &self.runs[i])
     }
 
-    /// Every gate: each plain gate for each agent (named `GATE@AGENT`), each
-    /// gate naming an agent, each difference.
+    /// Every gate: each plain gate for each agent (named `GATE@AGENT`; in a
+    /// run of perturbations, once, on the baseline), each gate naming an
+    /// agent, each difference, each robustness gate.
     fn decide(&self, specs: &[Gate], allow_incomplete: bool) -> Result<Vec<Verdict>> {
         let names: Vec<&str> = self.parts.iter().map(String::as_str).collect();
         let mut out = Vec::new();
         let incomplete = !self.complete() && !allow_incomplete;
         for g in specs {
             match &g.scope {
+                // A plain gate in a run of perturbations is a verdict on the baseline's trials.
+                Scope::Run if !self.robustness.is_empty() || !self.manifest.perturbations.is_empty() => {
+                    let (point, iv) = gate_figure(&self.runs[0].summary, g.metric);
+                    out.push(gate::decide(g, point, iv));
+                }
+                Scope::Drop(p) | Scope::Perturbation(p) => out.push(self.robustness_verdict(g, p)),
                 Scope::Run => {
                     for (name, r) in names.iter().zip(&self.runs) {
                         let (point, iv) = gate_figure(&r.summary, g.metric);
@@ -183,6 +200,19 @@ impl Interleaved {
         Ok(out)
     }
 
+    /// A robustness gate's verdict (SPEC §17): the drop in pass^1 (at most
+    /// the threshold) or the recovery (at least) of perturbation `p`.
+    fn robustness_verdict(&self, g: &Gate, p: &str) -> Verdict {
+        let Some(r) = self.robustness.iter().find(|r| r.name == p) else {
+            return undecided(g, format!("perturbation '{p}' did not run in this run (evalua run SUITE --perturb)"));
+        };
+        let (point, iv) = match g.scope {
+            Scope::Drop(_) => (r.drop.value, r.drop.low.zip(r.drop.high)),
+            _ => (r.recovery.value, r.recovery.low.zip(r.recovery.high)),
+        };
+        gate::decide(g, point, iv)
+    }
+
     /// The run's summary.json content.
     pub fn summary(&self) -> InterleavedSummary<'_> {
         let agents = self
@@ -210,11 +240,29 @@ impl Interleaved {
             blocks: self.blocks.len(),
             agents,
             comparisons: &self.comparisons,
+            robustness: &self.robustness,
             periods: &self.periods,
             gates: &self.gates,
             warnings: &self.warnings,
         }
     }
+}
+
+/// Each perturbation paired with the baseline, from the parts' records
+/// (`dirs`: the baseline's first, then each perturbation's in order).
+fn robustness(perturbations: &[String], dirs: &[PathBuf], seed: u64) -> Result<Vec<Robustness>> {
+    if perturbations.is_empty() || dirs.len() != perturbations.len() + 1 {
+        return Ok(Vec::new());
+    }
+    let read = |d: &Path| -> Result<Vec<TrialRecord>> {
+        crate::record::RunDir::open(d)?.records()?.map(|r| r.map(|(_, _, rec)| rec)).collect()
+    };
+    let base = robust::Baseline::new(&read(&dirs[0])?);
+    let mut out = Vec::new();
+    for (name, d) in perturbations.iter().zip(&dirs[1..]) {
+        out.push(robust::robustness(name, &base, &read(d)?, seed));
+    }
+    Ok(out)
 }
 
 /// A gate this run cannot decide: failed, saying why.

@@ -11,9 +11,12 @@ pub mod figures;
 pub mod head;
 pub mod interleaved;
 pub mod periods;
+pub mod power;
 pub mod published;
+pub mod robustness;
 pub mod rundata;
 pub mod safety;
+pub mod sequence;
 
 pub use figures::*;
 pub use rundata::RunData;
