@@ -363,6 +363,8 @@ fn main() -> ExitCode {
         cmd::json::begin(name);
     }
     let result = dispatch(cli);
+    // The cgroups of the sandboxes' process limits (`process::pids`), now empty.
+    evalua::process::pids::cleanup();
     let (code, error) = match result {
         Ok(code) => (code, None),
         Err(e) => {

@@ -15,6 +15,7 @@
 //! - inside the process sandbox ([`sandbox`]): its own PID namespace and
 //!   mount view, unless the run opted out with `--isolation none`.
 
+pub mod pids;
 mod relay;
 mod sandbox;
 mod spawn;
@@ -173,6 +174,7 @@ impl Launch {
         let program = self.argv.first().filter(|p| !p.is_empty()).ok_or(StartError::Empty)?;
         let env = self.env();
         let spawn_failed = |e: std::io::Error| StartError::Spawn { program: program.clone(), reason: e.to_string() };
+        let mut limit = None;
         let (pid, ends) = match self.view.isolation {
             Isolation::None => {
                 let stdio = |io: Io| if io == Io::Piped { Stdio::piped() } else { Stdio::null() };
@@ -208,15 +210,23 @@ impl Launch {
                 // relay, started with posix_spawn: neither a fork of all of
                 // evalua nor a shell per trial (issue 24: each cost ~0.5–4 ms).
                 let args = bwrap.args(&self.argv, &self.cwd, &env, &self.view, true);
-                spawn::relayed(
-                    &bwrap.path,
-                    &args,
-                    &self.cwd,
-                    stdin,
-                    stdout,
-                    stderr,
-                    bwrap.relay_source().map(|c| c.as_c_str()),
-                )
+                let start = || {
+                    spawn::relayed(
+                        &bwrap.path,
+                        &args,
+                        &self.cwd,
+                        stdin,
+                        stdout,
+                        stderr,
+                        bwrap.relay_source().map(|c| c.as_c_str()),
+                    )
+                };
+                // Born in a cgroup of its own with a process limit, where evalua can make one.
+                limit = pids::limit();
+                match &limit {
+                    Some(l) => pids::spawn_in(l, start),
+                    None => start(),
+                }
                 .map_err(spawn_failed)?
             }
         };
@@ -229,6 +239,7 @@ impl Launch {
             done: false,
             status: None,
             tracked,
+            _limit: limit,
         })
     }
 }
@@ -249,6 +260,8 @@ pub struct Group {
     status: Option<ExitStatus>,
     /// Registered for a second stop signal until the leader is reaped.
     tracked: Option<cancel::Tracked>,
+    /// The process tree's cgroup with its process limit (removed after the group is killed).
+    _limit: Option<pids::Limit>,
 }
 
 impl Group {

@@ -504,3 +504,55 @@ fn a_trials_model_proxy_holds_at_most_its_budget_of_request_bodies() {
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.contains("the most one trial may"), "{answer}");
 }
+
+/// An agent that starts 700 processes (each sleeping) and says how many it could.
+const FORKER: &str = r#"import json, subprocess, sys
+sys.stdin.readline()
+kids, why = [], "all started"
+for _ in range(700):
+    try:
+        kids.append(subprocess.Popen(["sleep", "600"]))
+    except OSError as e:
+        why = "stopped: %s" % e.strerror
+        break
+n = len(kids)
+for k in kids:
+    k.kill()
+for k in kids:
+    k.wait()
+sys.stdout.write(json.dumps({"type": "final", "content": "%d %s" % (n, why)}) + "\n")
+sys.stdout.flush()
+"#;
+
+#[test]
+fn a_sandboxed_agent_cannot_start_processes_without_end() {
+    if !crate::isolation::sandbox_available() {
+        return;
+    }
+    // Where evalua can make a pids cgroup (cgroup v1 writable: root, or delegated); elsewhere
+    // there is no limit (docs/design/isolation.md), and this test says so and stops.
+    if !std::path::Path::new("/sys/fs/cgroup/pids/tasks").exists()
+        || std::fs::create_dir("/sys/fs/cgroup/pids/evalua-test-probe").is_err()
+    {
+        eprintln!("\n*** SKIPPED: no writable cgroup v1 pids hierarchy here: no process limit to test ***\n");
+        return;
+    }
+    let _ = std::fs::remove_dir("/sys/fs/cgroup/pids/evalua-test-probe");
+    let dir = project(&[("forker.py", FORKER)]);
+    let agent = dir.path().join("forker.py").display().to_string();
+    let suite = format!(
+        r#"local evalua = require("evalua")
+local suite = evalua.suite {{ name = "forker", trials = 1, agent = evalua.agent.command {{ cmd = {{ "python3", {agent:?} }} }} }}
+suite:case {{ id = "fork", input = "x", expect = {{ {{ name = "ran", run = function(t) return true, t.answer end }} }} }}
+return suite
+"#
+    );
+    std::fs::write(dir.path().join("s.lua"), suite).unwrap();
+    let o = evalua(dir.path(), &["run", "s.lua", "--out", "out", "-q"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    let recs = trials(&dir.path().join("out"));
+    let answer = recs[0]["answer"].as_str().unwrap_or_default().to_string();
+    // Before: all 700 started. Now the tree stops at 512 (the agent, its python and the relay count too).
+    let n: usize = answer.split(' ').next().unwrap_or("").parse().unwrap_or(0);
+    assert!(n > 400 && n < 512 && answer.contains("stopped"), "{answer}: {}", recs[0]);
+}

@@ -214,3 +214,101 @@ fn robustness_in_summary_json_has_the_exact_figures_of_a_known_agent() {
     // A run of agents has no robustness.
     assert!(json(&dir.path().join("out/conditions/baseline/summary.json")).get("robustness").is_none());
 }
+
+#[test]
+fn robustness_gates_decide_on_the_drop_and_the_recovery_and_plain_gates_on_the_baseline() {
+    let gates =
+        r#"trials = 2, gate = { accepted = 0.9, ["drop pass^1 @no_lookup"] = 0.2, ["recovery @refund_err"] = 0.9 },"#;
+    let dir = project(&[("rob.lua", &ROBUST.replace("trials = 2,", gates)), ("schema.sql", "CREATE TABLE t (x);\n")]);
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "--out", "out", "-q", "--seed", "5"]);
+    assert_eq!(o.status.code(), Some(1), "the drop gate fails: {}", stdout(&o));
+    let s = json(&dir.path().join("out/summary.json"));
+    let verdict = |name: &str| -> serde_json::Value {
+        s["gates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: {}", s["gates"]))
+    };
+    assert_eq!(s["gates"].as_array().unwrap().len(), 3, "{}", s["gates"]);
+    assert_eq!(
+        (verdict("accepted")["passed"].clone(), verdict("accepted")["value"].clone()),
+        (serde_json::json!(true), serde_json::json!(1.0))
+    );
+    let drop = verdict("drop pass^1 @no_lookup");
+    assert_eq!((drop["passed"].clone(), drop["value"].clone()), (serde_json::json!(false), serde_json::json!(0.5)));
+    let rec = verdict("recovery @refund_err");
+    assert_eq!((rec["passed"].clone(), rec["value"].clone()), (serde_json::json!(true), serde_json::json!(1.0)));
+    assert!(stdout(&o).contains("FAIL drop pass^1 @no_lookup: +50.0 pt"), "{}", stdout(&o));
+    // A gate naming a perturbation the suite does not declare: exit 2 at the suite's line.
+    let bad = r#"trials = 2, gate = { ["recovery @no_lokup"] = 0.5 },"#;
+    let dir = project(&[("rob.lua", &ROBUST.replace("trials = 2,", bad)), ("schema.sql", "CREATE TABLE t (x);\n")]);
+    assert_user_error(
+        &evalua(dir.path(), &["check", "rob.lua"]),
+        "rob.lua:3: evalua.suite.gate: 'recovery @no_lokup' names perturbation 'no_lokup', which the suite does not declare",
+    );
+}
+
+#[test]
+fn the_console_the_reports_and_the_pull_request_comment_show_the_robustness_table() {
+    let dir = robust();
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "--out", "out", "--seed", "5"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let console = stdout(&o);
+    assert!(console.contains("robustness (each perturbation paired with the baseline"), "{console}");
+    assert!(console.contains("50.0% (2 of 4) [15.0%, 85.0%]"), "{console}");
+    let row = "| no_lookup | 2 (4) | +50.0 pt [+0.0 pt, +100.0 pt] | 50.0% (2 of 4) [15.0%, 85.0%] | +0.0 (n=2) [+0.0, +0.0] | +0.0 (n=2) [+0.0, +0.0] | b |";
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("## Robustness") && md.contains(row), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(html.contains("<h2>Robustness</h2>") && html.contains("<td>refund_err</td>"), "{html}");
+    let gh = evalua(dir.path(), &["report", "out", "--format", "github"]);
+    assert!(stdout(&gh).contains(row), "{}", stdout(&gh));
+}
+
+/// The guide's robustness section shows a run of the example suite: the
+/// figures it prints are the ones that run gives.
+#[test]
+fn the_example_suite_reproduces_the_guides_robustness_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = evalua(
+        &repo(),
+        &["run", "suites/refunds_robustness.lua", "--perturb", "--seed", "7", "-q", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "the recovery gate fails: {}", stderr(&o));
+    let guide = std::fs::read_to_string(repo().join("docs/guide.md")).unwrap();
+    let section = &guide[guide.find("### Robustness: what a changed detail").expect("the guide's section")..];
+    let console = stdout(&o);
+    let table: Vec<&str> = console.lines().skip_while(|l| !l.starts_with("robustness (")).skip(1).take(7).collect();
+    assert_eq!(table.len(), 7, "{console}");
+    for line in table {
+        assert!(section.contains(line), "the guide does not show: {line}");
+    }
+    let s = json(&out.join("summary.json"));
+    let r = &s["robustness"];
+    assert_eq!(r[1]["name"], "refund_429");
+    assert_eq!((&r[1]["recovery"]["n"], &r[0]["drop"]["value"]), (&serde_json::json!(9), &serde_json::json!(0.6)));
+}
+
+/// `evalua view` lists each condition's part and pairs each perturbation's with the baseline's.
+#[test]
+fn the_viewer_pairs_each_perturbed_part_with_the_baseline() {
+    let dir = robust();
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "no_lookup", "--out", "out", "-q", "--seed", "5"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let v = crate::view::Viewer::start(dir.path(), &["out"]);
+    let runs = v.runs();
+    let part = |name: &str| {
+        runs.iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(&format!("conditions/{name}")))
+            .unwrap_or_else(|| panic!("{name}: {runs:?}"))
+            .clone()
+    };
+    let (base, drop) = (part("baseline"), part("no_lookup"));
+    assert_eq!(drop["interleaved"]["agents"], serde_json::json!(["baseline", "no_lookup"]));
+    assert_eq!(drop["interleaved"]["agent"], "no_lookup");
+    assert_eq!(drop["interleaved"]["base_id"], base["id"]);
+}

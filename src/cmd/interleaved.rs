@@ -77,6 +77,9 @@ pub(crate) fn run(
     for (c, name) in parts.iter().enumerate() {
         let dir = RunDir::create(Some(&manifest.part_dir(&top, name)), &plan.suite.name, &run_id)?;
         let mut m = crate::run::manifest::build_for(&plan, c, opts, &format!("{run_id}-{name}"), &argv);
+        // A case's own perturbation runs for that case only: its part plans that case alone.
+        m.cases.retain(|e| plan.ids.get(&e.id).is_some_and(|&i| plan.applies(i, c)));
+        m.planned_trials = Some(crate::run::work(&plan, None).iter().filter(|(i, _)| plan.applies(*i, c)).count());
         m.interleaved = Some(InterleavedEntry {
             run_id: run_id.clone(),
             agents: agents.clone(),

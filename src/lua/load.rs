@@ -594,6 +594,20 @@ fn check_gate_agents(suite: &Suite) -> Vec<String> {
                 g.name,
                 list()
             )),
+            gate::Scope::Drop(p) | gate::Scope::Perturbation(p) => {
+                let cases = suite.cases.iter().flat_map(|c| c.perturb.keys());
+                let known: std::collections::BTreeSet<&str> =
+                    suite.perturb.keys().chain(cases).map(String::as_str).collect();
+                if !known.contains(p.as_str()) {
+                    let list: Vec<&str> = known.into_iter().collect();
+                    errors.push(format!(
+                        "{}: evalua.suite.gate: '{}' names perturbation '{p}', which the suite does not declare; its perturbations: {}",
+                        suite.location,
+                        g.name,
+                        if list.is_empty() { "none declared".to_string() } else { list.join(", ") }
+                    ));
+                }
+            }
             gate::Scope::Delta { pair } => {
                 if gate::Scope::delta_pair(pair, &names).is_none() {
                     errors.push(format!(

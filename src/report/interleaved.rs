@@ -226,6 +226,9 @@ pub fn console(run: &Interleaved) -> String {
     }
     let _ = writeln!(o, "{t}");
     let _ = writeln!(o, "(capability view; 95% intervals resample cases, then each case's trials)");
+    if !run.robustness.is_empty() {
+        o.push_str(&super::robustness::console(&run.robustness));
+    }
     for l in comparison_lines(run) {
         let _ = writeln!(o, "{l}");
     }
@@ -318,6 +321,9 @@ pub fn markdown(run: &Interleaved) -> String {
         "\nCapability view; 95% intervals resample cases, then each case's trials. Each {one}'s own report: {}.\n",
         names.iter().map(|n| format!("[{n}]({}/report.md)", rel_dir(run, n))).collect::<Vec<_>>().join(", ")
     );
+    if !run.robustness.is_empty() {
+        o.push_str(&super::robustness::markdown(&run.robustness));
+    }
     if !run.comparisons.is_empty() {
         let _ = writeln!(o, "## Paired comparison\n");
         for (c, cand) in run.comparisons.iter().zip(names.iter().skip(1)) {
@@ -408,6 +414,9 @@ pub fn html(run: &Interleaved) -> String {
         o.push_str("</tr>");
     }
     o.push_str("</table><p>Capability view; 95% intervals resample cases, then each case's trials.</p>");
+    if !run.robustness.is_empty() {
+        o.push_str(&super::robustness::html(&run.robustness));
+    }
     if !run.comparisons.is_empty() {
         o.push_str("<h2>Paired comparison</h2><pre>");
         for c in &run.comparisons {

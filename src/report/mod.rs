@@ -11,6 +11,7 @@ pub mod interleaved;
 pub mod junit;
 pub mod md;
 pub mod published;
+pub mod robustness;
 pub mod sinks;
 pub mod text;
 

@@ -107,6 +107,7 @@ pub fn gate_line(g: &Verdict) -> String {
     // A difference between agents is in points, signed, as the pair lines show it.
     let delta = parsed.as_ref().and_then(|x| match &x.scope {
         gate::Scope::Delta { pair } => Some(pair.clone()),
+        gate::Scope::Drop(p) => Some(format!("{}-{p}", crate::spec::BASELINE)),
         _ => None,
     });
     let show = |v: f64| -> String {
@@ -118,7 +119,9 @@ pub fn gate_line(g: &Verdict) -> String {
                 let v = if v.abs() < 1e-9 { 0.0 } else { v };
                 format!("{}{:.1} pt", if v >= 0.0 { "+" } else { "−" }, v.abs() * 100.0)
             }
-            Some(Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::UserNonadherence) => {
+            Some(
+                Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::UserNonadherence | Metric::Recovery,
+            ) => {
                 format!("{:.1}%", v * 100.0)
             }
             Some(Metric::CriticalFailures | Metric::GraderErrors | Metric::InfraErrors | Metric::SkippedChecks) => {
@@ -144,7 +147,7 @@ pub fn gate_line(g: &Verdict) -> String {
         Some(_) if value != "undefined" => format!("{value} (candidate − base)"),
         _ => value,
     };
-    let cmp = if metric.is_none_or(|m| m.is_minimum()) { "≥" } else { "≤" };
+    let cmp = if parsed.as_ref().is_none_or(|x| x.is_minimum()) { "≥" } else { "≤" };
     if g.undefined {
         return format!(
             "UNDEFINED {}{on}: required {cmp} {}{}",

@@ -37,6 +37,9 @@ pub enum Metric {
     /// `user_nonadherence`: the share of trials with a simulated user whose
     /// user was not adherent (SPEC §18).
     UserNonadherence,
+    /// `recovery @NAME`: of a perturbation's pairs whose baseline trial was
+    /// accepted, the share whose perturbed twin was (SPEC §17).
+    Recovery,
 }
 
 impl fmt::Display for Metric {
@@ -54,6 +57,7 @@ impl fmt::Display for Metric {
             Metric::P95Ms => f.write_str("p95_ms"),
             Metric::JudgeKappa => f.write_str("judge_kappa"),
             Metric::UserNonadherence => f.write_str("user_nonadherence"),
+            Metric::Recovery => f.write_str("recovery"),
         }
     }
 }
@@ -67,7 +71,10 @@ impl Serialize for Metric {
 impl Metric {
     /// Higher is better (a minimum) or lower is better (a maximum).
     pub fn is_minimum(self) -> bool {
-        matches!(self, Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::JudgeKappa)
+        matches!(
+            self,
+            Metric::PassHat(_) | Metric::PassAt(_) | Metric::Accepted | Metric::JudgeKappa | Metric::Recovery
+        )
     }
 }
 
@@ -90,6 +97,11 @@ pub enum Scope {
     /// paired case by case. `pair` is as written (`B-A`): names may hold
     /// `-`, so it is split against the agents' names ([`Scope::delta_pair`]).
     Delta { pair: String },
+    /// `drop pass^1 @NAME`: the baseline's pass^1 minus perturbation NAME's,
+    /// in a run of perturbations (SPEC §17); at most the threshold.
+    Drop(String),
+    /// `recovery @NAME`: perturbation NAME's recovery (SPEC §17).
+    Perturbation(String),
 }
 
 impl Scope {
@@ -107,7 +119,23 @@ impl Scope {
             Scope::Run => Vec::new(),
             Scope::Agent(a) => vec![a.as_str()],
             Scope::Delta { pair } => vec![pair.as_str()],
+            Scope::Drop(p) | Scope::Perturbation(p) => vec![p.as_str()],
         }
+    }
+
+    /// The perturbation a robustness gate names.
+    pub fn perturbation(&self) -> Option<&str> {
+        match self {
+            Scope::Drop(p) | Scope::Perturbation(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl Gate {
+    /// Whether the gate's figure must be at least its threshold (else at most).
+    pub fn is_minimum(&self) -> bool {
+        !matches!(self.scope, Scope::Drop(_)) && self.metric.is_minimum()
     }
 }
 
@@ -120,11 +148,29 @@ pub struct Gate {
     pub scope: Scope,
 }
 
-pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms, judge_kappa, user_nonadherence; each also as FIGURE@AGENT or delta FIGURE CAND-BASE";
+pub const KNOWN: &str = "pass^K, pass@K, accepted, critical_failures, grader_errors, infra_errors, skipped_checks, cost_per_accepted_usd, p50_ms, p95_ms, judge_kappa, user_nonadherence; each also as FIGURE@AGENT or delta FIGURE CAND-BASE; drop pass^1 @PERTURBATION, recovery @PERTURBATION";
 
 /// A gate's figure and whose it is, from its name: `pass^3`, `pass^3@B`,
 /// `delta pass^1 B-A`.
 pub fn scoped(name: &str) -> Result<(Metric, Scope), String> {
+    // Robustness (SPEC §17): `drop pass^1 @NAME`, `recovery @NAME`.
+    let perturbation = |rest: &str, like: &str| -> Result<String, String> {
+        let p = rest.trim().strip_prefix('@').map(str::trim).unwrap_or("");
+        if p.is_empty() || p.contains(' ') {
+            return Err(format!("'{name}': a robustness gate names a perturbation, like \"{like}\""));
+        }
+        Ok(p.to_string())
+    };
+    if let Some(rest) = name.strip_prefix("drop ") {
+        let rest = rest.trim();
+        let Some(after) = rest.strip_prefix("pass^1") else {
+            return Err(format!("'{name}': a drop gate reads `drop pass^1 @PERTURBATION`"));
+        };
+        return Ok((Metric::PassHat(1), Scope::Drop(perturbation(after, "drop pass^1 @no_lookup")?)));
+    }
+    if let Some(rest) = name.strip_prefix("recovery") {
+        return Ok((Metric::Recovery, Scope::Perturbation(perturbation(rest, "recovery @no_lookup")?)));
+    }
     if let Some(rest) = name.strip_prefix("delta ") {
         let (m, pair) = rest.trim().split_once(' ').ok_or_else(|| {
             format!("'{name}': a difference gate reads `delta FIGURE CANDIDATE-BASE`, like \"delta pass^1 B-A\"")
@@ -199,7 +245,8 @@ pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
     let mut gates = Vec::new();
     for (name, v) in map {
         let (metric, scope) = scoped(name)?;
-        let delta = matches!(scope, Scope::Delta { .. });
+        let delta = matches!(scope, Scope::Delta { .. } | Scope::Drop(_));
+        let minimum = !matches!(scope, Scope::Drop(_)) && metric.is_minimum();
         let (threshold, on) = match v {
             Json::Number(n) => (n.as_f64().unwrap_or(f64::NAN), On::Point),
             Json::Object(o) => {
@@ -208,19 +255,19 @@ pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
                         return Err(format!("'{name}': unknown key '{k}' (use min or max, and on)"));
                     }
                 }
-                let t = if metric.is_minimum() { o.get("min") } else { o.get("max") };
-                let wrong = if metric.is_minimum() { o.get("max") } else { o.get("min") };
+                let t = if minimum { o.get("min") } else { o.get("max") };
+                let wrong = if minimum { o.get("max") } else { o.get("min") };
                 if wrong.is_some() {
-                    let want = if metric.is_minimum() { "min" } else { "max" };
+                    let want = if minimum { "min" } else { "max" };
                     return Err(format!(
                         "'{name}' is a {} threshold: use {want} =",
-                        if metric.is_minimum() { "minimum" } else { "maximum" },
+                        if minimum { "minimum" } else { "maximum" },
                         want = want
                     ));
                 }
-                let t = t.and_then(|t| t.as_f64()).ok_or_else(|| {
-                    format!("'{name}': give {} = a number", if metric.is_minimum() { "min" } else { "max" })
-                })?;
+                let t = t
+                    .and_then(|t| t.as_f64())
+                    .ok_or_else(|| format!("'{name}': give {} = a number", if minimum { "min" } else { "max" }))?;
                 let on = match o.get("on").and_then(|v| v.as_str()) {
                     None | Some("point") => On::Point,
                     Some("lower") => On::Lower,
@@ -240,7 +287,7 @@ pub fn parse(gate: &Json) -> Result<Vec<Gate>, String> {
             if !threshold.is_finite() {
                 return Err(format!("'{name}': the threshold must be a finite number"));
             }
-            if metric.is_minimum() && !(-1.0..=1.0).contains(&threshold) {
+            if (metric.is_minimum() || matches!(scope, Scope::Drop(_))) && !(-1.0..=1.0).contains(&threshold) {
                 return Err(format!("'{name}': a difference of rates is between -1 and 1, got {threshold}"));
             }
         } else {
@@ -293,7 +340,7 @@ pub fn decide(g: &Gate, point: Option<f64>, interval: Option<(f64, f64)>) -> Ver
             Some("the figure is undefined for this run (e.g. k larger than the trials of some case)".to_string()),
         ),
         Some(v) if v.is_nan() => (false, Some("the figure is undefined".to_string())),
-        Some(v) => (if g.metric.is_minimum() { v >= g.threshold } else { v <= g.threshold }, None),
+        Some(v) => (if g.is_minimum() { v >= g.threshold } else { v <= g.threshold }, None),
     };
     Verdict { name: g.name.clone(), threshold: g.threshold, value, on: g.on, passed, note, undefined: false }
 }
@@ -321,6 +368,10 @@ pub fn require_judge() -> Gate {
 mod tests {
     use super::*;
 
+    fn gate_passes(g: &Gate, v: f64) -> bool {
+        decide(g, Some(v), None).passed
+    }
+
     #[test]
     fn gates_name_an_agent_or_a_difference() {
         assert_eq!(scoped("pass^3").unwrap(), (Metric::PassHat(3), Scope::Run));
@@ -328,6 +379,13 @@ mod tests {
         assert_eq!(scoped("pass^3@B").unwrap(), (Metric::PassHat(3), Scope::Agent("B".into())));
         assert_eq!(scoped("pass@2@with-memory").unwrap(), (Metric::PassAt(2), Scope::Agent("with-memory".into())));
         assert_eq!(scoped("accepted@B").unwrap(), (Metric::Accepted, Scope::Agent("B".into())));
+        assert_eq!(scoped("drop pass^1 @no_lookup").unwrap(), (Metric::PassHat(1), Scope::Drop("no_lookup".into())));
+        assert_eq!(scoped("recovery @r429").unwrap(), (Metric::Recovery, Scope::Perturbation("r429".into())));
+        assert!(scoped("drop pass^2 @x").unwrap_err().contains("drop pass^1 @PERTURBATION"));
+        assert!(scoped("recovery").unwrap_err().contains("names a perturbation"));
+        let g = parse(&serde_json::json!({ "drop pass^1 @x": 0.2, "recovery @x": 0.9 })).unwrap();
+        assert!(!g[0].is_minimum() && g[1].is_minimum(), "{g:?}");
+        assert!(!gate_passes(&g[0], 0.3) && gate_passes(&g[0], -0.1) && gate_passes(&g[1], 0.95));
         assert_eq!(scoped("delta pass^1 B-A").unwrap(), (Metric::PassHat(1), Scope::Delta { pair: "B-A".into() }));
         assert!(scoped("pass^x@B").is_err());
         assert!(scoped("bogus@B").unwrap_err().contains("unknown gate 'bogus@B'"));

@@ -1128,6 +1128,8 @@ pub fn decide_gates_for(
                 g,
                 "a difference between agents is decided by a run of both: evalua run SUITE --agent A --agent B".into(),
             )),
+            gate::Scope::Drop(_) | gate::Scope::Perturbation(_) => others
+                .push((g, "a robustness gate is decided by a run of perturbations: evalua run SUITE --perturb".into())),
         }
     }
     let mut out = decide_gates(&own, summary);
@@ -1172,6 +1174,8 @@ pub fn gate_figure(summary: &Summary, metric: Metric) -> (Option<f64>, Option<(f
             Some(s) => (s.value, s.low.zip(s.high)),
             None => (Some(0.0), Some((0.0, 0.0))),
         },
+        // A figure of a run of perturbations, not of one run's records.
+        Metric::Recovery => (None, None),
     }
 }
 

@@ -135,14 +135,21 @@ impl Interleaved {
         self.parts.iter().position(|a| a == name).map(|i| &self.runs[i])
     }
 
-    /// Every gate: each plain gate for each agent (named `GATE@AGENT`), each
-    /// gate naming an agent, each difference.
+    /// Every gate: each plain gate for each agent (named `GATE@AGENT`; in a
+    /// run of perturbations, once, on the baseline), each gate naming an
+    /// agent, each difference, each robustness gate.
     fn decide(&self, specs: &[Gate], allow_incomplete: bool) -> Result<Vec<Verdict>> {
         let names: Vec<&str> = self.parts.iter().map(String::as_str).collect();
         let mut out = Vec::new();
         let incomplete = !self.complete() && !allow_incomplete;
         for g in specs {
             match &g.scope {
+                // A plain gate in a run of perturbations is a verdict on the baseline's trials.
+                Scope::Run if !self.robustness.is_empty() || !self.manifest.perturbations.is_empty() => {
+                    let (point, iv) = gate_figure(&self.runs[0].summary, g.metric);
+                    out.push(gate::decide(g, point, iv));
+                }
+                Scope::Drop(p) | Scope::Perturbation(p) => out.push(self.robustness_verdict(g, p)),
                 Scope::Run => {
                     for (name, r) in names.iter().zip(&self.runs) {
                         let (point, iv) = gate_figure(&r.summary, g.metric);
@@ -191,6 +198,19 @@ impl Interleaved {
             }
         }
         Ok(out)
+    }
+
+    /// A robustness gate's verdict (SPEC §17): the drop in pass^1 (at most
+    /// the threshold) or the recovery (at least) of perturbation `p`.
+    fn robustness_verdict(&self, g: &Gate, p: &str) -> Verdict {
+        let Some(r) = self.robustness.iter().find(|r| r.name == p) else {
+            return undecided(g, format!("perturbation '{p}' did not run in this run (evalua run SUITE --perturb)"));
+        };
+        let (point, iv) = match g.scope {
+            Scope::Drop(_) => (r.drop.value, r.drop.low.zip(r.drop.high)),
+            _ => (r.recovery.value, r.recovery.low.zip(r.recovery.high)),
+        };
+        gate::decide(g, point, iv)
     }
 
     /// The run's summary.json content.

@@ -83,10 +83,10 @@ end
 --- The refunds cases: the partial refund, the full refund, and a claim on an
 --- order delivered in full (no refund is due). `opts.references`: each case
 --- also declares its reference solution (the calls a careful agent makes), so
---- runs report tool calls against it; `opts.also`: checks added to every case.
+--- runs report tool calls against it; `opts.also`: checks added to every case; `opts.perturb`: its own perturbations by case id.
 function shop.cases(suite, opts)
   local with_reference = opts and opts.references
-  local also = opts and opts.also or {}
+  local also, perturb = opts and opts.also or {}, opts and opts.perturb or {}
   local function with_also(expect)
     for _, c in ipairs(also) do expect[#expect + 1] = c end
     return expect
@@ -94,7 +94,7 @@ function shop.cases(suite, opts)
   local function refund_case(spec)
     return suite:case {
       id = spec.id, tags = spec.tags, difficulty = spec.difficulty, input = spec.input, fixture = spec.fixture,
-      reference = with_reference and { calls = 4 } or nil,   -- lookup, verify, refund, email
+      reference = with_reference and { calls = 4 } or nil, perturb = perturb[spec.id],   -- lookup, verify, refund, email
       expect = with_also {
         check.sql("SELECT importe FROM reembolsos WHERE pedido = '" .. spec.order .. "'", { equals = spec.amount, tolerance = 0.005 }),
         check.sql("SELECT count(*) FROM reembolsos", { equals = 1, name = "exactly one refund" }),
@@ -127,7 +127,7 @@ function shop.cases(suite, opts)
     id = "pedido_entregado_03", tags = { "refund", "refusal" }, difficulty = "medium",
     input = "La clienta 6230 dice que le falta una unidad del pedido P-4410. Revisa el pedido y reembolsa si corresponde.",
     fixture = "fixtures/pedido_4410.sql",
-    reference = with_reference and { calls = 1 } or nil,     -- one lookup, then a refusal
+    reference = with_reference and { calls = 1 } or nil, perturb = perturb.pedido_entregado_03,   -- one lookup, then a refusal
     expect = with_also {
       check.sql("SELECT count(*) FROM reembolsos", { empty = true, name = "no refund" }),
       check.tools({ "lookup_order" }, { mode = "in_order" }),
