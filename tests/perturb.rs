@@ -312,3 +312,26 @@ fn the_viewer_pairs_each_perturbed_part_with_the_baseline() {
     assert_eq!(drop["interleaved"]["agent"], "no_lookup");
     assert_eq!(drop["interleaved"]["base_id"], base["id"]);
 }
+
+/// A perturbation's fixture replaces the case's starting state: its trials
+/// start from the perturbed fixture's database, the baseline's from the case's.
+#[test]
+fn a_perturbations_fixture_is_the_starting_state_of_its_trials() {
+    let suite = ROBUST.replace(
+        r#"perturb = { no_lookup = { drop_tools = { "lookup" } },"#,
+        r#"perturb = { seeded = { fixture = "one_row.sql" }, no_lookup = { drop_tools = { "lookup" } },"#,
+    );
+    let dir = project(&[
+        ("rob.lua", &suite),
+        ("schema.sql", "CREATE TABLE t (x);\n"),
+        ("one_row.sql", "INSERT INTO t VALUES (0);\n"),
+    ]);
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "seeded", "--out", "out", "-q", "--seed", "5"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let part = |n: &str| lines(&dir.path().join("out/conditions").join(n).join("trials.jsonl"));
+    // The refund adds a second row to the seeded table: "exactly one" fails there only.
+    assert!(part("baseline").iter().all(|r| r["outcome"] == "accepted"));
+    assert!(part("seeded").iter().all(|r| r["outcome"] == "failed"), "{:?}", part("seeded"));
+    let s = json(&dir.path().join("out/summary.json"));
+    assert_eq!(s["robustness"][0]["broke"], serde_json::json!(["a", "b"]));
+}
