@@ -335,3 +335,25 @@ fn a_perturbations_fixture_is_the_starting_state_of_its_trials() {
     let s = json(&dir.path().join("out/summary.json"));
     assert_eq!(s["robustness"][0]["broke"], serde_json::json!(["a", "b"]));
 }
+
+/// A perturbation's user replaces the case's: the agent hears the perturbed user's turns.
+#[test]
+fn a_perturbations_user_replaces_the_cases() {
+    let src = r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "u", trials = 1, sandbox = { db = "sqlite" },
+  agent = evalua.agent.scripted(function(task, env) return env.say("postal code?") or "" end),
+  perturb = { other_user = { user = evalua.user.script { "08001" } } },
+}
+suite:case { id = "a", input = "x", user = evalua.user.script { "28013" },
+  expect = { check.answer { contains = "28013" } } }
+return suite
+"#;
+    let dir = project(&[("u.lua", src)]);
+    let o = evalua(dir.path(), &["run", "u.lua", "--perturb", "--out", "out", "-q"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let part = |n: &str| lines(&dir.path().join("out/conditions").join(n).join("trials.jsonl"));
+    assert_eq!(part("baseline")[0]["answer"], "28013");
+    assert_eq!(part("other_user")[0]["answer"], "08001");
+    assert_eq!(part("other_user")[0]["outcome"], "failed");
+}
