@@ -28,7 +28,7 @@ fn reviewed_project() -> (tempfile::TempDir, Mock) {
         // The user, asked for the order (each trial's conversation its own).
         replies.push(oa(Some(&format!("P-9930 (call {t})")), &[], 100, 10));
         let v = if judged_pass(t) {
-            json!({ "evidence": [], "passed_criteria": [1], "failed_criteria": [], "undeterminable": [] })
+            json!({ "evidence": [], "passed_criteria": [1], "failed_criteria": [], "undeterminable": [], "failure_mode": null })
         } else {
             json!({ "evidence": [{ "criterion": 1, "quote": "P-9930" }], "passed_criteria": [], "failed_criteria": [1],
                     "undeterminable": [], "failure_mode": "solved the task for the agent" })
@@ -76,6 +76,10 @@ return suite
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(mock.seen().len(), 8);
+    for r in trials(&dir.path().join("runs/users/r1")) {
+        let t = r["trial"].as_u64().unwrap();
+        assert_eq!(r["user"]["adherence"]["passed"], judged_pass(t), "{r}");
+    }
     (dir, mock)
 }
 
@@ -111,6 +115,15 @@ fn the_sample_is_the_same_for_a_seed_and_the_queue_holds_only_it() {
     assert_eq!(sampled(&review(&start(dir.path(), "7"))), picked);
     let others: Vec<Vec<u64>> = ["1", "2", "3"].iter().map(|seed| sampled(&review(&start(dir.path(), seed)))).collect();
     assert!(others.iter().any(|o| *o != picked), "{picked:?} {others:?}");
+    // A review labels as someone.
+    let o = bin()
+        .current_dir(dir.path())
+        .env_remove("EVALUA_ANNOTATOR")
+        .args(["view", "runs", "--port", "0", "--review", "users"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--review users labels as someone: give --annotator NAME"), "{}", stderr(&o));
     // --sample larger than the population: all of them.
     let all = Viewer::start_with(dir.path(), &["runs"], &["--annotator", "ana", "--review", "users", "--sample", "9"]);
     assert_eq!(sampled(&review(&all)), [1, 2, 3, 4]);
@@ -149,38 +162,59 @@ fn the_sample_is_the_same_for_a_seed_and_the_queue_holds_only_it() {
     assert_eq!(d["messages"][1], json!({ "role": "agent", "content": "Which order is it?" }), "{d}");
     assert_eq!(d["messages"][2]["role"], "simulated_user", "{d}");
 
+    // The stored data is what the judge read in the run: its cached verdicts are found.
+    let r = calibrate(dir.path(), &[]);
+    assert_eq!(_mock.seen().len(), 8, "the judge's verdicts came from the run's cache");
+    let judge = picked.iter().map(|t| judged_pass(*t)).collect::<Vec<_>>();
+    assert_eq!(confusion(&r), counts(&judge), "{r}");
     calibrates_the_adherence_judge(dir.path(), &_mock);
 }
 
-/// `calibrate --labels` measures the adherence judge `conduct` on the stored
-/// data (the mock, asked again, fails both).
-fn calibrates_the_adherence_judge(dir: &std::path::Path, mock: &Mock) {
+/// `evalua calibrate s.lua --labels labels/users.jsonl --json`: the `conduct` rubric's measurement.
+fn calibrate(dir: &std::path::Path, more: &[&str]) -> Value {
     let o = bin()
         .current_dir(dir)
         .env("EVALUA_TEST_KEY", "k")
-        .args(["calibrate", "s.lua", "--labels", "labels/users.jsonl", "--json", "--no-cache"])
+        .args(["calibrate", "s.lua", "--labels", "labels/users.jsonl", "--json"])
+        .args(more)
         .output()
         .unwrap();
     let j: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     assert_eq!(o.status.code(), Some(0), "{j} {}", stderr(&o));
-    let r = j["rubrics"].as_array().unwrap().iter().find(|r| r["rubric"] == "conduct").expect("conduct measured");
+    j["rubrics"].as_array().unwrap().iter().find(|r| r["rubric"] == "conduct").expect("conduct measured").clone()
+}
+
+/// The confusion matrix as [human pass × judge pass, pass × fail, fail × pass, fail × fail].
+fn confusion(r: &Value) -> [u64; 4] {
+    let c = &r["confusion"];
+    [
+        &c["human_pass"]["judge_pass"],
+        &c["human_pass"]["judge_fail"],
+        &c["human_fail"]["judge_pass"],
+        &c["human_fail"]["judge_fail"],
+    ]
+    .map(|v| v.as_u64().unwrap())
+}
+
+/// The matrix the humans' pass, fail against these judge verdicts make.
+fn counts(judge: &[bool]) -> [u64; 4] {
+    let mut m = [0; 4];
+    for (human, judge) in [true, false].iter().zip(judge) {
+        m[(!human as usize) * 2 + !judge as usize] += 1;
+    }
+    m
+}
+
+/// `calibrate --labels --no-cache` measures the adherence judge `conduct`
+/// against the mock, asked again (it fails both).
+fn calibrates_the_adherence_judge(dir: &std::path::Path, mock: &Mock) {
+    let r = calibrate(dir, &["--no-cache"]);
     assert_eq!(mock.seen().len(), 10, "the judge was asked about each labelled item");
     let sent = mock.seen()[8].body.to_string();
     assert!(sent.contains("Order P-9930, one unit missing.") && sent.contains("simulated_user"), "{sent}");
     // Human: pass, fail. The judge, asked again: fail, fail.
-    let cell = |human: bool, judge: bool| [true, false].iter().filter(|h| **h == human && !judge).count();
     assert_eq!(r["compared"], 2, "{r}");
-    let c = &r["confusion"];
-    assert_eq!(
-        [
-            &c["human_pass"]["judge_pass"],
-            &c["human_pass"]["judge_fail"],
-            &c["human_fail"]["judge_pass"],
-            &c["human_fail"]["judge_fail"]
-        ],
-        [cell(true, true), cell(true, false), cell(false, true), cell(false, false)].map(|n| json!(n)).each_ref(),
-        "{r}"
-    );
+    assert_eq!(confusion(&r), counts(&[false, false]), "{r}");
     assert!(r.get("false_pass_rate").is_some() && r.get("kappa").is_some(), "{r}");
 }
 

@@ -90,6 +90,11 @@ pub fn serve(o: Options) -> Result<()> {
     let port = addr.port();
     let (runs, _) = catalog::discover(&roots);
     let annotator = o.annotator.as_deref().map(labelling::check_annotator).transpose().map_err(Error::Input)?;
+    if o.review.is_some() && annotator.is_none() {
+        return Err(Error::Input(
+            "--review users labels as someone: give --annotator NAME (or EVALUA_ANNOTATOR)".into(),
+        ));
+    }
     let canon: Vec<PathBuf> = roots.iter().map(|r| r.canon.clone()).collect();
     let labelling = Labelling::new(annotator, o.labels, &canon)
         .map_err(|e| Error::Environment(format!("cannot make a session token: {e}")))?;
@@ -275,7 +280,8 @@ async fn run_page(State(app): State<Arc<App>>, Query(q): Query<RunQ>) -> Respons
             let review = app.review.as_ref().map(|s| {
                 let here: Vec<String> =
                     s.trials.iter().filter(|p| p.dir == r.dir).map(|p| format!("{} #{}", p.case, p.trial)).collect();
-                format!("{}. In this run: {} (n: the next one to label).", s.describe(), here.join(", "))
+                let here = if here.is_empty() { "none".to_string() } else { here.join(", ") };
+                format!("{}. In this run: {here} (n: the next one to label).", s.describe())
             });
             pages::run_page(&pages::RunHead { row: &row, overview, files: files.clone(), review }, &boot)
         });
