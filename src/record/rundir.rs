@@ -711,6 +711,17 @@ impl Iterator for RecordsFrom {
     }
 }
 
+/// The agents of an interleaved run's top dir: the folders under `agents/`, sorted.
+fn agent_names(top: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(top.join(files::AGENTS_DIR))
+        .map(|d| {
+            d.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -767,15 +778,4 @@ mod tests {
             write_json(&dir.path().join("gone/summary.json"), &Small { b: 1, a: vec![] }).unwrap_err().to_string();
         assert!(err.contains("gone/summary.json"), "{err}");
     }
-}
-
-/// The agents of an interleaved run's top dir: the folders under `agents/`, sorted.
-fn agent_names(top: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(top.join(files::AGENTS_DIR))
-        .map(|d| {
-            d.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
