@@ -248,6 +248,8 @@ enum Command {
         /// Write every run's labels to this store (default: labels/<suite>.jsonl beside each run's suite)
         #[arg(long, value_name = "STORE")]
         labels: Option<PathBuf>,
+        #[command(flatten)]
+        review: cmd::view::Review,
     },
     /// Serve MCP on stdio for coding agents: list suites and cases, check, run, show a trial, compare, grade
     Mcp {
@@ -446,10 +448,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::List { suite, select, machine: _ } => cmd::list::list(&suite, &select.filters()),
         Command::Mcp { root } => cmd::mcp::mcp(root.as_deref()),
         Command::Init { dir, action } => cmd::init::init(&dir, &action),
-        Command::View { dirs, port, open, trace_url, annotator, labels } => {
+        Command::View { dirs, port, open, trace_url, annotator, labels, review } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));
             let annotator = annotator.or_else(|| std::env::var("EVALUA_ANNOTATOR").ok().filter(|a| !a.is_empty()));
-            cmd::view::view(dirs, port, open, trace_url, annotator, labels)
+            cmd::view::view(dirs, port, open, trace_url, annotator, labels, review)
         }
     }
 }

@@ -45,6 +45,7 @@ mod postgres;
 mod published;
 mod regrade;
 mod reports;
+mod review_users;
 mod runs;
 mod safety;
 mod sdk;

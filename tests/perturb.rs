@@ -292,3 +292,68 @@ fn the_example_suite_reproduces_the_guides_robustness_figures() {
     assert_eq!(r[1]["name"], "refund_429");
     assert_eq!((&r[1]["recovery"]["n"], &r[0]["drop"]["value"]), (&serde_json::json!(9), &serde_json::json!(0.6)));
 }
+
+/// `evalua view` lists each condition's part and pairs each perturbation's with the baseline's.
+#[test]
+fn the_viewer_pairs_each_perturbed_part_with_the_baseline() {
+    let dir = robust();
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "no_lookup", "--out", "out", "-q", "--seed", "5"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let v = crate::view::Viewer::start(dir.path(), &["out"]);
+    let runs = v.runs();
+    let part = |name: &str| {
+        runs.iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(&format!("conditions/{name}")))
+            .unwrap_or_else(|| panic!("{name}: {runs:?}"))
+            .clone()
+    };
+    let (base, drop) = (part("baseline"), part("no_lookup"));
+    assert_eq!(drop["interleaved"]["agents"], serde_json::json!(["baseline", "no_lookup"]));
+    assert_eq!(drop["interleaved"]["agent"], "no_lookup");
+    assert_eq!(drop["interleaved"]["base_id"], base["id"]);
+}
+
+/// A perturbation's fixture replaces the case's starting state: its trials
+/// start from the perturbed fixture's database, the baseline's from the case's.
+#[test]
+fn a_perturbations_fixture_is_the_starting_state_of_its_trials() {
+    let suite = ROBUST.replace(
+        r#"perturb = { no_lookup = { drop_tools = { "lookup" } },"#,
+        r#"perturb = { seeded = { fixture = "one_row.sql" }, no_lookup = { drop_tools = { "lookup" } },"#,
+    );
+    let dir = project(&[
+        ("rob.lua", &suite),
+        ("schema.sql", "CREATE TABLE t (x);\n"),
+        ("one_row.sql", "INSERT INTO t VALUES (0);\n"),
+    ]);
+    let o = evalua(dir.path(), &["run", "rob.lua", "--perturb", "seeded", "--out", "out", "-q", "--seed", "5"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let part = |n: &str| lines(&dir.path().join("out/conditions").join(n).join("trials.jsonl"));
+    // The refund adds a second row to the seeded table: "exactly one" fails there only.
+    assert!(part("baseline").iter().all(|r| r["outcome"] == "accepted"));
+    assert!(part("seeded").iter().all(|r| r["outcome"] == "failed"), "{:?}", part("seeded"));
+    let s = json(&dir.path().join("out/summary.json"));
+    assert_eq!(s["robustness"][0]["broke"], serde_json::json!(["a", "b"]));
+}
+
+/// A perturbation's user replaces the case's: the agent hears the perturbed user's turns.
+#[test]
+fn a_perturbations_user_replaces_the_cases() {
+    let src = r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite { name = "u", trials = 1, sandbox = { db = "sqlite" },
+  agent = evalua.agent.scripted(function(task, env) return env.say("postal code?") or "" end),
+  perturb = { other_user = { user = evalua.user.script { "08001" } } },
+}
+suite:case { id = "a", input = "x", user = evalua.user.script { "28013" },
+  expect = { check.answer { contains = "28013" } } }
+return suite
+"#;
+    let dir = project(&[("u.lua", src)]);
+    let o = evalua(dir.path(), &["run", "u.lua", "--perturb", "--out", "out", "-q"]);
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{}", stderr(&o));
+    let part = |n: &str| lines(&dir.path().join("out/conditions").join(n).join("trials.jsonl"));
+    assert_eq!(part("baseline")[0]["answer"], "28013");
+    assert_eq!(part("other_user")[0]["answer"], "08001");
+    assert_eq!(part("other_user")[0]["outcome"], "failed");
+}

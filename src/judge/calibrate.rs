@@ -344,12 +344,19 @@ fn count_held_out_use(suite: &Suite, ids: &[String]) -> Result<Option<String>> {
 pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
     let only = opts.rubric;
     let shown = display_path(labels);
-    let rubrics: Vec<JudgeSpec> = super::records::suite_judges(suite)
+    let mut rubrics: Vec<JudgeSpec> = super::records::suite_judges(suite)
         .into_iter()
         .map(|(s, _)| s)
         .filter(|s| matches!(s, JudgeSpec::Rubric { .. } | JudgeSpec::Cascade { .. }))
         .filter(|s| only.is_none_or(|n| s.name() == n))
         .collect();
+    // The simulated users' adherence judges, measured on the labels of `view --review users`.
+    let adherence: Vec<JudgeSpec> = super::records::adherence_judges(suite)
+        .into_iter()
+        .filter(|s| !rubrics.iter().any(|r| r.name() == s.name()))
+        .collect();
+    let is_adherence = |s: &JudgeSpec| adherence.iter().any(|a| a == s);
+    rubrics.extend(adherence.iter().filter(|s| only.is_none_or(|n| s.name() == n)).cloned());
     let mut names: Vec<&str> = rubrics.iter().map(|r| r.name()).collect();
     names.dedup();
     if rubrics.is_empty() {
@@ -383,7 +390,19 @@ pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
             (Some(n), _) => match rubrics.iter().find(|r| r.name() == n) {
                 Some(r) => r,
                 // --rubric: the items of the suite's other rubrics are not for this one.
-                None if only.is_some() && suite.judges.iter().any(|j| j.spec.name() == n) => continue,
+                None if only.is_some()
+                    && (suite.judges.iter().any(|j| j.spec.name() == n) || adherence.iter().any(|a| a.name() == n)) =>
+                {
+                    continue;
+                }
+                // A user reviewed without an adherence judge: nothing to measure.
+                None if n == super::labels::USER_RUBRIC => {
+                    report.warnings.push(format!(
+                        "{shown}:{}: labels of a simulated user with no adherence judge ('{n}'): left out",
+                        item.line
+                    ));
+                    continue;
+                }
                 None => {
                     return Err(Error::Input(format!(
                         "{shown}:{}: no rubric named '{n}' in the suite (rubrics: {names:?})",
@@ -410,6 +429,15 @@ pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
     let ctx = RecordCtx { suite, labels_file: &shown, labels_sha: &labels_sha, recheck: opts.recheck };
     let cache = super::cache::Cache::of(&suite.dir, opts.judge_cache);
     for (spec, mut items) in groups {
+        if is_adherence(&spec) {
+            let criteria = [super::labels::USER_CRITERION.to_string()];
+            for item in &mut items {
+                bind_labels(item, &criteria, &shown)?;
+            }
+            let cs = conclude_all(&items, |d| as_whole(verdict::rubric_of(&spec, d, &cache)));
+            report.rubrics.push(calibrated(&spec, &criteria, "adherence judge", &items, &cs, Vec::new(), &ctx)?);
+            continue;
+        }
         let criteria = spec.criteria().unwrap_or_default().to_vec();
         let name = spec.name().to_string();
         let models = spec.models();
@@ -451,12 +479,13 @@ pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
                         "  cost as a cascade: {n_all} calls, ${cost_all:.4} (the first judge {n_a} calls, ${cost_a:.4}; calls made now: cached answers cost nothing)"
                     ),
                 ];
-                report.rubrics.push(calibrated(&spec, "cascade", &items, &whole, extra, &ctx)?);
+                report.rubrics.push(calibrated(&spec, &criteria, "cascade", &items, &whole, extra, &ctx)?);
                 for (stage, sspec, cs) in [("first", first, &a), ("then", then, &b)] {
                     let (n, c) = cost(cs);
                     let extra = vec![format!("  this stage alone, on every item: {n} calls, ${c:.4}")];
                     report.rubrics.push(calibrated(
                         sspec,
+                        sspec.criteria().unwrap_or_default(),
                         &format!("  stage {stage} of cascade '{name}': rubric"),
                         &items,
                         cs,
@@ -467,7 +496,7 @@ pub fn run(suite: &Suite, labels: &Path, opts: &Options) -> Result<Report> {
             }
             _ => {
                 let cs = conclude_all(&items, |d| verdict::rubric_of(&spec, d, &cache));
-                report.rubrics.push(calibrated(&spec, "rubric", &items, &cs, Vec::new(), &ctx)?);
+                report.rubrics.push(calibrated(&spec, &criteria, "rubric", &items, &cs, Vec::new(), &ctx)?);
             }
         }
     }
@@ -509,6 +538,18 @@ struct RecordCtx<'a> {
 }
 
 /// One judge's conclusion on every item, a few items at once (judge calls are slow and mostly waiting).
+/// A judge's verdict as a whole, as one mark: what a reviewer of a simulated
+/// user labels ("the simulated user followed its profile").
+fn as_whole(mut c: Conclusion) -> Conclusion {
+    let mark = match c.status {
+        Status::Passed => Mark::Pass,
+        Status::Failed => Mark::Fail,
+        _ => Mark::Undeterminable,
+    };
+    c.marks = c.marks.map(|_| vec![mark]);
+    c
+}
+
 fn conclude_all(items: &[Item], f: impl Fn(&TrialData) -> Conclusion + Sync) -> Vec<Conclusion> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<Vec<(usize, Conclusion)>> = Default::default();
@@ -676,15 +717,16 @@ fn measure(items: &[Item], conclusions: &[Conclusion], criteria: &[String], show
 }
 
 /// The text and the record of one judge's calibration.
+#[allow(clippy::too_many_arguments)]
 fn calibrated(
     spec: &JudgeSpec,
+    criteria: &[String],
     what: &str,
     items: &[Item],
     conclusions: &[Conclusion],
     extra: Vec<String>,
     ctx: &RecordCtx,
 ) -> Result<Calibrated> {
-    let criteria = spec.criteria().unwrap_or_default();
     let m = measure(items, conclusions, criteria, ctx.labels_file);
     let cm = m.cm;
     let human_fail = cm.fail_pass + cm.fail_fail;

@@ -17,6 +17,12 @@ use crate::record::labels::{self, Label, Split};
 use crate::stats::agree::{Majority, Ratings};
 use crate::util::paths::display_path;
 
+/// The criterion a reviewer of a simulated user's conversation labels
+/// (`evalua view --review users`, SPEC §18): the adherence judge's verdict as a whole.
+pub const USER_CRITERION: &str = "the simulated user followed its profile";
+/// The rubric name of that criterion when the case's user has no adherence judge.
+pub const USER_RUBRIC: &str = "user_adherence";
+
 /// Which items of a store to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Part {

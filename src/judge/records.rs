@@ -82,6 +82,22 @@ pub fn suite_judges(suite: &Suite) -> Vec<(JudgeSpec, Vec<String>)> {
     suite.judges.iter().map(|j| (j.spec.clone(), j.cases.clone())).collect()
 }
 
+/// The adherence judges of the suite's simulated users (SPEC §18), one per
+/// name: judges of the users' conduct, apart from the cases' checks (and so
+/// not in the manifest's `judges`), found by name for `evalua calibrate`.
+pub fn adherence_judges(suite: &Suite) -> Vec<JudgeSpec> {
+    let mut out: Vec<JudgeSpec> = Vec::new();
+    for c in &suite.cases {
+        let Some(crate::spec::UserSpec::Llm(u)) = c.user.as_deref() else { continue };
+        if let Some(j) = u.adherence.as_deref()
+            && !out.iter().any(|x| x.name() == j.name())
+        {
+            out.push(j.clone());
+        }
+    }
+    out
+}
+
 /// The manifest's `judges`: each judge check's model(s) and prompt hash, and
 /// the run's cache (`judge_cache`: false under `--no-cache`).
 pub fn manifest(suite: &Suite, judge_cache: bool) -> Vec<JudgeEntry> {

@@ -419,12 +419,22 @@ pub struct UserPin {
     pub seed: Option<u64>,
     /// sha256 of its whole system prompt (profile and goal included).
     pub system_sha256: String,
+    /// Its profile and goal as the suite gave them: what its adherence judge
+    /// reads, and what a reviewer of its conversations reads (`view --review users`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub profile: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub goal: String,
+    /// The name of its adherence judge (`adherence = judge.rubric { … }`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adherence: Option<String>,
 }
 
 impl UserPin {
-    /// The pin without the cases it covers: what makes two simulators the same.
+    /// The pin without the cases it covers (nor the judge of its conduct,
+    /// which is not part of it): what makes two simulators the same.
     pub fn simulator(&self) -> UserPin {
-        UserPin { cases: Vec::new(), ..self.clone() }
+        UserPin { cases: Vec::new(), adherence: None, ..self.clone() }
     }
 }
 

@@ -389,10 +389,15 @@ fn user_pins(plan: &Plan) -> Vec<crate::record::manifest::UserPin> {
             temperature: u.model.temperature,
             seed: u.model.seed,
             system_sha256: crate::util::digest::sha256_hex(prompt.as_bytes()),
+            profile: u.profile.clone(),
+            goal: u.goal.clone(),
+            adherence: None,
         };
-        match pins.iter_mut().find(|p| p.simulator() == pin) {
+        let adherence = u.adherence.as_ref().map(|j| j.name().to_string());
+        // One pin per simulator and adherence judge: the viewer finds a case's judge by its pin.
+        match pins.iter_mut().find(|p| p.simulator() == pin && p.adherence == adherence) {
             Some(p) => p.cases.push(c.spec.id.clone()),
-            None => pins.push(crate::record::manifest::UserPin { cases: vec![c.spec.id.clone()], ..pin }),
+            None => pins.push(crate::record::manifest::UserPin { cases: vec![c.spec.id.clone()], adherence, ..pin }),
         }
     }
     pins

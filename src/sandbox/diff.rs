@@ -73,14 +73,14 @@ pub struct TableDiff {
 
 type Row = Vec<SqlValue>;
 
-fn key_bytes(row: &[SqlValue]) -> Vec<u8> {
+fn key_bytes(row: &[SqlValue], canonical: bool) -> Vec<u8> {
     let mut line = Vec::new();
     for v in row {
         match v {
             SqlValue::Null => line.push(b'N'),
             SqlValue::Integer(i) => line.extend_from_slice(format!("I{i}").as_bytes()),
             SqlValue::Real(f) => line.extend_from_slice(format!("R{f:?}").as_bytes()),
-            SqlValue::Text(s) => match canonical_json(s) {
+            SqlValue::Text(s) => match canonical.then(|| canonical_json(s)).flatten() {
                 Some(j) => {
                     line.push(b'J');
                     line.extend_from_slice(j.as_bytes());
@@ -126,6 +126,40 @@ fn row_json(cols: &[String], row: &Row) -> Json {
     Json::Object(cols.iter().zip(row).map(|(c, v)| (c.clone(), json_of(v))).collect())
 }
 
+/// The rows of `a` and of `b` (indices, sorted by their keys) that the other
+/// side does not match, walking both lists once (a multiset difference).
+fn unmatched<'k>(
+    a: &[usize],
+    b: &[usize],
+    key_a: &dyn Fn(usize) -> &'k Vec<u8>,
+    key_b: &dyn Fn(usize) -> &'k Vec<u8>,
+) -> (Vec<usize>, Vec<usize>) {
+    let (mut extra_a, mut extra_b) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) if key_a(x) == key_b(y) => {
+                i += 1;
+                j += 1;
+            }
+            (Some(&x), Some(&y)) if key_a(x) < key_b(y) => {
+                extra_a.push(x);
+                i += 1;
+            }
+            (Some(&x), None) => {
+                extra_a.push(x);
+                i += 1;
+            }
+            (_, Some(&y)) => {
+                extra_b.push(y);
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    (extra_a, extra_b)
+}
+
 /// A table's rows (columns not ignored), each with its comparison bytes.
 fn rows_of(db: &dyn Database, sql_name: &str, drop: &[String]) -> Result<(Vec<String>, Vec<(Vec<u8>, Row)>), DbError> {
     let mut cols: Vec<String> = Vec::new();
@@ -137,7 +171,9 @@ fn rows_of(db: &dyn Database, sql_name: &str, drop: &[String]) -> Result<(Vec<St
             cols = names.iter().zip(&keep).filter(|(_, k)| **k).map(|(n, _)| n.clone()).collect();
         }
         let row: Row = row.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(v, _)| v).collect();
-        rows.push((key_bytes(&row), row));
+        // Raw bytes first: parsing every JSON cell is the slow part, and rows
+        // equal as text are equal as values (see `unmatched`).
+        rows.push((key_bytes(&row, false), row));
         true
     })?;
     Ok((cols, rows))
@@ -188,29 +224,25 @@ pub fn diff(here: &dyn Database, there: &dyn Database, ignore: &Ignore) -> Resul
         let (cols_b, mut rows_b) = rows_of(there, sql_b, &drop)?;
         rows_a.sort_by(|x, y| x.0.cmp(&y.0));
         rows_b.sort_by(|x, y| x.0.cmp(&y.0));
-        // The multisets' differences, walking both sorted lists once.
-        let (mut extra_a, mut extra_b) = (Vec::new(), Vec::new());
-        let (mut i, mut j) = (0, 0);
-        while i < rows_a.len() || j < rows_b.len() {
-            match (rows_a.get(i), rows_b.get(j)) {
-                (Some(x), Some(y)) if x.0 == y.0 => {
-                    i += 1;
-                    j += 1;
-                }
-                (Some(x), Some(y)) if x.0 < y.0 => {
-                    extra_a.push(i);
-                    i += 1;
-                }
-                (Some(_), None) => {
-                    extra_a.push(i);
-                    i += 1;
-                }
-                _ => {
-                    extra_b.push(j);
-                    j += 1;
-                }
-            }
+        // The multisets' differences as text, then, among the rows left, as
+        // values (JSON in a text cell compared with its keys sorted): the
+        // same differences as comparing every row as values, parsing only
+        // the rows whose text differs.
+        let all = |n: usize| (0..n).collect::<Vec<usize>>();
+        let (extra_a, extra_b) =
+            unmatched(&all(rows_a.len()), &all(rows_b.len()), &|i| &rows_a[i].0, &|j| &rows_b[j].0);
+        for i in &extra_a {
+            rows_a[*i].0 = key_bytes(&rows_a[*i].1, true);
         }
+        for j in &extra_b {
+            rows_b[*j].0 = key_bytes(&rows_b[*j].1, true);
+        }
+        let (mut extra_a, mut extra_b) = (extra_a, extra_b);
+        extra_a.sort_by(|x, y| rows_a[*x].0.cmp(&rows_a[*y].0));
+        extra_b.sort_by(|x, y| rows_b[*x].0.cmp(&rows_b[*y].0));
+        let (mut extra_a, mut extra_b) = unmatched(&extra_a, &extra_b, &|i| &rows_a[i].0, &|j| &rows_b[j].0);
+        extra_a.sort_unstable();
+        extra_b.sort_unstable();
         if extra_a.is_empty() && extra_b.is_empty() && cols_a == cols_b {
             continue;
         }
@@ -223,7 +255,7 @@ pub fn diff(here: &dyn Database, there: &dyn Database, ignore: &Ignore) -> Resul
         // Pair by first column when both sides have the same columns.
         let mut paired_b = vec![false; extra_b.len()];
         let same_cols = cols_a == cols_b && !cols_a.is_empty();
-        let first_of = |r: &Row| r.first().map(|v| key_bytes(std::slice::from_ref(v)));
+        let first_of = |r: &Row| r.first().map(|v| key_bytes(std::slice::from_ref(v), true));
         let mut by_first: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
         if same_cols {
             for (k, &jb) in extra_b.iter().enumerate() {
@@ -243,7 +275,7 @@ pub fn diff(here: &dyn Database, there: &dyn Database, ignore: &Ignore) -> Resul
                         let rb = &rows_b[extra_b[k]].1;
                         let mut columns = Map::new();
                         for ((c, va), vb) in cols_a.iter().zip(ra).zip(rb) {
-                            if key_bytes(std::slice::from_ref(va)) != key_bytes(std::slice::from_ref(vb)) {
+                            if key_bytes(std::slice::from_ref(va), true) != key_bytes(std::slice::from_ref(vb), true) {
                                 columns.insert(
                                     c.clone(),
                                     serde_json::json!({ "here": json_of(va), "there": json_of(vb) }),

@@ -421,7 +421,9 @@ fn warnings(base: &RunData, cand: &RunData) -> Vec<String> {
     }
     // A simulated user is part of the instrument: another one is a measurement change (SPEC §18).
     let sims = |m: &crate::record::Manifest| -> Vec<crate::record::manifest::UserPin> {
+        // The distinct simulators, in a fixed order (two runs list their cases' pins in their own order).
         let mut v: Vec<_> = m.users.iter().map(|p| p.simulator()).collect();
+        v.sort_by_cached_key(|p| serde_json::to_string(p).unwrap_or_default());
         v.dedup();
         v
     };

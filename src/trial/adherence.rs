@@ -82,21 +82,26 @@ pub fn user_record(spec: Option<&UserSpec>, messages: &[Message], judged: Option
     Some(UserRecord { adherent, leaks, adherence })
 }
 
-/// Ask the user's adherence judge about its conduct in this conversation:
-/// the profile and goal as the task, the conversation as data (untrusted,
-/// inside the judge's nonce-delimited blocks like any judge's evidence).
+/// Ask the user's adherence judge about its conduct in this conversation.
 pub fn judge_conduct(
     spec: &crate::spec::LlmUserSpec,
     judge: &crate::spec::JudgeSpec,
     messages: &[Message],
     cache: &crate::judge::cache::Cache,
 ) -> Conclusion {
+    crate::judge::verdict::rubric_of(judge, &conduct_data(&spec.profile, &spec.goal, messages), cache)
+}
+
+/// What an adherence judge reads, and what a reviewer labels in its place
+/// (`evalua view --review users`): the profile and goal as the task, the
+/// conversation as data (untrusted, inside the judge's nonce-delimited
+/// blocks like any judge's evidence), the user's last turn as the answer.
+pub fn conduct_data(profile: &str, goal: &str, messages: &[Message]) -> TrialData {
     let task = format!(
         "Judge the conduct of the SIMULATED USER in this conversation (not the agent's). \
-         The simulated user's profile:\n{}\n\nIts goal:\n{}",
-        spec.profile, spec.goal
+         The simulated user's profile:\n{profile}\n\nIts goal:\n{goal}"
     );
-    let data = TrialData {
+    TrialData {
         input: task,
         answer: messages.iter().rev().find(|m| m.role == "user").map(|m| m.content.clone()).unwrap_or_default(),
         calls: Vec::new(),
@@ -105,8 +110,7 @@ pub fn judge_conduct(
             .map(|m| serde_json::json!({ "role": if m.role == "user" { "simulated_user" } else { "agent" }, "content": m.content }))
             .collect(),
         outbox: Vec::new(),
-    };
-    crate::judge::verdict::rubric_of(judge, &data, cache)
+    }
 }
 
 /// Who is to blame for a trial that was not accepted, with the evidence.

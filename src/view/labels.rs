@@ -136,6 +136,8 @@ pub struct RunContext {
     pub rubrics: Vec<Rubric>,
     pub monitors: Vec<String>,
     pub graded: bool,
+    /// `--review users`: this run's sampled trials and its simulated users.
+    pub review: Option<super::review::RunReview>,
 }
 
 /// A criterion offered for labelling: (rubric name, criterion text); a None criterion is the trial as a whole.
@@ -167,6 +169,29 @@ impl RunContext {
         }
         out.push((None, None));
         out
+    }
+
+    /// Whether the trial is one of the `--review users` sample.
+    pub fn reviewed(&self, case: &str, trial: u32) -> Option<&super::review::RunReview> {
+        self.review.as_ref().filter(|r| r.has(case, trial))
+    }
+
+    /// What a trial offers: its simulated user's conduct when it is in the
+    /// review's sample, else its case's criteria and the trial as a whole.
+    pub fn offers_of(&self, case: &str, trial: u32, rec: Option<&TrialRecord>) -> Vec<Offer> {
+        match self.reviewed(case, trial) {
+            Some(r) => vec![(Some(r.rubric(case)), Some(crate::judge::labels::USER_CRITERION.to_string()))],
+            None => self.offers(case, rec),
+        }
+    }
+
+    /// The item a trial's labels go under (its user's in the review's sample).
+    pub fn item_of(&self, case: &str, trial: u32, source: Option<&str>) -> String {
+        match self.reviewed(case, trial) {
+            // Apart from the trial's own item, whose data differs.
+            Some(_) => format!("{}/user", self.item_id(case, trial, source)),
+            None => self.item_id(case, trial, source),
+        }
     }
 
     /// The item id of a trial: a graded item's source conversation (or
@@ -249,6 +274,7 @@ impl Labelling {
             rubrics,
             monitors: m.monitors.clone(),
             graded: matches!(m.kind, crate::record::manifest::RunKind::Graded),
+            review: None,
         }
     }
 
@@ -335,8 +361,8 @@ pub struct TrialLabels {
 }
 
 pub fn trial_labels(l: &Labelling, ctx: &RunContext, rec: &TrialRecord) -> TrialLabels {
-    let item = ctx.item_id(&rec.case, rec.trial, source_id(rec).as_deref());
-    let offers = ctx.offers(&rec.case, Some(rec));
+    let item = ctx.item_of(&rec.case, rec.trial, source_id(rec).as_deref());
+    let offers = ctx.offers_of(&rec.case, rec.trial, Some(rec));
     let criteria = offers.iter().map(|(rubric, c)| json!({ "rubric": rubric, "criterion": c })).collect::<Vec<_>>();
     let mut out = TrialLabels {
         enabled: false,

@@ -314,6 +314,13 @@ fn read_row(roots: &[Root], r: &RunRef, cache: &Cache) -> RunRow {
         gates: Gates::default(),
         error: None,
         interleaved: m.interleaved.as_ref().and_then(|i| {
+            // A run of perturbations: each perturbation's part is paired with the baseline's.
+            if !i.perturbations.is_empty() {
+                let base = crate::spec::BASELINE.to_string();
+                let agent = i.perturbation.clone().unwrap_or_else(|| base.clone());
+                let agents = std::iter::once(base).chain(i.perturbations.iter().cloned()).collect();
+                return Some(AgentPart { run_id: i.run_id.clone(), agent, agents, base_id: None });
+            }
             let agent = m.agent.as_ref().and_then(|a| a.name.clone()).filter(|n| !n.is_empty())?;
             Some(AgentPart { run_id: i.run_id.clone(), agent, agents: i.agents.clone(), base_id: None })
         }),

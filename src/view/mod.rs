@@ -5,11 +5,14 @@
 //! binary alone (no network), reading run dirs only through the confinement
 //! rules of [`catalog`].
 
+mod app;
 pub mod catalog;
 pub mod index;
+pub mod label_api;
 pub mod labels;
 pub mod list;
 pub mod pages;
+pub mod review;
 pub mod server;
 pub mod state;
 pub mod trial;

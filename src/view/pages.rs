@@ -60,6 +60,8 @@ pub struct RunHead<'a> {
     pub row: &'a RunRow,
     pub overview: String,
     pub files: Vec<&'static str>,
+    /// `--review users`: the sample, and this run's trials in it.
+    pub review: Option<String>,
 }
 
 pub fn kind_label(kind: Kind, from: Option<&str>) -> String {
@@ -107,6 +109,9 @@ pub fn run_page(h: &RunHead, boot: &RunBoot) -> String {
     o.push_str(r#"<label>compare with <select id="cmpwith"><option value="">another run of this suite…</option></select></label></p>"#);
     if let Some(e) = &r.error {
         let _ = write!(o, r#"<p class="err">{}</p>"#, esc(e));
+    }
+    if let Some(line) = &h.review {
+        let _ = write!(o, r#"<p id="review" class="hint">{}</p>"#, esc(line));
     }
     let _ = write!(o, r#"<div id="overview">{}</div>"#, h.overview);
     o.push_str(r#"<h2 id="trials-h">Trials</h2>

@@ -20,11 +20,14 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::catalog::{self, Root, RunRef, plain_relative};
-use super::index::{Compiled, Filter, TrialIndex};
-use super::labels::{self as labelling, Labelling, RunContext};
+use super::app::{App, blocking, json_err, json_ok, text};
+use super::catalog::{self, plain_relative};
+use super::index::Filter;
+use super::label_api;
+use super::labels::{self as labelling, Labelling};
 use super::list::{Listing, RunRow};
 use super::pages;
+use super::review;
 use super::state::{Cache, Kind, Loaded};
 use super::trial;
 use crate::error::{Error, Result};
@@ -47,17 +50,8 @@ pub struct Options {
     pub annotator: Option<String>,
     /// `--labels STORE`: every run's labels go there (default: beside each run's suite).
     pub labels: Option<PathBuf>,
-}
-
-struct App {
-    roots: Vec<Root>,
-    cache: Cache,
-    listing: Listing,
-    trace_url: Option<String>,
-    hosts: [String; 2],
-    /// `Origin` values of this server's own pages.
-    origins: [String; 2],
-    labelling: Labelling,
+    /// `--review users`: (sample size, seed) of the trials with a simulated user to label.
+    pub review: Option<(usize, u64)>,
 }
 
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -96,10 +90,17 @@ pub fn serve(o: Options) -> Result<()> {
     let port = addr.port();
     let (runs, _) = catalog::discover(&roots);
     let annotator = o.annotator.as_deref().map(labelling::check_annotator).transpose().map_err(Error::Input)?;
+    if o.review.is_some() && annotator.is_none() {
+        return Err(Error::Input(
+            "--review users labels as someone: give --annotator NAME (or EVALUA_ANNOTATOR)".into(),
+        ));
+    }
     let canon: Vec<PathBuf> = roots.iter().map(|r| r.canon.clone()).collect();
     let labelling = Labelling::new(annotator, o.labels, &canon)
         .map_err(|e| Error::Environment(format!("cannot make a session token: {e}")))?;
+    let review = o.review.map(|(n, seed)| review::sample(&runs, n, seed));
     let app = Arc::new(App {
+        review,
         labelling,
         origins: [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")],
         roots,
@@ -114,7 +115,13 @@ pub fn serve(o: Options) -> Result<()> {
         Some(a) => format!("; labelling as {a} (open a trial: p / f / u, n for the next unlabelled one)"),
         None => String::new(),
     };
-    println!("evalua view: {} run dir(s) under {} at {url} (Ctrl-C to stop){labelling}", runs.len(), dirs.join(", "));
+    // One line: whoever started the viewer may read only its first.
+    let review = app.review.as_ref().map(|s| format!("; {}", s.describe())).unwrap_or_default();
+    println!(
+        "evalua view: {} run dir(s) under {} at {url} (Ctrl-C to stop){labelling}{review}",
+        runs.len(),
+        dirs.join(", ")
+    );
     use std::io::Write;
     let _ = std::io::stdout().flush();
     if o.open {
@@ -156,8 +163,9 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/trials", get(api_trials))
         .route("/api/grid", get(api_grid))
         .route("/api/trial", get(api_trial))
-        .route("/api/next", get(api_next))
-        .route("/api/label", post(api_label))
+        .route("/api/next", get(label_api::api_next))
+        .route("/api/label", post(label_api::api_label))
+        .route("/api/review", get(api_review))
         .route("/assets/view.js", get(|| async { asset("text/javascript; charset=utf-8", JS.to_string()) }))
         .route(
             "/assets/view.css",
@@ -186,10 +194,6 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
     res
 }
 
-fn text(status: StatusCode, body: &str) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body.to_string()).into_response()
-}
-
 fn page(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
 }
@@ -198,31 +202,11 @@ fn asset(kind: &'static str, body: String) -> Response {
     ([(header::CONTENT_TYPE, kind)], body).into_response()
 }
 
-fn json_ok<T: serde::Serialize>(v: &T) -> Response {
-    match serde_json::to_vec(v) {
-        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
-        Err(e) => json_err(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
-}
-
-fn json_err(status: StatusCode, msg: &str) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], json!({ "error": msg }).to_string()).into_response()
-}
-
-/// Run file work on the blocking pool.
-async fn blocking(app: Arc<App>, f: impl FnOnce(&App) -> Response + Send + 'static) -> Response {
-    match tokio::task::spawn_blocking(move || f(&app)).await {
-        Ok(r) => r,
-        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &format!("internal error: {e}")),
-    }
-}
-
-impl App {
-    fn run(&self, id: &str) -> Option<RunRef> {
-        catalog::resolve(&self.roots, id)
-    }
-    fn row(&self, r: &RunRef) -> RunRow {
-        self.listing.row_of(&self.roots, r, &self.cache)
+/// The `--review users` sample (null without one).
+async fn api_review(State(app): State<Arc<App>>) -> Response {
+    match &app.review {
+        Some(s) => json_ok(&json!({ "sample": s, "line": s.describe() })),
+        None => json_ok(&json!({ "sample": null })),
     }
 }
 
@@ -293,7 +277,13 @@ async fn run_page(State(app): State<Arc<App>>, Query(q): Query<RunQ>) -> Respons
                 annotator: app.labelling.annotator.as_deref(),
                 token: &app.labelling.token,
             };
-            pages::run_page(&pages::RunHead { row: &row, overview, files: files.clone() }, &boot)
+            let review = app.review.as_ref().map(|s| {
+                let here: Vec<String> =
+                    s.trials.iter().filter(|p| p.dir == r.dir).map(|p| format!("{} #{}", p.case, p.trial)).collect();
+                let here = if here.is_empty() { "none".to_string() } else { here.join(", ") };
+                format!("{}. In this run: {here} (n: the next one to label).", s.describe())
+            });
+            pages::run_page(&pages::RunHead { row: &row, overview, files: files.clone(), review }, &boot)
         });
         match loaded {
             Ok(html) => page(StatusCode::OK, html),
@@ -366,50 +356,6 @@ impl ListQ {
     }
 }
 
-impl App {
-    /// The labelling context of a loaded run.
-    fn context(&self, r: &RunRef, l: &Loaded) -> RunContext {
-        self.labelling.context(&l.run.manifest, &r.dir)
-    }
-
-    /// Compile a filter; a `labels` filter gets the trials this annotator labelled.
-    fn compile(&self, r: &RunRef, l: &Loaded, f: &Filter) -> std::result::Result<Compiled, String> {
-        let mut c = f.compile(&l.index)?;
-        if c.labels.is_some() {
-            let ctx = self.context(r, l);
-            let (Some(me), Ok(store)) = (&self.labelling.annotator, &ctx.store) else {
-                return Err(match &ctx.store {
-                    Err(why) if self.labelling.annotator.is_some() => format!("labels filter: {why}"),
-                    _ => "the labels filter needs an annotator: start evalua view with --annotator NAME".into(),
-                });
-            };
-            c.labelled =
-                labelled_by(&l.index, &ctx, &self.labelling.index(store).lock().unwrap_or_else(|e| e.into_inner()), me);
-        }
-        Ok(c)
-    }
-}
-
-/// The (case, trial) pairs `me` gave a verdict on every criterion of.
-fn labelled_by(
-    ix: &TrialIndex,
-    ctx: &RunContext,
-    store: &labelling::StoreIndex,
-    me: &str,
-) -> std::collections::HashSet<(u32, u32)> {
-    let offers: Vec<Vec<Option<String>>> =
-        ix.case_ids.iter().map(|c| ctx.offers(c, None).into_iter().map(|(_, c)| c).collect()).collect();
-    let mut out = std::collections::HashSet::new();
-    for (n, r) in ix.rows.iter().enumerate() {
-        let case = &ix.case_ids[r.case as usize];
-        let item = ctx.item_id(case, r.trial, ix.sources.get(&(n as u32)).map(|s| &**s));
-        if store.done(&item, me, &offers[r.case as usize]) {
-            out.insert((r.case, r.trial));
-        }
-    }
-    out
-}
-
 async fn api_trials(State(app): State<Arc<App>>, Query(q): Query<ListQ>) -> Response {
     listing(app, q, false).await
 }
@@ -471,190 +417,6 @@ async fn api_trial(State(app): State<Arc<App>>, Query(q): Query<TrialQ>) -> Resp
             Ok(Some(Err(e))) | Err(e) => json_err(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
             Ok(None) => json_err(StatusCode::NOT_FOUND, "no such trial in this run"),
         }
-    })
-    .await
-}
-
-#[derive(Deserialize)]
-struct NextQ {
-    r: String,
-    #[serde(default)]
-    case: Option<String>,
-    #[serde(default)]
-    tag: Option<String>,
-    #[serde(default)]
-    outcome: Option<String>,
-    #[serde(default)]
-    check: Option<String>,
-    #[serde(default)]
-    mode: Option<String>,
-    #[serde(default)]
-    ended: Option<String>,
-    /// The trial open now (the queue goes on from it).
-    #[serde(default)]
-    from_case: Option<String>,
-    #[serde(default)]
-    from_trial: Option<u32>,
-    /// `next` (default) or `prev`.
-    #[serde(default)]
-    dir: Option<String>,
-}
-
-/// The next (or previous) trial in file order that matches the run page's
-/// filters and that this annotator has not labelled on every criterion.
-async fn api_next(State(app): State<Arc<App>>, Query(q): Query<NextQ>) -> Response {
-    blocking(app, move |app| {
-        let Some(r) = app.run(&q.r) else { return json_err(StatusCode::NOT_FOUND, "no such run") };
-        let filter = Filter {
-            case: q.case.clone(),
-            tag: q.tag.clone(),
-            outcome: q.outcome.clone(),
-            check: q.check.clone(),
-            mode: q.mode.clone(),
-            ended: q.ended.clone(),
-            labels: Some("unlabelled".into()),
-        };
-        let back = q.dir.as_deref() == Some("prev");
-        let out = app.cache.with(&r, |l| {
-            let f = app.compile(&r, l, &filter)?;
-            let rows = &l.index.rows;
-            let at = q
-                .from_case
-                .as_deref()
-                .and_then(|c| l.run.case_index(c))
-                .zip(q.from_trial)
-                .and_then(|(c, t)| l.index.row_no(c, t));
-            let hit = if back {
-                let end = at.unwrap_or(rows.len());
-                (0..end).rev().find(|&i| f.matches(&rows[i]))
-            } else {
-                let start = at.map_or(0, |i| i + 1);
-                (start..rows.len()).find(|&i| f.matches(&rows[i]))
-            };
-            let left = rows.iter().filter(|r| f.matches(r)).count();
-            Ok::<_, String>(match hit {
-                Some(i) => json!({
-                    "case": l.index.case_ids[rows[i].case as usize],
-                    "trial": rows[i].trial,
-                    "left": left,
-                }),
-                None => json!({ "case": null, "trial": null, "left": left }),
-            })
-        });
-        match out {
-            Ok(Ok(v)) => json_ok(&v),
-            Ok(Err(e)) => json_err(StatusCode::BAD_REQUEST, &e),
-            Err(e) => json_err(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
-        }
-    })
-    .await
-}
-
-/// A label, as the page posts it.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LabelPost {
-    r: String,
-    case: String,
-    trial: u32,
-    #[serde(default)]
-    criterion: Option<String>,
-    verdict: crate::record::labels::Verdict,
-    #[serde(default)]
-    tags: Vec<String>,
-    #[serde(default)]
-    note: String,
-}
-
-/// Tags one label may carry.
-const MAX_TAGS: usize = 50;
-
-/// Refused unless the request comes from this viewer's own page: its
-/// session token in `X-Evalua-Token`, a JSON body, and no foreign `Origin`.
-fn refuse_write(app: &App, headers: &axum::http::HeaderMap) -> Option<Response> {
-    let h = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
-    if let Some(origin) = h("origin")
-        && !app.origins.iter().any(|o| o == origin)
-    {
-        return Some(json_err(StatusCode::FORBIDDEN, "a write from another origin is refused"));
-    }
-    if h("sec-fetch-site").is_some_and(|s| s == "cross-site") {
-        return Some(json_err(StatusCode::FORBIDDEN, "a cross-site write is refused"));
-    }
-    if !h("x-evalua-token").is_some_and(|t| app.labelling.token_ok(t)) {
-        return Some(json_err(
-            StatusCode::FORBIDDEN,
-            "a write needs this viewer session's token (the page carries it): reload the page",
-        ));
-    }
-    if !h("content-type").is_some_and(|t| t.split(';').next().is_some_and(|t| t.trim() == "application/json")) {
-        return Some(json_err(StatusCode::UNSUPPORTED_MEDIA_TYPE, "a label is posted as application/json"));
-    }
-    None
-}
-
-async fn api_label(State(app): State<Arc<App>>, headers: axum::http::HeaderMap, body: axum::body::Bytes) -> Response {
-    if let Some(refused) = refuse_write(&app, &headers) {
-        return refused;
-    }
-    blocking(app, move |app| {
-        let Some(me) = app.labelling.annotator.clone() else {
-            return json_err(StatusCode::CONFLICT, "labelling is off: start evalua view with --annotator NAME");
-        };
-        let p: LabelPost = match serde_json::from_slice(&body) {
-            Ok(p) => p,
-            Err(e) => return json_err(StatusCode::BAD_REQUEST, &format!("not a label: {e}")),
-        };
-        let tags: Vec<String> = p.tags.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
-        if tags.len() > MAX_TAGS {
-            return json_err(StatusCode::BAD_REQUEST, &format!("at most {MAX_TAGS} tags"));
-        }
-        let Some(r) = app.run(&p.r) else { return json_err(StatusCode::NOT_FOUND, "no such run") };
-        let found = app.cache.with(&r, |l| {
-            let case = l.run.case_index(&p.case)?;
-            let ctx = app.context(&r, l);
-            Some(l.record(case, p.trial)?.map(|(rec, _)| (rec, ctx)))
-        });
-        let (rec, ctx) = match found {
-            Ok(Some(Ok(x))) => x,
-            Ok(Some(Err(e))) | Err(e) => return json_err(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
-            Ok(None) => return json_err(StatusCode::NOT_FOUND, "no such trial in this run"),
-        };
-        let store = match &ctx.store {
-            Ok(s) => s.clone(),
-            Err(why) => return json_err(StatusCode::CONFLICT, why),
-        };
-        let offers = ctx.offers(&rec.case, Some(&rec));
-        let Some((rubric, _)) = offers.iter().find(|(_, c)| c == &p.criterion) else {
-            return json_err(StatusCode::BAD_REQUEST, "not a criterion of this trial's case");
-        };
-        let (trace, _) = trial::load_trace(&r.dir, &rec);
-        let source = labelling::source_id(&rec);
-        let item = ctx.item_id(&rec.case, rec.trial, source.as_deref());
-        let trace_id = match rec.source.as_ref() {
-            Some(s) => s.trace_id.clone(),
-            None => Some(crate::otel::export::trace_id(&ctx.trajectories_run_id, &rec.case, rec.trial)),
-        };
-        let label = crate::record::labels::Label {
-            item,
-            annotator: me,
-            criterion: p.criterion.clone(),
-            verdict: p.verdict,
-            tags,
-            note: p.note.clone(),
-            data: labelling::item_data(&rec, trace.as_ref().ok(), rubric.as_deref()),
-            run: Some(ctx.trajectories_run_id.clone()),
-            trace_id,
-            at: jiff::Timestamp::now().to_string(),
-        };
-        if let Err(e) = crate::record::labels::append(&store, &label) {
-            let status = match e {
-                Error::Input(_) => StatusCode::BAD_REQUEST,
-                Error::Environment(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            return json_err(status, &e.to_string());
-        }
-        json_ok(&labelling::trial_labels(&app.labelling, &ctx, &rec))
     })
     .await
 }
