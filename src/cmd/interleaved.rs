@@ -48,28 +48,7 @@ pub(crate) fn run(
     // Created (and refused when it holds anything) like any run dir; it holds no trace of its own.
     let top_dir = RunDir::create(Some(&top), &plan.suite.name, &run_id)?;
     let _ = std::fs::remove_dir(top_dir.path.join(files::TRACES_DIR));
-    let manifest = InterleavedManifest {
-        kind: "interleaved".into(),
-        format: files::FORMAT,
-        run_id: run_id.clone(),
-        suite: plan.suite.name.clone(),
-        started_at: jiff::Timestamp::now().to_string(),
-        command: argv.clone(),
-        agents: agents.clone(),
-        perturbations: perturbations.clone(),
-        seed: plan.seed,
-        jobs: opts.jobs,
-        blocks: crate::run::work(&plan, None).len(),
-        order: "each block's conditions run back to back on one worker, from the block's seed; their order rotates \
-                from block to block (two alternate), where it starts drawn from the seed"
-            .into(),
-        gates: plan
-            .suite
-            .gates
-            .iter()
-            .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
-            .collect(),
-    };
+    let manifest = top_manifest(&plan, opts, &run_id, &argv, agents.clone(), perturbations.clone());
     manifest.write(&top)?;
 
     // Each part: a run dir with its own manifest (its agent, its perturbation named).
@@ -132,4 +111,37 @@ pub(crate) fn run(
     println!("report: {}", display_path(&top.join(files::REPORT_MD)));
     let stopped = cancel::requested() || !executed.complete();
     Ok(if run.gates_passed() && !stopped { 0 } else { 1 })
+}
+
+/// interleaved.json of a run of `plan`'s conditions: its agents, or its perturbations.
+fn top_manifest(
+    plan: &Plan,
+    opts: &RunOptions,
+    run_id: &str,
+    argv: &[String],
+    agents: Vec<String>,
+    perturbations: Vec<String>,
+) -> InterleavedManifest {
+    InterleavedManifest {
+        kind: "interleaved".into(),
+        format: files::FORMAT,
+        run_id: run_id.to_string(),
+        suite: plan.suite.name.clone(),
+        started_at: jiff::Timestamp::now().to_string(),
+        command: argv.to_vec(),
+        agents,
+        perturbations,
+        seed: plan.seed,
+        jobs: opts.jobs,
+        blocks: crate::run::work(plan, None).len(),
+        order: "each block's conditions run back to back on one worker, from the block's seed; their order rotates \
+                from block to block (two alternate), where it starts drawn from the seed"
+            .into(),
+        gates: plan
+            .suite
+            .gates
+            .iter()
+            .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
+            .collect(),
+    }
 }

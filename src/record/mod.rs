@@ -14,6 +14,7 @@ pub mod rundir;
 pub mod state;
 pub mod traces;
 pub mod trial;
+pub mod trials;
 
 pub use blocks::{BlockRecord, BlockTrial};
 pub use journal::{BudgetHit, Journal};

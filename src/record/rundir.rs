@@ -14,6 +14,7 @@
 //! that cannot be read back as one is the user's input (exit 2).
 
 use super::files::{self, RunDirFile};
+use super::trials::TrialsWriter;
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, Write};
@@ -204,7 +205,7 @@ impl RunDir {
     pub fn trials_writer(&self) -> Result<TrialsWriter> {
         let path = self.file(files::TRIALS);
         let file = File::create(&path).map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
-        Ok(TrialsWriter { file, path, kept: HashSet::new() })
+        Ok(TrialsWriter::new(file, path, HashSet::new()))
     }
 
     /// trials.jsonl, opened for appending after the records it holds (a
@@ -217,7 +218,7 @@ impl RunDir {
             .append(true)
             .open(&path)
             .map_err(|e| Error::Environment(format!("{}: {e}", path.display())))?;
-        Ok(TrialsWriter { file, path, kept })
+        Ok(TrialsWriter::new(file, path, kept))
     }
 
     /// Replace trials.jsonl with these lines, atomically: the old file stays
@@ -707,38 +708,6 @@ impl Iterator for RecordsFrom {
             });
         }
         None
-    }
-}
-
-/// Appends records to trials.jsonl, one flushed line each: a finished
-/// trial's record is on disk before the next one is written.
-pub struct TrialsWriter {
-    file: File,
-    path: PathBuf,
-    /// Records already in the file (a resumed run's kept trials).
-    kept: HashSet<(String, u32)>,
-}
-
-impl TrialsWriter {
-    /// A finished trial's record, appended unless the file holds it already
-    /// (a resumed run's kept trial, announced again).
-    pub fn add(&mut self, rec: &TrialRecord) -> Result<()> {
-        if self.kept.contains(&(rec.case.clone(), rec.trial)) {
-            return Ok(());
-        }
-        self.append(rec)
-    }
-
-    pub fn append(&mut self, rec: &TrialRecord) -> Result<()> {
-        let line = serde_json::to_string(rec).map_err(|e| Error::Environment(e.to_string()))?;
-        self.append_line(&line)
-    }
-
-    /// Append a line as written elsewhere (a merged part's record, kept byte for byte).
-    pub fn append_line(&mut self, line: &str) -> Result<()> {
-        writeln!(self.file, "{line}")
-            .and_then(|_| self.file.flush())
-            .map_err(|e| Error::Environment(format!("{}: cannot write {}: {e}", self.path.display(), files::TRIALS)))
     }
 }
 

@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
-use crate::record::rundir::TrialsWriter;
+use crate::record::trials::TrialsWriter;
 use crate::record::{Outcome, RunDir};
 use crate::run::{RunEvent, Sink};
 use crate::stats::plural;

@@ -55,7 +55,7 @@ pub trait Sink {
 
 /// trials.jsonl follows every run: each finished trial's record, flushed at
 /// once (a resumed run's kept records are not written again).
-impl Sink for crate::record::rundir::TrialsWriter {
+impl Sink for crate::record::trials::TrialsWriter {
     fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
         match ev {
             RunEvent::TrialFinished { record, .. } => self.add(record),

@@ -187,16 +187,21 @@ pub fn prepare(
         }
     }
     // The conditions the trials ran under: each is graded again as its recorded agent's.
+    if let Some(conditions) = recorded_agents(&records) {
+        plan.conditions = conditions;
+    }
+    Ok(Regrade { plan: Arc::new(plan), old, old_manifest, records: Arc::new(records), work, warnings, fixture_changes })
+}
+
+/// One condition per agent the records name, in order; None when they name none.
+fn recorded_agents(records: &[TrialRecord]) -> Option<Vec<Condition>> {
     let mut conditions: Vec<Condition> = Vec::new();
     for a in records.iter().filter_map(|r| r.agent.as_deref()) {
         if !conditions.iter().any(|c| c.agent.as_deref() == Some(a)) {
             conditions.push(Condition { agent: Some(a.to_string()), perturbation: None });
         }
     }
-    if !conditions.is_empty() {
-        plan.conditions = conditions;
-    }
-    Ok(Regrade { plan: Arc::new(plan), old, old_manifest, records: Arc::new(records), work, warnings, fixture_changes })
+    (!conditions.is_empty()).then_some(conditions)
 }
 
 /// The new run's manifest: the current suite, checks, judges and grader
