@@ -95,7 +95,7 @@ pub fn warn_skipped_rows(suite: &crate::spec::Suite) {
     for d in suite.datasets.iter().filter(|d| d.skipped > 0) {
         super::json::warn(format!("{}: {} of {} rows skipped as bad (on_error = \"skip\")", d.path, d.skipped, d.rows));
         for why in &d.skipped_rows {
-            eprintln!("  {why}");
+            eprintln!("  {}", crate::util::inert::console(why));
         }
         if d.skipped as usize > d.skipped_rows.len() {
             eprintln!("  … and {} more", d.skipped as usize - d.skipped_rows.len());
