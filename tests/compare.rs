@@ -165,3 +165,29 @@ fn run_with_a_baseline_compares_and_refuses_another_suite_up_front() {
     assert_user_error(&o, "it ran a different revision of suites/date_filter.lua");
     assert!(!dir.path().join("c").exists());
 }
+
+/// A suite that freezes no clock runs at its start time; two of its runs a
+/// second apart are still the same revision of every case, so they compare
+/// (they did not, whenever the second changed between them).
+#[test]
+fn two_runs_of_a_suite_without_a_clock_are_the_same_revision() {
+    let suite = r#"local evalua = require("evalua")
+local suite = evalua.suite { name = "s", agent = evalua.agent.scripted(function(task) return "hi" end) }
+suite:case { id = "a", input = "x", expect = { function(t) return true end } }
+return suite
+"#;
+    let dir = project(&[("s.lua", suite)]);
+    let run = |out: &str| {
+        let o = evalua(dir.path(), &["run", "s.lua", "--out", out, "-q"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        json(&dir.path().join(out).join("manifest.json"))
+    };
+    let a = run("a");
+    // Past the next whole second, so the runs' start times differ.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let b = run("b");
+    assert_ne!(a["cases"][0]["clock"], b["cases"][0]["clock"], "the runs' clocks differ");
+    assert_eq!(a["cases"][0]["revision"], b["cases"][0]["revision"]);
+    let o = evalua(dir.path(), &["compare", "a", "b"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

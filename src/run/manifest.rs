@@ -216,12 +216,16 @@ pub fn build_for(plan: &Plan, c: usize, opts: &RunOptions, run_id: &str, argv: &
             let fixture_sha = c.spec.fixture.as_ref().and_then(|p| {
                 fixture_hashes.entry(p.clone()).or_insert_with(|| fs::read(p).ok().map(|b| sha256_hex(&b))).clone()
             });
+            // The clock as declared (the case's, else the sandbox's): a suite that
+            // freezes none runs at its start time, which is not the case's revision
+            // (else no two runs of it could be compared).
+            let declared_clock = c.spec.clock.as_ref().or(suite.clock.as_ref()).map(String::as_str).unwrap_or("");
             let revision = sha256_hex(
                 format!(
                     "{}\n{:?}\n{}{}",
                     serde_json::to_string(&c.spec).unwrap_or_default(),
                     fixture_sha,
-                    c.clock_text,
+                    declared_clock,
                     c.work.as_ref().map(|w| format!("\n{}", w.hash)).unwrap_or_default()
                 )
                 .as_bytes(),
