@@ -293,7 +293,8 @@ fn the_example_suite_reproduces_the_guides_robustness_figures() {
     assert_eq!((&r[1]["recovery"]["n"], &r[0]["drop"]["value"]), (&serde_json::json!(9), &serde_json::json!(0.6)));
 }
 
-/// `evalua view` lists each condition's part and pairs each perturbation's with the baseline's.
+/// `evalua view` lists each condition's part, pairs each perturbation's with
+/// the baseline's, and shows the pair's robustness in the paired view.
 #[test]
 fn the_viewer_pairs_each_perturbed_part_with_the_baseline() {
     let dir = robust();
@@ -311,6 +312,12 @@ fn the_viewer_pairs_each_perturbed_part_with_the_baseline() {
     assert_eq!(drop["interleaved"]["agents"], serde_json::json!(["baseline", "no_lookup"]));
     assert_eq!(drop["interleaved"]["agent"], "no_lookup");
     assert_eq!(drop["interleaved"]["base_id"], base["id"]);
+    // The paired view of the two shows the perturbation's robustness row.
+    let enc = |v: &serde_json::Value| crate::view::enc(v.as_str().unwrap());
+    let (status, page) = v.get(&format!("/compare?a={}&b={}", enc(&base["id"]), enc(&drop["id"])));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<h2>Robustness</h2>") && page.contains("<td>no_lookup</td>"), "{page}");
+    assert!(page.contains("<td>50.0% (2 of 4) [15.0%, 85.0%]</td>"), "{page}");
 }
 
 /// A perturbation's fixture replaces the case's starting state: its trials

@@ -113,6 +113,8 @@ pub struct AgentPart {
     pub agent: String,
     pub agents: Vec<String>,
     pub base_id: Option<String>,
+    /// A run of perturbations: `agent` names a condition (`baseline` or a perturbation).
+    pub perturbed: bool,
 }
 
 /// Each non-base agent's row of an interleaved run gets its base's row id.
@@ -319,10 +321,16 @@ fn read_row(roots: &[Root], r: &RunRef, cache: &Cache) -> RunRow {
                 let base = crate::spec::BASELINE.to_string();
                 let agent = i.perturbation.clone().unwrap_or_else(|| base.clone());
                 let agents = std::iter::once(base).chain(i.perturbations.iter().cloned()).collect();
-                return Some(AgentPart { run_id: i.run_id.clone(), agent, agents, base_id: None });
+                return Some(AgentPart { run_id: i.run_id.clone(), agent, agents, base_id: None, perturbed: true });
             }
             let agent = m.agent.as_ref().and_then(|a| a.name.clone()).filter(|n| !n.is_empty())?;
-            Some(AgentPart { run_id: i.run_id.clone(), agent, agents: i.agents.clone(), base_id: None })
+            Some(AgentPart {
+                run_id: i.run_id.clone(),
+                agent,
+                agents: i.agents.clone(),
+                base_id: None,
+                perturbed: false,
+            })
         }),
     };
     let summary = r.dir.join(files::SUMMARY);

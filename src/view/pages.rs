@@ -182,6 +182,9 @@ pub struct CompareHead<'a> {
     /// The candidate re-graded the base's recorded trials: a difference is a
     /// change of the measurement, not of the agent (SPEC §10).
     pub measurement_change: bool,
+    /// The base and the candidate are the baseline and a perturbation of one
+    /// run of perturbations: the candidate's robustness (SPEC §17).
+    pub robustness: Option<crate::stats::robustness::Robustness>,
 }
 
 fn run_link(r: &RunRow) -> String {
@@ -227,6 +230,9 @@ pub fn compare_page(h: &CompareHead, c: &Comparison) -> String {
     }
     if let Some(m) = &c.measurement {
         check_changes(&mut o, h, m);
+    }
+    if let Some(r) = &h.robustness {
+        o.push_str(&crate::report::robustness::html(std::slice::from_ref(r)));
     }
     let what = if h.measurement_change { "measurement change" } else { "change" };
     o.push_str(r#"<h2>Figures</h2><table class="figs cmp"><tr><th>figure</th><th>base</th><th>candidate</th><th>Δ (paired)</th><th>95% interval of Δ</th><th>paired cases</th></tr>"#);

@@ -465,7 +465,12 @@ async fn compare_page(State(app): State<Arc<App>>, Query(q): Query<CompareQ>) ->
         let cmp = app.cache.with(&a, |la| app.cache.with(&b, |lb| compare::compare(&la.run, &lb.run, allow)));
         match cmp {
             Ok(Ok(Ok(c))) => {
-                let h = pages::CompareHead { base: &ra, cand: &rb, measurement_change: regraded_pair(&ra, &rb) };
+                let h = pages::CompareHead {
+                    base: &ra,
+                    cand: &rb,
+                    measurement_change: regraded_pair(&ra, &rb),
+                    robustness: robustness_pair(&ra, &rb, &a.dir, &b.dir),
+                };
                 page(StatusCode::OK, pages::compare_page(&h, &c))
             }
             Ok(Ok(Err(e))) => page(StatusCode::OK, pages::compare_refused(&ra, &rb, &e.to_string())),
@@ -475,6 +480,29 @@ async fn compare_page(State(app): State<Arc<App>>, Query(q): Query<CompareQ>) ->
         }
     })
     .await
+}
+
+/// The candidate's robustness when the base and the candidate are the
+/// baseline and a perturbation of one run of perturbations (SPEC §17),
+/// paired from their records.
+fn robustness_pair(
+    a: &RunRow,
+    b: &RunRow,
+    a_dir: &std::path::Path,
+    b_dir: &std::path::Path,
+) -> Option<crate::stats::robustness::Robustness> {
+    let (pa, pb) = (a.interleaved.as_ref()?, b.interleaved.as_ref()?);
+    if !pa.perturbed || pa.run_id != pb.run_id || pa.agent != crate::spec::BASELINE || pb.agent == pa.agent {
+        return None;
+    }
+    let read = |d: &std::path::Path| -> Option<(u64, Vec<crate::record::TrialRecord>)> {
+        let dir = crate::record::RunDir::open(d).ok()?;
+        let seed = dir.read_manifest().ok()?.seed;
+        Some((seed, dir.records().ok()?.filter_map(|r| r.ok().map(|(_, _, rec)| rec)).collect()))
+    };
+    let ((seed, base), (_, pert)) = (read(a_dir)?, read(b_dir)?);
+    let base = crate::stats::robustness::Baseline::new(&base);
+    Some(crate::stats::robustness::robustness(&pb.agent, &base, &pert, seed))
 }
 
 /// One trial's trace from the run dir's trace pack, as stored (pretty-printed
