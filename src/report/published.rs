@@ -22,11 +22,7 @@ fn rate(s: &Share) -> String {
 
 /// `80.0% [49.0%, 94.3%] of 10 trials`.
 fn share(s: &Share, of: &str) -> String {
-    let iv = match (s.low, s.high) {
-        (Some(l), Some(h)) => format!(" [{}, {}]", pct(Some(l)), pct(Some(h))),
-        _ => String::new(),
-    };
-    format!("{}{iv} of {} {of}", pct(s.value), s.n)
+    format!("{} of {} {of}", rate(s), s.n)
 }
 
 fn ms(v: Option<f64>) -> String {

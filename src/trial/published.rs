@@ -20,10 +20,7 @@ pub fn of<'a>(calls: &[CallRecord], tool: impl Fn(&str) -> Option<&'a ToolSpec>,
         if let Some(param) = &spec.source
             && let Some(v) = c.args.get(param)
         {
-            let source = match v {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
+            let source = text(v);
             if !p.sources.contains(&source) {
                 p.sources.push(source);
             }
