@@ -209,23 +209,17 @@ impl Launch {
                 // the caller's stdin and stdout on 3 and 4 for the sandbox's
                 // relay, started with posix_spawn: neither a fork of all of
                 // evalua nor a shell per trial (issue 24: each cost ~0.5–4 ms).
-                let args = bwrap.args(&self.argv, &self.cwd, &env, &self.view, true);
-                let start = || {
-                    spawn::relayed(
-                        &bwrap.path,
-                        &args,
-                        &self.cwd,
-                        stdin,
-                        stdout,
-                        stderr,
-                        bwrap.relay_source().map(|c| c.as_c_str()),
-                    )
-                };
-                // Born in a cgroup of its own with a process limit, where evalua can make one.
+                // Born under a process limit where evalua can make one: the relay
+                // program joins the limit's cgroup itself; without the relay, this
+                // thread joins it for the spawn (`pids::spawn_in`).
                 limit = pids::limit();
+                let relay = bwrap.relay_source().map(|c| c.as_c_str());
+                let join = relay.and(limit.as_ref()).and_then(|l| l.procs());
+                let args = bwrap.args(&self.argv, &self.cwd, &env, &self.view, true, join.is_some());
+                let start = || spawn::relayed(&bwrap.path, &args, &self.cwd, stdin, stdout, stderr, relay, join);
                 match &limit {
-                    Some(l) => pids::spawn_in(l, start),
-                    None => start(),
+                    Some(l) if join.is_none() => pids::spawn_in(l, start),
+                    _ => start(),
                 }
                 .map_err(spawn_failed)?
             }

@@ -5,17 +5,25 @@
 //! EAGAIN) instead of filling the host's process table until the trial's
 //! deadline.
 //!
-//! The child must be in the cgroup from its first instruction, and
-//! `posix_spawn` cannot be told a cgroup: cgroup v1 moves single threads
-//! (its `tasks` file takes thread ids), so the spawning thread joins the
-//! cgroup, spawns (the child inherits it) and goes back. Elsewhere (cgroup
-//! v2 only, or no write access) there is no process limit: said in
-//! docs/design/isolation.md.
+//! The tree must be in the cgroup before the agent's first instruction, and
+//! `posix_spawn` cannot be told a cgroup. With the sandbox's relay program,
+//! the relay joins it itself before it becomes the agent (the cgroup's
+//! `cgroup.procs`, opened here, on its descriptor 6: see relay.c); without
+//! it, the spawning thread joins the cgroup, spawns (the child inherits it)
+//! and goes back ([`spawn_in`]). Cgroups are made once and kept in a pool:
+//! a tree's cgroup, once empty, serves the next (making and removing one
+//! for each tree cost a sandboxed trial about 0.1 ms, issue 45).
+//!
+//! Elsewhere (cgroup v2 only, or no write access) the relay sets
+//! RLIMIT_NPROC in the sandbox's own user namespace instead (see
+//! [`MAX_PROCESSES`] and relay.c); with neither there is no process limit:
+//! said in docs/design/isolation.md.
 
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Processes (threads included) one sandboxed process tree may hold at once.
 pub const MAX_PROCESSES: u32 = 512;
@@ -66,26 +74,76 @@ fn sweep(base: &std::path::Path) {
     }
 }
 
-/// One process tree's cgroup; removed when dropped (once its processes are gone).
-pub struct Limit {
+/// One process tree's cgroup; back to the pool when dropped (the next tree
+/// takes it only once its processes are gone).
+pub struct Limit(Option<Cgroup>);
+
+/// A cgroup of evalua's folder, with its `pids.max` set.
+struct Cgroup {
     dir: PathBuf,
+    /// Its `cgroup.procs`, open for writing, above the descriptors a spawn
+    /// sets up (0–6), for the relay to join through.
+    procs: OwnedFd,
 }
 
-impl Drop for Limit {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.dir);
+impl Limit {
+    /// `cgroup.procs` of this limit, for the relay's descriptor 6.
+    pub fn procs(&self) -> Option<BorrowedFd<'_>> {
+        self.0.as_ref().map(|c| c.procs.as_fd())
+    }
+
+    fn dir(&self) -> Option<&std::path::Path> {
+        self.0.as_ref().map(|c| c.dir.as_path())
     }
 }
 
-/// A new cgroup limited to [`MAX_PROCESSES`], or None where evalua cannot make one.
+/// Cgroups made by this process and free for the next tree.
+static POOL: Mutex<Vec<Cgroup>> = Mutex::new(Vec::new());
+
+impl Drop for Limit {
+    fn drop(&mut self) {
+        if let (Some(c), Ok(mut pool)) = (self.0.take(), POOL.lock()) {
+            pool.push(c);
+        }
+    }
+}
+
+/// A cgroup limited to [`MAX_PROCESSES`] with no process in it, or None
+/// where evalua cannot make one.
 pub fn limit() -> Option<Limit> {
+    root()?;
+    loop {
+        let reused = POOL.lock().ok()?.pop();
+        let Some(c) = reused else { break };
+        // Still busy (the last tree's processes not all gone yet): left to `cleanup`.
+        if std::fs::read_to_string(c.dir.join("pids.current")).is_ok_and(|n| n.trim() == "0") {
+            return Some(Limit(Some(c)));
+        }
+    }
+    make().map(|c| Limit(Some(c)))
+}
+
+fn make() -> Option<Cgroup> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let root = root()?;
     let dir = root.dir.join(NEXT.fetch_add(1, Ordering::Relaxed).to_string());
     std::fs::create_dir(&dir).ok()?;
-    let limit = Limit { dir };
-    std::fs::write(limit.dir.join("pids.max"), MAX_PROCESSES.to_string()).ok()?;
-    Some(limit)
+    let ok = std::fs::write(dir.join("pids.max"), MAX_PROCESSES.to_string()).is_ok();
+    let procs = ok.then(|| std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")).ok()).flatten();
+    let Some(procs) = procs.and_then(|f| high(f.into())) else {
+        let _ = std::fs::remove_dir(&dir);
+        return None;
+    };
+    Some(Cgroup { dir, procs })
+}
+
+/// `fd` moved to a descriptor of 10 or more (close-on-exec).
+fn high(fd: OwnedFd) -> Option<OwnedFd> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl duplicates a descriptor we own; the new one is owned by nobody else.
+    let n = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    // SAFETY: `n`, when valid, was just made by fcntl.
+    (n >= 0).then(|| unsafe { OwnedFd::from_raw_fd(n) })
 }
 
 /// Run `spawn` with the calling thread in `limit`'s cgroup, so what it
@@ -94,7 +152,8 @@ pub fn spawn_in<T>(limit: &Limit, spawn: impl FnOnce() -> io::Result<T>) -> io::
     let root = root().ok_or_else(|| io::Error::other("no pids cgroup"))?;
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() }.to_string();
-    std::fs::write(limit.dir.join("tasks"), &tid)?;
+    let dir = limit.dir().ok_or_else(|| io::Error::other("a process limit already given back"))?;
+    std::fs::write(dir.join("tasks"), &tid)?;
     let out = spawn();
     // Back home: a thread left in the limit would count against it, and its next children too.
     if let Err(e) = std::fs::write(&root.home_tasks, &tid) {
@@ -105,6 +164,9 @@ pub fn spawn_in<T>(limit: &Limit, spawn: impl FnOnce() -> io::Result<T>) -> io::
 
 /// Remove evalua's own folder of limits (at exit; what is still busy stays).
 pub fn cleanup() {
+    if let Ok(mut pool) = POOL.lock() {
+        pool.clear();
+    }
     if let Some(root) = root() {
         if let Ok(entries) = std::fs::read_dir(&root.dir) {
             for e in entries.flatten() {

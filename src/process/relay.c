@@ -2,9 +2,16 @@
  * evalua's relay: the first program inside the sandbox when the caller's
  * stdin and stdout come in as descriptors 3 and 4 (see RELAY in sandbox.rs).
  *
- *     relay PROGRAM [ARG...]
+ *     relay LIMITS PROGRAM [ARG...]
  *
- * puts 3 on 0 and 4 on 1, closes 3, 4 and 5 (the descriptor bubblewrap read
+ * first applies LIMITS, the process limit of the tree it starts (one word,
+ * written by evalua: `-` for none, or any of):
+ *   `c`   join the cgroup whose `cgroup.procs` is open on descriptor 6 (a
+ *         pids cgroup with its `pids.max`), then close 6;
+ *   `nN`  set RLIMIT_NPROC (soft and hard) to N: in the sandbox's own user
+ *         namespace, processes are counted per namespace, so N bounds this
+ *         tree alone (where no cgroup can be made: as a non-root user);
+ * then puts 3 on 0 and 4 on 1, closes 3, 4 and 5 (the descriptor bubblewrap read
  * this program from), and becomes PROGRAM, looked up on PATH when it has no
  * slash, as `exec "$@" <&3 >&4 3<&- 4>&-` in /bin/sh does: exit 127 when it
  * is not found, 126 when it cannot be run.
@@ -24,6 +31,7 @@
 #define SYS_execve 59
 #define SYS_exit 60
 #define SYS_dup3 292
+#define SYS_setrlimit 160
 __asm__(".text\n.global _start\n_start:\n"
         "  xor %rbp, %rbp\n"
         "  mov %rsp, %rdi\n"
@@ -41,6 +49,7 @@ static long sys3(long n, long a, long b, long c) {
 #define SYS_execve 221
 #define SYS_exit 93
 #define SYS_dup3 24
+#define SYS_setrlimit 164
 __asm__(".text\n.global _start\n_start:\n"
         "  mov x29, #0\n"
         "  mov x0, sp\n"
@@ -61,6 +70,8 @@ static long sys3(long n, long a, long b, long c) {
 #define ENOENT 2
 #define ENOTDIR 20
 #define PATH_MAX 4096
+#define RLIMIT_NPROC 6
+#define CGROUP_FD 6
 
 static void die(const char *what, const char *name, int code) __attribute__((noreturn));
 
@@ -85,11 +96,32 @@ static int has_slash(const char *s) {
     return 0;
 }
 
+/* The tree's process limit (see LIMITS above); a limit asked for and not
+ * applied ends the start (exit 126): no tree runs unbounded by mistake. */
+static void limit(const char *opts) {
+    for (const char *o = opts; *o;) {
+        if (*o == 'c') {
+            if (sys3(SYS_write, CGROUP_FD, (long)"0", 1) != 1) die(": could not join its process limit's cgroup\n", "", 126);
+            sys3(SYS_close, CGROUP_FD, 0, 0);
+            o++;
+        } else if (*o == 'n') {
+            unsigned long n = 0;
+            for (o++; *o >= '0' && *o <= '9'; o++) n = n * 10 + (unsigned long)(*o - '0');
+            unsigned long lim[2] = {n, n};
+            if (sys3(SYS_setrlimit, RLIMIT_NPROC, (long)lim, 0) != 0) die(": could not set its process limit\n", "", 126);
+        } else {
+            o++;
+        }
+    }
+}
+
 __attribute__((used)) void relay_main(long *sp) {
     long argc = sp[0];
     char **argv = (char **)(sp + 1);
     char **envp = argv + argc + 1;
-    if (argc < 2) die(": no program to run\n", "", 127);
+    if (argc < 3) die(": no program to run\n", "", 127);
+    limit(argv[1]);
+    argv++;
     if (sys3(SYS_dup3, 3, 0, 0) < 0 || sys3(SYS_dup3, 4, 1, 0) < 0) die(": descriptors 3 and 4 are not open\n", "", 127);
     sys3(SYS_close, 3, 0, 0);
     sys3(SYS_close, 4, 0, 0);

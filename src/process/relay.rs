@@ -24,6 +24,24 @@ pub const PATH: &str = "/.evalua-relay";
 /// The descriptor bubblewrap reads the relay from.
 pub const FD: i32 = 5;
 
+/// The descriptor the relay joins its process limit's cgroup through (`c` in its limits word).
+pub const CGROUP_FD: i32 = 6;
+
+/// The relay's first argument: the process limit it applies before it
+/// becomes the program (relay.c): join the cgroup on [`CGROUP_FD`], and/or
+/// RLIMIT_NPROC = `nproc` (in the sandbox's own user namespace only, where
+/// processes are counted per namespace).
+pub fn limits_word(cgroup: bool, nproc: Option<u32>) -> String {
+    let mut w = String::new();
+    if cgroup {
+        w.push('c');
+    }
+    if let Some(n) = nproc {
+        w.push_str(&format!("n{n}"));
+    }
+    if w.is_empty() { "-".into() } else { w }
+}
+
 /// `/proc/self/fd/N` of the sealed memfd holding the relay, or None when
 /// there is no relay to use (not built here, or no memfd): the shell line
 /// is used instead.

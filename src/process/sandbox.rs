@@ -165,7 +165,7 @@ fn probe() -> Result<Bwrap, String> {
     for userns in [true, false] {
         let b = Bwrap { path: path.clone(), version: version.clone(), userns, perms: knows_perms(&version) };
         let true_bin = ["/usr/bin/true", "/bin/true"].into_iter().find(|p| Path::new(p).exists()).unwrap_or("true");
-        let args = b.args(&[true_bin.to_string()], dir.path(), &[], &View::default(), false);
+        let args = b.args(&[true_bin.to_string()], dir.path(), &[], &View::default(), false, false);
         let out = std::process::Command::new(&path).args(&args).env_clear().current_dir(dir.path()).output();
         match out {
             Ok(o) if o.status.success() => return Ok(b),
@@ -267,7 +267,9 @@ fn masks(p: &Path, protect: &[PathBuf]) -> Vec<(PathBuf, bool)> {
 impl Bwrap {
     /// bwrap's arguments to run `argv` in `cwd` (writable) with `env`. With
     /// `relay`, the program's stdin and stdout are the descriptors 3 and 4
-    /// bwrap was started with (see [`RELAY`]).
+    /// bwrap was started with (see [`RELAY`]); with `cgroup` too, the relay
+    /// program joins the process limit's cgroup open on its descriptor 6
+    /// (`super::relay::CGROUP_FD`).
     pub fn args(
         &self,
         argv: &[String],
@@ -275,6 +277,7 @@ impl Bwrap {
         env: &[(String, OsString)],
         view: &View,
         relay: bool,
+        cgroup: bool,
     ) -> Vec<OsString> {
         let mut a: Vec<OsString> = Vec::new();
         let mut push = |xs: &[&dyn AsRef<std::ffi::OsStr>]| a.extend(xs.iter().map(|x| x.as_ref().to_os_string()));
@@ -358,7 +361,10 @@ impl Bwrap {
         }
         push(&[&"--"]);
         if program {
-            push(&[&super::relay::PATH]);
+            // In its own user namespace the tree's processes are counted apart
+            // from the user's others, so RLIMIT_NPROC bounds it alone.
+            let nproc = self.userns.then_some(super::pids::MAX_PROCESSES);
+            push(&[&super::relay::PATH, &super::relay::limits_word(cgroup, nproc)]);
         } else if relay {
             push(&[&"/bin/sh", &"-c", &RELAY, &"sh"]);
         }

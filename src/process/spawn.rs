@@ -113,6 +113,7 @@ pub fn relayed(
     stdout: Io,
     stderr: Io,
     relay: Option<&std::ffi::CStr>,
+    cgroup: Option<std::os::fd::BorrowedFd<'_>>,
 ) -> io::Result<(u32, Ends)> {
     let path = cstring(program.as_os_str())?;
     let mut argv_c = vec![path.clone()];
@@ -139,6 +140,12 @@ pub fn relayed(
         check(unsafe {
             libc::posix_spawn_file_actions_addopen(&mut a.fa, super::relay::FD, source.as_ptr(), libc::O_RDONLY, 0)
         })?;
+    }
+    // The process limit's `cgroup.procs` for the relay to join (a descriptor of 10 or more: no
+    // action above reads it after it is put on 6).
+    if let Some(fd) = cgroup {
+        // SAFETY: the actions were initialised; the descriptor outlives posix_spawn.
+        check(unsafe { libc::posix_spawn_file_actions_adddup2(&mut a.fa, fd.as_raw_fd(), super::relay::CGROUP_FD) })?;
     }
     let mut pid: libc::pid_t = 0;
     // SAFETY: every pointer handed over (actions, attributes, signal sets,
