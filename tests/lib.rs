@@ -1,6 +1,7 @@
 //! Integration tests: they drive the real binary on real suites.
 
 mod action;
+mod adaptive;
 mod annotate;
 mod architecture;
 mod atif;

@@ -285,12 +285,19 @@ function evalua.user.script(turns) end
 ---------------------------------------------------------------------------
 -- Declaring a suite
 
+--- An adaptive run's trials a case (SPEC §20): every case its `min` first, then
+--- rounds where the outcome is most uncertain, none past its `max`.
+---@class evalua.TrialRange
+---@field min integer the least trials (at least 1)
+---@field max integer the most trials (at least `min`)
+
 --- The table given to `evalua.suite { ... }`. Unknown keys are an error at the suite's line.
 ---@class evalua.SuiteSpec
 ---@field name string the suite's name: letters, digits, `_`, `-`, `.` (required)
 ---@field version? string dataset revision, pinned in the run's manifest
 ---@field description? string a sentence on what the suite measures
----@field trials? integer trials per case (default 1; a case's `trials` or `--trials` overrides)
+---@field trials? integer|evalua.TrialRange trials per case (default 1; a case's `trials` or `--trials` overrides); a range `{ min = 2, max = 20 }` makes the run adaptive (SPEC §20)
+---@field undecided? "fail"|"pass" what a gate an adaptive run leaves undecided at every case's max does to the run (default "fail")
 ---@field budget? evalua.Budget limits per trial
 ---@field sandbox? evalua.Sandbox the per-trial state: database schema and frozen clock
 ---@field agent? evalua.Agent|string the agent under test (from `evalua.agent.*`; a case may override it), or with `agents` the default agent's name
@@ -363,7 +370,7 @@ function evalua.user.script(turns) end
 ---@field fixture? string SQL file loaded after the suite's schema
 ---@field expect? (evalua.Check|evalua.CheckFn)[] checks every golden case gets, besides "does not re-fire <mode>"
 ---@field prohibited? (string|evalua.Check)[] critical checks, as in `suite:case`
----@field trials? integer
+---@field trials? integer|evalua.TrialRange
 ---@field tags? string[] added to `"golden"`
 ---@field tools? string[]
 ---@field agent? evalua.Agent
@@ -427,7 +434,7 @@ function evalua.user.script(turns) end
 ---@field name string the suite's name
 ---@field version? string dataset revision
 ---@field description? string what the suite measures
----@field trials integer trials per case (default 1)
+---@field trials integer trials per case (default 1; with a range, its max)
 ---@field budget evalua.Budget limits per trial (`{}` when none)
 ---@field sandbox evalua.Sandbox the per-trial sandbox (`schema` made absolute)
 ---@field agent? evalua.Agent the default agent
@@ -505,7 +512,7 @@ function Suite:goldens(goldens, opts) end
 ---@field fixture? string SQL file (relative to the suite) loaded after the sandbox schema
 ---@field expect? evalua.Expectation[] the checks every trial must pass
 ---@field prohibited? (string|evalua.Check|evalua.CheckFn)[] SQL queries that must return no rows, 0 or NULL, or checks; any failure is critical
----@field trials? integer trials of this case (overrides the suite's)
+---@field trials? integer|evalua.TrialRange trials of this case (overrides the suite's); a range: its least and most trials in an adaptive run
 ---@field weight? number the case's weight in the figures (default 1)
 ---@field tools? string[] the subset of the suite's tools offered in this case (default: all)
 ---@field agent? evalua.Agent overrides the suite's agent for this case
@@ -540,7 +547,8 @@ function Suite:goldens(goldens, opts) end
 ---@field difficulty? string its difficulty label
 ---@field input string the task given to the agent
 ---@field fixture? string absolute path of its fixture
----@field trials? integer its own number of trials, if set
+---@field trials? integer its own number of trials, if set (with a range, its max)
+---@field _trials_min? integer with `trials = { min, max }`: its min (its `trials` is the max)
 ---@field weight number its weight (default 1)
 ---@field tools? string[] the tools offered, if restricted
 ---@field agent? evalua.Agent its own agent, if set

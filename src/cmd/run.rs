@@ -88,6 +88,11 @@ pub struct RunArgs {
     /// (`--perturb` alone, after the suite) or those named (`--perturb NAME`, repeatable)
     #[arg(long, value_name = "NAME", num_args = 0..)]
     pub perturb: Option<Vec<String>>,
+    /// Run trials in rounds until every pass^1 / accepted gate is decided by an anytime-valid 95% sequence
+    /// (SPEC §20): every case its min, then more where the outcome is most uncertain, none past its max
+    /// (the suite's `trials = { min, max }`; else min 2 and max the planned trials)
+    #[arg(long)]
+    pub adaptive: bool,
 }
 
 /// Say on stderr which dataset rows `on_error = "skip"` left out.
@@ -274,7 +279,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
         plan.switches = switches;
         run::screen::require_sandbox(&plan)?;
         run::screen::screen(&mut plan, a.skip_invalid, jobs)?;
-        plans.push(plan);
+        let design = adaptive_design(&a, &plan, trials, interleaved.is_some() || perturbed.is_some())?;
+        plans.push((plan, design));
     }
     let baseline = match &a.baseline {
         Some(b) if many => {
@@ -284,7 +290,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         None => None,
     };
     let mut code = 0;
-    for mut plan in plans {
+    for (mut plan, design) in plans {
         if cancel::requested() {
             println!("not run (the run was stopped): {}", display_path(&plan.suite.path));
             super::json::push(
@@ -323,7 +329,15 @@ pub fn run(a: RunArgs) -> Result<u8> {
             Some((d, mode)) => {
                 let dir = RunDir::open(d)?;
                 resume::adopt_clocks(&mut plan, &dir.read_manifest()?);
-                let built = run::manifest::build(&plan, &opts, "", &argv);
+                let mut built = run::manifest::build(&plan, &opts, "", &argv);
+                built.adaptive = design.clone();
+                if let Some(why) = adaptive_mismatch(&dir.read_manifest()?, &built) {
+                    return Err(Error::Input(format!(
+                        "{} {}: the run dir is not a run of this suite with these flags ({why}); start a new run instead",
+                        mode.flag(),
+                        dir.path.display()
+                    )));
+                }
                 let (mut old, prepared) = resume::prepare(&dir, &plan, &opts, &built, mode, &argv)?;
                 old.resumes.push(prepared.entry);
                 old.planned_trials = built.planned_trials;
@@ -331,13 +345,11 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 old.exports.extend(exports);
                 dir.write_manifest(&old)?;
                 let run_id = old.run_id.clone();
-                eprintln!(
-                    "{} {}: {} kept, {} to run",
-                    mode.flag(),
-                    dir.path.display(),
-                    prepared.kept.len(),
-                    run::work(&plan, opts.partition).len() - prepared.kept.len()
-                );
+                let to_run = match &design {
+                    Some(_) => "its rounds go on from there".to_string(),
+                    None => format!("{} to run", run::work(&plan, opts.partition).len() - prepared.kept.len()),
+                };
+                eprintln!("{} {}: {} kept, {to_run}", mode.flag(), dir.path.display(), prepared.kept.len());
                 (dir, run_id, prepared.kept, true)
             }
             None => {
@@ -348,6 +360,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 let out_dir = a.out.as_ref().map(|o| if many { o.join(&plan.suite.name) } else { o.clone() });
                 let dir = RunDir::create(out_dir.as_deref(), &plan.suite.name, &run_id)?;
                 let mut m = run::manifest::build(&plan, &opts, &run_id, &argv);
+                m.adaptive = design.clone();
                 m.exports.extend(exports);
                 dir.write_manifest(&m)?;
                 (dir, run_id, Default::default(), false)
@@ -358,10 +371,21 @@ pub fn run(a: RunArgs) -> Result<u8> {
         let mut followers = sinks::Followers::new(&follow, &dir, &plan.suite.name, &run_id, resumed.then_some(keys))?;
         // Shared with the workers, which are detached (the watchdog may abandon one).
         let plan = std::sync::Arc::new(plan);
-        let source = std::sync::Arc::new(run::Planned::run(&plan, opts.partition, kept, jobs));
-        let executed = Scheduler::new(jobs).execute(&dir, source, &mut run::AsMade, &mut followers.sinks())?;
+        let executed = match &design {
+            Some(d) => {
+                // Kept trials by (case, trial): the rounds place them.
+                let work = run::work(&plan, None);
+                let kept = kept.into_iter().map(|(i, k)| (work[i], k)).collect();
+                let source = std::sync::Arc::new(run::adaptive::Rounds::new(&plan, d, kept));
+                Scheduler::new(jobs).execute(&dir, source, &mut run::AsMade, &mut followers.sinks())?
+            }
+            None => {
+                let source = std::sync::Arc::new(run::Planned::run(&plan, opts.partition, kept, jobs));
+                Scheduler::new(jobs).execute(&dir, source, &mut run::AsMade, &mut followers.sinks())?
+            }
+        };
         let followed = followers.finish();
-        if resumed && executed.complete() {
+        if resumed && executed.complete() && design.is_none() {
             resume::normalize_order(&dir, &plan, &opts)?;
         }
         // The figures come from the run dir alone; a 100,000-case plan is ~50 MB.
@@ -390,6 +414,48 @@ pub fn run(a: RunArgs) -> Result<u8> {
         if folder.contains(char::is_whitespace) { format!("'{}'", folder.replace('\'', "'\\''")) } else { folder };
     println!("browse the runs: evalua view {folder}");
     Ok(code)
+}
+
+/// An adaptive run's design (SPEC §20), if the run is one: `--adaptive`,
+/// or a `trials = { min, max }` in the suite (a resumed run: as its
+/// manifest says). Refused with the flags it cannot honour.
+fn adaptive_design(
+    a: &RunArgs,
+    plan: &crate::trial::Plan,
+    trials: Option<u32>,
+    several: bool,
+) -> Result<Option<crate::record::manifest::AdaptiveDesign>> {
+    let resumed = match continuing(a) {
+        Some((d, _)) => RunDir::open(d)?.read_manifest()?.adaptive.is_some(),
+        None => false,
+    };
+    // A resumed run's --trials comes from its manifest: an adaptive one recorded none unless given.
+    let Some(design) = run::adaptive::design(plan, a.adaptive || resumed, trials, plan.agent_name(0))? else {
+        return Ok(None);
+    };
+    let refuse = |flag: &str, why: &str| Err(Error::Input(format!("{flag} with an adaptive run: {why}")));
+    if a.partition.is_some() {
+        return refuse(
+            "--partition",
+            "each round is drawn from every case's outcomes so far, which one partition cannot see; run it in one process, or partition a fixed design (--trials N)",
+        );
+    }
+    if several {
+        return refuse(
+            "several --agent / --perturb",
+            "paired adaptive runs are not built yet; run each agent adaptively, or the pair with a fixed --trials N",
+        );
+    }
+    Ok(Some(design))
+}
+
+/// How a resumed run's adaptive design differs from the run dir's.
+fn adaptive_mismatch(old: &crate::record::Manifest, new: &crate::record::Manifest) -> Option<String> {
+    let show = |d: &Option<crate::record::manifest::AdaptiveDesign>| match d {
+        None => "fixed trials".to_string(),
+        Some(d) => format!("adaptive (min {:?}, undecided {})", d.min, d.undecided),
+    };
+    (old.adaptive != new.adaptive).then(|| format!("{} then, {} now", show(&old.adaptive), show(&new.adaptive)))
 }
 
 /// After the trials: read the run dir back (one truth for summary.json, the

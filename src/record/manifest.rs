@@ -117,8 +117,21 @@ pub struct Manifest {
     /// a different simulator is a measurement change, as a different grader is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub users: Vec<UserPin>,
+    /// An adaptive run (SPEC §20): its design; each case's max is its `trials`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveDesign>,
     #[serde(flatten)]
     pub extra: serde_json::Map<String, Json>,
+}
+
+/// An adaptive run's design as the manifest records it: what a run dir read
+/// back needs to replay its rounds from trials.jsonl (`stats::adaptive`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptiveDesign {
+    /// Each case's least trials, in the manifest's case order.
+    pub min: Vec<u32>,
+    /// What an undecided gate does: "fail" or "pass" (`undecided = "pass"`).
+    pub undecided: String,
 }
 
 impl RunDirFile for Manifest {}

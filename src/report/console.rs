@@ -42,12 +42,51 @@ pub fn console_for(run: &RunData) -> String {
         Err(e) => format!("(how the trials not accepted ended: cannot read their records: {e})\n"),
     };
     out.push_str(&render(run.suite(), &run.summary, &run.gates, &run.dir.display().to_string(), &endings));
+    if let Some(a) = &run.adaptive {
+        out.push_str(&adaptive_text(a));
+    }
     for inv in &run.manifest.invalid_cases {
         let _ =
             writeln!(out, "skipped as invalid: '{}' ({}): {}", line(&inv.case), line(&inv.location), line(&inv.reason));
     }
     for w in &run.warnings {
         let _ = writeln!(out, "warning: {}", line(w));
+    }
+    out
+}
+
+/// An adaptive run's rounds (SPEC §20): the trials it took, those saved
+/// against the fixed design, and each gate's sequential verdict.
+pub fn adaptive_text(a: &crate::stats::adaptive::Adaptive) -> String {
+    use crate::stats::adaptive::GateVerdict;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "adaptive: {} round(s), {} of {} trials ({} saved against the fixed design, every case its max){}",
+        a.rounds,
+        a.trials,
+        a.trials_max,
+        a.trials_max.saturating_sub(a.trials),
+        if a.finished { "" } else { "; cut short: resume it" }
+    );
+    for g in &a.gates {
+        let verdict = match (g.verdict, g.decided_at_trials) {
+            (GateVerdict::Pass, Some(n)) => format!("pass after {n} trials"),
+            (GateVerdict::Fail, Some(n)) => format!("FAIL after {n} trials"),
+            (GateVerdict::Undecided, _) if a.undecided == "pass" => {
+                format!("undecided after {} trials (passes: undecided = \"pass\")", a.trials)
+            }
+            (GateVerdict::Undecided, _) => format!("UNDECIDED after {} trials (fails the run)", a.trials),
+            (v, None) => format!("{v:?}"),
+        };
+        let _ = writeln!(
+            out,
+            "  {} (threshold {}): {verdict}; anytime-valid 95% sequence [{:.3}, {:.3}]",
+            line(&g.name),
+            g.threshold,
+            g.sequence.low,
+            g.sequence.high
+        );
     }
     out
 }

@@ -157,6 +157,13 @@ impl Sink for Progress {
                 l.cases = per_case.iter().filter(|n| **n > 0).count();
                 match trials {
                     Some(n) => eprintln!("running {} of {} ({n} trials)", plural(l.cases, "case"), suite.name),
+                    // An adaptive run: per case its max (SPEC §20).
+                    None if !per_case.is_empty() => eprintln!(
+                        "running {} of {} in rounds (at most {} trials)",
+                        plural(l.cases, "case"),
+                        suite.name,
+                        per_case.iter().map(|&n| n as u64).sum::<u64>()
+                    ),
                     None => eprintln!("grading with {}", suite.name),
                 }
             }

@@ -367,6 +367,7 @@ pub fn base(
         resumes: Vec::new(),
         publish: publish_entry(suite),
         users: Vec::new(),
+        adaptive: None,
         extra: Default::default(),
     }
 }

@@ -4,6 +4,7 @@
 //! re-grades ([`regrade`]) and graded traces ([`graded`])) and announce each
 //! finished trial to the run's sinks ([`events`]).
 
+pub mod adaptive;
 pub mod events;
 pub mod graded;
 pub mod interleave;

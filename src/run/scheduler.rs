@@ -135,6 +135,9 @@ pub trait Source: Send + Sync + 'static {
     fn planned(&self) -> Option<usize> {
         None
     }
+    /// The run stops taking work (a stop request, a failing sink): a source
+    /// whose `claim` waits must stop waiting.
+    fn stop(&self) {}
 }
 
 /// Places what the workers made, in source order, on the trace writer's
@@ -693,6 +696,7 @@ impl Scheduler {
                     cancelled = true;
                     // Stop taking work; the workers finish the units they hold.
                     shared.stop.store(true, Ordering::SeqCst);
+                    source.stop();
                     let reason = if failure.is_some() { CancelReason::SinkFailed } else { CancelReason::Signal };
                     tell(sinks, &RunEvent::Cancelled { reason }, &mut failure);
                 }

@@ -452,6 +452,9 @@ pub struct CaseSpec {
     pub difficulty: Option<String>,
     pub fixture: Option<PathBuf>,
     pub trials: Option<u32>,
+    /// `trials = { min, max }`: the least trials of an adaptive run (SPEC §20; `trials` is the max).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trials_min: Option<u32>,
     pub weight: f64,
     pub tools: Option<Vec<String>>,
     pub agent: Option<Box<AgentSpec>>,
@@ -514,6 +517,9 @@ pub struct CaseTable {
     pub fixture: Option<PathBuf>,
     #[serde(default, deserialize_with = "de::count")]
     pub trials: Option<u32>,
+    /// The DSL's: `trials = { min, max }` gives `trials` its max and this its min.
+    #[serde(rename = "_trials_min", default, deserialize_with = "de::count")]
+    pub trials_min: Option<u32>,
     /// 1 unless given (the DSL fills it in: `t.case.weight` shows it).
     pub weight: f64,
     /// The tools offered, when a subset (the DSL leaves out undeclared names).
@@ -554,7 +560,7 @@ pub struct CaseTable {
 }
 
 impl keys::Keys for CaseTable {
-    const DSL_KEYS: &[&str] = &["checks", "_where"];
+    const DSL_KEYS: &[&str] = &["checks", "_where", "_trials_min"];
     /// The checks as written: the DSL turns them into `checks`.
     const LUA_KEYS: &[&str] = &["expect", "prohibited"];
 }
@@ -691,6 +697,10 @@ pub struct Suite {
     pub version: Option<String>,
     pub description: Option<String>,
     pub trials: u32,
+    /// `trials = { min, max }`: the least trials a case gets in an adaptive run (SPEC §20; `trials` is the max).
+    pub trials_min: Option<u32>,
+    /// `undecided = "pass"`: an adaptive run's undecided gate does not fail the run.
+    pub undecided_passes: bool,
     pub budget: Budget,
     /// `sandbox.db`.
     pub db: DbSpec,
@@ -813,6 +823,12 @@ pub struct SuiteTable {
     /// Trials per case, unless a case or `--trials` says otherwise.
     #[serde(default = "SuiteTable::default_trials", deserialize_with = "de::whole")]
     pub trials: u32,
+    /// The DSL's: `trials = { min, max }` gives `trials` its max and this its min.
+    #[serde(rename = "_trials_min", default, deserialize_with = "de::count")]
+    pub trials_min: Option<u32>,
+    /// What an adaptive run's undecided gate does: "fail" (the default) or "pass".
+    #[serde(default)]
+    pub undecided: Option<String>,
     #[serde(default)]
     pub budget: Budget,
     pub sandbox: SandboxSpec,
@@ -869,7 +885,7 @@ pub struct SuiteTable {
 
 impl keys::Keys for SuiteTable {
     const DSL_KEYS: &[&str] =
-        &["_agents", "_tools", "_tool_index", "_monitors", "_monitor_index", "_dropped", "_where"];
+        &["_agents", "_tools", "_tool_index", "_monitors", "_monitor_index", "_dropped", "_where", "_trials_min"];
     /// `agents` and `monitors` become `_agents` and `_monitors`; `seed` is
     /// accepted and not read; `trace_adapter` and `match` are functions.
     const LUA_KEYS: &[&str] = &["agents", "monitors", "seed", "trace_adapter", "match"];

@@ -972,6 +972,9 @@ pub struct SummaryFile<'a> {
     /// The dataset files the cases came from, with the bad rows they skipped.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub datasets: Vec<DatasetCount>,
+    /// An adaptive run's rounds and sequential verdicts (SPEC §20).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<&'a super::adaptive::Adaptive>,
 }
 
 impl crate::record::files::RunDirFile for SummaryFile<'_> {}

@@ -2,6 +2,7 @@
 //! stream into, the bootstrap over cases, gate decisions, and a run dir read
 //! back with its figures (or, in brief, from its summary.json: `head`).
 
+pub mod adaptive;
 pub mod agree;
 pub mod blame;
 pub mod compare;

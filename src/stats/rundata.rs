@@ -95,10 +95,14 @@ pub struct RunData {
     pub summary_present: bool,
     /// Whether gates were decided on an incomplete run (`--allow-incomplete`).
     pub allow_incomplete: bool,
+    /// An adaptive run's rounds, replayed from the records, and its sequential verdicts (SPEC §20).
+    pub adaptive: Option<super::adaptive::Adaptive>,
     index: HashMap<String, usize>,
     /// The (case, trial) pairs recorded so far, and how many were interrupted.
     recorded: HashSet<(usize, u32)>,
     interrupted: usize,
+    /// The (case, trial) pairs whose last record was interrupted.
+    cut: HashSet<(usize, u32)>,
 }
 
 impl RunData {
@@ -164,6 +168,7 @@ impl RunData {
             caveats: &self.caveats,
             warnings: &self.warnings,
             datasets: DatasetCount::of(&self.manifest.datasets),
+            adaptive: self.adaptive.as_ref(),
         }
     }
 }
@@ -217,9 +222,11 @@ impl RunData {
             warnings: Vec::new(),
             summary_present,
             allow_incomplete,
+            adaptive: None,
             index,
             recorded: HashSet::new(),
             interrupted: 0,
+            cut: HashSet::new(),
         };
         run.refigure(&run.tally());
         Ok(run)
@@ -239,6 +246,9 @@ impl RunData {
         self.recorded.insert((i, rec.trial));
         if rec.ended == Ended::Interrupted {
             self.interrupted += 1;
+            self.cut.insert((i, rec.trial));
+        } else {
+            self.cut.remove(&(i, rec.trial));
         }
         self.trials[i].push(TrialBrief { trial: rec.trial, outcome: rec.outcome, wall_ms: rec.wall_ms });
         Ok(i)
@@ -266,6 +276,7 @@ impl RunData {
         self.summary.judge_kappa = judge_kappa(&m.judges);
         self.summary.published = tally.published.figures(&self.declared());
         let planned_total = m.cases.iter().map(|c| c.trials as usize).sum::<usize>();
+        self.adaptive = self.replay();
         self.coverage = Coverage {
             // Older manifests do not say; a partition's share is then what it recorded.
             planned: m.planned_trials.unwrap_or(if m.partition.is_some() {
@@ -276,6 +287,10 @@ impl RunData {
             recorded: self.recorded.len(),
             interrupted: self.interrupted,
         };
+        if let Some(a) = &self.adaptive {
+            // The trials the rounds asked for (to where the records end, when cut short).
+            self.coverage.planned = a.trials as usize;
+        }
         let resume = {
             use crate::util::paths::{display_path, shell_word};
             let suite = if m.suite.path.is_empty() { "SUITE".to_string() } else { shell_word(&m.suite.path) };
@@ -289,6 +304,10 @@ impl RunData {
         };
         self.gates =
             decide_gates_for(&self.gate_specs, &self.summary, self.coverage.complete(), self.allow_incomplete, ctx);
+        if let Some(a) = &self.adaptive {
+            let decide = self.coverage.complete() || self.allow_incomplete;
+            super::adaptive::apply(a, &mut self.gates, decide, super::figures::INCOMPLETE_NOTE);
+        }
         // Graded traces are one trial each (unless `match` gives a case several):
         // a figure over k trials a case has no value there. Such a gate is said
         // to be undefined, and not decided, instead of failing every grade.
@@ -303,6 +322,37 @@ impl RunData {
                 ));
             }
         }
+    }
+}
+
+impl RunData {
+    /// An adaptive run's rounds replayed from its records (see `stats::adaptive`).
+    fn replay(&self) -> Option<super::adaptive::Adaptive> {
+        let m = &self.manifest;
+        let d = m.adaptive.as_ref()?;
+        let design = super::adaptive::Design::new(
+            &self.infos.iter().map(|c| c.weight).collect::<Vec<_>>(),
+            d.min.clone(),
+            self.planned.clone(),
+            m.seed,
+            1,
+        );
+        let agent = m.agent.as_ref().and_then(|a| a.name.as_deref());
+        let gates = super::adaptive::seq_gates(&self.gate_specs, agent);
+        // The last record of each trial (a later one supersedes an earlier one).
+        let mut last: HashMap<(usize, u32), Outcome> = HashMap::new();
+        for (c, ts) in self.trials.iter().enumerate() {
+            for t in ts {
+                last.insert((c, t.trial), t.outcome);
+            }
+        }
+        let y = |_cond: usize, c: usize, t: u32| -> Option<Option<f64>> {
+            if self.cut.contains(&(c, t)) {
+                return None;
+            }
+            last.get(&(c, t)).map(|&o| super::adaptive::outcome_value(o))
+        };
+        Some(super::adaptive::replay(design, gates, d.undecided == "pass", &y).0)
     }
 }
 

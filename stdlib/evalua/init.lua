@@ -870,6 +870,30 @@ local function check_positive_integer(what, key, v, level)
   end
 end
 
+-- `trials`: a positive integer, or an adaptive range `{ min = M, max = N }`
+-- with 1 <= M <= N (SPEC §20). Returns the most trials and the least (nil
+-- for a fixed number): the host reads them as `trials` and `_trials_min`.
+local function check_trials(what, v, level)
+  if type(v) ~= "table" then
+    check_positive_integer(what, "trials", v, level + 1)
+    return v, nil
+  end
+  for k in pairs(v) do
+    if k ~= "min" and k ~= "max" then
+      fail(level + 1, string.format("%s: 'trials' as a range takes min and max, got '%s'", what, tostring(k)))
+    end
+  end
+  if v.min == nil or v.max == nil then
+    fail(level + 1, what .. ": 'trials' as a range gives both min and max, like { min = 2, max = 20 }")
+  end
+  check_positive_integer(what, "trials.min", v.min, level + 1)
+  check_positive_integer(what, "trials.max", v.max, level + 1)
+  if v.min > v.max then
+    fail(level + 1, string.format("%s: trials.min (%d) is above trials.max (%d)", what, v.min, v.max))
+  end
+  return v.max, v.min
+end
+
 -- A work-dir fixture: a folder, or { git = "x.bundle", rev = "..." }.
 -- Declared once, in Rust: spec::WorkdirSpec (the folder form is a string).
 local WORKDIR_KEYS = set(host.fields("workdir"))
@@ -989,7 +1013,13 @@ local function suite(where, spec)
   if type(spec.name) ~= "string" or not spec.name:match("^[%w_%-%.]+$") then spec.name = "suite" end
   check("version", function() expect_type("evalua.suite", "version", spec.version, "string", 2) end)
   check("description", function() expect_type("evalua.suite", "description", spec.description, "string", 2) end)
-  check("trials", function() check_positive_integer("evalua.suite", "trials", spec.trials, 2) end)
+  local trials_max, trials_min
+  check("trials", function() trials_max, trials_min = check_trials("evalua.suite", spec.trials, 2) end)
+  check("undecided", function()
+    if spec.undecided ~= nil and spec.undecided ~= "pass" and spec.undecided ~= "fail" then
+      fail(2, "evalua.suite: 'undecided' must be \"pass\" or \"fail\" (what an adaptive run's undecided gate does), got " .. tostring(spec.undecided))
+    end
+  end)
   check("held_out_max_runs", function() check_positive_integer("evalua.suite", "held_out_max_runs", spec.held_out_max_runs, 2) end)
   check("budget", function() check_budget("evalua.suite", spec.budget, 2) end)
   if spec.sandbox ~= nil then
@@ -1169,7 +1199,9 @@ local function suite(where, spec)
     name = spec.name,
     version = spec.version,
     description = spec.description,
-    trials = spec.trials,   -- its default is spec::DEFAULT_TRIALS
+    trials = trials_max,   -- its default is spec::DEFAULT_TRIALS
+    _trials_min = trials_min,
+    undecided = spec.undecided,
     budget = spec.budget or {},
     sandbox = spec.sandbox or {},
     agent = agent,
@@ -1278,7 +1310,7 @@ local function normalize_case(self, spec, level, where, collect)
   if type(spec.input) ~= "string" then
     fail(level, what .. ": 'input' is required (a string)")
   end
-  check_positive_integer(what, "trials", spec.trials, level)
+  local trials_max, trials_min = check_trials(what, spec.trials, level)
   if spec.weight ~= nil and (not finite(spec.weight) or spec.weight <= 0) then
     fail(level, what .. ": 'weight' must be a positive finite number, got " .. tostring(spec.weight))
   end
@@ -1382,7 +1414,8 @@ local function normalize_case(self, spec, level, where, collect)
     difficulty = spec.difficulty,
     input = spec.input,
     fixture = fixture,
-    trials = spec.trials,
+    trials = trials_max,
+    _trials_min = trials_min,
     weight = spec.weight or 1,
     tools = offered,
     agent = agent,
