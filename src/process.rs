@@ -213,10 +213,11 @@ impl Launch {
                 // program joins the limit's cgroup itself; without the relay, this
                 // thread joins it for the spawn (`pids::spawn_in`).
                 limit = pids::limit();
-                let relay = bwrap.relay_source().map(|c| c.as_c_str());
-                let join = relay.and(limit.as_ref()).and_then(|l| l.procs());
+                let source = bwrap.relay_source().map(|c| c.as_c_str());
+                let join = source.and(limit.as_ref()).and_then(|l| l.procs());
+                let relay = source.map(|source| spawn::Relay { source, cgroup: join });
                 let args = bwrap.args(&self.argv, &self.cwd, &env, &self.view, true, join.is_some());
-                let start = || spawn::relayed(&bwrap.path, &args, &self.cwd, stdin, stdout, stderr, relay, join);
+                let start = || spawn::relayed(&bwrap.path, &args, &self.cwd, stdin, stdout, stderr, relay);
                 match &limit {
                     Some(l) if join.is_none() => pids::spawn_in(l, start),
                     _ => start(),

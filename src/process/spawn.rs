@@ -100,6 +100,15 @@ impl Drop for Actions {
     }
 }
 
+/// The relay program a sandboxed spawn starts through: its path in this
+/// process (`/proc/self/fd/N`), and the process limit's `cgroup.procs` for
+/// it to join, where there is one.
+#[derive(Clone, Copy)]
+pub struct Relay<'a> {
+    pub source: &'a std::ffi::CStr,
+    pub cgroup: Option<std::os::fd::BorrowedFd<'a>>,
+}
+
 /// Start `program` (an absolute path) with `args`, no environment, in `cwd`,
 /// in a process group of its own, with default signal handling and an empty
 /// signal mask: /dev/null on 0 and 1, `stderr` on 2, `stdin` on 3,
@@ -112,8 +121,7 @@ pub fn relayed(
     stdin: Io,
     stdout: Io,
     stderr: Io,
-    relay: Option<&std::ffi::CStr>,
-    cgroup: Option<std::os::fd::BorrowedFd<'_>>,
+    relay: Option<Relay<'_>>,
 ) -> io::Result<(u32, Ends)> {
     let path = cstring(program.as_os_str())?;
     let mut argv_c = vec![path.clone()];
@@ -135,7 +143,7 @@ pub fn relayed(
     a.put(2, err.as_ref().map(|(_, w)| w), true)?;
     // Last, so no descriptor above is still to be moved: the relay program
     // (`/proc/self/fd/N` of its memfd) opened afresh on its descriptor.
-    if let Some(source) = relay {
+    if let Some(Relay { source, .. }) = relay {
         // SAFETY: the actions were initialised; the path outlives posix_spawn.
         check(unsafe {
             libc::posix_spawn_file_actions_addopen(&mut a.fa, super::relay::FD, source.as_ptr(), libc::O_RDONLY, 0)
@@ -143,7 +151,7 @@ pub fn relayed(
     }
     // The process limit's `cgroup.procs` for the relay to join (a descriptor of 10 or more: no
     // action above reads it after it is put on 6).
-    if let Some(fd) = cgroup {
+    if let Some(fd) = relay.and_then(|r| r.cgroup) {
         // SAFETY: the actions were initialised; the descriptor outlives posix_spawn.
         check(unsafe { libc::posix_spawn_file_actions_adddup2(&mut a.fa, fd.as_raw_fd(), super::relay::CGROUP_FD) })?;
     }
