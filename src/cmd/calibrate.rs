@@ -17,8 +17,8 @@ pub fn calibrate(suite: &Path, labels: &Path, opts: &Options) -> Result<u8> {
         println!("{n}");
     }
     for c in &done.rubrics {
-        print!("{}", c.text);
-        super::json::push("rubrics", c.json.clone());
+        print!("{}", crate::report::calibration::text(c));
+        super::json::push("rubrics", c.json());
     }
     super::json::set("notes", serde_json::json!(done.notes));
     if let Some((line, held)) = &done.gate {
@@ -28,5 +28,5 @@ pub fn calibrate(suite: &Path, labels: &Path, opts: &Options) -> Result<u8> {
             return Ok(1);
         }
     }
-    Ok(if done.rubrics.iter().all(|c| c.compared > 0) { 0 } else { 1 })
+    Ok(if done.rubrics.iter().all(|c| c.compared() > 0) { 0 } else { 1 })
 }

@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value as Json;
 
 use super::cache;
 use super::prompt::prompt_hash;
 use super::resolve::resolve;
+use crate::record::calibration::CalibrationRecord;
 use crate::record::manifest::{JudgeEntry, JudgeModelEntry, JudgeStage, JudgeStages};
 use crate::spec::{JudgeSpec, Suite};
 use crate::util::digest::sha256_hex;
@@ -57,13 +57,9 @@ pub fn calibration(suite_dir: &Path, spec: &JudgeSpec) -> Calibration {
         return Calibration::Missing;
     };
     for e in rd.flatten() {
-        let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
-        let Ok(v) = serde_json::from_str::<Json>(&text) else { continue };
-        if v["rubric"] == spec.name() && v["judge"] == model_id.as_str() {
-            return Calibration::Stale {
-                path: e.path(),
-                prompt_hash: v["prompt_sha256"].as_str().unwrap_or("").to_string(),
-            };
+        let Some(v) = CalibrationRecord::read(&e.path()) else { continue };
+        if v.rubric == spec.name() && v.judge == model_id {
+            return Calibration::Stale { path: e.path(), prompt_hash: v.prompt_sha256 };
         }
     }
     Calibration::Missing
@@ -73,8 +69,7 @@ pub fn calibration(suite_dir: &Path, spec: &JudgeSpec) -> Calibration {
 /// when it has one, else its calibration's (None without a current record or a defined kappa).
 pub fn calibration_kappa(suite_dir: &Path, spec: &JudgeSpec) -> Option<f64> {
     let Calibration::Current(p) = calibration(suite_dir, spec) else { return None };
-    let v: Json = serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
-    v["held_out"]["kappa"].as_f64().or_else(|| v["kappa"].as_f64())
+    CalibrationRecord::read(&p)?.kappa()
 }
 
 /// Every distinct judge check of a suite: (spec, the cases that use it).

@@ -4,6 +4,7 @@
 //! and read in one place: [`rundir`].
 
 pub mod blocks;
+pub mod calibration;
 pub mod files;
 pub mod interleaved;
 pub mod journal;

@@ -3,6 +3,7 @@
 //! report files (report.md, report.html, junit.xml), `compare`, and the
 //! sinks that follow a run as it goes (trials.jsonl, progress, tallies).
 
+pub mod calibration;
 pub mod compare;
 pub mod console;
 pub mod github;
