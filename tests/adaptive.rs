@@ -248,3 +248,72 @@ fn an_interrupted_adaptive_run_resumed_reaches_the_same_rounds() {
     assert_eq!(got["adaptive"], want, "the resumed run's rounds differ from the uninterrupted run's");
     assert_eq!(trials(&dir.path().join(&out)).len(), total);
 }
+
+/// Two agents over the same random stream: A succeeds when it draws below
+/// 0.2, B below 0.95; `extra` suite keys (the range, the gates).
+fn pair(extra: &str) -> String {
+    format!(
+        r#"local evalua = require("evalua")
+local check = require("evalua.check")
+local suite = evalua.suite {{ name = "pair", sandbox = {{ clock = "2026-12-01T00:00:00Z" }},
+  agents = {{
+    A = evalua.agent.scripted(function(task, env) if env.random() < 0.2 then return "yes" end return "no" end),
+    B = evalua.agent.scripted(function(task, env) if env.random() < 0.95 then return "yes" end return "no" end),
+  }},
+  default_agent = "A",
+  perturb = {{ hard = {{ input = "hard" }} }},
+  {extra} }}
+for i = 1, 6 do
+  suite:case {{ id = "c" .. i, input = "x", expect = {{ check.answer {{ equals = "yes" }} }} }}
+end
+return suite
+"#
+    )
+}
+
+#[test]
+fn a_paired_difference_of_two_agents_is_decided_on_the_pairs() {
+    let src = pair(r#"trials = { min = 2, max = 30 }, gate = { ["delta pass^1 B-A"] = 0.1 }"#);
+    let dir = project(&[("s.lua", &src)]);
+    let o = evalua(dir.path(), &["run", "s.lua", "-q", "--out", "out", "--agent", "A", "--agent", "B"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let s = json(&dir.path().join("out/summary.json"));
+    let a = &s["adaptive"];
+    assert_eq!(a["trials_max"], 360, "{a}");
+    let g = &a["gates"][0];
+    assert_eq!((g["name"].as_str(), g["verdict"].as_str()), (Some("delta pass^1 B-A"), Some("pass")), "{a}");
+    let used = a["trials"].as_u64().unwrap();
+    assert!(used < 120, "{a}");
+    assert!(g["sequence"]["low"].as_f64().unwrap() >= 0.1 && g["sequence"]["high"].as_f64().unwrap() <= 1.0, "{a}");
+    // Both parts ran the same blocks, every one complete; blocks.jsonl has each once.
+    let (ta, tb) = (trials(&dir.path().join("out/agents/A")), trials(&dir.path().join("out/agents/B")));
+    assert_eq!((ta.len() + tb.len()) as u64, used);
+    let key = |v: &Vec<Value>| {
+        let mut k: Vec<(String, u64)> =
+            v.iter().map(|r| (r["case"].as_str().unwrap().to_string(), r["trial"].as_u64().unwrap())).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(key(&ta), key(&tb));
+    let blocks = std::fs::read_to_string(dir.path().join("out/blocks.jsonl")).unwrap();
+    assert_eq!(blocks.lines().count(), ta.len());
+    assert_eq!(s["complete"], true, "{}", s["agents"]);
+    assert!(stdout(&o).contains("delta pass^1 B-A (threshold 0.1): pass after"), "{}", stdout(&o));
+    let gate = s["gates"].as_array().unwrap().iter().find(|g| g["name"] == "delta pass^1 B-A").unwrap().clone();
+    assert_eq!(gate["passed"], true, "{gate}");
+}
+
+#[test]
+fn a_drop_under_a_perturbation_is_decided_on_the_pairs() {
+    // The perturbation makes every case fail: the drop is clear, above 0.3.
+    let src = pair(r#"trials = { min = 2, max = 30 }, gate = { ["drop pass^1 @hard"] = 0.3 }"#)
+        .replace("if env.random() < 0.95", "if task.input ~= \"hard\" and env.random() < 0.95");
+    let dir = project(&[("s.lua", &src)]);
+    let o = evalua(dir.path(), &["run", "s.lua", "-q", "--out", "out", "--agent", "B", "--perturb"]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let a = &json(&dir.path().join("out/summary.json"))["adaptive"];
+    let g = &a["gates"][0];
+    assert_eq!((g["name"].as_str(), g["verdict"].as_str()), (Some("drop pass^1 @hard"), Some("fail")), "{a}");
+    assert!(a["trials"].as_u64().unwrap() < 120, "{a}");
+    assert!(g["sequence"]["low"].as_f64().unwrap() > 0.3, "{a}");
+}

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::record::files;
 use crate::record::interleaved::InterleavedManifest;
-use crate::record::manifest::{GateEntry, InterleavedEntry};
+use crate::record::manifest::{AdaptiveDesign, GateEntry, InterleavedEntry};
 use crate::record::rundir::{RunDir, new_run_id};
 use crate::report::interleaved;
 use crate::report::{self, sinks};
+use crate::run::adaptive::PairedRounds;
 use crate::run::interleave::{BlocksFile, Interleaved, PartDirs, Router};
 use crate::run::{AsMade, RunOptions, Scheduler, Sink};
 use crate::stats::rundata;
@@ -33,6 +34,7 @@ pub(crate) fn run(
     follow: &sinks::Follow,
     out: Option<PathBuf>,
     allow_incomplete: bool,
+    adaptive: Option<AdaptiveDesign>,
 ) -> Result<u8> {
     let argv = super::flags::argv();
     let parts: Vec<String> = plan.conditions.iter().map(|c| plan.part_name(c)).collect();
@@ -48,7 +50,8 @@ pub(crate) fn run(
     // Created (and refused when it holds anything) like any run dir; it holds no trace of its own.
     let top_dir = RunDir::create(Some(&top), &plan.suite.name, &run_id)?;
     let _ = std::fs::remove_dir(top_dir.path.join(files::TRACES_DIR));
-    let manifest = top_manifest(&plan, opts, &run_id, &argv, agents.clone(), perturbations.clone());
+    let mut manifest = top_manifest(&plan, opts, &run_id, &argv, agents.clone(), perturbations.clone());
+    manifest.adaptive = adaptive.clone();
     manifest.write(&top)?;
 
     // Each part: a run dir with its own manifest (its agent, its perturbation named).
@@ -70,7 +73,6 @@ pub(crate) fn run(
         dirs.push((name.clone(), dir));
     }
     let plan = Arc::new(plan);
-    let source = Arc::new(Interleaved::new(&plan, None, opts.jobs));
 
     // Each agent's sinks see its own trials; the progress display and blocks.jsonl see all.
     let quiet = sinks::Follow { quiet: true, export: follow.export.clone() };
@@ -79,12 +81,32 @@ pub(crate) fn run(
         followers.push(sinks::Followers::new(&quiet, dir, &plan.suite.name, &format!("{run_id}-{name}"), None)?);
     }
     let mut progress = sinks::Progress::new(!follow.quiet);
-    let mut blocks = BlocksFile::create(&top, &plan, &source)?;
+    let part_dirs: Vec<(String, RunDir)> = dirs.iter().map(|(n, d)| (n.clone(), d.clone())).collect();
     let executed = {
         let own: Vec<Vec<&mut dyn Sink>> = followers.iter_mut().map(|f| f.sinks().into_iter().collect()).collect();
-        let mut router = Router { source: &source, own, common: vec![&mut progress as &mut dyn Sink, &mut blocks] };
         let store = PartDirs { plan: plan.clone(), dirs };
-        Scheduler::new(opts.jobs).execute(&store, source.clone(), &mut AsMade, &mut [&mut router])?
+        match &adaptive {
+            None => {
+                let source = Arc::new(Interleaved::new(&plan, None, opts.jobs));
+                let mut blocks = BlocksFile::create(&top, &plan, &source)?;
+                let mut router =
+                    Router { source: &*source, own, common: vec![&mut progress as &mut dyn Sink, &mut blocks] };
+                Scheduler::new(opts.jobs).execute(&store, source.clone(), &mut AsMade, &mut [&mut router])?
+            }
+            Some(d) => {
+                // Blocks in rounds (SPEC §20): each part's trials are known once the rounds end.
+                let source = Arc::new(PairedRounds::new(&plan, d));
+                let mut blocks = BlocksFile::lazy(&top, &plan)?;
+                let mut router =
+                    Router { source: &*source, own, common: vec![&mut progress as &mut dyn Sink, &mut blocks] };
+                let executed =
+                    Scheduler::new(opts.jobs).execute(&store, source.clone(), &mut AsMade, &mut [&mut router])?;
+                if executed.complete() {
+                    settle_parts(&part_dirs)?;
+                }
+                executed
+            }
+        }
     };
     drop(progress);
     drop(plan);
@@ -111,6 +133,16 @@ pub(crate) fn run(
     println!("report: {}", display_path(&top.join(files::REPORT_MD)));
     let stopped = cancel::requested() || !executed.complete();
     Ok(if run.gates_passed() && !stopped { 0 } else { 1 })
+}
+
+/// An adaptive run that reached its end: each part planned the trials it recorded.
+fn settle_parts(dirs: &[(String, RunDir)]) -> Result<()> {
+    for (_, dir) in dirs {
+        let mut m = dir.read_manifest()?;
+        m.planned_trials = Some(crate::run::resume::read_lines(dir)?.0.len());
+        dir.write_manifest(&m)?;
+    }
+    Ok(())
 }
 
 /// interleaved.json of a run of `plan`'s conditions: its agents, or its perturbations.
@@ -143,5 +175,6 @@ fn top_manifest(
             .iter()
             .map(|g| GateEntry { name: g.name.clone(), threshold: g.threshold, on: g.on })
             .collect(),
+        adaptive: None,
     }
 }

@@ -317,7 +317,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
         if interleaved.is_some() || perturbed.is_some() {
             // Several agents, or the baseline and its perturbations, one run:
             // interleaved block by block (`cmd::interleaved`).
-            let c = super::interleaved::run(plan, &opts, &follow, a.out.clone(), a.allow_incomplete)?;
+            let c = super::interleaved::run(plan, &opts, &follow, a.out.clone(), a.allow_incomplete, design)?;
             code = code.max(c);
             continue;
         }
@@ -429,21 +429,18 @@ fn adaptive_design(
         Some((d, _)) => RunDir::open(d)?.read_manifest()?.adaptive.is_some(),
         None => false,
     };
-    // A resumed run's --trials comes from its manifest: an adaptive one recorded none unless given.
-    let Some(design) = run::adaptive::design(plan, a.adaptive || resumed, trials, plan.agent_name(0))? else {
-        return Ok(None);
+    let flag = a.adaptive || resumed;
+    let design = if several {
+        run::adaptive::paired_design(plan, flag, trials)?
+    } else {
+        run::adaptive::design(plan, flag, trials, plan.agent_name(0))?
     };
+    let Some(design) = design else { return Ok(None) };
     let refuse = |flag: &str, why: &str| Err(Error::Input(format!("{flag} with an adaptive run: {why}")));
     if a.partition.is_some() {
         return refuse(
             "--partition",
             "each round is drawn from every case's outcomes so far, which one partition cannot see; run it in one process, or partition a fixed design (--trials N)",
-        );
-    }
-    if several {
-        return refuse(
-            "several --agent / --perturb",
-            "paired adaptive runs are not built yet; run each agent adaptively, or the pair with a fixed --trials N",
         );
     }
     Ok(Some(design))

@@ -38,6 +38,9 @@ pub struct InterleavedManifest {
     pub order: String,
     /// The suite's gates, as declared.
     pub gates: Vec<GateEntry>,
+    /// An adaptive run (SPEC §20): its design; the blocks' rounds are replayed from the parts' records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<super::manifest::AdaptiveDesign>,
 }
 
 impl RunDirFile for InterleavedManifest {}

@@ -253,6 +253,9 @@ pub fn console(run: &Interleaved) -> String {
             let _ = writeln!(o, "  {}", gate_line(g));
         }
     }
+    if let Some(a) = &run.adaptive {
+        o.push_str(&super::console::adaptive_text(a));
+    }
     for w in &run.warnings {
         let _ = writeln!(o, "warning: {w}");
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use super::scheduler::{Kept, Placed, Source, Start, run_trial, trace_bytes};
 use crate::error::{Error, Result};
 use crate::record::manifest::AdaptiveDesign;
-use crate::stats::adaptive::{Design, Engine, outcome_value, seq_gates};
+use crate::stats::adaptive::{Design, Engine, outcome_value, paired_gates, seq_gates};
 use crate::trial::{self, Plan, Position, TrialOutput};
 use crate::util::cancel;
 use crate::util::paths::display_path;
@@ -49,16 +49,9 @@ pub fn design(
             display_path(&suite.path)
         )));
     }
-    let min = plan
-        .cases
-        .iter()
-        .map(|c| {
-            let own = if trials_flag.is_some() { None } else { c.spec.trials_min };
-            own.or(suite.trials_min).unwrap_or(DEFAULT_MIN).min(c.trials)
-        })
-        .collect();
-    let undecided = if suite.undecided_passes { "pass" } else { "fail" }.to_string();
-    Ok(Some(AdaptiveDesign { min, undecided }))
+    let mut d = design_without_gates(plan, trials_flag);
+    d.undecided = if suite.undecided_passes { "pass" } else { "fail" }.to_string();
+    Ok(Some(d))
 }
 
 /// The engine for a plan's design.
@@ -255,6 +248,237 @@ impl Source for Rounds {
 
     fn kept(&self) -> Vec<Placed> {
         std::mem::take(&mut *self.kept.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn stop(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.done = true;
+        self.changed.notify_all();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Paired rounds: an interleaved run (several agents, or the baseline and its
+// perturbations) whose blocks come in rounds.
+
+/// Whether an interleaved run is adaptive, and its design (see [`design`]):
+/// its gates are the paired ones (`stats::adaptive::paired_gates`). A
+/// perturbation must apply to every case: a case it does not change has no
+/// paired trial, and its worst case would never let a gate be decided.
+pub fn paired_design(plan: &Plan, flag: bool, trials_flag: Option<u32>) -> Result<Option<AdaptiveDesign>> {
+    let suite = &plan.suite;
+    let ranged = suite.trials_min.is_some() || plan.cases.iter().any(|c| c.spec.trials_min.is_some());
+    if !flag && (trials_flag.is_some() || !ranged) {
+        return Ok(None);
+    }
+    let parts: Vec<String> = plan.conditions.iter().map(|c| plan.part_name(c)).collect();
+    if paired_gates(&suite.gates, &parts, plan.perturbs()).is_empty() {
+        return Err(Error::Input(format!(
+            "{}: an adaptive run of several agents or perturbations decides its gates on pass^1, pass@1 or accepted \
+             (a part's, or a difference: delta …, drop …), and the suite has none of those gates; add one or run a \
+             fixed number of trials (--trials N)",
+            display_path(&suite.path)
+        )));
+    }
+    for (c, name) in parts.iter().enumerate() {
+        let applies = (0..plan.cases.len()).filter(|&i| plan.applies(i, c)).count();
+        if applies < plan.cases.len() {
+            return Err(Error::Input(format!(
+                "{}: an adaptive run pairs every case's trials across its parts, and perturbation '{name}' applies to {applies} of the {} cases; declare it for the suite, or run a fixed number of trials (--trials N)",
+                display_path(&suite.path),
+                plan.cases.len()
+            )));
+        }
+    }
+    let mut d = design_without_gates(plan, trials_flag);
+    d.undecided = if suite.undecided_passes { "pass" } else { "fail" }.to_string();
+    Ok(Some(d))
+}
+
+/// Each case's min (see [`design`]).
+fn design_without_gates(plan: &Plan, trials_flag: Option<u32>) -> AdaptiveDesign {
+    let suite = &plan.suite;
+    let min = plan
+        .cases
+        .iter()
+        .map(|c| {
+            let own = if trials_flag.is_some() { None } else { c.spec.trials_min };
+            own.or(suite.trials_min).unwrap_or(DEFAULT_MIN).min(c.trials)
+        })
+        .collect();
+    AdaptiveDesign { min, undecided: "fail".into() }
+}
+
+/// What the paired rounds share between the workers.
+struct PairedState {
+    engine: Engine,
+    /// The current round's trials, block by block, each block's conditions in its order.
+    units: Vec<Position>,
+    handed: usize,
+    made: usize,
+    /// The position of the round's first unit.
+    base: usize,
+    /// Blocks so far (the rotation of the conditions' order).
+    blocks: usize,
+    outcomes: HashMap<(usize, usize, u32), Option<f64>>,
+    made_at: std::collections::HashSet<usize>,
+    by_pos: Vec<Position>,
+    done: bool,
+}
+
+/// The blocks of an adaptive interleaved run, round by round: every block
+/// (case, trial) runs each condition back to back on one worker, in an
+/// order that rotates from block to block (where it starts drawn from the
+/// seed), as in `run::interleave`.
+pub struct PairedRounds {
+    plan: Arc<Plan>,
+    parts: Vec<String>,
+    start: usize,
+    state: Mutex<PairedState>,
+    changed: Condvar,
+}
+
+impl PairedRounds {
+    pub fn new(plan: &Arc<Plan>, d: &AdaptiveDesign) -> PairedRounds {
+        let parts: Vec<String> = plan.conditions.iter().map(|c| plan.part_name(c)).collect();
+        let weights: Vec<f64> = plan.cases.iter().map(|c| c.spec.weight).collect();
+        let max = plan.cases.iter().map(|c| c.trials).collect();
+        let design = Design::new(&weights, d.min.clone(), max, plan.seed, parts.len() as u32);
+        let engine = Engine::new(design, paired_gates(&plan.suite.gates, &parts, plan.perturbs()));
+        let k = parts.len().max(1);
+        let start = fastrand::Rng::with_seed(plan.seed ^ 0x1a7e_41ea).usize(..k);
+        let mut st = PairedState {
+            engine,
+            units: Vec::new(),
+            handed: 0,
+            made: 0,
+            base: 0,
+            blocks: 0,
+            outcomes: HashMap::new(),
+            made_at: Default::default(),
+            by_pos: Vec::new(),
+            done: false,
+        };
+        PairedRounds::next_round(&mut st, k, start);
+        PairedRounds { plan: plan.clone(), parts, start, state: Mutex::new(st), changed: Condvar::new() }
+    }
+
+    /// Draw the next round's blocks (or end the run).
+    fn next_round(st: &mut PairedState, k: usize, start: usize) {
+        st.base += st.units.len();
+        st.units.clear();
+        st.handed = 0;
+        st.made = 0;
+        match st.engine.next_round() {
+            None => st.done = true,
+            Some(round) => {
+                for (case, number) in round {
+                    let b = st.blocks;
+                    st.blocks += 1;
+                    st.units.extend((0..k).map(|i| Position { case, number, condition: (start + b + i) % k }));
+                }
+            }
+        }
+    }
+
+    fn made(&self, pos: usize, out: &TrialOutput) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if !st.made_at.insert(pos) {
+            return;
+        }
+        let at = st.by_pos[pos];
+        st.outcomes.insert((at.condition, at.case, at.number), outcome_value(out.trace.record.outcome));
+        st.made += 1;
+        self.changed.notify_all();
+    }
+
+    fn placed_of(&self, pos: usize, mut out: TrialOutput) -> Placed {
+        let at = self.state.lock().unwrap_or_else(|p| p.into_inner()).by_pos[pos];
+        let bytes = Some(trace_bytes(&mut out.trace));
+        Placed { index: pos, case: at.case, out, bytes }
+    }
+}
+
+impl super::interleave::Parts for PairedRounds {
+    fn plan(&self) -> &Arc<Plan> {
+        &self.plan
+    }
+    fn parts(&self) -> &[String] {
+        &self.parts
+    }
+    fn part_share(&self, _c: usize) -> (Option<usize>, Vec<u32>) {
+        (None, self.plan.cases.iter().map(|c| c.trials).collect())
+    }
+}
+
+impl Source for PairedRounds {
+    type Unit = Position;
+    type Made = Placed;
+
+    fn start(&self) -> Start<'_> {
+        let k = self.parts.len() as u32;
+        let max = self.plan.cases.iter().map(|c| c.trials * k).collect();
+        Start { suite: &self.plan.suite, plan: Some(&self.plan), trials: None, per_case: max }
+    }
+
+    /// A whole block: its conditions run back to back on one worker.
+    fn claim(&self) -> Vec<(usize, Position)> {
+        let k = self.parts.len().max(1);
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if st.done || cancel::requested() {
+                self.changed.notify_all();
+                return Vec::new();
+            }
+            if st.handed < st.units.len() {
+                let from = st.handed;
+                st.handed = (from + k).min(st.units.len());
+                let block: Vec<Position> = st.units[from..st.handed].to_vec();
+                let base = st.base;
+                st.by_pos.extend(block.iter().copied());
+                return block.into_iter().enumerate().map(|(i, at)| (base + from + i, at)).collect();
+            }
+            if st.made == st.units.len() {
+                let s = &mut *st;
+                let outcomes = &s.outcomes;
+                let y = |cond: usize, c: usize, t: u32| outcomes.get(&(cond, c, t)).copied();
+                s.engine.observe(&y);
+                PairedRounds::next_round(s, k, self.start);
+                continue;
+            }
+            st = self.changed.wait_timeout(st, Duration::from_millis(100)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    fn label(&self, at: &Position) -> (Option<usize>, Option<u32>) {
+        (Some(at.case), Some(at.number))
+    }
+
+    fn run(&self, pos: usize, at: Position) -> Placed {
+        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_trial(&self.plan, at))) {
+            Ok(o) => o,
+            Err(p) => {
+                let msg =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                trial::internal_error(&self.plan, at, msg.unwrap_or_else(|| "panic".into()))
+            }
+        };
+        self.made(pos, &out);
+        self.placed_of(pos, out)
+    }
+
+    fn abandoned(&self, pos: usize, overran: Option<Duration>) -> Placed {
+        let at = self.state.lock().unwrap_or_else(|p| p.into_inner()).by_pos[pos];
+        let why = match overran {
+            Some(over) => format!(
+                "the trial overran its time limit by more than {} s in code no limit could stop; its worker was abandoned",
+                over.as_secs()
+            ),
+            None => "the worker running the trial stopped unexpectedly".to_string(),
+        };
+        let out = trial::internal_error(&self.plan, at, why);
+        self.made(pos, &out);
+        self.placed_of(pos, out)
     }
 
     fn stop(&self) {

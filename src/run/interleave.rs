@@ -242,12 +242,35 @@ impl Store for PartDirs {
     }
 }
 
+/// What [`Router`] needs of a run of conditions: the plan, the parts'
+/// names, and each part's share of the trials when it is known before the
+/// run (an adaptive run's is not: its max per case).
+pub trait Parts {
+    fn plan(&self) -> &Arc<Plan>;
+    fn parts(&self) -> &[String];
+    /// Part `c`'s trials, when known, and per case of the plan how many (at most).
+    fn part_share(&self, c: usize) -> (Option<usize>, Vec<u32>);
+}
+
+impl Parts for Interleaved {
+    fn plan(&self) -> &Arc<Plan> {
+        &self.plan
+    }
+    fn parts(&self) -> &[String] {
+        &self.parts
+    }
+    fn part_share(&self, c: usize) -> (Option<usize>, Vec<u32>) {
+        let (n, share) = self.share(c);
+        (Some(n), share)
+    }
+}
+
 /// The sinks of an interleaved run: each part's own (its trials.jsonl, its
 /// OTLP export, …) see that part's trials only, and a run that starts with
 /// its share of the trials; the common ones (the progress display, the blocks
 /// file) see every trial.
 pub struct Router<'s> {
-    pub source: &'s Interleaved,
+    pub source: &'s dyn Parts,
     pub own: Vec<Vec<&'s mut dyn Sink>>,
     pub common: Vec<&'s mut dyn Sink>,
 }
@@ -257,16 +280,16 @@ impl Sink for Router<'_> {
         match ev {
             RunEvent::Started { suite, plan, .. } => {
                 for (c, sinks) in self.own.iter_mut().enumerate() {
-                    let (n, share) = self.source.share(c);
-                    let mine = RunEvent::Started { suite, plan: *plan, trials: Some(n), per_case: &share };
+                    let (n, share) = self.source.part_share(c);
+                    let mine = RunEvent::Started { suite, plan: *plan, trials: n, per_case: &share };
                     for s in sinks.iter_mut() {
                         s.event(&mine)?;
                     }
                 }
             }
             RunEvent::TrialFinished { record, .. } => {
-                let part = self.source.plan.part_of(record);
-                let i = self.source.parts.iter().position(|p| *p == part);
+                let part = self.source.plan().part_of(record);
+                let i = self.source.parts().iter().position(|p| *p == part);
                 if let Some(sinks) = i.and_then(|i| self.own.get_mut(i)) {
                     for s in sinks.iter_mut() {
                         s.event(ev)?;
@@ -296,6 +319,9 @@ pub struct BlocksFile {
     /// Per (case id, trial): the block's index, and its line as it fills.
     open: HashMap<(String, u32), (usize, BlockRecord)>,
     run_start: Option<jiff::Timestamp>,
+    /// An adaptive run's blocks are not known before it: each is opened by
+    /// its first trial, its order the order its trials ran in; the next block's index.
+    lazy: Option<usize>,
 }
 
 impl BlocksFile {
@@ -321,7 +347,32 @@ impl BlocksFile {
                 ((id, n), (i, rec))
             })
             .collect();
-        Ok(BlocksFile { file, plan: plan.clone(), open, run_start: None })
+        Ok(BlocksFile { file, plan: plan.clone(), open, run_start: None, lazy: None })
+    }
+
+    /// blocks.jsonl in `dir` for an adaptive run of `plan`: blocks as they come.
+    pub fn lazy(dir: &std::path::Path, plan: &Arc<Plan>) -> Result<BlocksFile> {
+        let file = BlocksWriter::create(dir)?;
+        Ok(BlocksFile { file, plan: plan.clone(), open: HashMap::new(), run_start: None, lazy: Some(0) })
+    }
+
+    /// Open a block for a trial (an adaptive run's) that has none yet.
+    fn open_lazily(&mut self, record: &TrialRecord) {
+        let Some(next) = self.lazy.as_mut() else { return };
+        let key = (record.case.clone(), record.trial);
+        if self.open.contains_key(&key) {
+            return;
+        }
+        let rec = BlockRecord {
+            block: *next,
+            case: record.case.clone(),
+            trial: record.trial,
+            seed: crate::sandbox::trial_seed(self.plan.seed, &record.case, record.trial),
+            order: Vec::new(),
+            trials: Vec::new(),
+        };
+        self.open.insert(key, (*next, rec));
+        *next += 1;
     }
 }
 
@@ -329,12 +380,20 @@ impl Sink for BlocksFile {
     fn event(&mut self, ev: &RunEvent<'_>) -> Result<()> {
         match ev {
             RunEvent::Started { .. } => self.run_start = Some(jiff::Timestamp::now()),
-            RunEvent::TrialFinished { record, trace, .. } => {
+            RunEvent::TrialFinished { case, record, trace, .. } => {
+                self.open_lazily(record);
                 let key = (record.case.clone(), record.trial);
+                let expected = match self.lazy {
+                    Some(_) => (0..self.plan.conditions.len()).filter(|&c| self.plan.applies(*case, c)).count(),
+                    None => 0,
+                };
                 let Some((_, b)) = self.open.get_mut(&key) else { return Ok(()) };
                 let part = self.plan.part_of(record);
+                if expected > 0 {
+                    b.order.push(part.clone());
+                }
                 b.trials.push(BlockTrial::of(&part, record, trace, self.run_start));
-                if b.trials.len() == b.order.len()
+                if b.trials.len() == b.order.len().max(expected)
                     && let Some((_, b)) = self.open.remove(&key)
                 {
                     self.file.write(&b)?;

@@ -399,12 +399,17 @@ impl Engine {
                         threshold: g.spec.threshold,
                         verdict: g.verdict,
                         decided_at_trials: g.at,
-                        sequence: Bounds { low, high },
+                        sequence: Bounds { low: tidy(low), high: tidy(high) },
                     }
                 })
                 .collect(),
         }
     }
+}
+
+/// A bound without the float noise of the grid's mapping (the grid is 1/1000).
+fn tidy(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
 }
 
 /// Replay the design over recorded outcomes: the rounds a run dir's trials
@@ -452,6 +457,47 @@ pub fn seq_gates(gates: &[Gate], agent: Option<&str>) -> Vec<SeqGate> {
         })
         .map(|g| SeqGate { name: g.name.clone(), figure: Figure::Rate(0), threshold: g.threshold, minimum: true })
         .collect()
+}
+
+/// The gates of a run of several conditions (`parts`: its agents, or the
+/// baseline then each perturbation) the sequence decides, named as the run's
+/// verdicts name them: a difference of rates (`delta pass^1 B-A`: paired,
+/// at least; `drop pass^1 @NAME`: the baseline's minus the perturbation's, at
+/// most), a rate naming a part, and a plain rate gate (per agent as
+/// `GATE@AGENT`; in a run of perturbations, the baseline's).
+pub fn paired_gates(gates: &[Gate], parts: &[String], perturbed: bool) -> Vec<SeqGate> {
+    let names: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let index = |n: &str| names.iter().position(|p| *p == n);
+    let mut out = Vec::new();
+    for g in gates.iter().filter(|g| is_rate(g.metric)) {
+        let seq =
+            |name: String, figure: Figure, minimum: bool| SeqGate { name, figure, threshold: g.threshold, minimum };
+        match &g.scope {
+            Scope::Run if perturbed => out.push(seq(g.name.clone(), Figure::Rate(0), true)),
+            Scope::Run => {
+                for (i, n) in names.iter().enumerate() {
+                    out.push(seq(format!("{}@{n}", g.name), Figure::Rate(i), true));
+                }
+            }
+            Scope::Agent(a) => {
+                if let Some(i) = index(a) {
+                    out.push(seq(g.name.clone(), Figure::Rate(i), true));
+                }
+            }
+            Scope::Delta { pair } => {
+                if let Some((c, b)) = Scope::delta_pair(pair, &names).and_then(|(c, b)| index(c).zip(index(b))) {
+                    out.push(seq(g.name.clone(), Figure::Diff { plus: c, minus: b }, true));
+                }
+            }
+            Scope::Drop(p) => {
+                if let Some(i) = index(p).filter(|_| perturbed) {
+                    out.push(seq(g.name.clone(), Figure::Diff { plus: 0, minus: i }, false));
+                }
+            }
+            Scope::Perturbation(_) => {}
+        }
+    }
+    out
 }
 
 /// Put the sequential verdicts in the gates' place: a gate the sequence

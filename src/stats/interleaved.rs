@@ -58,6 +58,9 @@ pub struct InterleavedSummary<'a> {
     pub periods: &'a [Period],
     pub gates: &'a [Verdict],
     pub warnings: &'a [String],
+    /// An adaptive run's rounds and sequential verdicts (SPEC §20).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<&'a super::adaptive::Adaptive>,
 }
 
 impl RunDirFile for InterleavedSummary<'_> {}
@@ -76,6 +79,8 @@ pub struct Interleaved {
     pub periods: Vec<Period>,
     pub gates: Vec<Verdict>,
     pub warnings: Vec<String>,
+    /// An adaptive run's rounds, replayed from the parts' records (SPEC §20).
+    pub adaptive: Option<super::adaptive::Adaptive>,
 }
 
 impl Interleaved {
@@ -113,8 +118,14 @@ impl Interleaved {
             periods,
             gates: Vec::new(),
             warnings: Vec::new(),
+            adaptive: None,
         };
         run.gates = run.decide(&specs, allow_incomplete)?;
+        run.adaptive = run.replay(&specs);
+        if let Some(a) = &run.adaptive {
+            let decide = run.complete() || allow_incomplete;
+            super::adaptive::apply(a, &mut run.gates, decide, INCOMPLETE_NOTE);
+        }
         for (name, r) in run.parts.iter().zip(&run.runs) {
             for w in &r.warnings {
                 run.warnings.push(format!("{name}: {w}"));
@@ -129,6 +140,25 @@ impl Interleaved {
 
     pub fn gates_passed(&self) -> bool {
         self.gates.iter().all(|g| g.passed) && self.runs.iter().all(|r| r.complete() || r.allow_incomplete)
+    }
+
+    /// An adaptive run's rounds replayed from its parts' records: a block is
+    /// a case and trial number of the first part's cases, run by every part.
+    fn replay(&self, specs: &[Gate]) -> Option<super::adaptive::Adaptive> {
+        use super::adaptive::{Design, paired_gates, replay};
+        let d = self.manifest.adaptive.as_ref()?;
+        let base = self.runs.first()?;
+        let weights: Vec<f64> = base.infos.iter().map(|c| c.weight).collect();
+        let design =
+            Design::new(&weights, d.min.clone(), base.planned.clone(), self.manifest.seed, self.runs.len() as u32);
+        let gates = paired_gates(specs, &self.parts, !self.manifest.perturbations.is_empty());
+        let outcomes: Vec<_> = self.runs.iter().map(|r| r.outcomes()).collect();
+        let y = |cond: usize, c: usize, t: u32| -> Option<Option<f64>> {
+            let run = self.runs.get(cond)?;
+            let i = run.case_index(&base.infos.get(c)?.id)?;
+            outcomes[cond].get(&(i, t)).copied()
+        };
+        Some(replay(design, gates, d.undecided == "pass", &y).0)
     }
 
     fn run_of(&self, name: &str) -> Option<&RunData> {
@@ -244,6 +274,7 @@ impl Interleaved {
             periods: &self.periods,
             gates: &self.gates,
             warnings: &self.warnings,
+            adaptive: self.adaptive.as_ref(),
         }
     }
 }

@@ -339,20 +339,23 @@ impl RunData {
         );
         let agent = m.agent.as_ref().and_then(|a| a.name.as_deref());
         let gates = super::adaptive::seq_gates(&self.gate_specs, agent);
-        // The last record of each trial (a later one supersedes an earlier one).
-        let mut last: HashMap<(usize, u32), Outcome> = HashMap::new();
+        let last = self.outcomes();
+        let y = |_cond: usize, c: usize, t: u32| -> Option<Option<f64>> { last.get(&(c, t)).copied() };
+        Some(super::adaptive::replay(design, gates, d.undecided == "pass", &y).0)
+    }
+
+    /// Each recorded (case, trial)'s outcome as an adaptive run's sequence
+    /// sees it (`stats::adaptive::outcome_value`): its last record's, unless
+    /// that one was interrupted (then it has none yet).
+    pub fn outcomes(&self) -> HashMap<(usize, u32), Option<f64>> {
+        let mut last: HashMap<(usize, u32), Option<f64>> = HashMap::new();
         for (c, ts) in self.trials.iter().enumerate() {
             for t in ts {
-                last.insert((c, t.trial), t.outcome);
+                last.insert((c, t.trial), super::adaptive::outcome_value(t.outcome));
             }
         }
-        let y = |_cond: usize, c: usize, t: u32| -> Option<Option<f64>> {
-            if self.cut.contains(&(c, t)) {
-                return None;
-            }
-            last.get(&(c, t)).map(|&o| super::adaptive::outcome_value(o))
-        };
-        Some(super::adaptive::replay(design, gates, d.undecided == "pass", &y).0)
+        last.retain(|k, _| !self.cut.contains(k));
+        last
     }
 }
 
