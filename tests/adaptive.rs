@@ -235,7 +235,7 @@ fn an_interrupted_adaptive_run_resumed_reaches_the_same_rounds() {
     assert!(kept < total, "{kept} of {total}");
     // The run dir read back says it is incomplete, its rounds cut short.
     let o = evalua(dir.path(), &["report", &out]);
-    let _ = o;
+    assert!(stdout(&o).contains("cut short: resume it"), "{}", stdout(&o));
     let o = Command::new(env!("CARGO_BIN_EXE_evalua"))
         .current_dir(dir.path())
         .args(["run", "s.lua", "-q", "--jobs", "2", "--resume", &out])
@@ -247,6 +247,12 @@ fn an_interrupted_adaptive_run_resumed_reaches_the_same_rounds() {
     assert_eq!(got["complete"], true, "{got}");
     assert_eq!(got["adaptive"], want, "the resumed run's rounds differ from the uninterrupted run's");
     assert_eq!(trials(&dir.path().join(&out)).len(), total);
+    // The records too, in the same order, apart from timings.
+    assert_eq!(without_timings(&dir.path().join(&out)), without_timings(&dir.path().join("ref")));
+    // A run dir read back replays the same rounds.
+    std::fs::remove_file(dir.path().join(&out).join("summary.json")).unwrap();
+    let o = evalua(dir.path(), &["report", &out]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 /// Two agents over the same random stream: A succeeds when it draws below

@@ -23,6 +23,9 @@ pub fn report(dir: &Path, allow_incomplete: bool) -> Result<u8> {
         println!("{line}");
     }
     print_verdicts(&data.gates, &data.warnings);
+    if let Some(a) = &data.adaptive {
+        print!("{}", report::console::adaptive_text(a));
+    }
     println!("wrote {}/{}", dir.display(), files::REPORTS.join(", "));
     Ok(if data.gates_passed() { 0 } else { 1 })
 }

@@ -377,7 +377,13 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 let work = run::work(&plan, None);
                 let kept = kept.into_iter().map(|(i, k)| (work[i], k)).collect();
                 let source = std::sync::Arc::new(run::adaptive::Rounds::new(&plan, d, kept));
-                Scheduler::new(jobs).execute(&dir, source, &mut run::AsMade, &mut followers.sinks())?
+                let executed =
+                    Scheduler::new(jobs).execute(&dir, source.clone(), &mut run::AsMade, &mut followers.sinks())?;
+                if resumed && executed.complete() {
+                    // In the rounds' order, as an uninterrupted run wrote them.
+                    resume::put_in_order(&dir, &plan, &source.order())?;
+                }
+                executed
             }
             None => {
                 let source = std::sync::Arc::new(run::Planned::run(&plan, opts.partition, kept, jobs));

@@ -81,6 +81,8 @@ struct State {
     made_at: std::collections::HashSet<usize>,
     /// Every unit handed out, by position.
     by_pos: Vec<(usize, u32, usize)>,
+    /// Every trial of the rounds so far (kept or run), in announced order.
+    order: Vec<(usize, u32)>,
     done: bool,
 }
 
@@ -106,6 +108,7 @@ impl Rounds {
             outcomes: HashMap::new(),
             made_at: Default::default(),
             by_pos: Vec::new(),
+            order: Vec::new(),
             done: false,
         };
         let mut placed = Vec::new();
@@ -119,6 +122,7 @@ impl Rounds {
             for (c, t) in round {
                 let index = st.next_index;
                 st.next_index += 1;
+                st.order.push((c, t));
                 match kept.remove(&(c, t)) {
                     Some(k) => {
                         st.outcomes.insert((c, t), outcome_value(k.trace.record.outcome));
@@ -156,10 +160,17 @@ impl Rounds {
             Some(round) => {
                 for (c, t) in round {
                     st.units.push((c, t, st.next_index));
+                    st.order.push((c, t));
                     st.next_index += 1;
                 }
             }
         }
+    }
+
+    /// Every trial of the rounds, in the order they were announced (the
+    /// order of an uninterrupted run's trials.jsonl).
+    pub fn order(&self) -> Vec<(usize, u32)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).order.clone()
     }
 
     /// Note a unit's outcome (once), and wake the workers waiting for the round.

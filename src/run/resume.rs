@@ -380,8 +380,13 @@ pub fn prepare(
 /// Once every planned trial is recorded: put trials.jsonl in plan order (a
 /// resume appended its trials after the kept ones).
 pub fn normalize_order(dir: &RunDir, plan: &Plan, opts: &RunOptions) -> Result<()> {
+    put_in_order(dir, plan, &work(plan, opts.partition))
+}
+
+/// Put trials.jsonl in the order of `work` ((case index, trial) pairs; an
+/// adaptive run's: the order its rounds ran them in).
+pub fn put_in_order(dir: &RunDir, plan: &Plan, work: &[(usize, u32)]) -> Result<()> {
     let (lines, _) = read_lines(dir)?;
-    let work = work(plan, opts.partition);
     let index: HashMap<(&str, u32), usize> =
         work.iter().enumerate().map(|(i, &(c, t))| ((plan.cases[c].spec.id.as_str(), t), i)).collect();
     let mut ordered: Vec<(usize, &str)> = lines

@@ -510,10 +510,12 @@ pub fn apply(a: &Adaptive, verdicts: &mut [Verdict], decide: bool, incomplete: &
         let Some(g) = a.gates.iter().find(|g| g.name == v.name) else { continue };
         let (low, high) = (g.sequence.low, g.sequence.high);
         v.passed = decide && a.passes(g);
-        v.value = Some(match g.verdict {
-            GateVerdict::Fail => high,
-            _ => low,
-        });
+        // The bound that decided it (undecided: the figure as §7 has it).
+        match g.verdict {
+            GateVerdict::Fail => v.value = Some(high),
+            GateVerdict::Pass => v.value = Some(low),
+            GateVerdict::Undecided => {}
+        }
         let how = match (g.verdict, g.decided_at_trials) {
             (GateVerdict::Undecided, _) => {
                 format!("undecided after {} trials (undecided = \"{}\")", a.trials, a.undecided)
