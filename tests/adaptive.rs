@@ -323,3 +323,23 @@ fn a_drop_under_a_perturbation_is_decided_on_the_pairs() {
     assert!(a["trials"].as_u64().unwrap() < 120, "{a}");
     assert!(g["sequence"]["low"].as_f64().unwrap() > 0.3, "{a}");
 }
+
+#[test]
+fn a_regraded_adaptive_run_is_a_fixed_design_of_the_trials_that_ran() {
+    let src = suite(&[0.9, 0.8, 0.5, 0.7], r#"trials = { min = 2, max = 20 }, gate = { ["pass^1"] = 0.3 }"#);
+    let dir = project(&[("s.lua", &src)]);
+    let (o, s) = run(dir.path(), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ran = s["adaptive"]["trials"].as_u64().unwrap();
+    assert!(ran < 80, "{}", s["adaptive"]);
+    let o = evalua(dir.path(), &["regrade", "out", "--out", "re"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let r = json(&dir.path().join("re/summary.json"));
+    assert_eq!(
+        (r["complete"].as_bool(), r["coverage"]["planned"].as_u64()),
+        (Some(true), Some(ran)),
+        "{}",
+        r["coverage"]
+    );
+    assert!(r.get("adaptive").is_none());
+}

@@ -232,6 +232,11 @@ impl Regrade {
     pub fn manifest(&self, run_id: &str, jobs: usize, argv: &[String]) -> Manifest {
         let mut m = draft_manifest(&self.plan, &self.old_manifest, run_id, argv);
         m.jobs = jobs;
+        if self.old_manifest.adaptive.is_some() {
+            // An adaptive run's rounds were drawn from its old outcomes: graded
+            // again, its trials are a fixed design of what ran (SPEC §20).
+            m.planned_trials = Some(self.work.len());
+        }
         m.regraded_from = Some(RegradedFrom {
             dir: self.old.path.display().to_string(),
             run_id: self.old_manifest.run_id.clone(),
