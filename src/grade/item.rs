@@ -221,7 +221,7 @@ fn parts_of(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item) -> Result<Par
                 conversation_id: Some(tr.key.clone()),
                 trace_ids: Vec::new(),
             };
-            let reexecute = tr.kind == crate::otel::trajectories::Kind::TauBench;
+            let reexecute = tr.reexecute;
             if reexecute && tr.case.as_ref().is_some_and(|c| !ctx.cases.contains(c)) {
                 return Err(Done::Skipped(format!(
                     "{}: {} ({}): names {}, which the suite does not declare: not graded",

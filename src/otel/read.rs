@@ -30,6 +30,7 @@ use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
 use super::span::{FlatSpan, Span, normalize_id};
+use super::stream::dense;
 use crate::error::{Error, Result};
 use crate::record::manifest::TraceInput;
 use crate::record::{RunDir, Trace, TrialRecord};
@@ -368,13 +369,6 @@ fn for_each_record(
             Ok((sha, size))
         }
     }
-}
-
-/// Why a record is not parsed when it holds too many values for its memory
-/// to stay bounded (see `otel::stream`).
-fn dense(rec: &[u8]) -> Option<String> {
-    let max = super::stream::MAX_RECORD_VALUES;
-    (super::stream::values_in(rec, max) > max).then(|| format!("more than {max} JSON values in one record"))
 }
 
 /// What the parsing threads hand back for one record, in file order.
@@ -754,7 +748,8 @@ pub fn read(
                 files.push(None);
             }
             Input::File(p) => {
-                if let Some(stat) = read_trajectories(p, &display, warn, emit)? {
+                let mut whole = |t| emit(Item::Trajectory(Box::new(t)));
+                if let Some(stat) = super::formats::read_file(p, &display, warn, &mut whole)? {
                     stats.push(stat);
                     files.push(None);
                     continue;
@@ -945,120 +940,13 @@ pub fn read(
 }
 
 /// Whether an input may hold items that ask to be re-executed (τ-bench's
-/// results): a file whose first bytes look like a whole-trajectory document.
+/// results): a file whose first bytes a re-executed trajectory format claims.
 pub fn may_reexecute(inputs: &[Input]) -> bool {
-    use std::io::Read;
+    use super::formats::{claimed, head};
     inputs.iter().any(|i| match i {
-        Input::File(p) => {
-            let mut head = Vec::with_capacity(4096);
-            File::open(p).and_then(|f| f.take(4096).read_to_end(&mut head)).is_ok() && super::trajectories::sniff(&head)
-        }
+        Input::File(p) => head(p).ok().and_then(|h| claimed(&h)).is_some_and(|f| f.reexecutes()),
         Input::RunDir(_) => false,
     })
-}
-
-/// A file holding whole trajectories (τ-bench's results, an ATIF document):
-/// read whole, each trajectory handed on as an item. None: the file is not
-/// one of those (its first bytes say so), it is read as spans.
-fn read_trajectories(
-    p: &Path,
-    display: &str,
-    warn: &mut dyn FnMut(String),
-    emit: &mut dyn FnMut(Item) -> Result<()>,
-) -> Result<Option<TraceInput>> {
-    use super::trajectories;
-    let cannot = |e: std::io::Error| Error::Input(format!("{display}: cannot read: {e}"));
-    let mut head = Vec::with_capacity(4096);
-    std::fs::File::open(p).and_then(|f| f.take(4096).read_to_end(&mut head)).map_err(cannot)?;
-    if !trajectories::sniff(&head) {
-        return Ok(None);
-    }
-    let bytes = std::fs::metadata(p).map_err(cannot)?.len();
-    if bytes > MAX_DOCUMENT_BYTES {
-        warn(format!(
-            "{display}: {bytes} bytes, more than the {MAX_DOCUMENT_BYTES} a trajectory file may have: not read"
-        ));
-        return Ok(Some(TraceInput {
-            path: display.to_string(),
-            format: "trajectories".into(),
-            bytes,
-            ..Default::default()
-        }));
-    }
-    let data = std::fs::read(p).map_err(cannot)?;
-    let sha = const_hex::encode(Sha256::digest(&data));
-    let mut stat = TraceInput { path: display.to_string(), sha256: Some(sha), bytes, ..Default::default() };
-    stat.format = "trajectories".into();
-    let neither = || {
-        format!(
-            "{display}: neither τ-bench's results (a list of {{task_id, trial, info, traj}}) nor an ATIF trajectory (schema_version ATIF-v1.x, steps): not read"
-        )
-    };
-    if head.trim_ascii_start().first() == Some(&b'[') {
-        // τ-bench's results: one entry at a time, never the whole list as values.
-        enum Stop {
-            Neither,
-            Failed(Error),
-        }
-        let (mut kind_known, mut not_objects) = (false, 0usize);
-        let mut each = |i: usize, raw: &serde_json::value::RawValue| -> std::result::Result<(), Stop> {
-            if let Some(why) = dense(raw.get().as_bytes()) {
-                warn(format!("{display}: entry {i}: {why}: not graded"));
-                return Ok(());
-            }
-            let Ok(e) = serde_json::from_str::<Json>(raw.get()) else { return Ok(()) };
-            if !e.is_object() {
-                // Counted, said once below: not a warning per element.
-                not_objects += 1;
-                return Ok(());
-            }
-            if !kind_known {
-                if !trajectories::is_taubench_entry(&e) {
-                    return Err(Stop::Neither);
-                }
-                kind_known = true;
-            }
-            if let Some(t) = trajectories::taubench_one(e, i, display, warn) {
-                stat.items += 1;
-                stat.spans += t.recorded.calls.len() as u64;
-                emit(Item::Trajectory(Box::new(t))).map_err(Stop::Failed)?;
-            }
-            Ok(())
-        };
-        match super::stream::each_element(&data, &mut each) {
-            Ok(Ok(())) if kind_known => stat.format = trajectories::Kind::TauBench.name().into(),
-            Ok(Ok(())) | Ok(Err(Stop::Neither)) => warn(neither()),
-            Ok(Err(Stop::Failed(e))) => return Err(e),
-            Err(e) => warn(format!("{display}: not JSON ({e}): read up to there")),
-        }
-        if not_objects > 0 {
-            warn(format!("{display}: {not_objects} entries are not objects: not graded"));
-        }
-        return Ok(Some(stat));
-    }
-    if let Some(why) = dense(&data) {
-        warn(format!("{display}: {why}: not read"));
-        return Ok(Some(stat));
-    }
-    let doc: Json = match serde_json::from_slice(&data) {
-        Ok(d) => d,
-        Err(e) => {
-            warn(format!("{display}: not JSON ({e}): not read"));
-            return Ok(Some(stat));
-        }
-    };
-    drop(data);
-    let Some(kind) = trajectories::kind_of(&doc) else {
-        warn(neither());
-        return Ok(Some(stat));
-    };
-    stat.format = kind.name().into();
-    for t in trajectories::read(doc, kind, display, warn) {
-        stat.items += 1;
-        stat.spans += t.recorded.calls.len() as u64;
-        emit(Item::Trajectory(Box::new(t)))?;
-    }
-    Ok(Some(stat))
 }
 
 fn files_display(inputs: &[Input], i: usize) -> String {

@@ -119,6 +119,13 @@ impl Bits {
     }
 }
 
+/// Why a record is not parsed when it holds too many values for its memory
+/// to stay bounded.
+pub fn dense(rec: &[u8]) -> Option<String> {
+    let max = MAX_RECORD_VALUES;
+    (values_in(rec, max) > max).then(|| format!("more than {max} JSON values in one record"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
