@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 use super::cache;
 use super::prompt::prompt_hash;
 use super::resolve::resolve;

@@ -81,7 +81,11 @@ fn disagreements(t: &mut String, ds: &[Disagreement]) {
         return;
     }
     let n = ds.len();
-    let _ = writeln!(t, "  {n} disagreement{} (the judge's verdict against the human label):", if n == 1 { "" } else { "s" });
+    let _ = writeln!(
+        t,
+        "  {n} disagreement{} (the judge's verdict against the human label):",
+        if n == 1 { "" } else { "s" }
+    );
     for d in ds.iter().take(SHOWN_DISAGREEMENTS) {
         let _ = writeln!(t, "{}", disagreement(d));
     }

@@ -176,4 +176,3 @@ pub fn bind_labels(item: &mut Item, criteria: &[String], shown: &str) -> Result<
     item.labels = out;
     Ok(())
 }
-

@@ -66,7 +66,11 @@ fn baseline(suite_dir: &Path, name: &str, current: &Path) -> Option<Baseline> {
         }
         if let Some(c) = v.calibration.filter(|c| !c.agreement.pairs.is_empty()) {
             let what = format!("the calibration of {who} ({}) on the calibration part (other items)", c.created_at);
-            found.push((if same { 3 } else { 1 }, c.created_at, Baseline { what, pairs: c.agreement.pairs, paired: false }));
+            found.push((
+                if same { 3 } else { 1 },
+                c.created_at,
+                Baseline { what, pairs: c.agreement.pairs, paired: false },
+            ));
         }
     }
     // Most telling first; among equals the latest.
