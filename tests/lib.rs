@@ -10,6 +10,7 @@ mod browser;
 mod budgets;
 mod cascade;
 mod checks;
+mod cli_reference;
 mod cluster;
 mod coding;
 mod command;
