@@ -154,6 +154,39 @@ struct FigureState {
 }
 
 impl FigureState {
+    /// Feed a round: its draws, with the outcomes `ys` of its trials (in
+    /// `trials`' order); a trial without one is the worst case on each side.
+    fn feed(&mut self, shares: &[f64], draws: &[Draw], trials: &[(usize, u32)], ys: &[Option<f64>]) {
+        let at: std::collections::HashMap<(usize, u32), Option<f64>> =
+            trials.iter().copied().zip(ys.iter().copied()).collect();
+        let of = |c: usize, t: u32| -> Option<f64> { at.get(&(c, t)).copied().flatten() };
+        for (&(c, _), y) in trials.iter().zip(ys) {
+            if let Some(y) = y {
+                self.sum[c] += y;
+                self.seen[c] += 1;
+            }
+        }
+        for d in draws {
+            match *d {
+                Draw::Sweep(t) => {
+                    let (mut lo, mut hi) = (0.0, 0.0);
+                    for (c, w) in shares.iter().enumerate() {
+                        let y = of(c, t);
+                        lo += w * y.unwrap_or(0.0);
+                        hi += w * y.unwrap_or(1.0);
+                    }
+                    self.low.push(1.0, 1.0, lo);
+                    self.high.push(1.0, 1.0, hi);
+                }
+                Draw::One { case, q, trial } => {
+                    let y = trial.and_then(|t| of(case, t));
+                    self.low.push(shares[case], q, y.unwrap_or(0.0));
+                    self.high.push(shares[case], q, y.unwrap_or(1.0));
+                }
+            }
+        }
+    }
+
     /// The sequence in the figure's units.
     fn bounds(&self) -> (f64, f64) {
         let (l, h) = (self.low.one_sided().0, self.high.one_sided().1);
@@ -323,36 +356,8 @@ impl Engine {
             }
             got.push(v);
         }
-        let shares = self.design.shares.clone();
         for (fs, ys) in self.figures.iter_mut().zip(&got) {
-            let at: std::collections::HashMap<(usize, u32), Option<f64>> =
-                self.round_trials.iter().copied().zip(ys.iter().copied()).collect();
-            let of = |c: usize, t: u32| -> Option<f64> { at.get(&(c, t)).copied().flatten() };
-            for (&(c, _), y) in self.round_trials.iter().zip(ys) {
-                if let Some(y) = y {
-                    fs.sum[c] += y;
-                    fs.seen[c] += 1;
-                }
-            }
-            for d in &self.pending {
-                match *d {
-                    Draw::Sweep(t) => {
-                        let (mut lo, mut hi) = (0.0, 0.0);
-                        for (c, w) in shares.iter().enumerate() {
-                            let y = of(c, t);
-                            lo += w * y.unwrap_or(0.0);
-                            hi += w * y.unwrap_or(1.0);
-                        }
-                        fs.low.push(1.0, 1.0, lo);
-                        fs.high.push(1.0, 1.0, hi);
-                    }
-                    Draw::One { case, q, trial } => {
-                        let y = trial.and_then(|t| of(case, t));
-                        fs.low.push(shares[case], q, y.unwrap_or(0.0));
-                        fs.high.push(shares[case], q, y.unwrap_or(1.0));
-                    }
-                }
-            }
+            fs.feed(&self.design.shares, &self.pending, &self.round_trials, ys);
         }
         for g in &mut self.gates {
             if g.verdict != GateVerdict::Undecided {
