@@ -21,6 +21,7 @@
 //! trial              one trial: prepare, grade, record
 //! agent, grade       scripted, command (JSON Lines, MCP), model, replay; recorded traces graded
 //! run                plan, scheduler, typed run events
+//! harden             `evalua harden`: adversary agents played against every case
 //! report             console, report files, compare, sinks
 //! view               `evalua view`: the local web page over run dirs
 //! cmd                one module per command
@@ -31,6 +32,7 @@ pub mod cmd;
 pub mod error;
 pub mod executor;
 pub mod grade;
+pub mod harden;
 pub mod judge;
 pub mod lua;
 pub mod model;

@@ -86,6 +86,8 @@ enum LabelsCommand {
 enum Command {
     /// Run every case × trials, write a run dir, print a summary
     Run(cmd::run::RunArgs),
+    /// Attack every case's graders with adversary agents (lazy, dishonest, over-broad); list the holes
+    Harden(cmd::harden::HardenArgs),
     /// Grade recorded traces (OTLP JSON, flat span lines, evalua run dirs, τ-bench results, ATIF) with the suite's monitors and checks
     #[command(override_usage = "evalua grade SUITE.lua --traces PATH... [OPTIONS]")]
     Grade(cmd::grade::GradeArgs),
@@ -287,6 +289,7 @@ impl Command {
     fn json(&self) -> Option<&'static str> {
         let (name, on) = match self {
             Command::Run(a) => ("run", a.machine.json),
+            Command::Harden(a) => ("harden", a.machine.json),
             Command::Grade(a) => ("grade", a.machine.json),
             Command::Regrade(a) => ("regrade", a.machine.json),
             Command::Calibrate { machine, .. } => ("calibrate", machine.json),
@@ -396,6 +399,7 @@ fn main() -> ExitCode {
 fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Run(a) => cmd::run::run(a),
+        Command::Harden(a) => cmd::harden::harden(a),
         Command::Plan(a) => cmd::plan::plan(a),
         Command::Grade(a) => cmd::grade::grade(a),
         Command::Export { dir, otlp } => cmd::export::export(&dir, otlp.options()?),

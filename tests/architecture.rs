@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["trial"],
     &["agent", "grade"],
     &["run"],
+    &["harden"],
     &["report"],
     &["view"],
     &["cmd"],

@@ -24,6 +24,7 @@ mod first_hour;
 mod first_hour_two;
 mod golden;
 mod grader_tests;
+mod harden;
 mod injection;
 mod interleave;
 mod isolation;

@@ -381,6 +381,7 @@ function evalua.user.script(turns) end
 ---@field difficulty? string
 ---@field workdir? string|evalua.GitWorkdir
 ---@field reference? evalua.ReferenceSpec
+---@field harden? evalua.HardenSkip adversaries of `evalua harden` every golden leaves out, and why
 
 --- Limits per trial; each is a non-negative number. Past one, the trial ends with `ended = "budget"` (or `"deadline"`).
 ---@class evalua.Budget
@@ -410,7 +411,8 @@ function evalua.user.script(turns) end
 
 --- Gates: `name = threshold` or `name = { min|max = n, on = "point"|"lower"|"upper" }`. Names: `pass^K`, `pass@K`, `accepted`
 --- (minimum rates in [0, 1]); `critical_failures`, `grader_errors`, `infra_errors`, `skipped_checks`, `cost_per_accepted_usd`, `p50_ms`, `p95_ms` (maximums).
----@alias evalua.Gate table<string, number|evalua.GateBound>
+--- `hardened = true` among them: `evalua run` first plays `evalua harden`'s adversaries and fails when a case accepts one (SPEC §19).
+---@alias evalua.Gate table<string, number|evalua.GateBound|boolean>
 
 --- A gate with an explicit bound: `on = "lower"` checks the 95% interval's lower bound instead of the point.
 ---@class evalua.GateBound
@@ -451,6 +453,12 @@ function Suite:tool(spec) end
 ---@param spec evalua.CaseSpec
 ---@return evalua.Case?
 function Suite:case(spec) end
+
+--- Declare an adversary of `evalua harden` (SPEC §19): an agent that tries to pass every case without doing
+--- its task, played beside the built-in ones (`claim`, `bystander`, `everything`, `wrong_args`, `forge`,
+--- `tamper`, `peek`, `judge_inject`); a case whose checks accept it has a hole.
+---@param spec { name: string, agent: evalua.Agent }
+function Suite:adversary(spec) end
 
 --- Declare one case per row of a dataset file (SPEC §3): a JSON Lines file, a JSON array of rows, or a
 --- CSV file (header row = keys, every value a string). The rows are streamed by the host; each goes
@@ -525,6 +533,12 @@ function Suite:goldens(goldens, opts) end
 ---@field reference? evalua.ReferenceSpec what a reference solution takes: trials' tool calls and tokens are reported as ratios to it
 ---@field accept_abnormal_end? string why a trial whose agent crashed or broke the protocol may still be accepted (by default it never is)
 ---@field should_abstain? boolean the case's contract requires abstaining: its default `expect` is `{ check.abstained() }`; elsewhere an abstention is an unsolved task (SPEC §22)
+---@field harden? evalua.HardenSkip adversaries of `evalua harden` whose behaviour is this case's right answer, and why (SPEC §19)
+
+--- A case's `harden = { skip = { … }, reason = "…" }` (SPEC §19).
+---@class evalua.HardenSkip
+---@field skip string[] the adversaries left out: `claim`, `bystander`, `everything`, `wrong_args`, `forge`, `tamper`, `peek`, `judge_inject`, or the suite's own
+---@field reason string why their behaviour is right here (shown in harden's report)
 
 --- A case's reference solution, as declared: at least one of `calls` and `tokens`.
 ---@class evalua.ReferenceSpec
@@ -562,6 +576,7 @@ function Suite:goldens(goldens, opts) end
 ---@field accept_abnormal_end? string why a crash or protocol error may pass in this case, if set
 ---@field perturb? table<string, evalua.Perturbation> its own perturbations, normalized, if set
 ---@field should_abstain? boolean true when the case's contract requires abstaining
+---@field harden? evalua.HardenSkip the adversaries `evalua harden` leaves out here, and why
 
 --- A perturbation as a suite or a case declares it (SPEC §17): what it changes.
 ---@class evalua.PerturbationSpec

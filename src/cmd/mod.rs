@@ -8,6 +8,7 @@ pub mod compare;
 pub mod export;
 pub mod flags;
 pub mod grade;
+pub mod harden;
 pub mod init;
 pub mod interleaved;
 pub mod json;

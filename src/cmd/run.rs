@@ -84,6 +84,10 @@ pub struct RunArgs {
     /// repeated (`--agent A --agent B`), one run interleaving them block by block
     #[arg(long, value_name = "NAME")]
     pub agent: Vec<String>,
+    /// First play `evalua harden`'s adversaries against the cases (as the suite's `gate = { hardened = true }`
+    /// does): the holes are listed and recorded in the manifest, and any hole fails the run (exit 1)
+    #[arg(long)]
+    pub harden: bool,
     /// Run the baseline and the suite's perturbations (SPEC §17), interleaved block by block: every one
     /// (`--perturb` alone, after the suite) or those named (`--perturb NAME`, repeatable)
     #[arg(long, value_name = "NAME", num_args = 0..)]
@@ -306,6 +310,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
         for w in crate::judge::calibration_warnings(&plan.suite) {
             super::json::warn(w);
         }
+        let hardened = harden_first(&a, &plan, &filters, seed, switches, jobs)?;
+        let holes = hardened.as_ref().is_some_and(|h| super::harden::code(h) != 0);
         let opts = RunOptions {
             trials,
             jobs,
@@ -318,7 +324,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
             // Several agents, or the baseline and its perturbations, one run:
             // interleaved block by block (`cmd::interleaved`).
             let c = super::interleaved::run(plan, &opts, &follow, a.out.clone(), a.allow_incomplete, design)?;
-            code = code.max(c);
+            code = code.max(c).max(u8::from(holes));
             continue;
         }
 
@@ -362,6 +368,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
                 let mut m = run::manifest::build(&plan, &opts, &run_id, &argv);
                 m.adaptive = design.clone();
                 m.exports.extend(exports);
+                m.harden = hardened;
                 dir.write_manifest(&m)?;
                 (dir, run_id, Default::default(), false)
             }
@@ -408,6 +415,12 @@ pub fn run(a: RunArgs) -> Result<u8> {
         println!("report: {}", display_path(&dir.file(files::REPORT_MD)));
         super::json::push("runs", super::json::run_entry(&data));
         if !data.gates_passed() {
+            code = 1;
+        }
+        if holes {
+            println!(
+                "gate hardened: failed — the graders accept an adversary (listed above; `evalua harden` says more)"
+            );
             code = 1;
         }
     }
@@ -459,6 +472,26 @@ fn adaptive_mismatch(old: &crate::record::Manifest, new: &crate::record::Manifes
         Some(d) => format!("adaptive (min {:?}, undecided {})", d.min, d.undecided),
     };
     (old.adaptive != new.adaptive).then(|| format!("{} then, {} now", show(&old.adaptive), show(&new.adaptive)))
+}
+
+/// `--harden` or the suite's `gate = { hardened = true }` on a new run:
+/// the adversaries first (SPEC §19), their report printed. None otherwise
+/// (a resumed run keeps what its manifest recorded).
+fn harden_first(
+    a: &RunArgs,
+    plan: &crate::trial::Plan,
+    filters: &Filters,
+    seed: u64,
+    switches: crate::trial::Switches,
+    jobs: usize,
+) -> Result<Option<crate::record::harden::Hardened>> {
+    if !(a.harden || plan.suite.hardened) || continuing(a).is_some() {
+        return Ok(None);
+    }
+    let opts = crate::harden::Options { adversaries: Vec::new(), jobs };
+    let h = super::harden::suite(&plan.suite.path, filters, seed, switches, &opts)?;
+    print!("{}", report::harden::text(&h));
+    Ok(Some(h))
 }
 
 /// After the trials: read the run dir back (one truth for summary.json, the

@@ -430,6 +430,18 @@ fn finish_agent(spec: Option<AgentSpec>, resolve: bool) -> std::result::Result<O
     Ok(Some(spec))
 }
 
+/// The suite's own adversaries (`suite:adversary { name, agent }`, SPEC §19), by name.
+fn finish_adversaries(s: &mut SuiteTable) -> std::result::Result<Vec<NamedAgent>, String> {
+    let mut out = Vec::new();
+    for (name, spec) in s.adversaries.take().unwrap_or_default() {
+        let spec = finish_agent(Some(spec), false)
+            .map_err(|e| format!("adversary '{name}': {e}"))?
+            .ok_or_else(|| format!("adversary '{name}': not an agent"))?;
+        out.push(NamedAgent { name, spec });
+    }
+    Ok(out)
+}
+
 /// The suite's default agent and every agent by name (see `named_agents` in
 /// the stdlib): `agent = …` alone is one agent named "default".
 fn finish_agents(s: &mut SuiteTable) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAgent>), String> {
@@ -514,6 +526,7 @@ fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
         accept_abnormal_end: c.accept_abnormal_end,
         perturb: c.perturb,
         should_abstain: c.should_abstain,
+        harden: c.harden,
         source: CaseSource::Declared,
     };
     // The digest covers what the plan no longer holds: the input and the checks.
@@ -660,6 +673,7 @@ fn read_suite(
     let is_function = |k: &str| t.raw_get::<Value>(k).is_ok_and(|v| v.is_function());
     let (trace_adapter, matcher) = (is_function("trace_adapter"), is_function("match"));
     let (agent, agents) = finish_agents(&mut s)?;
+    let adversaries = finish_adversaries(&mut s)?;
     let sandbox = s.sandbox;
     let (grade_gates, grade_reexecute) = match s.grade {
         Some(g) => (g.gate, g.reexecute),
@@ -686,6 +700,8 @@ fn read_suite(
         agent: None,
         agents: Vec::new(),
         default_agent: s.default_agent,
+        adversaries,
+        hardened: s.hardened,
         grade_reexecute,
         tools: s.tools,
         cases: declared.cases,

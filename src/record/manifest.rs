@@ -104,6 +104,9 @@ pub struct Manifest {
     /// The names of the suite's judge checks (to tell when every one was skipped).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge_checks: Vec<String>,
+    /// What `evalua harden` found before the run gated (`run --harden`, `gate = { hardened = true }`, SPEC §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harden: Option<super::harden::Hardened>,
     /// One agent's part of an interleaved run (`evalua run SUITE --agent A --agent B`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interleaved: Option<InterleavedEntry>,

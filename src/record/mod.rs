@@ -6,6 +6,7 @@
 pub mod blocks;
 pub mod calibration;
 pub mod files;
+pub mod harden;
 pub mod interleaved;
 pub mod journal;
 pub mod labels;

@@ -44,6 +44,10 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
     } else {
         ("❌", format!("{failed} of {} gates failed", run.gates.len()))
     };
+    // A run that hardened its suite first (`run --harden`): a hole fails it whatever the gates say.
+    let holes = run.manifest.harden.as_ref().map_or(0, |h| h.holes);
+    let (mark, verdict) =
+        if holes > 0 { ("❌", format!("{verdict}; graders have {holes} holes")) } else { (mark, verdict) };
     let _ = writeln!(o, "### {mark} evalua · {}{version}: {verdict}\n", code(run.suite()));
     if let Some(line) = incomplete_line(run) {
         let _ = writeln!(o, "> ⚠️ {}\n", md(&line));
@@ -53,6 +57,9 @@ pub fn render(run: &RunData, cmp: Option<&Comparison>, links: &Links) -> String 
     }
     if !run.gates.is_empty() {
         let _ = writeln!(o);
+    }
+    if let Some(h) = &run.manifest.harden {
+        let _ = writeln!(o, "{}", super::harden::github(h));
     }
 
     let s = &run.summary;

@@ -7,6 +7,7 @@ pub mod calibration;
 pub mod compare;
 pub mod console;
 pub mod github;
+pub mod harden;
 pub mod html;
 pub mod interleaved;
 pub mod junit;

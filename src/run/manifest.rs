@@ -363,6 +363,7 @@ pub fn base(
         regraded_from: None,
         planned_trials: None,
         judge_checks: Vec::new(),
+        harden: None,
         interleaved: None,
         resumes: Vec::new(),
         publish: publish_entry(suite),

@@ -6,6 +6,7 @@
 pub mod de;
 pub mod fault;
 pub mod gate;
+pub mod harden;
 pub mod keys;
 pub mod model;
 pub mod sources;
@@ -19,6 +20,7 @@ use serde_json::Value as Json;
 
 pub use fault::{FaultEffect, FaultKind, FaultRule, Faults};
 pub use gate::Gate;
+pub use harden::HardenSpec;
 pub use model::{
     JudgeSpec, LlmUserSpec, ModelAgentSpec, ModelSpec, Prices, Provider, ProxySpec, ToolResults, UserSpec, Withhold,
 };
@@ -492,6 +494,9 @@ pub struct CaseSpec {
     /// (SPEC §22); elsewhere an abstention is an unsolved task.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub should_abstain: bool,
+    /// `harden = { skip, reason }`: adversaries `evalua harden` leaves out here (SPEC §19).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harden: Option<HardenSpec>,
     /// Where a trial finds the case again.
     #[serde(skip)]
     pub source: CaseSource,
@@ -554,6 +559,9 @@ pub struct CaseTable {
     /// The case's contract requires abstaining (its default `expect` is `check.abstained()`).
     #[serde(default)]
     pub should_abstain: bool,
+    /// Adversaries `evalua harden` leaves out for this case, and why (SPEC §19).
+    #[serde(default)]
+    pub harden: Option<HardenSpec>,
     /// `file:line` of its `suite:case` (a dataset row: the data file's line).
     #[serde(rename = "_where", default)]
     pub location: String,
@@ -725,6 +733,10 @@ pub struct Suite {
     pub agents: Vec<NamedAgent>,
     /// The default agent's name (an entry of `agents`).
     pub default_agent: Option<String>,
+    /// `suite:adversary { name, agent }`: the suite's own adversaries for `evalua harden`, by name.
+    pub adversaries: Vec<NamedAgent>,
+    /// `gate = { hardened = true }`: a run gates only once `evalua harden` found no hole (SPEC §19).
+    pub hardened: bool,
     /// `grade = { reexecute = true }`: `evalua grade` re-executes recorded tool calls.
     pub grade_reexecute: bool,
     pub tools: Vec<ToolSpec>,
@@ -841,8 +853,14 @@ pub struct SuiteTable {
     pub agents: Option<std::collections::BTreeMap<String, AgentSpec>>,
     #[serde(default)]
     pub default_agent: Option<String>,
+    /// The DSL's: `suite:adversary { name, agent }`, by name (SPEC §19).
+    #[serde(rename = "_adversaries", default)]
+    pub adversaries: Option<std::collections::BTreeMap<String, AgentSpec>>,
     #[serde(default, deserialize_with = "gate::read")]
     pub gate: Vec<Gate>,
+    /// The DSL's: `gate = { hardened = true }` (SPEC §19), taken out of the gate table.
+    #[serde(rename = "_hardened", default)]
+    pub hardened: bool,
     #[serde(default)]
     pub grade: Option<GradeSpec>,
     #[serde(default, deserialize_with = "fault::read_faults")]
@@ -884,8 +902,18 @@ pub struct SuiteTable {
 }
 
 impl keys::Keys for SuiteTable {
-    const DSL_KEYS: &[&str] =
-        &["_agents", "_tools", "_tool_index", "_monitors", "_monitor_index", "_dropped", "_where", "_trials_min"];
+    const DSL_KEYS: &[&str] = &[
+        "_agents",
+        "_adversaries",
+        "_hardened",
+        "_tools",
+        "_tool_index",
+        "_monitors",
+        "_monitor_index",
+        "_dropped",
+        "_where",
+        "_trials_min",
+    ];
     /// `agents` and `monitors` become `_agents` and `_monitors`; `seed` is
     /// accepted and not read; `trace_adapter` and `match` are functions.
     const LUA_KEYS: &[&str] = &["agents", "monitors", "seed", "trace_adapter", "match"];

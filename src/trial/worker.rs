@@ -479,6 +479,13 @@ pub fn forget(owner: u64) {
 /// The suite's agent table a trial uses: the one of `agents` named `name`,
 /// else the default (`agent`).
 pub fn suite_agent(suite_t: &Table, name: Option<&str>) -> Result<Table, String> {
+    // A suite adversary of `evalua harden` (SPEC §19), played as a named agent.
+    if let Some(adv) = name.and_then(|n| n.strip_prefix(crate::spec::harden::ADVERSARY_PREFIX)) {
+        let all = suite_t.get::<Option<Table>>("_adversaries").map_err(|e| e.to_string())?;
+        return all
+            .and_then(|t| t.get::<Option<Table>>(adv).ok().flatten())
+            .ok_or_else(|| format!("the suite has no adversary named '{adv}'"));
+    }
     if let Some(name) = name
         && let Some(agents) = suite_t.get::<Option<Table>>("_agents").map_err(|e| e.to_string())?
     {

@@ -917,6 +917,22 @@ end
 
 local AGENT_KINDS = set { "scripted", "command", "replay", "openai", "anthropic" }
 
+-- The built-in adversaries of `evalua harden` (SPEC §19; the host's `harden::Builtin`).
+local HARDEN_BUILTINS = set { "claim", "bystander", "everything", "wrong_args", "forge", "tamper", "peek", "judge_inject" }
+
+-- A case's `harden = { skip = { names }, reason = "why" }`.
+local function normalize_harden(what, h, level)
+  if h == nil then return nil end
+  if type(h) ~= "table" then fail(level + 1, what .. ": 'harden' must be a table { skip = { \"claim\", … }, reason = \"…\" }") end
+  check_keys(what .. ".harden", h, set { "skip", "reason" }, level + 1)
+  expect_list_of_strings(what .. ".harden", "skip", h.skip, level + 1)
+  if h.skip == nil or #h.skip == 0 then fail(level + 1, what .. ".harden: 'skip' must name the adversaries to leave out") end
+  if type(h.reason) ~= "string" or not h.reason:match("%S") then
+    fail(level + 1, what .. ".harden: 'reason' must say why these adversaries' behaviour is right here (a non-empty string)")
+  end
+  return { skip = h.skip, reason = h.reason }
+end
+
 local function check_agent(what, agent, level)
   if agent == nil then return end
   if type(agent) ~= "table" or type(agent.kind) ~= "string" then
@@ -1103,10 +1119,23 @@ local function suite(where, spec)
     spec.agent, spec.agents = nil, nil
   end
   if agent == nil then dropped.agent = true end
+  -- `gate = { hardened = true }` (SPEC §19): a switch, not a threshold; the host reads it apart.
+  local gate, hardened = spec.gate, nil
+  if type(gate) == "table" and gate.hardened ~= nil then
+    check("gate", function()
+      if type(gate.hardened) ~= "boolean" then
+        fail(2, "evalua.suite.gate: 'hardened' must be true or false (gate only once `evalua harden` finds no hole)")
+      end
+    end)
+    hardened = gate.hardened == true or nil
+    local rest = {}
+    for k, v in pairs(gate) do if k ~= "hardened" then rest[k] = v end end
+    gate = rest
+  end
   check("gate", function()
-    if spec.gate ~= nil then
-      expect_type("evalua.suite", "gate", spec.gate, "table", 2)
-      local err = host.gate_error(spec.gate)
+    if gate ~= nil then
+      expect_type("evalua.suite", "gate", gate, "table", 2)
+      local err = host.gate_error(gate)
       if err then fail(2, "evalua.suite.gate: " .. err) end
     end
   end)
@@ -1207,7 +1236,9 @@ local function suite(where, spec)
     agent = agent,
     _agents = agents,
     default_agent = default_agent,
-    gate = spec.gate or {},
+    gate = gate or {},
+    _hardened = hardened,
+    _adversaries = {},
     grade = spec.grade,
     faults = faults,
     perturb = perturb,
@@ -1383,6 +1414,8 @@ local function normalize_case(self, spec, level, where, collect)
   local expect = spec.expect
   if expect == nil and spec.should_abstain then expect = { require("evalua.check").abstained() } end
 
+  local harden = normalize_harden(what, spec.harden, level)
+
   local checks = {}
   expect_type(what, "expect", expect, "table", level)
   for i, c in ipairs(expect or {}) do
@@ -1429,9 +1462,32 @@ local function normalize_case(self, spec, level, where, collect)
     reference = reference,
     accept_abnormal_end = spec.accept_abnormal_end,
     should_abstain = spec.should_abstain or nil,
+    harden = harden,
     _where = where,
   }
   return case
+end
+
+--- Declare an adversary of `evalua harden` (SPEC §19): an agent that tries
+--- to pass the cases without doing their task, played beside the built-in ones.
+function Suite:adversary(spec)
+  local where = host.caller(2)
+  local function declare()
+    expect_type("suite:adversary", "spec", spec, "table", 3)
+    check_keys("suite:adversary", spec, set { "name", "agent" }, 3)
+    if type(spec.name) ~= "string" or not spec.name:match("^[%a_][%w_%-]*$") then
+      fail(3, "suite:adversary: 'name' is required (letters, digits, '_', '-'), got " .. tostring(spec.name))
+    end
+    if HARDEN_BUILTINS[spec.name] then
+      fail(3, "suite:adversary: '" .. spec.name .. "' is a built-in adversary; give yours another name")
+    end
+    if self._adversaries[spec.name] then fail(3, "suite:adversary: duplicate adversary '" .. spec.name .. "'") end
+    if spec.agent == nil then fail(3, "suite:adversary '" .. spec.name .. "': 'agent' is required (evalua.agent.*)") end
+    check_agent("suite:adversary '" .. spec.name .. "'", spec.agent, 3)
+    self._adversaries[spec.name] = spec.agent
+  end
+  if not VALIDATING then return declare() end
+  attempt(where, declare)
 end
 
 -- Declare a case (suite:case, suite:goldens); `level` counts the frames from
@@ -1517,7 +1573,7 @@ end
 
 local GOLDEN_KEYS = set {
   "fixture", "expect", "prohibited", "trials", "tags", "tools", "agent", "user", "clock", "split",
-  "weight", "difficulty", "workdir", "reference",
+  "weight", "difficulty", "workdir", "reference", "harden",
 }
 
 --- Declare golden cases from a goldens module (written by `evalua promote`):
@@ -1569,7 +1625,7 @@ local function declare_goldens(self, goldens, opts, where)
       id = g.id, input = g.input, fixture = opts.fixture, expect = expect, prohibited = opts.prohibited,
       trials = opts.trials, tags = tags, tools = opts.tools, agent = opts.agent, user = opts.user, clock = opts.clock,
       split = opts.split, weight = opts.weight, difficulty = opts.difficulty, workdir = opts.workdir,
-      reference = opts.reference,
+      reference = opts.reference, harden = opts.harden,
       metadata = { golden_version = goldens.version, failure_modes = g.failure_modes, source_traces = g.source_traces,
                    tool_sequence = g.tool_sequence },
     }, 3, where)
