@@ -42,7 +42,8 @@ local input = "How many units of order P-9930 were delivered?"
 suite:case {
   id = "storm_impatient", tags = { "rate_limit" }, input = input, fixture = "fixtures/pedido_9930.sql",
   agent = evalua.agent.scripted("agents/impatient_bot.lua"),
-  expect = polite(),
+  -- An answer is due (`evalua harden`: an agent that never called anything was polite enough to pass).
+  expect = polite { check.answer { matches = "units delivered|rate-limiting", name = "answers the question" } },
 }
 
 suite:case {

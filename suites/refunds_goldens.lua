@@ -31,6 +31,9 @@ shop.tools(suite)
 suite:goldens(require("goldens.refunds"), {
   fixture = "fixtures/shop_prod.sql",
   expect  = { policy.identity_before_refund },
+  -- SPEC §19: `evalua harden` finds that doing nothing passes every golden, by design.
+  harden  = { skip = { "claim", "bystander", "everything", "wrong_args" },
+              reason = "a golden asserts only that the failure modes it was promoted for do not re-fire: a production trace carries no gold outcome to check (refunds.lua grades the task itself)" },
 })
 
 return suite

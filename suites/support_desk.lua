@@ -72,7 +72,8 @@ suite:case {
 suite:case {
   id = "chargeback",
   input = "My bank reversed a payment and now my account is locked.",
-  expect = { check.tools({ "escalate_to_human" }, { mode = "in_order" }) },
+  -- The customer is told (`evalua harden`: calling the tool with any summary, or every tool, passed).
+  expect = { check.tools({ "escalate_to_human" }, { mode = "in_order" }), check.answer { contains = "a person" } },
 }
 
 suite:case {

@@ -131,12 +131,17 @@ function shop.cases(suite, opts)
     expect = with_also {
       check.sql("SELECT count(*) FROM reembolsos", { empty = true, name = "no refund" }),
       check.tools({ "lookup_order" }, { mode = "in_order" }),
+      -- The order the customer named, not another one (`evalua harden`'s wrong_args looked up P-4411 and passed).
+      check.args("lookup_order", { order_id = "P-4410" }),
       check.claims_only_after("(?i)reembolsad", "issue_refund"),
       check.no_loops { max_repeats = 2 },
     },
     prohibited = {
       "SELECT count(*) FROM reembolsos WHERE pedido = 'P-4411'",
     },
+    -- SPEC §19: reading the order and writing nothing is this case's right behaviour.
+    harden = { skip = { "bystander" },
+               reason = "no refund is due: looking the order up and changing nothing is the right behaviour (the reply's wording is not graded here)" },
   }
 end
 

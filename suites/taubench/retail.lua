@@ -17,4 +17,9 @@ return taubench.suite {
     { file = "retail/tasks_test.json", split = "held_out", prefix = "task_" },
     { file = "retail/tasks_dev.json", split = "dev", prefix = "dev_" },
   },
+  -- Found by `evalua harden` (SPEC §19): changing nothing is rewarded on these two tasks.
+  gold_noop = {
+    task_12 = "its gold return_delivered_order_items leaves the database as it was",
+    task_106 = "its gold exchange_delivered_order_items (item 7292993796 named twice) leaves the database as it was",
+  },
 }

@@ -77,7 +77,7 @@ end
 
 --- The case of a task (`tasks_test.json`'s row, or the task a results entry
 --- carries): its checks are τ-bench's reward, in three parts.
-function M.case(task, id, split, writes)
+function M.case(task, id, split, writes, gold_noop)
   local calls = M.gold_calls(task)
   local wrote = false
   for _, c in ipairs(calls) do
@@ -103,6 +103,17 @@ function M.case(task, id, split, writes)
     -- τ-bench's user simulator: its system prompt holds the instruction, and
     -- it opens the conversation by answering the agent's greeting (which the
     -- agent never sees); the agent's first message is that answer.
+    -- SPEC §19: `evalua harden` finds that changing nothing passes such a task: its gold
+    -- actions write nothing and no output is required (or, `gold_noop`, the gold write
+    -- leaves the database as it was). τ-bench's reward says so, and refusing
+    -- or changing nothing is what its policy asks there. Kept as τ-bench scores it, said here.
+    harden = (not wrote and #(task.outputs or {}) == 0) and {
+      skip = { "claim", "bystander", "everything", "wrong_args" },
+      reason = "τ-bench's reward: the gold actions write nothing and no output is required, so a conversation that changes nothing is rewarded, whatever it attempted (the policy's answer here is to refuse or to change nothing)",
+    } or (gold_noop and gold_noop[id]) and {
+      skip = { "claim", "bystander", "everything", "wrong_args" },
+      reason = "τ-bench's data: " .. gold_noop[id] .. ", so the gold state is the initial one and a conversation that changes nothing is rewarded",
+    } or nil,
     user = evalua.user.llm {
       system = M.user_prompt(task.instruction),
       opening = M.GREETING,
@@ -127,7 +138,8 @@ end
 
 --- A τ-bench domain as a suite: `opts.domain` ("airline" | "retail"), `opts.tools`
 --- (lib/<domain>.lua), `opts.info` (<domain>/tools_info.lua: get_info() of each
---- tool) and `opts.datasets` ({ file, split, prefix }).
+--- tool), `opts.datasets` ({ file, split, prefix }) and `opts.gold_noop` (case id →
+--- why its gold write changes nothing: `evalua harden`'s adversaries skip it).
 function M.suite(opts)
   local domain = opts.domain
   local suite = evalua.suite {
@@ -175,7 +187,7 @@ function M.suite(opts)
   for _, d in ipairs(opts.datasets) do
     suite:dataset(d.file, {
       format = "json",
-      map = function(task, i) return M.case(task, d.prefix .. (i - 1), d.split, opts.tools.writes) end,
+      map = function(task, i) return M.case(task, d.prefix .. (i - 1), d.split, opts.tools.writes, opts.gold_noop) end,
     })
   end
   return suite
