@@ -1139,6 +1139,7 @@ local function suite(where, spec)
       if err then fail(2, "evalua.suite.gate: " .. err) end
     end
   end)
+  if spec.gate == nil then gate = nil end   -- a bad gate was reported and left out
   -- What `evalua grade` uses instead of the run's settings: its own gates,
   -- and how it treats recorded trajectories (SPEC §14).
   check("grade", function()
