@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Value as Json, json};
 
 use crate::error::{Error, Result};
 use crate::lua::api;
@@ -25,6 +25,7 @@ use crate::record::manifest::RunKind;
 use crate::record::{RunDir, TrialRecord};
 use crate::spec::Sources;
 use crate::util::digest::sha256_hex;
+use crate::util::lua_literal;
 use crate::util::paths::display_path;
 
 /// A cluster's identity.
@@ -254,112 +255,8 @@ pub fn promote(run_dir: &Path, into: &Path, mode: Option<&str>, per_cluster: usi
 }
 
 const ORDER: [&str; 6] = ["id", "input", "failure_modes", "tool_sequence", "source_traces", "source_run"];
-const KEYWORDS: [&str; 22] = [
-    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in", "local", "nil",
-    "not", "or", "repeat", "return", "then", "true", "until", "while",
-];
-
-fn lua_string(s: &str) -> String {
-    lua_bytes(s.as_bytes())
-}
-
-/// A Lua string literal that loads as exactly `bytes`. Printable ASCII and
-/// valid UTF-8 stay as they are; a control byte is `\ddd` with three digits
-/// (`\1` followed by a digit would read as another byte), an invalid UTF-8
-/// byte too; C1 controls and bidirectional formatting characters are
-/// `\u{…}`, so the file shows what it holds (no text reordered in an editor).
-fn lua_bytes(bytes: &[u8]) -> String {
-    let mut o = String::with_capacity(bytes.len() + 2);
-    o.push('"');
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => o.push_str("\\\""),
-                '\\' => o.push_str("\\\\"),
-                '\n' => o.push_str("\\n"),
-                '\r' => o.push_str("\\r"),
-                '\t' => o.push_str("\\t"),
-                c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                    let _ = write!(o, "\\{:03}", c as u32);
-                }
-                c if ('\u{80}'..='\u{9f}').contains(&c)
-                    || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}') =>
-                {
-                    let _ = write!(o, "\\u{{{:x}}}", c as u32);
-                }
-                c => o.push(c),
-            }
-        }
-        for b in chunk.invalid() {
-            let _ = write!(o, "\\{b:03}");
-        }
-    }
-    o.push('"');
-    o
-}
-
-fn lua_key(k: &str) -> String {
-    let ident = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !KEYWORDS.contains(&k);
-    if ident { k.to_string() } else { format!("[{}]", lua_string(k)) }
-}
-
 fn lua_value(v: &Json, indent: usize, out: &mut String) {
-    let pad = "  ".repeat(indent);
-    match v {
-        Json::Null => out.push_str("nil"),
-        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Json::Number(n) => out.push_str(&n.to_string()),
-        Json::String(s) => out.push_str(&lua_string(s)),
-        Json::Array(a) if a.iter().all(|x| !x.is_array() && !x.is_object()) => {
-            let items: Vec<String> = a
-                .iter()
-                .map(|x| {
-                    let mut s = String::new();
-                    lua_value(x, 0, &mut s);
-                    s
-                })
-                .collect();
-            let one = format!("{{ {} }}", items.join(", "));
-            if one.len() <= 100 || items.is_empty() {
-                out.push_str(if items.is_empty() { "{}" } else { &one });
-            } else {
-                out.push_str("{\n");
-                for s in items {
-                    let _ = writeln!(out, "{pad}  {s},");
-                }
-                let _ = write!(out, "{pad}}}");
-            }
-        }
-        Json::Array(a) => {
-            out.push_str("{\n");
-            for x in a {
-                let _ = write!(out, "{pad}  ");
-                lua_value(x, indent + 1, out);
-                out.push_str(",\n");
-            }
-            let _ = write!(out, "{pad}}}");
-        }
-        Json::Object(o) => {
-            out.push_str("{\n");
-            for (k, x) in ordered(o) {
-                if x.is_null() {
-                    continue;
-                }
-                let _ = write!(out, "{pad}  {} = ", lua_key(k));
-                lua_value(x, indent + 1, out);
-                out.push_str(",\n");
-            }
-            let _ = write!(out, "{pad}}}");
-        }
-    }
-}
-
-fn ordered(o: &Map<String, Json>) -> Vec<(&String, &Json)> {
-    let mut v: Vec<(&String, &Json)> = o.iter().collect();
-    v.sort_by_key(|(k, _)| (ORDER.iter().position(|x| x == k).unwrap_or(ORDER.len()), k.to_string()));
-    v
+    lua_literal::value(v, indent, &ORDER, out)
 }
 
 fn render(version: u64, cases: &[Json]) -> String {
@@ -427,7 +324,7 @@ mod tests {
             if i < 256 {
                 bytes = vec![i as u8, b'7'];
             }
-            let lit = lua_bytes(&bytes);
+            let lit = lua_literal::bytes(&bytes);
             assert!(!lit.contains('\n') && !lit.contains('\r'), "{lit:?}");
             let back: mlua::LuaString =
                 lua.load(format!("return {lit}")).eval().unwrap_or_else(|e| panic!("{lit}: {e}"));

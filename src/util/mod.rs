@@ -6,6 +6,7 @@ pub mod capped;
 pub mod dataset;
 pub mod digest;
 pub mod inert;
+pub mod lua_literal;
 pub mod memory;
 pub mod names;
 pub mod paths;
