@@ -22,6 +22,7 @@
 //! agent, grade       scripted, command (JSON Lines, MCP), model, replay; recorded traces graded
 //! run                plan, scheduler, typed run events
 //! harden             `evalua harden`: adversary agents played against every case
+//! synth              drafted cases (SPEC §23): the request, validation, the module, reviews
 //! report             console, report files, compare, sinks
 //! view               `evalua view`: the local web page over run dirs
 //! cmd                one module per command
@@ -44,6 +45,7 @@ pub mod run;
 pub mod sandbox;
 pub mod spec;
 pub mod stats;
+pub mod synth;
 pub mod trial;
 pub mod util;
 pub mod view;

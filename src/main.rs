@@ -267,6 +267,10 @@ enum Command {
         #[arg(long, value_name = "OWNER/REPO@REF", default_value = cmd::init::DEFAULT_ACTION)]
         action: String,
     },
+    /// Draft cases from requirement files with a model, validate them by their reference path, add them pending review (SPEC §23)
+    Synth(cmd::synth::SynthArgs),
+    /// Approve or reject a drafted case: recorded in the label store and in its module (SPEC §23)
+    Review(cmd::review::ReviewArgs),
     /// List the cases with split, tags and difficulty
     List {
         #[command(flatten)]
@@ -296,6 +300,8 @@ impl Command {
             Command::Check { machine, .. } => ("check", machine.json),
             Command::Test { machine, .. } => ("test", machine.json),
             Command::List { machine, .. } => ("list", machine.json),
+            Command::Synth(a) => ("synth", a.machine.json),
+            Command::Review(a) => ("review", a.machine.json),
             Command::Compare { json, .. } => ("compare", *json),
             Command::Labels { command } => match command {
                 LabelsCommand::Agree { json, .. }
@@ -321,7 +327,8 @@ fn usage_error_json(e: &clap::Error) -> Option<ExitCode> {
     {
         return None;
     }
-    const COMMANDS: [&str; 9] = ["run", "check", "list", "compare", "grade", "regrade", "test", "calibrate", "labels"];
+    const COMMANDS: [&str; 11] =
+        ["run", "check", "list", "compare", "grade", "regrade", "test", "calibrate", "labels", "synth", "review"];
     let command = args.iter().find(|a| COMMANDS.contains(&a.as_str()))?;
     let text = e.render().to_string();
     eprint!("{text}");
@@ -451,6 +458,8 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Test { paths, isolation, machine: _ } => cmd::test::test(&paths, isolation.get()),
         Command::List { suite, select, machine: _ } => cmd::list::list(&suite, &select.filters()),
         Command::Mcp { root } => cmd::mcp::mcp(root.as_deref()),
+        Command::Synth(a) => cmd::synth::synth(a),
+        Command::Review(a) => cmd::review::review(a),
         Command::Init { dir, action } => cmd::init::init(&dir, &action),
         Command::View { dirs, port, open, trace_url, annotator, labels, review } => {
             let trace_url = trace_url.or_else(|| std::env::var("EVALUA_TRACE_URL").ok().filter(|u| !u.is_empty()));

@@ -19,7 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["executor"],
     &["trial"],
     &["agent", "grade"],
-    &["run"],
+    &["run", "synth"],
     &["harden"],
     &["report"],
     &["view"],

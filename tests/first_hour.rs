@@ -597,9 +597,9 @@ return suite
 }
 
 /// A running `evalua mock-judge`, killed when dropped.
-struct MockJudge {
+pub struct MockJudge {
     child: std::process::Child,
-    url: String,
+    pub url: String,
     /// Kept open: a closed pipe would end the server at its next line.
     _stdout: std::io::BufReader<std::process::ChildStdout>,
 }
@@ -612,7 +612,7 @@ impl Drop for MockJudge {
 }
 
 /// Start `evalua mock-judge RULES --port 0` and read the URL it prints.
-fn mock_judge(cwd: &std::path::Path, rules: &str) -> MockJudge {
+pub fn mock_judge(cwd: &std::path::Path, rules: &str) -> MockJudge {
     use std::io::BufRead;
     let mut child = bin()
         .current_dir(cwd)

@@ -54,6 +54,7 @@ mod safety;
 mod sdk;
 mod survive;
 mod synth;
+mod synth_cases;
 mod taubench;
 mod trace_store;
 mod traces;

@@ -478,6 +478,12 @@ function Suite:dataset(path, opts) end
 ---@field format? "jsonl"|"json"|"csv" the file's format (default: from its extension)
 ---@field on_error? "fail"|"skip" a bad row stops the load (`"fail"`, the default) or is left out and counted (`"skip"`)
 
+--- Declare a list of cases, such as the module `evalua synth` writes (SPEC §23): each a case table, with a drafted
+--- case's `expect_sql`, `family` and `rationale`. A case whose `review.status` is `"rejected"` is skipped; one that is
+--- `"pending"` is played, reported apart (`pending_review`) and counted in no figure or gate.
+---@param cases evalua.DraftedCase[] e.g. `require("synthetic.refunds")`
+function Suite:cases(cases) end
+
 --- Declare golden cases from a goldens module (`evalua promote` writes it): each must not re-fire its failure modes.
 ---@param goldens evalua.Goldens e.g. `require("goldens.refunds")`
 ---@param opts? evalua.GoldensOptions
@@ -539,6 +545,29 @@ function Suite:goldens(goldens, opts) end
 ---@class evalua.HardenSkip
 ---@field skip string[] the adversaries left out: `claim`, `bystander`, `everything`, `wrong_args`, `forge`, `tamper`, `peek`, `judge_inject`, or the suite's own
 ---@field reason string why their behaviour is right here (shown in harden's report)
+---@field source? evalua.CaseOrigin where a drafted case came from (`evalua synth`, SPEC §23)
+---@field review? evalua.CaseReview a person's review of a drafted case: `pending` is played and counted nowhere, `rejected` is never declared
+
+--- Where a drafted case came from (`evalua synth` writes it).
+---@class evalua.CaseOrigin
+---@field kind string `"synthetic"`: drafted by a model
+---@field model? string the model that drafted it
+---@field prompt_sha256? string sha256 of the drafting request
+---@field at? string when it was drafted (RFC 3339)
+
+--- A person's review of a drafted case (`evalua review`, `evalua view --review synthetic`).
+---@class evalua.CaseReview
+---@field status "pending"|"approved"|"rejected" pending: played, reported apart, in no figure or gate; approved: counts; rejected: skipped
+---@field reviewer? string who decided
+---@field at? string when (RFC 3339)
+---@field note? string why
+
+--- A drafted case as `evalua synth` writes it to its module: a case table, plus `expect_sql`
+--- (each a `check.sql(query, { equals = … })`), `family` (a tag, with `"synthetic"`) and `rationale` (in `metadata`).
+---@class evalua.DraftedCase: evalua.CaseSpec
+---@field family? string the failure family it covers (`happy`, `wrong_permissions`, …)
+---@field expect_sql? { query: string, equals?: any, tolerance?: number }[] the expected state: each query's first value equals `equals` (absent: no row, 0 or NULL)
+---@field rationale? string why the model drafted it
 
 --- A case's reference solution, as declared: at least one of `calls` and `tokens`.
 ---@class evalua.ReferenceSpec
@@ -577,6 +606,8 @@ function Suite:goldens(goldens, opts) end
 ---@field perturb? table<string, evalua.Perturbation> its own perturbations, normalized, if set
 ---@field should_abstain? boolean true when the case's contract requires abstaining
 ---@field harden? evalua.HardenSkip the adversaries `evalua harden` leaves out here, and why
+---@field source? evalua.CaseOrigin where it came from, when drafted
+---@field review? evalua.CaseReview its review, when drafted
 
 --- A perturbation as a suite or a case declares it (SPEC §17): what it changes.
 ---@class evalua.PerturbationSpec

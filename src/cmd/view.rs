@@ -11,6 +11,8 @@ use crate::view;
 pub enum ReviewKind {
     /// The conversations of simulated users: did the user follow its profile?
     Users,
+    /// Drafted cases awaiting a person's review (`evalua synth`, SPEC §23): approve or reject each
+    Synthetic,
 }
 
 /// `--review users [--sample N] [--seed S]` (SPEC §18).
@@ -37,7 +39,8 @@ pub fn view(
     review: Review,
 ) -> Result<u8> {
     let dirs = if dirs.is_empty() { vec![PathBuf::from("runs")] } else { dirs };
-    let review = review.review.map(|ReviewKind::Users| (review.sample, review.seed));
-    view::serve(view::Options { dirs, port, open, trace_url, annotator, labels, review })?;
+    let synthetic = review.review == Some(ReviewKind::Synthetic);
+    let review = (review.review == Some(ReviewKind::Users)).then_some((review.sample, review.seed));
+    view::serve(view::Options { dirs, port, open, trace_url, annotator, labels, review, synthetic })?;
     Ok(0)
 }

@@ -23,6 +23,10 @@
 //! `question` fits and whose `prefer` regex matches exactly one of the two
 //! responses (that one is better), or that gives `better` outright; else a tie.
 //! `about`, on the file or on a rule, is free text for the reader.
+//!
+//! `"synth": {"cases": [...]}` answers `evalua synth`'s drafting requests
+//! (SPEC §23; a request whose user message starts with [`SYNTH_MARKER`]) with
+//! those drafts, as they are.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -40,6 +44,9 @@ use super::prompt::{Asked, read_user};
 use crate::error::{Error, Result};
 use crate::util::paths::display_path;
 
+/// The first line of `evalua synth`'s drafting requests.
+pub const SYNTH_MARKER: &str = "evalua synth: draft evaluation cases";
+
 /// The port `evalua mock-judge` listens on unless told.
 pub const DEFAULT_PORT: u16 = 8799;
 
@@ -53,6 +60,9 @@ struct RulesFile {
     rubric: Vec<RubricRuleIn>,
     #[serde(default)]
     pairwise: Vec<PairwiseRuleIn>,
+    /// The answer to a drafting request (`evalua synth`).
+    #[serde(default)]
+    synth: Option<Json>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +110,7 @@ struct PairwiseRule {
 pub struct Rules {
     rubric: Vec<RubricRule>,
     pairwise: Vec<PairwiseRule>,
+    synth: Option<Json>,
 }
 
 fn regex(shown: &str, what: &str, re: &str) -> Result<Regex> {
@@ -165,10 +176,12 @@ impl Rules {
             let prefer = r.prefer.as_deref().map(|m| regex(&shown, &what, m)).transpose()?;
             pairwise.push(PairwiseRule { question: r.question.map(|q| q.to_lowercase()), prefer, better });
         }
-        if rubric.is_empty() && pairwise.is_empty() {
-            return Err(Error::Input(format!("{shown}: no rules: give \"rubric\" and/or \"pairwise\" rules")));
+        if rubric.is_empty() && pairwise.is_empty() && file.synth.is_none() {
+            return Err(Error::Input(format!(
+                "{shown}: no rules: give \"rubric\" and/or \"pairwise\" rules (or \"synth\" drafts)"
+            )));
         }
-        Ok(Rules { rubric, pairwise })
+        Ok(Rules { rubric, pairwise, synth: file.synth })
     }
 
     /// The verdict JSON for a rubric request, and a one-line account of it.
@@ -260,7 +273,14 @@ async fn chat_completions(State(rules): State<Arc<Rules>>, body: Bytes) -> (Stat
         .filter_map(|m| m["content"].as_str())
         .collect::<Vec<_>>()
         .join("\n");
+    let drafting = user.starts_with(SYNTH_MARKER);
     let (verdict, line) = match read_user(&user) {
+        _ if drafting => match &rules.synth {
+            Some(drafts) => (drafts.clone(), "synth: the rules file's drafts".to_string()),
+            None => {
+                return openai_error(StatusCode::BAD_REQUEST, "this rules file has no \"synth\" drafts");
+            }
+        },
         Some(Asked::Rubric { criteria, blocks }) => rules.rubric(&criteria, &blocks),
         Some(Asked::Pairwise { question, blocks }) => rules.pairwise(&question, &blocks),
         None => {
@@ -297,9 +317,10 @@ pub fn serve(rules_path: &Path, port: u16) -> Result<()> {
     listener.set_nonblocking(true).map_err(|e| Error::Environment(e.to_string()))?;
     let url = format!("http://{addr}/v1");
     println!(
-        "evalua mock-judge: {} rubric and {} pairwise rule(s) from {} at {url}\n  export EVALUA_OPENAI_BASE_URL={url}   (Ctrl-C to stop)",
+        "evalua mock-judge: {} rubric and {} pairwise rule(s){} from {} at {url}\n  export EVALUA_OPENAI_BASE_URL={url}   (Ctrl-C to stop)",
         rules.rubric.len(),
         rules.pairwise.len(),
+        if rules.synth.is_some() { " and drafts for evalua synth" } else { "" },
         display_path(rules_path)
     );
     use std::io::Write;

@@ -528,6 +528,7 @@ fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
         should_abstain: c.should_abstain,
         harden: c.harden,
         source: CaseSource::Declared,
+        pending_review: c.review.is_some_and(|r| r.status == crate::spec::synthetic::ReviewStatus::Pending),
     };
     // The digest covers what the plan no longer holds: the input and the checks.
     let declared = serde_json::to_string(&(&spec, &c.input, &checks)).map_err(|e| e.to_string())?;

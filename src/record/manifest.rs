@@ -419,6 +419,10 @@ pub struct CaseEntry {
     /// The case's contract requires abstaining (SPEC §22): for coverage.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub should_abstain: bool,
+    /// A drafted case no person has approved yet (SPEC §23): its trials are
+    /// reported apart (`pending_review`) and counted in no figure or gate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending_review: bool,
 }
 
 /// A simulated user as the run played it (SPEC §18).

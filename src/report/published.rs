@@ -37,6 +37,20 @@ fn ms(v: Option<f64>) -> String {
 pub fn lines(s: &Summary) -> Vec<(&'static str, String)> {
     let mut out = published(&s.published);
     out.extend(blame(s));
+    if let Some(p) = &s.pending_review {
+        // Drafted cases no person approved yet (SPEC §23): in no figure above.
+        let ids: Vec<&str> = p.by_case.iter().map(|c| c.id.as_str()).collect();
+        out.push((
+            "pending review (not counted)",
+            format!(
+                "{} synthetic case(s), {} trial(s), {} accepted: {} (evalua review SUITE CASE --approve|--reject --reviewer NAME)",
+                p.cases,
+                p.trials,
+                p.accepted,
+                crate::util::inert::console(&ids.join(", "))
+            ),
+        ));
+    }
     out
 }
 

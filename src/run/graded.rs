@@ -120,6 +120,7 @@ impl Place<Done> for Cases<'_> {
                 difficulty: spec.and_then(|c| c.difficulty.clone()),
                 reference: spec.and_then(|c| c.reference.clone()),
                 should_abstain: spec.is_some_and(|c| c.should_abstain),
+                pending_review: spec.is_some_and(|c| c.pending_review),
             });
             trials.push(0);
             infos.len() - 1
@@ -243,6 +244,7 @@ pub fn grade(
             agent: None,
             reference: i.reference,
             should_abstain: i.should_abstain,
+            pending_review: i.pending_review,
         })
         .collect();
     Ok(Graded { executed, cases, inputs, warnings })

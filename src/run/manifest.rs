@@ -242,6 +242,7 @@ pub fn build_for(plan: &Plan, c: usize, opts: &RunOptions, run_id: &str, argv: &
                 agent: c.spec.agent.as_ref().map(|a| agent_entry(a, plan)),
                 reference: c.spec.reference.clone(),
                 should_abstain: c.spec.should_abstain,
+                pending_review: c.spec.pending_review,
                 workdir: c.work.as_ref().map(|w| WorkdirEntry {
                     source: serde_json::to_value(&w.spec).unwrap_or_default(),
                     tree_sha256: w.hash.clone(),

@@ -10,6 +10,7 @@ pub mod harden;
 pub mod keys;
 pub mod model;
 pub mod sources;
+pub mod synthetic;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -500,6 +501,11 @@ pub struct CaseSpec {
     /// Where a trial finds the case again.
     #[serde(skip)]
     pub source: CaseSource,
+    /// A drafted case a person has not approved yet (SPEC §23): played,
+    /// reported apart, counted in no figure. Not part of the revision: an
+    /// approval does not change the case.
+    #[serde(skip)]
+    pub pending_review: bool,
 }
 
 /// A case's table as `suite:case` normalised it (`normalize_case` in the
@@ -562,6 +568,12 @@ pub struct CaseTable {
     /// Adversaries `evalua harden` leaves out for this case, and why (SPEC §19).
     #[serde(default)]
     pub harden: Option<HardenSpec>,
+    /// Where a drafted case came from (SPEC §23).
+    #[serde(default)]
+    pub source: Option<synthetic::CaseOrigin>,
+    /// A person's review of a drafted case (SPEC §23).
+    #[serde(default)]
+    pub review: Option<synthetic::CaseReview>,
     /// `file:line` of its `suite:case` (a dataset row: the data file's line).
     #[serde(rename = "_where", default)]
     pub location: String,

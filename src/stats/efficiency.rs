@@ -454,6 +454,7 @@ mod tests {
             difficulty: None,
             reference: Some(Reference { calls, tokens, max_ratio: 2.0, call_list: Default::default() }),
             should_abstain: false,
+            pending_review: false,
         }
     }
 

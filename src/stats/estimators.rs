@@ -52,6 +52,9 @@ pub struct CaseInfo {
     pub reference: Option<crate::spec::Reference>,
     /// The case's contract requires abstaining (SPEC §22).
     pub should_abstain: bool,
+    /// A drafted case awaiting a person's review (SPEC §23): its trials are
+    /// counted apart, in no figure or gate.
+    pub pending_review: bool,
 }
 
 /// The Wilson score interval (95%) for `k` successes in `n` trials.

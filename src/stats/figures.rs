@@ -150,6 +150,8 @@ pub struct Tally {
     should_abstain: Vec<bool>,
     /// Who is to blame for the trials not accepted (SPEC §18).
     pub blame: BlameTally,
+    /// The trials of cases awaiting review (SPEC §23), counted nowhere else.
+    pub pending: super::pending::PendingTally,
 }
 
 impl Tally {
@@ -160,7 +162,8 @@ impl Tally {
             .map(|i| CaseTally { efficiency: i.reference.as_ref().map(|_| Vec::new()), ..Default::default() })
             .collect();
         let should_abstain = infos.iter().map(|i| i.should_abstain).collect();
-        Tally { cases, should_abstain, ..Default::default() }
+        let pending = super::pending::PendingTally::new(infos.iter().map(|i| i.pending_review).collect());
+        Tally { cases, should_abstain, pending, ..Default::default() }
     }
 
     /// An empty tally that leaves out of the capability view what the suite's
@@ -177,6 +180,10 @@ impl Tally {
     }
 
     pub fn add(&mut self, case: usize, r: &TrialRecord) {
+        // A case awaiting review is played and reported apart, never counted (SPEC §23).
+        if self.pending.add(case, r) {
+            return;
+        }
         let should_abstain = self.should_abstain.get(case).copied().unwrap_or(false);
         let excluded = self.published.add(r, should_abstain, &self.exclude);
         let on_user = self.blame.add(r);
@@ -735,6 +742,10 @@ pub struct Summary {
     /// The share of those trials whose user was not adherent (the `user_nonadherence` gate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_nonadherence: Option<Share>,
+    /// The trials of drafted cases awaiting a person's review (SPEC §23),
+    /// left out of everything above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_review: Option<super::pending::PendingReview>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -778,7 +789,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
 
     let breakdown = |select: &dyn Fn(&CaseInfo) -> Vec<String>| -> BTreeMap<String, Breakdown> {
         let mut groups: BTreeMap<String, Vec<CaseFigures>> = BTreeMap::new();
-        for (info, cf) in infos.iter().zip(&cap) {
+        for (info, cf) in infos.iter().zip(&cap).filter(|(i, _)| !i.pending_review) {
             for g in select(info) {
                 groups.entry(g).or_default().push(cf.clone());
             }
@@ -816,6 +827,17 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
     };
     let efficiency = || {
         let trials: Vec<&[EffTrial]> = tally.cases.iter().map(|c| c.efficiency.as_deref().unwrap_or(&[])).collect();
+        // A case awaiting review has no efficiency row either (SPEC §23).
+        let counted: Vec<CaseInfo>;
+        let infos = if infos.iter().any(|i| i.pending_review) {
+            counted = infos
+                .iter()
+                .map(|i| CaseInfo { reference: i.reference.clone().filter(|_| !i.pending_review), ..i.clone() })
+                .collect();
+            &counted[..]
+        } else {
+            infos
+        };
         super::efficiency::efficiency(infos, &trials, seed)
     };
     let (mut capability, operational, cost, (case_efficiency, efficiency)) = std::thread::scope(|scope| {
@@ -909,6 +931,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
             super::blame::without_user(&cases, tally.blame.blamed_on_user())
         }),
         user_nonadherence: tally.blame.nonadherence(),
+        pending_review: tally.pending.figures(&infos.iter().map(|i| i.id.as_str()).collect::<Vec<_>>()),
         judge_cascades: tally
             .cascades
             .iter()
@@ -1223,6 +1246,7 @@ mod tests {
             difficulty: None,
             reference: None,
             should_abstain: false,
+            pending_review: false,
         };
         let mut t = CaseTally::default();
         t.outcomes.insert(Outcome::Accepted, 6);
@@ -1266,6 +1290,7 @@ mod tests {
             difficulty: None,
             reference: None,
             should_abstain: false,
+            pending_review: false,
         };
         case_figures(&info, &t, false)
     }
@@ -1363,6 +1388,7 @@ mod tests {
             difficulty: None,
             reference: None,
             should_abstain: false,
+            pending_review: false,
         };
         let mut t = CaseTally::default();
         t.outcomes.insert(Outcome::Accepted, 1);

@@ -11,6 +11,7 @@ pub mod estimators;
 pub mod figures;
 pub mod head;
 pub mod interleaved;
+pub mod pending;
 pub mod periods;
 pub mod power;
 pub mod published;

@@ -191,6 +191,7 @@ impl RunData {
                 difficulty: c.difficulty.clone(),
                 reference: c.reference.clone(),
                 should_abstain: c.should_abstain,
+                pending_review: c.pending_review,
             })
             .collect();
         let planned = manifest.cases.iter().map(|c| c.trials).collect();

@@ -117,6 +117,7 @@ mod tests {
             difficulty: None,
             reference: None,
             should_abstain: false,
+            pending_review: false,
         }
     }
 

@@ -238,6 +238,7 @@ impl Plan {
                 difficulty: c.spec.difficulty.clone(),
                 reference: c.spec.reference.clone(),
                 should_abstain: c.spec.should_abstain,
+                pending_review: c.spec.pending_review,
             })
             .collect()
     }

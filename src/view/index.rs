@@ -515,6 +515,7 @@ mod tests {
             difficulty: None,
             reference: None,
             should_abstain: false,
+            pending_review: false,
         });
         let mut ix = TrialIndex::new(&cases);
         let mut off = 0;

@@ -117,7 +117,7 @@ const MAX_TAGS: usize = 50;
 
 /// Refused unless the request comes from this viewer's own page: its
 /// session token in `X-Evalua-Token`, a JSON body, and no foreign `Origin`.
-fn refuse_write(app: &App, headers: &axum::http::HeaderMap) -> Option<Response> {
+pub(super) fn refuse_write(app: &App, headers: &axum::http::HeaderMap) -> Option<Response> {
     let h = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
     if let Some(origin) = h("origin")
         && !app.origins.iter().any(|o| o == origin)

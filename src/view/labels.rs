@@ -249,6 +249,11 @@ impl Labelling {
         Ok(Labelling { annotator, token: random_token()?, store_override: store, allowed, stores: Mutex::default() })
     }
 
+    /// `--labels STORE`, when given: where every decision goes.
+    pub fn store_override(&self) -> Option<&Path> {
+        self.store_override.as_deref()
+    }
+
     /// Whether `token` is this session's (compared in constant time).
     pub fn token_ok(&self, token: &str) -> bool {
         let (a, b) = (self.token.as_bytes(), token.as_bytes());

@@ -15,6 +15,7 @@ pub mod pages;
 pub mod review;
 pub mod server;
 pub mod state;
+pub mod synthetic;
 pub mod trial;
 
 pub use server::{Options, serve};

@@ -52,6 +52,8 @@ pub struct Options {
     pub labels: Option<PathBuf>,
     /// `--review users`: (sample size, seed) of the trials with a simulated user to label.
     pub review: Option<(usize, u64)>,
+    /// `--review synthetic`: the queue of drafted cases awaiting review (SPEC §23).
+    pub synthetic: bool,
 }
 
 const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -60,6 +62,7 @@ const REPORT_CSP: &str = "sandbox allow-scripts; default-src 'none'; script-src 
 
 const JS: &str = include_str!("assets/view.js");
 const VIEW_CSS: &str = include_str!("assets/view.css");
+const SYNTHETIC_JS: &str = include_str!("assets/synthetic.js");
 
 fn bind(port: Option<u16>) -> Result<TcpListener> {
     match port {
@@ -90,10 +93,11 @@ pub fn serve(o: Options) -> Result<()> {
     let port = addr.port();
     let (runs, _) = catalog::discover(&roots);
     let annotator = o.annotator.as_deref().map(labelling::check_annotator).transpose().map_err(Error::Input)?;
-    if o.review.is_some() && annotator.is_none() {
-        return Err(Error::Input(
-            "--review users labels as someone: give --annotator NAME (or EVALUA_ANNOTATOR)".into(),
-        ));
+    if (o.review.is_some() || o.synthetic) && annotator.is_none() {
+        let what = if o.synthetic { "synthetic" } else { "users" };
+        return Err(Error::Input(format!(
+            "--review {what} labels as someone: give --annotator NAME (or EVALUA_ANNOTATOR)"
+        )));
     }
     let canon: Vec<PathBuf> = roots.iter().map(|r| r.canon.clone()).collect();
     let labelling = Labelling::new(annotator, o.labels, &canon)
@@ -116,7 +120,10 @@ pub fn serve(o: Options) -> Result<()> {
         None => String::new(),
     };
     // One line: whoever started the viewer may read only its first.
-    let review = app.review.as_ref().map(|s| format!("; {}", s.describe())).unwrap_or_default();
+    let mut review = app.review.as_ref().map(|s| format!("; {}", s.describe())).unwrap_or_default();
+    if o.synthetic {
+        review.push_str(&format!("; drafted cases to review at {url}synthetic"));
+    }
     println!(
         "evalua view: {} run dir(s) under {} at {url} (Ctrl-C to stop){labelling}{review}",
         runs.len(),
@@ -166,6 +173,9 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/next", get(label_api::api_next))
         .route("/api/label", post(label_api::api_label))
         .route("/api/review", get(api_review))
+        .route("/synthetic", get(synthetic_page))
+        .route("/api/synthetic", get(super::synthetic::api_queue).post(super::synthetic::api_decide))
+        .route("/assets/synthetic.js", get(|| async { asset("text/javascript; charset=utf-8", SYNTHETIC_JS.to_string()) }))
         .route("/assets/view.js", get(|| async { asset("text/javascript; charset=utf-8", JS.to_string()) }))
         .route(
             "/assets/view.css",
@@ -207,6 +217,17 @@ async fn api_review(State(app): State<Arc<App>>) -> Response {
     match &app.review {
         Some(s) => json_ok(&json!({ "sample": s, "line": s.describe() })),
         None => json_ok(&json!({ "sample": null })),
+    }
+}
+
+/// `--review synthetic`'s queue page.
+async fn synthetic_page(State(app): State<Arc<App>>) -> Response {
+    match &app.labelling.annotator {
+        Some(me) => page(StatusCode::OK, super::synthetic::page(&app.labelling.token, me)),
+        None => page(
+            StatusCode::CONFLICT,
+            pages::error_page("evalua view", "reviewing drafted cases needs an annotator: start evalua view --review synthetic --annotator NAME"),
+        ),
     }
 }
 

@@ -1464,6 +1464,8 @@ local function normalize_case(self, spec, level, where, collect)
     accept_abnormal_end = spec.accept_abnormal_end,
     should_abstain = spec.should_abstain or nil,
     harden = harden,
+    source = spec.source,
+    review = spec.review,
     _where = where,
   }
   return case
@@ -1494,6 +1496,8 @@ end
 -- Declare a case (suite:case, suite:goldens); `level` counts the frames from
 -- here to the suite's line.
 local function declare_case(self, spec, level, where)
+  -- A drafted case a person rejected is kept in its file and never declared (SPEC §23).
+  if type(spec) == "table" and type(spec.review) == "table" and spec.review.status == "rejected" then return nil end
   if not VALIDATING then
     -- A trial's evaluation: the host keeps the declaration for later.
     host.declare(spec)
@@ -1514,6 +1518,56 @@ function Suite:case(spec)
   end
   local c = declare_case(self, spec, 3)   -- not a tail call: errors name the caller's line
   return c
+end
+
+-- The keys of a drafted case (`evalua synth`, SPEC §23) that are not a case's:
+-- `expect_sql` becomes `check.sql` checks, `family` a tag, `rationale` metadata.
+local DRAFT_KEYS = set { "family", "expect_sql", "rationale" }
+
+-- A drafted case as `suite:case` takes it.
+local function draft_case(c, i)
+  if type(c) ~= "table" then fail(2, string.format("suite:cases: [%d] must be a case table, got %s", i, type(c))) end
+  local spec = {}
+  for k, v in pairs(c) do if not DRAFT_KEYS[k] then spec[k] = v end end
+  local check = require("evalua.check")
+  local expect = {}
+  for _, e in ipairs(c.expect or {}) do expect[#expect + 1] = e end
+  if c.expect_sql ~= nil and type(c.expect_sql) ~= "table" then
+    fail(2, string.format("suite:cases: [%d] 'expect_sql' must be a list of { query = ..., equals = ... }", i))
+  end
+  for j, q in ipairs(c.expect_sql or {}) do
+    if type(q) ~= "table" or type(q.query) ~= "string" then
+      fail(2, string.format("suite:cases: [%d] expect_sql[%d] must be { query = \"SELECT ...\", equals = ... }", i, j))
+    end
+    local opts = { name = "expect_sql[" .. j .. "]", tolerance = q.tolerance }
+    if q.equals == nil then opts.empty = true else opts.equals = q.equals end
+    expect[#expect + 1] = check.sql(q.query, opts)
+  end
+  spec.expect = expect
+  if c.family ~= nil and spec.tags == nil then spec.tags = { "synthetic", tostring(c.family) } end
+  if spec.metadata == nil then spec.metadata = { family = c.family, rationale = c.rationale } end
+  return spec
+end
+
+--- Declare a list of cases, such as the module `evalua synth` writes
+--- (SPEC §23): `suite:cases(require("synthetic.refunds"))`. Each entry is a
+--- case table, with a drafted case's `expect_sql` ({ query, equals } each,
+--- a `check.sql`), `family` (a tag) and `rationale`; a case whose `review`
+--- is `rejected` is skipped, one `pending` is played and counted nowhere.
+function Suite:cases(list)
+  local where = host.caller(2)
+  if type(list) ~= "table" then
+    fail(2, "suite:cases expects a list of case tables (e.g. require(\"synthetic.refunds\")), got " .. type(list))
+  end
+  for i, c in ipairs(list) do
+    if VALIDATING then
+      -- As suite:case: level 2 in the callee is pcall (no line), and `where` says where.
+      local ok, spec = attempt(where, draft_case, c, i)
+      if ok then attempt(where, declare_case, self, spec, 2, where) end
+    else
+      declare_case(self, draft_case(c, i), 3)
+    end
+  end
 end
 
 local DATASET_KEYS = set { "map", "format", "on_error" }
