@@ -332,7 +332,8 @@ impl RunData {
         let m = &self.manifest;
         let d = m.adaptive.as_ref()?;
         let design = super::adaptive::Design::new(
-            &self.infos.iter().map(|c| c.weight).collect::<Vec<_>>(),
+            // A case awaiting review weighs nothing in the sequences (SPEC §23).
+            &self.infos.iter().map(|c| if c.pending_review { 0.0 } else { c.weight }).collect::<Vec<_>>(),
             d.min.clone(),
             self.planned.clone(),
             m.seed,
