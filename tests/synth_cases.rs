@@ -91,13 +91,19 @@ fn project() -> tempfile::TempDir {
 }
 
 fn synth(dir: &Path, mock: &Mock, extra: &[&str]) -> std::process::Output {
-    let mut args = vec!["synth", "suite.lua", "--from", "requirements.md", "--into", "drafts.lua", "--model", "drafter"];
+    let mut args =
+        vec!["synth", "suite.lua", "--from", "requirements.md", "--into", "drafts.lua", "--model", "drafter"];
     args.extend_from_slice(extra);
     bin().current_dir(dir).env("EVALUA_OPENAI_BASE_URL", mock.openai_url()).args(&args).output().unwrap()
 }
 
 fn fates(doc: &Value) -> Vec<(String, String)> {
-    doc["drafts"].as_array().unwrap().iter().map(|d| (d["id"].as_str().unwrap().into(), d["fate"].as_str().unwrap().into())).collect()
+    doc["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["id"].as_str().unwrap().into(), d["fate"].as_str().unwrap().into()))
+        .collect()
 }
 
 #[test]
@@ -109,30 +115,55 @@ fn drafts_are_validated_written_pending_and_counted_only_once_approved() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let want = [
-        ("refund_b2", "valid"), ("refund_f6", "valid"), ("wrong_reference", "invalid"), ("reaches_prohibited", "invalid"),
-        ("same_input", "duplicate"), ("unknown_tool", "invalid"), ("bad_rows", "invalid"),
+        ("refund_b2", "valid"),
+        ("refund_f6", "valid"),
+        ("wrong_reference", "invalid"),
+        ("reaches_prohibited", "invalid"),
+        ("same_input", "duplicate"),
+        ("unknown_tool", "invalid"),
+        ("bad_rows", "invalid"),
     ];
     let want: Vec<(String, String)> = want.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
     assert_eq!(fates(&doc), want, "{doc:#}");
-    let reason = |id: &str| doc["drafts"].as_array().unwrap().iter().find(|d| d["id"] == id).unwrap()["reason"].as_str().unwrap().to_string();
+    let reason = |id: &str| {
+        doc["drafts"].as_array().unwrap().iter().find(|d| d["id"] == id).unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
     assert!(reason("wrong_reference").contains("fails its own check"), "{}", reason("wrong_reference"));
     assert!(reason("reaches_prohibited").contains("prohibited state"), "{}", reason("reaches_prohibited"));
     assert!(reason("same_input").contains("refund_b2"), "{}", reason("same_input"));
-    assert!(reason("unknown_tool").contains("does not load") && reason("unknown_tool").contains("teleport"), "{}", reason("unknown_tool"));
-    assert!(reason("bad_rows").contains("fixture_sql does not apply") && reason("bad_rows").contains("nowhere"), "{}", reason("bad_rows"));
+    assert!(
+        reason("unknown_tool").contains("does not load") && reason("unknown_tool").contains("teleport"),
+        "{}",
+        reason("unknown_tool")
+    );
+    assert!(
+        reason("bad_rows").contains("fixture_sql does not apply") && reason("bad_rows").contains("nowhere"),
+        "{}",
+        reason("bad_rows")
+    );
 
     // The request: structured output, the requirements, the tools and the schema.
     let body = &mock.seen()[0].body;
     assert_eq!(body["response_format"]["json_schema"]["name"], "synthetic_cases");
     let sent = body["messages"].to_string();
-    for needle in ["A paid order may be refunded once", "refund (effect: write)", "CREATE TABLE refunds", "wrong_permissions"] {
+    for needle in
+        ["A paid order may be refunded once", "refund (effect: write)", "CREATE TABLE refunds", "wrong_permissions"]
+    {
         assert!(sent.contains(needle), "{needle} not in {sent}");
     }
 
     // The module: the valid drafts, pending, with their source and reference.
     let text = std::fs::read_to_string(dir.join("drafts.lua")).unwrap();
     assert!(text.contains("refund_b2") && text.contains("refund_f6") && !text.contains("wrong_reference"), "{text}");
-    assert!(text.contains("status = \"pending\"") && text.contains("kind = \"synthetic\"") && text.contains("model = \"drafter\""), "{text}");
+    assert!(
+        text.contains("status = \"pending\"")
+            && text.contains("kind = \"synthetic\"")
+            && text.contains("model = \"drafter\""),
+        "{text}"
+    );
     let sha = doc["prompt_sha256"].as_str().unwrap();
     assert!(text.contains(sha) && dir.join(format!("drafts.synth/prompts/{sha}.md")).is_file(), "{text}");
     assert!(dir.join("drafts.synth/fixtures/refund_b2.sql").is_file());
@@ -143,7 +174,11 @@ fn drafts_are_validated_written_pending_and_counted_only_once_approved() {
     // Pending: played, reported apart, in no figure or gate (B-2 fails, and the gate still holds).
     let run = evalua(dir, &["run", "suite.lua", "--out", "run1"]);
     assert_eq!(run.status.code(), Some(0), "{}{}", stdout(&run), stderr(&run));
-    assert!(stdout(&run).contains("pending review (not counted): 2 synthetic case(s), 4 trial(s), 2 accepted"), "{}", stdout(&run));
+    assert!(
+        stdout(&run).contains("pending review (not counted): 2 synthetic case(s), 4 trial(s), 2 accepted"),
+        "{}",
+        stdout(&run)
+    );
     let s = json(&dir.join("run1/summary.json"));
     assert_eq!((s["figures"]["cases"].clone(), s["figures"]["trials"].clone()), (json!(1), json!(2)), "{s:#}");
     assert_eq!(s["pending_review"]["cases"], 2);
@@ -151,7 +186,10 @@ fn drafts_are_validated_written_pending_and_counted_only_once_approved() {
     assert_eq!(trials(&dir.join("run1")).len(), 6);
 
     // Reviews: in the label store with the reviewer, and in the module.
-    let ok = evalua(dir, &["review", "suite.lua", "refund_b2", "--approve", "--reviewer", "ana", "--note", "checked the refund"]);
+    let ok = evalua(
+        dir,
+        &["review", "suite.lua", "refund_b2", "--approve", "--reviewer", "ana", "--note", "checked the refund"],
+    );
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     let no = evalua(dir, &["review", "suite.lua", "refund_f6", "--reject", "--reviewer", "bo"]);
     assert_eq!(no.status.code(), Some(0), "{}", stderr(&no));
@@ -161,7 +199,10 @@ fn drafts_are_validated_written_pending_and_counted_only_once_approved() {
     let store = std::fs::read_to_string(dir.join("labels/shop.jsonl")).unwrap();
     let labels: Vec<Value> = store.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(labels.len(), 2, "{store}");
-    assert_eq!((labels[0]["item"].as_str(), labels[0]["annotator"].as_str(), labels[0]["verdict"].as_str()), (Some("synthetic:shop/refund_b2"), Some("ana"), Some("pass")));
+    assert_eq!(
+        (labels[0]["item"].as_str(), labels[0]["annotator"].as_str(), labels[0]["verdict"].as_str()),
+        (Some("synthetic:shop/refund_b2"), Some("ana"), Some("pass"))
+    );
     assert_eq!((labels[1]["annotator"].as_str(), labels[1]["verdict"].as_str()), (Some("bo"), Some("fail")));
 
     // Approved counts (B-2 fails: the gate now fails); rejected is skipped.
@@ -182,7 +223,10 @@ fn a_later_synth_keeps_the_cases_and_reviews_and_finds_their_duplicates() {
     let first = json!({ "cases": [draft("refund_b2", "Refund order B-2", "B-2", &["B-2"], json!({}))] });
     let mock = Mock::start(vec![oa(Some(&first.to_string()), &[], 1, 1)]);
     assert_eq!(synth(dir, &mock, &[]).status.code(), Some(0));
-    assert_eq!(evalua(dir, &["review", "suite.lua", "refund_b2", "--approve", "--reviewer", "ana"]).status.code(), Some(0));
+    assert_eq!(
+        evalua(dir, &["review", "suite.lua", "refund_b2", "--approve", "--reviewer", "ana"]).status.code(),
+        Some(0)
+    );
     // The same id and state again (a duplicate), and a new case under a taken id (renamed).
     let second = json!({ "cases": [
         draft("refund_b2", "Please refund B-2 now", "B-2", &["B-2"], json!({})),
@@ -228,10 +272,17 @@ fn the_guides_walk_drafts_offline_with_mock_judge() {
     let dir = tmp.path();
     std::fs::write(dir.join("evalua.toml"), "").unwrap();
     for f in [
-        "suites/refunds_drafted.lua", "suites/shared/refunds_shop.lua", "suites/fixtures/shop.sql",
-        "suites/fixtures/pedido_9930.sql", "suites/fixtures/pedido_7710.sql", "suites/fixtures/pedido_4410.sql",
-        "suites/agents/refund_bot.lua", "suites/synthetic/refunds.lua", "suites/requirements/refunds.md",
-        "suites/judges/refunds_drafts.rules.json", "graders/policy.lua",
+        "suites/refunds_drafted.lua",
+        "suites/shared/refunds_shop.lua",
+        "suites/fixtures/shop.sql",
+        "suites/fixtures/pedido_9930.sql",
+        "suites/fixtures/pedido_7710.sql",
+        "suites/fixtures/pedido_4410.sql",
+        "suites/agents/refund_bot.lua",
+        "suites/synthetic/refunds.lua",
+        "suites/requirements/refunds.md",
+        "suites/judges/refunds_drafts.rules.json",
+        "graders/policy.lua",
     ] {
         std::fs::create_dir_all(dir.join(f).parent().unwrap()).unwrap();
         std::fs::copy(repo().join(f), dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -247,7 +298,9 @@ fn the_guides_walk_drafts_offline_with_mock_judge() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let want = [
-        ("reembolso_parcial_8101", "valid"), ("identidad_incorrecta_8202", "valid"), ("sin_verificar_8303", "invalid"),
+        ("reembolso_parcial_8101", "valid"),
+        ("identidad_incorrecta_8202", "valid"),
+        ("sin_verificar_8303", "invalid"),
         ("parcial_repetido", "duplicate"),
     ];
     let want: Vec<(String, String)> = want.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
@@ -257,7 +310,10 @@ fn the_guides_walk_drafts_offline_with_mock_judge() {
     let run = evalua(dir, &["run", "suites/refunds_drafted.lua", "--out", "runs/one", "-q"]);
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     assert_eq!(json(&dir.join("runs/one/summary.json"))["pending_review"]["cases"], 2);
-    let ok = evalua(dir, &["review", "suites/refunds_drafted.lua", "reembolso_parcial_8101", "--approve", "--reviewer", "ana"]);
+    let ok = evalua(
+        dir,
+        &["review", "suites/refunds_drafted.lua", "reembolso_parcial_8101", "--approve", "--reviewer", "ana"],
+    );
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert!(std::fs::read_to_string(dir.join("suites/labels/refunds_drafted.jsonl")).unwrap().contains("\"ana\""));
 }

@@ -68,12 +68,8 @@ fn model_spec(suite: &Suite, model: Option<&str>) -> ModelSpec {
 fn ask(suite: &Suite, model: Option<&str>, p: &prompt::Prompt) -> Result<(Vec<draft::Draft>, String)> {
     let spec = model_spec(suite, model);
     let judge = crate::judge::resolve::resolve(&spec).map_err(|e| Error::Input(format!("evalua synth: {e}")))?;
-    let req = Request {
-        name: draft::SCHEMA_NAME,
-        system: p.system.clone(),
-        user: p.user.clone(),
-        schema: draft::schema(),
-    };
+    let req =
+        Request { name: draft::SCHEMA_NAME, system: p.system.clone(), user: p.user.clone(), schema: draft::schema() };
     let reply = client::ask(&judge, &req).map_err(|e| {
         let first = e.message.lines().next().unwrap_or("").to_string();
         match first.strip_prefix("the judge's answer is not JSON ") {
@@ -100,9 +96,17 @@ pub fn synth(a: SynthArgs) -> Result<u8> {
     let p = prompt::build(&suite, &a.from, &families, a.n)?;
     let sha = p.sha256();
     let (drafts, model) = ask(&suite, a.model.as_deref(), &p)?;
-    let source = json!({ "kind": "synthetic", "model": model, "prompt_sha256": sha, "at": jiff::Timestamp::now().to_string() });
+    let source =
+        json!({ "kind": "synthetic", "model": model, "prompt_sha256": sha, "at": jiff::Timestamp::now().to_string() });
     let suite_inputs = inputs::of(&suite.path)?;
-    let ctx = Context { suite: &suite, suite_path: &suite.path, module: &into, existing: &existing, suite_inputs: &suite_inputs, source };
+    let ctx = Context {
+        suite: &suite,
+        suite_path: &suite.path,
+        module: &into,
+        existing: &existing,
+        suite_inputs: &suite_inputs,
+        source,
+    };
     let checked = validate::validate(&ctx, &drafts)?;
     let written = write(&into, &existing, &checked, &p)?;
     report(&a, &suite, &into, &checked, &model, &sha, written);

@@ -57,7 +57,8 @@ pub fn design(
 /// The engine for a plan's design.
 fn engine(plan: &Plan, d: &AdaptiveDesign) -> Engine {
     // A case awaiting review weighs nothing in the sequences (SPEC §23): it plays its `min` trials only.
-    let weights: Vec<f64> = plan.cases.iter().map(|c| if c.spec.pending_review { 0.0 } else { c.spec.weight }).collect();
+    let weights: Vec<f64> =
+        plan.cases.iter().map(|c| if c.spec.pending_review { 0.0 } else { c.spec.weight }).collect();
     let max = plan.cases.iter().map(|c| c.trials).collect();
     let design = Design::new(&weights, d.min.clone(), max, plan.seed, 1);
     let agent = plan.agent_name(0);

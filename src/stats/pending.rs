@@ -58,18 +58,18 @@ impl PendingTally {
 
     /// summary.json's `pending_review`; None when the run has no pending case.
     pub fn figures(&self, ids: &[&str]) -> Option<PendingReview> {
-        let pending: Vec<&str> =
-            ids.iter().zip(&self.pending).filter(|(_, p)| **p).map(|(id, _)| *id).collect();
+        let pending: Vec<&str> = ids.iter().zip(&self.pending).filter(|(_, p)| **p).map(|(id, _)| *id).collect();
         if pending.is_empty() {
             return None;
         }
         let by_case: Vec<PendingCase> = pending
             .iter()
             .map(|id| {
-                self.by_case.iter().find(|c| c.id == *id).cloned().unwrap_or(PendingCase {
-                    id: id.to_string(),
-                    ..Default::default()
-                })
+                self.by_case
+                    .iter()
+                    .find(|c| c.id == *id)
+                    .cloned()
+                    .unwrap_or(PendingCase { id: id.to_string(), ..Default::default() })
             })
             .collect();
         Some(PendingReview {

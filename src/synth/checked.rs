@@ -54,4 +54,3 @@ pub struct Context<'a> {
     /// `source` of every case drafted now.
     pub source: Json,
 }
-

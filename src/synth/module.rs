@@ -19,8 +19,22 @@ use crate::util::paths::display_path;
 
 /// The order of a case's keys in the file.
 const ORDER: [&str; 16] = [
-    "id", "family", "input", "fixture", "expect_sql", "prohibited", "reference", "rationale", "source", "review",
-    "query", "equals", "name", "args", "kind", "status",
+    "id",
+    "family",
+    "input",
+    "fixture",
+    "expect_sql",
+    "prohibited",
+    "reference",
+    "rationale",
+    "source",
+    "review",
+    "query",
+    "equals",
+    "name",
+    "args",
+    "kind",
+    "status",
 ];
 
 /// Keys whose value is a list (a Lua `{}` reads back as an empty object).
@@ -58,7 +72,11 @@ pub fn read(path: &Path) -> Result<Vec<Json>> {
     let cases = match j {
         Json::Array(a) => a,
         Json::Object(o) if o.is_empty() => Vec::new(),
-        _ => return Err(Error::Input(format!("{display}: not a cases module: it must return a list of cases {{ {{ id = …, … }}, … }}"))),
+        _ => {
+            return Err(Error::Input(format!(
+                "{display}: not a cases module: it must return a list of cases {{ {{ id = …, … }}, … }}"
+            )));
+        }
     };
     if let Some(i) = cases.iter().position(|c| !c.get("id").is_some_and(|v| v.is_string())) {
         return Err(Error::Input(format!("{display}: case {} has no string 'id'", i + 1)));

@@ -70,7 +70,8 @@ fn wrapper(ctx: &Context, all: &[Checked], replay: bool) -> Result<Wrapper> {
         lua_literal::value(&case, 0, &[], &mut o);
         o.push('\n');
         if replay {
-            let _ = writeln!(o, "D[{n}].agent = replay(D[{n}].reference and D[{n}].reference.calls or {{}})", n = i + 1);
+            let _ =
+                writeln!(o, "D[{n}].agent = replay(D[{n}].reference and D[{n}].reference.calls or {{}})", n = i + 1);
             let _ = writeln!(o, "D[{}].tags = {{ \"{TAG}\" }}", i + 1);
         }
         lines.push((o.lines().count() + 1, i));
@@ -121,7 +122,8 @@ pub fn replay(ctx: &Context, all: &mut [Checked]) -> Result<()> {
     let w = wrapper(ctx, all, true)?;
     let out = tempfile::tempdir().map_err(|e| Error::Environment(format!("a temporary folder: {e}")))?;
     let run_dir = out.path().join("run");
-    let exe = std::env::current_exe().map_err(|e| Error::Environment(format!("cannot find evalua's own binary: {e}")))?;
+    let exe =
+        std::env::current_exe().map_err(|e| Error::Environment(format!("cannot find evalua's own binary: {e}")))?;
     let result = std::process::Command::new(exe)
         .arg("run")
         .arg(&w.path)
@@ -182,7 +184,9 @@ fn verdict(rec: &TrialRecord) -> Option<String> {
     let calls = if calls.is_empty() { String::new() } else { format!("; {}", calls.join(", ")) };
     match rec.outcome {
         Outcome::Accepted => None,
-        Outcome::Critical => Some(format!("its reference path reaches a prohibited state: {}{calls}", failed.join("; "))),
+        Outcome::Critical => {
+            Some(format!("its reference path reaches a prohibited state: {}{calls}", failed.join("; ")))
+        }
         Outcome::Failed => Some(format!("its reference path fails its own check: {}{calls}", failed.join("; "))),
         other => Some(format!(
             "its replay ended {}: {}{calls}",

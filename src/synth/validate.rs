@@ -145,7 +145,9 @@ fn duplicates(ctx: &Context, all: &mut [Checked]) -> Result<()> {
         let state = state_key(c.fixture_sql.as_deref(), &c.case["expect_sql"]);
         if let Some(other) = input.as_ref().and_then(|i| inputs.get(i)) {
             c.reject(Fate::Duplicate(format!("the same input as case '{other}'")));
-        } else if let Some(other) = states.get(&state).filter(|_| c.case["expect_sql"].as_array().is_some_and(|a| !a.is_empty())) {
+        } else if let Some(other) =
+            states.get(&state).filter(|_| c.case["expect_sql"].as_array().is_some_and(|a| !a.is_empty()))
+        {
             c.reject(Fate::Duplicate(format!("the same fixture rows and expected state as case '{other}'")));
         } else {
             if let Some(i) = input {

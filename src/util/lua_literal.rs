@@ -119,4 +119,3 @@ fn ordered<'a>(o: &'a Map<String, Json>, order: &[&str]) -> Vec<(&'a String, &'a
     v.sort_by_key(|(k, _)| (order.iter().position(|x| x == k).unwrap_or(order.len()), k.to_string()));
     v
 }
-

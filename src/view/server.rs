@@ -175,7 +175,10 @@ fn router(app: Arc<App>) -> Router {
         .route("/api/review", get(api_review))
         .route("/synthetic", get(synthetic_page))
         .route("/api/synthetic", get(super::synthetic::api_queue).post(super::synthetic::api_decide))
-        .route("/assets/synthetic.js", get(|| async { asset("text/javascript; charset=utf-8", SYNTHETIC_JS.to_string()) }))
+        .route(
+            "/assets/synthetic.js",
+            get(|| async { asset("text/javascript; charset=utf-8", SYNTHETIC_JS.to_string()) }),
+        )
         .route("/assets/view.js", get(|| async { asset("text/javascript; charset=utf-8", JS.to_string()) }))
         .route(
             "/assets/view.css",
@@ -226,7 +229,10 @@ async fn synthetic_page(State(app): State<Arc<App>>) -> Response {
         Some(me) => page(StatusCode::OK, super::synthetic::page(&app.labelling.token, me)),
         None => page(
             StatusCode::CONFLICT,
-            pages::error_page("evalua view", "reviewing drafted cases needs an annotator: start evalua view --review synthetic --annotator NAME"),
+            pages::error_page(
+                "evalua view",
+                "reviewing drafted cases needs an annotator: start evalua view --review synthetic --annotator NAME",
+            ),
         ),
     }
 }

@@ -82,7 +82,14 @@ pub(super) fn queue(app: &App) -> Vec<Queued> {
                 .and_then(|p| p.by_case.iter().find(|b| b.id == c.id))
                 .map(|b| (b.trials, b.accepted))
                 .unwrap_or((0, 0));
-            out.push(Queued { r: r.id.clone(), suite: suite.display().to_string(), case: c.id.clone(), trials, accepted, draft });
+            out.push(Queued {
+                r: r.id.clone(),
+                suite: suite.display().to_string(),
+                case: c.id.clone(),
+                trials,
+                accepted,
+                draft,
+            });
         }
     }
     out
@@ -132,12 +139,20 @@ pub(super) async fn api_decide(
         let suite = PathBuf::from(&d.suite);
         match review::find(&suite, &d.case) {
             Ok((module, _)) if confined(&module) => {}
-            Ok(_) => return json_err(StatusCode::FORBIDDEN, "its module lies outside the folder the viewer was started in"),
+            Ok(_) => {
+                return json_err(StatusCode::FORBIDDEN, "its module lies outside the folder the viewer was started in");
+            }
             Err(e) => return json_err(StatusCode::NOT_FOUND, &e.to_string()),
         }
         let note = Some(d.note.as_str()).filter(|n| !n.trim().is_empty());
-        let decision =
-            review::Decision { suite: &suite, case: &d.case, status, reviewer: &me, note, store: app.labelling.store_override() };
+        let decision = review::Decision {
+            suite: &suite,
+            case: &d.case,
+            status,
+            reviewer: &me,
+            note,
+            store: app.labelling.store_override(),
+        };
         match review::record(&decision) {
             Ok(r) => json_ok(&r),
             Err(e) => json_err(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
