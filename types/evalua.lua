@@ -540,13 +540,13 @@ function Suite:goldens(goldens, opts) end
 ---@field accept_abnormal_end? string why a trial whose agent crashed or broke the protocol may still be accepted (by default it never is)
 ---@field should_abstain? boolean the case's contract requires abstaining: its default `expect` is `{ check.abstained() }`; elsewhere an abstention is an unsolved task (SPEC §22)
 ---@field harden? evalua.HardenSkip adversaries of `evalua harden` whose behaviour is this case's right answer, and why (SPEC §19)
+---@field source? evalua.CaseOrigin where a drafted case came from (`evalua synth`, SPEC §23)
+---@field review? evalua.CaseReview a person's review of a drafted case: `pending` is played and counted nowhere, `rejected` is never declared
 
 --- A case's `harden = { skip = { … }, reason = "…" }` (SPEC §19).
 ---@class evalua.HardenSkip
 ---@field skip string[] the adversaries left out: `claim`, `bystander`, `everything`, `wrong_args`, `forge`, `tamper`, `peek`, `judge_inject`, or the suite's own
 ---@field reason string why their behaviour is right here (shown in harden's report)
----@field source? evalua.CaseOrigin where a drafted case came from (`evalua synth`, SPEC §23)
----@field review? evalua.CaseReview a person's review of a drafted case: `pending` is played and counted nowhere, `rejected` is never declared
 
 --- Where a drafted case came from (`evalua synth` writes it).
 ---@class evalua.CaseOrigin
