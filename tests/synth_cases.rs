@@ -362,3 +362,25 @@ fn the_viewers_queue_records_a_review_with_its_reviewer() {
     let store = std::fs::read_to_string(dir.join("labels/shop.jsonl")).unwrap();
     assert!(store.contains("\"annotator\":\"cy\"") && store.contains("synthetic:shop/refund_b2"), "{store}");
 }
+
+/// An adaptive run (SPEC §20): a pending case plays its `min` trials only and
+/// weighs nothing in the sequence that decides the gate (its agent always
+/// fails it; counted, it would hold the figure at 0.5 and the gate undecided).
+#[test]
+fn a_pending_case_decides_no_adaptive_gate() {
+    let p = project();
+    let dir = p.path();
+    let suite = SUITE
+        .replace("trials = 2,", "trials = { min = 2, max = 20 },")
+        .replace(r#"gate = { ["pass^1"] = 1.0, critical_failures = 0 },"#, r#"gate = { ["pass^1"] = 0.5 },"#);
+    assert_ne!(suite, SUITE);
+    std::fs::write(dir.join("suite.lua"), suite).unwrap();
+    let one = json!({ "cases": [draft("refund_b2", "Refund order B-2", "B-2", &["B-2"], json!({}))] });
+    let mock = Mock::start(vec![oa(Some(&one.to_string()), &[], 1, 1)]);
+    assert_eq!(synth(dir, &mock, &[]).status.code(), Some(0));
+    let run = evalua(dir, &["run", "suite.lua", "--out", "run", "-q"]);
+    assert_eq!(run.status.code(), Some(0), "{}{}", stdout(&run), stderr(&run));
+    let s = json(&dir.join("run/summary.json"));
+    assert_eq!(s["adaptive"]["gates"][0]["verdict"], "pass", "{:#}", s["adaptive"]);
+    assert_eq!(s["pending_review"]["by_case"][0]["trials"], 2, "{:#}", s["pending_review"]);
+}

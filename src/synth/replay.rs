@@ -135,7 +135,8 @@ pub fn replay(ctx: &Context, all: &mut [Checked]) -> Result<()> {
     let code = result.status.code().unwrap_or(3);
     if code >= 2 || !run_dir.join(crate::record::files::TRIALS).is_file() {
         let err = String::from_utf8_lossy(&result.stderr);
-        let last = err.lines().filter(|l| l.starts_with("error:")).last().unwrap_or("no record written").to_string();
+        let last =
+            err.lines().filter(|l| l.starts_with("error:")).next_back().unwrap_or("no record written").to_string();
         for c in all.iter_mut() {
             c.reject(Fate::Invalid(format!("its reference path could not be replayed: {last}")));
         }
