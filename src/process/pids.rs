@@ -8,7 +8,7 @@
 //! The tree must be in the cgroup before the agent's first instruction, and
 //! `posix_spawn` cannot be told a cgroup. With the sandbox's relay program,
 //! the relay joins it itself before it becomes the agent (the cgroup's
-//! `cgroup.procs`, opened here, on its descriptor 6: see relay.c); without
+//! `tasks`, opened here, on its descriptor 6: see relay.c); without
 //! it, the spawning thread joins the cgroup, spawns (the child inherits it)
 //! and goes back ([`spawn_in`]). Cgroups are made once and kept in a pool:
 //! a tree's cgroup, once empty, serves the next (making and removing one
@@ -81,13 +81,17 @@ pub struct Limit(Option<Cgroup>);
 /// A cgroup of evalua's folder, with its `pids.max` set.
 struct Cgroup {
     dir: PathBuf,
-    /// Its `cgroup.procs`, open for writing, above the descriptors a spawn
+    /// Its `tasks`, open for writing, above the descriptors a spawn
     /// sets up (0–6), for the relay to join through.
     procs: OwnedFd,
 }
 
 impl Limit {
-    /// `cgroup.procs` of this limit, for the relay's descriptor 6.
+    /// `tasks` of this limit, for the relay's descriptor 6. The relay writes
+    /// `0` there: the writing thread alone moves, which the kernel does
+    /// without its global threadgroup lock (`cgroup.procs`, or another
+    /// thread's id, takes it, and waiting for it cost an idle machine
+    /// about 3.5 ms a trial: an RCU grace period).
     pub fn procs(&self) -> Option<BorrowedFd<'_>> {
         self.0.as_ref().map(|c| c.procs.as_fd())
     }
@@ -129,7 +133,7 @@ fn make() -> Option<Cgroup> {
     let dir = root.dir.join(NEXT.fetch_add(1, Ordering::Relaxed).to_string());
     std::fs::create_dir(&dir).ok()?;
     let ok = std::fs::write(dir.join("pids.max"), MAX_PROCESSES.to_string()).is_ok();
-    let procs = ok.then(|| std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs")).ok()).flatten();
+    let procs = ok.then(|| std::fs::OpenOptions::new().write(true).open(dir.join("tasks")).ok()).flatten();
     let Some(procs) = procs.and_then(|f| high(f.into())) else {
         let _ = std::fs::remove_dir(&dir);
         return None;

@@ -6,8 +6,10 @@
  *
  * first applies LIMITS, the process limit of the tree it starts (one word,
  * written by evalua: `-` for none, or any of):
- *   `c`   join the cgroup whose `cgroup.procs` is open on descriptor 6 (a
- *         pids cgroup with its `pids.max`), then close 6;
+ *   `c`   join the cgroup whose `tasks` is open on descriptor 6 (a pids
+ *         cgroup with its `pids.max`) by writing 0 (this thread, the only
+ *         one: the kernel then skips its global threadgroup lock), then
+ *         close 6;
  *   `nN`  set RLIMIT_NPROC (soft and hard) to N: in the sandbox's own user
  *         namespace, processes are counted per namespace, so N bounds this
  *         tree alone (where no cgroup can be made: as a non-root user);

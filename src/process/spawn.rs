@@ -101,7 +101,7 @@ impl Drop for Actions {
 }
 
 /// The relay program a sandboxed spawn starts through: its path in this
-/// process (`/proc/self/fd/N`), and the process limit's `cgroup.procs` for
+/// process (`/proc/self/fd/N`), and the process limit's `tasks` for
 /// it to join, where there is one.
 #[derive(Clone, Copy)]
 pub struct Relay<'a> {
@@ -149,7 +149,7 @@ pub fn relayed(
             libc::posix_spawn_file_actions_addopen(&mut a.fa, super::relay::FD, source.as_ptr(), libc::O_RDONLY, 0)
         })?;
     }
-    // The process limit's `cgroup.procs` for the relay to join (a descriptor of 10 or more: no
+    // The process limit's `tasks` for the relay to join (a descriptor of 10 or more: no
     // action above reads it after it is put on 6).
     if let Some(fd) = relay.and_then(|r| r.cgroup) {
         // SAFETY: the actions were initialised; the descriptor outlives posix_spawn.
