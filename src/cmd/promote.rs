@@ -19,11 +19,8 @@ use std::path::Path;
 use serde_json::{Value as Json, json};
 
 use crate::error::{Error, Result};
-use crate::lua::api;
-use crate::lua::engine::{self as engine, StateConfig, convert};
 use crate::record::manifest::RunKind;
 use crate::record::{RunDir, TrialRecord};
-use crate::spec::Sources;
 use crate::util::digest::sha256_hex;
 use crate::util::lua_literal;
 use crate::util::paths::display_path;
@@ -80,18 +77,7 @@ fn case_id(k: &Key) -> String {
 /// Read an existing goldens module (a Lua file returning a table) as JSON.
 fn read_goldens(path: &Path) -> Result<Json> {
     let display = display_path(path);
-    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let cfg = StateConfig {
-        module_dirs: crate::util::paths::module_dirs(&dir).into(),
-        suite_dir: dir,
-        sources: std::sync::Arc::new(Sources::default()),
-        clock: 0,
-        validate: true,
-        judge_cache: false,
-    };
-    let lua = api::new_state(cfg).map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
-    let v = engine::run_file(&lua, path).map_err(|e| Error::Input(engine::describe(&e)))?;
-    let j = convert::to_json(&lua, &v).map_err(|e| Error::Input(format!("{display}: not a goldens module: {e}")))?;
+    let j = crate::lua::data::module_json(path, "a goldens module")?;
     let ok = j.get("cases").is_some_and(|c| c.is_array() || c.as_object().is_some_and(|o| o.is_empty()));
     if !ok || !j.get("version").is_some_and(|v| v.is_u64()) {
         return Err(Error::Input(format!(

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::scheduler::{Kept, Placed, Source, Start, run_trial, trace_bytes};
+use super::scheduler::{Kept, Placed, Source, Start, guarded, run_trial, trace_bytes};
 use crate::error::{Error, Result};
 use crate::record::manifest::AdaptiveDesign;
 use crate::stats::adaptive::{Design, Engine, outcome_value, paired_gates, seq_gates};
@@ -233,14 +233,7 @@ impl Source for Rounds {
 
     fn run(&self, pos: usize, (case, number): (usize, u32)) -> Placed {
         let at = Position::first(case, number);
-        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_trial(&self.plan, at))) {
-            Ok(o) => o,
-            Err(p) => {
-                let msg =
-                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                trial::internal_error(&self.plan, at, msg.unwrap_or_else(|| "panic".into()))
-            }
-        };
+        let out = guarded(&self.plan, at, || run_trial(&self.plan, at));
         self.made(pos, &out);
         self.placed_of(pos, out)
     }
@@ -468,14 +461,7 @@ impl Source for PairedRounds {
     }
 
     fn run(&self, pos: usize, at: Position) -> Placed {
-        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_trial(&self.plan, at))) {
-            Ok(o) => o,
-            Err(p) => {
-                let msg =
-                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                trial::internal_error(&self.plan, at, msg.unwrap_or_else(|| "panic".into()))
-            }
-        };
+        let out = guarded(&self.plan, at, || run_trial(&self.plan, at));
         self.made(pos, &out);
         self.placed_of(pos, out)
     }

@@ -169,17 +169,7 @@ impl Source for Interleaved {
     fn run(&self, pos: usize, _: usize) -> Placed {
         let (_, at) = self.unit_of(pos);
         let plan = &self.plan;
-        // A panic in evalua's own code becomes the trial's infrastructure error.
-        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            trial::run(plan, at, crate::agent::drive)
-        })) {
-            Ok(o) => o,
-            Err(p) => {
-                let msg =
-                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                trial::internal_error(plan, at, msg.unwrap_or_else(|| "panic".into()))
-            }
-        };
+        let out = super::scheduler::guarded(plan, at, || trial::run(plan, at, crate::agent::drive));
         self.placed(pos, out)
     }
 

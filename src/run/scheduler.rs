@@ -232,6 +232,18 @@ pub fn run_trial(plan: &Plan, pos: Position) -> TrialOutput {
     trial::run(plan, pos, crate::agent::drive)
 }
 
+/// `run()`, a trial at `at`, where a panic in evalua's own code becomes the
+/// trial's infrastructure error (every source of trials runs them so).
+pub fn guarded(plan: &Plan, at: Position, run: impl FnOnce() -> TrialOutput) -> TrialOutput {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(o) => o,
+        Err(p) => {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            trial::internal_error(plan, at, msg.unwrap_or_else(|| "panic".into()))
+        }
+    }
+}
+
 /// A trial an earlier, interrupted run finished, kept by `--resume`: its
 /// record (as read back from trials.jsonl) and its trace.
 pub struct Kept {
@@ -327,15 +339,7 @@ impl Source for Planned {
     fn run(&self, pos: usize, i: usize) -> Placed {
         let (case_idx, number) = self.work[i];
         let at = Position::first(case_idx, number);
-        // A panic in evalua's own code becomes the trial's infrastructure error.
-        let out = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.trial)(i, at))) {
-            Ok(o) => o,
-            Err(p) => {
-                let msg =
-                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
-                trial::internal_error(&self.plan, at, msg.unwrap_or_else(|| "panic".into()))
-            }
-        };
+        let out = guarded(&self.plan, at, || (self.trial)(i, at));
         self.output(pos, out, true)
     }
 

@@ -11,9 +11,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value as Json, json};
 
 use crate::error::{Error, Result};
-use crate::lua::api;
-use crate::lua::engine::{self, StateConfig, convert};
-use crate::spec::Sources;
 use crate::util::lua_literal;
 use crate::util::paths::display_path;
 
@@ -57,18 +54,7 @@ pub fn read(path: &Path) -> Result<Vec<Json>> {
         return Ok(Vec::new());
     }
     let display = display_path(path);
-    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let cfg = StateConfig {
-        module_dirs: crate::util::paths::module_dirs(&dir).into(),
-        suite_dir: dir,
-        sources: std::sync::Arc::new(Sources::default()),
-        clock: 0,
-        validate: true,
-        judge_cache: false,
-    };
-    let lua = api::new_state(cfg).map_err(|e| Error::Environment(format!("cannot create a Lua state: {e}")))?;
-    let v = engine::run_file(&lua, path).map_err(|e| Error::Input(engine::describe(&e)))?;
-    let j = convert::to_json(&lua, &v).map_err(|e| Error::Input(format!("{display}: not a cases module: {e}")))?;
+    let j = crate::lua::data::module_json(path, "a cases module")?;
     let cases = match j {
         Json::Array(a) => a,
         Json::Object(o) if o.is_empty() => Vec::new(),
