@@ -995,7 +995,7 @@ pub fn trace_name(case: &str, trial: u32) -> String {
 /// `traces/<case>.<trial>`: the stem of a trial's files in the run dir.
 pub fn state_name(case: &str, trial: u32) -> String {
     let safe: String =
-        case.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+        case.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '_' }).collect();
     format!("{}/{safe}.{trial}", super::files::TRACES_DIR)
 }
 

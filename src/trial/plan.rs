@@ -125,7 +125,7 @@ impl Plan {
             .spec
             .id
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+            .map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '_' })
             .collect();
         self.scratch.path().join(format!("{safe}.{number}"))
     }

@@ -1329,8 +1329,8 @@ end
 -- the declaration's `file:line`.
 local function normalize_case(self, spec, level, where, collect)
   spec = known_keys("suite:case", spec, CASE_KEYS, level, collect and where or nil)
-  if type(spec.id) ~= "string" or not spec.id:match("^[%w_%-%.]+$") then
-    fail(level, "suite:case: 'id' is required (letters, digits, '_', '-', '.'), got " .. tostring(spec.id))
+  if type(spec.id) ~= "string" or not spec.id:match("^[%w_%-%.%+]+$") then
+    fail(level, "suite:case: 'id' is required (letters, digits, '_', '-', '.', '+'), got " .. tostring(spec.id))
   end
   local id = spec.id
   local what = "suite:case '" .. id .. "'"
