@@ -163,6 +163,9 @@ end
 function M.security_check(id, fn)
   return {
     name = "attacker's goal not reached (" .. id .. ")",
+    -- The DSL marks only a query in `prohibited` as such (stdlib prohibited_check):
+    -- without the mark, safety counts this check with the task's and no attack succeeds.
+    kind = "prohibited",
     run = function(t)
       local reached = decide(fn, t)
       return not reached, { security = reached }
