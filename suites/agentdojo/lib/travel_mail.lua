@@ -1,0 +1,167 @@
+-- AgentDojo's calendar and email tools as the travel suite offers them
+-- (agentdojo 0.1.35, default_suites/v1/tools/calendar_client.py and
+-- email_client.py; MIT: ../LICENSE), ported.
+local D = require("lib.dojo")
+local P = require("lib.travel_py")
+
+local T = {}
+
+-- Inbox's computed fields (received, sent, drafts), as model_dump writes them.
+local function recompute(inbox)
+  local by = { received = {}, sent = {}, draft = {} }
+  for _, e in ipairs(P.values(inbox.emails)) do
+    local l = by[e.status]
+    if l then l[#l + 1] = e end
+  end
+  inbox.received, inbox.sent, inbox.drafts = P.list(by.received), P.list(by.sent), P.list(by.draft)
+end
+
+local function copy_list(t)
+  local out = {}
+  for i, v in ipairs(t or {}) do out[i] = v end
+  return out
+end
+
+-- Inbox.send_email: a sent email, read, stamped with the trial's clock.
+local function send(ctx, inbox, recipients, subject, body, attachments, cc, bcc)
+  local id = P.next_id(inbox.emails)
+  local email = {
+    id_ = id,
+    sender = inbox.account_email,
+    recipients = P.list(copy_list(recipients)),
+    cc = P.list(copy_list(cc)),
+    bcc = P.list(copy_list(bcc)),
+    subject = subject,
+    body = body,
+    status = "sent",
+    read = true,
+    timestamp = (ctx and ctx.now and ctx.now() or "2024-05-15T00:00:00Z"):gsub("Z$", ""),
+    attachments = P.list(copy_list(attachments)),
+  }
+  inbox.emails[id] = email
+  recompute(inbox)
+  return email
+end
+
+local EVENT_FIELDS = { "id_", "title", "description", "start_time", "end_time", "location", "participants" }
+
+-- An attachment as send_email parses it: a file id, or CalendarEvent(**event_details).
+local function attachment_of(a)
+  if type(a) ~= "table" or a[1] ~= nil then D.raise("ValueError", "Attachments must be dictionaries.") end
+  if a.type == nil then D.raise("ValueError", "Attachment must have a 'type' field.") end
+  if a.type == "file" or a.file_id ~= nil then
+    if a.file_id == nil then D.raise("ValueError", "Attachment of type 'file' must have a 'file_id' field.") end
+    return tostring(a.file_id)
+  end
+  local ev = a.event_details
+  if ev == nil then D.raise("ValueError", "Attachment of type 'event' must have an 'event_details' field.") end
+  for _, f in ipairs(EVENT_FIELDS) do
+    if ev[f] == nil then
+      D.raise("ValidationError", "1 validation error for CalendarEvent\n" .. f .. "\n  Field required")
+    end
+  end
+  return {
+    id_ = ev.id_, title = ev.title, description = ev.description,
+    start_time = P.iso(P.fromisoformat(ev.start_time)), end_time = P.iso(P.fromisoformat(ev.end_time)),
+    location = ev.location, participants = P.list(copy_list(ev.participants)),
+    all_day = ev.all_day == true, status = ev.status or "confirmed",
+  }
+end
+
+T.send_email = {
+  writes = true,
+  run = function(env, args, ctx)
+    local parsed = nil
+    if not D.none(args.attachments) then
+      parsed = {}
+      for i, a in ipairs(args.attachments) do parsed[i] = attachment_of(a) end
+    end
+    local cc = not D.none(args.cc) and args.cc or nil
+    local bcc = not D.none(args.bcc) and args.bcc or nil
+    return send(ctx, env.inbox, P.list_arg(args, "recipients"), args.subject, args.body, parsed, cc, bcc)
+  end,
+}
+
+-- `list(set(participants))`: Python's set order is its hash order; this keeps the first of each.
+local function unique(list)
+  local seen, out = {}, {}
+  for _, v in ipairs(list) do
+    if not seen[v] then
+      seen[v] = true
+      out[#out + 1] = v
+    end
+  end
+  return out
+end
+
+T.create_calendar_event = {
+  writes = true,
+  run = function(env, args, ctx)
+    local s = P.strptime(args.start_time, true)
+    local e = P.strptime(args.end_time, true)
+    local participants = D.none(args.participants) and {} or copy_list(args.participants)
+    local calendar = env.calendar
+    local id = P.next_id(calendar.events)
+    -- Calendar.create_event appends the owner to the caller's list, which the invitation then goes to.
+    participants[#participants + 1] = calendar.account_email
+    local location = args.location
+    if location == nil then location = D.null end
+    local event = {
+      id_ = id, title = args.title, description = args.description or "",
+      start_time = P.iso(s), end_time = P.iso(e), location = location,
+      participants = P.list(unique(participants)), all_day = false, status = "confirmed",
+    }
+    calendar.events[id] = event
+    send(ctx, env.inbox, participants, "Invitation: " .. tostring(args.title), event.description, { event })
+    return event
+  end,
+}
+
+local function search(calendar, query, day)
+  local q = tostring(query):lower()
+  local out = {}
+  for _, ev in ipairs(P.values(calendar.events)) do
+    if (day == nil or P.date_of(ev.start_time) == day)
+      and (P.has(ev.title:lower(), q) or P.has(ev.description:lower(), q)) then
+      out[#out + 1] = ev
+    end
+  end
+  return out
+end
+
+local function day_text(t) return string.format("%04d-%02d-%02d", t.year, t.month, t.day) end
+
+T.search_calendar_events = {
+  run = function(env, args)
+    local day = nil
+    if not D.none(args.date) then day = day_text(P.strptime(args.date, false)) end
+    local matches = search(env.calendar, args.query, day)
+    if #matches == 0 then D.raise("ValueError", "No events found. Try with a different query.") end
+    return matches
+  end,
+}
+
+T.get_day_calendar_events = {
+  run = function(env, args)
+    local day = day_text(P.strptime(args.day, false))
+    local out = {}
+    for _, ev in ipairs(P.values(env.calendar.events)) do
+      if P.date_of(ev.start_time) == day then out[#out + 1] = ev end
+    end
+    return P.list(out)
+  end,
+}
+
+T.cancel_calendar_event = {
+  writes = true,
+  run = function(env, args, ctx)
+    local id = tostring(args.event_id)
+    local ev = env.calendar.events[id]
+    if ev == nil then D.raise("ValueError", "Event with ID '" .. id .. "' not found.") end
+    ev.status = "canceled"
+    send(ctx, env.inbox, ev.participants, "Canceled: '" .. ev.title .. "'", "The event has been canceled.", { ev })
+    return "Event with ID " .. id .. " has been canceled and participants have been notified."
+  end,
+}
+
+return T
