@@ -43,6 +43,13 @@ local function send(ctx, inbox, recipients, subject, body, attachments, cc, bcc)
   return email
 end
 
+-- A CalendarEvent as model_dump writes it: its location null when None (JSON
+-- null reads back as an absent field).
+local function event_out(ev)
+  if ev.location == nil then ev.location = D.null end
+  return ev
+end
+
 local EVENT_FIELDS = { "id_", "title", "description", "start_time", "end_time", "location", "participants" }
 
 -- An attachment as send_email parses it: a file id, or CalendarEvent(**event_details).
@@ -123,7 +130,7 @@ local function search(calendar, query, day)
   for _, ev in ipairs(P.values(calendar.events)) do
     if (day == nil or P.date_of(ev.start_time) == day)
       and (P.has(ev.title:lower(), q) or P.has(ev.description:lower(), q)) then
-      out[#out + 1] = ev
+      out[#out + 1] = event_out(ev)
     end
   end
   return out
@@ -146,11 +153,33 @@ T.get_day_calendar_events = {
     local day = day_text(P.strptime(args.day, false))
     local out = {}
     for _, ev in ipairs(P.values(env.calendar.events)) do
-      if P.date_of(ev.start_time) == day then out[#out + 1] = ev end
+      if P.date_of(ev.start_time) == day then out[#out + 1] = event_out(ev) end
     end
     return P.list(out)
   end,
 }
+
+local function same(a, b)
+  if D.none(a) and D.none(b) then return true end
+  if type(a) ~= "table" or type(b) ~= "table" then return a == b end
+  for k, v in pairs(a) do
+    if not same(v, b[k]) then return false end
+  end
+  for k, v in pairs(b) do
+    if a[k] == nil and not D.none(v) then return false end
+  end
+  return true
+end
+
+-- In Python an invitation's attachment is the calendar's own event object, so
+-- cancelling the event shows in it: the attachments equal to the event follow it.
+local function cancel_attached(inbox, ev)
+  for _, email in pairs(inbox.emails) do
+    for _, a in ipairs(email.attachments or {}) do
+      if type(a) == "table" and same(a, ev) then a.status = "canceled" end
+    end
+  end
+end
 
 T.cancel_calendar_event = {
   writes = true,
@@ -158,6 +187,7 @@ T.cancel_calendar_event = {
     local id = tostring(args.event_id)
     local ev = env.calendar.events[id]
     if ev == nil then D.raise("ValueError", "Event with ID '" .. id .. "' not found.") end
+    cancel_attached(env.inbox, event_out(ev))
     ev.status = "canceled"
     send(ctx, env.inbox, ev.participants, "Canceled: '" .. ev.title .. "'", "The event has been canceled.", { ev })
     return "Event with ID " .. id .. " has been canceled and participants have been notified."

@@ -23,13 +23,108 @@ function P.float(x)
   return s
 end
 
---- A pydantic `list[str]` argument: the list, or a ValidationError as pydantic raises.
-function P.list_arg(args, name)
-  local v = args[name]
-  if type(v) ~= "table" then
-    D.raise("ValidationError", "1 validation error for Input schema\n" .. name .. "\n  Input should be a valid list")
+--- Python's repr() of a JSON value (a dict's keys sorted: Lua keeps no order).
+function P.repr(v)
+  if D.none(v) then return "None" end
+  local t = type(v)
+  if t == "boolean" then return v and "True" or "False" end
+  if t == "number" then
+    if math.type(v) == "integer" then return tostring(v) end
+    return P.float(v)
   end
-  return v
+  if t == "string" then
+    local q = (v:find("'", 1, true) and not v:find('"', 1, true)) and '"' or "'"
+    local body = v:gsub("\\", "\\\\"):gsub("\n", "\\n"):gsub("\r", "\\r"):gsub("\t", "\\t")
+    if q == "'" then body = body:gsub("'", "\\'") end
+    return q .. body .. q
+  end
+  if t ~= "table" then return tostring(v) end
+  local parts = {}
+  if v[1] ~= nil then
+    for i, x in ipairs(v) do parts[i] = P.repr(x) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  for i, k in ipairs(keys) do parts[i] = P.repr(k) .. ": " .. P.repr(v[k]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+-- pydantic_core's input_value: a repr over 50 characters keeps its first 25 and last 24.
+local function input_value(v)
+  local r = P.repr(v)
+  local n = utf8.len(r) or #r
+  if n <= 50 then return r end
+  local head = r:sub(1, (utf8.offset(r, 26) or 26) - 1)
+  local tail = r:sub(utf8.offset(r, n - 23) or (#r - 23))
+  return head .. "..." .. tail
+end
+
+local function input_type(v)
+  if D.none(v) then return "NoneType" end
+  local t = type(v)
+  if t == "boolean" then return "bool" end
+  if t == "string" then return "str" end
+  if t == "number" then return math.type(v) == "integer" and "int" or "float" end
+  if t == "table" then return (v[1] ~= nil or next(v) == nil) and "list" or "dict" end
+  return t
+end
+
+local MESSAGES = {
+  string_type = "Input should be a valid string",
+  list_type = "Input should be a valid list",
+  dict_type = "Input should be a valid dictionary",
+  bool_type = "Input should be a valid boolean",
+}
+
+-- The pydantic error of value `v` at `loc` against JSON schema `s`, or nil.
+local function check_value(loc, v, s, errors)
+  if s.anyOf then
+    if D.none(v) then return end
+    for _, alt in ipairs(s.anyOf) do
+      if alt.type ~= "null" then return check_value(loc, v, alt, errors) end
+    end
+    return
+  end
+  local kind = input_type(v)
+  local code
+  if s.type == "string" and kind ~= "str" then code = "string_type"
+  elseif s.type == "boolean" and kind ~= "bool" then code = "bool_type"
+  elseif s.type == "object" and kind ~= "dict" and next(v) ~= nil then code = "dict_type"
+  elseif s.type == "array" then
+    if kind ~= "list" then
+      code = "list_type"
+    elseif s.items then
+      for i, x in ipairs(v) do check_value(loc .. "." .. (i - 1), x, s.items, errors) end
+    end
+  end
+  if code then
+    errors[#errors + 1] = loc .. "\n  " .. MESSAGES[code] .. " [type=" .. code .. ", input_value=" .. input_value(v)
+      .. ", input_type=" .. kind .. "]\n    For further information visit https://errors.pydantic.dev/2.14/v/" .. code
+  end
+end
+
+--- Validate the arguments as AgentDojo's pydantic Input schema does (lax
+--- mode; `coerce` in lib/dojo.lua already raised for a required argument
+--- missing): a ValidationError in pydantic's words, e.g. a list given as text.
+function P.validate(tool, params, args)
+  local props = params.properties or {}
+  local names = {}
+  for name in pairs(args) do
+    if props[name] then names[#names + 1] = name end
+  end
+  table.sort(names)
+  local errors = {}
+  for _, name in ipairs(names) do check_value(name, args[name], props[name], errors) end
+  if #errors == 0 then return end
+  local head = #errors == 1 and "1 validation error" or (#errors .. " validation errors")
+  D.raise("ValidationError", head .. " for Input schema for `" .. tool .. "`\n" .. table.concat(errors, "\n"))
+end
+
+--- A `list[str]` argument (validated already).
+function P.list_arg(args, name)
+  return args[name] or {}
 end
 
 --- Whether list `t` holds `v` (Python's `v in t`).
