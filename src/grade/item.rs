@@ -199,6 +199,7 @@ fn parts_of(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item) -> Result<Par
                 trace_id: recorded.trace_ids.first().cloned(),
                 conversation_id: it.conversation_id.clone().or(recorded.conversation_id.clone()),
                 trace_ids: if recorded.trace_ids.len() > 1 { recorded.trace_ids.clone() } else { Vec::new() },
+                verdict: None,
             };
             Parts {
                 key: it.key,
@@ -220,6 +221,7 @@ fn parts_of(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item) -> Result<Par
                 trace_id: None,
                 conversation_id: Some(tr.key.clone()),
                 trace_ids: Vec::new(),
+                verdict: tr.verdict.clone(),
             };
             let reexecute = tr.reexecute;
             if reexecute && tr.case.as_ref().is_some_and(|c| !ctx.cases.contains(c)) {
@@ -267,6 +269,7 @@ fn trial_parts(record: &TrialRecord, trace: &Trace, file: &str) -> Parts {
         trace_id: None,
         conversation_id: Some(format!("{}/{}", file, key)),
         trace_ids: Vec::new(),
+        verdict: record.source.as_ref().and_then(|s| s.verdict.clone()),
     };
     Parts {
         key,

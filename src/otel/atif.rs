@@ -185,7 +185,7 @@ fn atif(doc: Json, file: &str) -> std::result::Result<Trajectory, String> {
         task: None,
         format: Atif.name(),
         reexecute: false,
-        reward: None,
+        verdict: None,
     })
 }
 

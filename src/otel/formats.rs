@@ -6,6 +6,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::agentdojo::AgentDojo;
 use super::atif::Atif;
 use super::taubench::TauBench;
 use super::trajectories::{Trajectory, TrajectoryFormat};
@@ -16,7 +17,7 @@ use crate::record::manifest::TraceInput;
 const MAX_DOCUMENT_BYTES: u64 = 256 << 20;
 
 /// Every whole-trajectory format, in the order they are asked.
-pub static FORMATS: &[&dyn TrajectoryFormat] = &[&TauBench, &Atif];
+pub static FORMATS: &[&dyn TrajectoryFormat] = &[&TauBench, &Atif, &AgentDojo];
 
 /// The format that claims a file beginning with `head`, if one does.
 pub fn claimed(head: &[u8]) -> Option<&'static dyn TrajectoryFormat> {

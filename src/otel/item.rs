@@ -65,6 +65,10 @@ pub struct Recorded {
     pub first_failure: Option<FirstFailure>,
     /// Something was recognised: a tool, model or agent span, or an adapter's reading.
     pub readable: bool,
+    /// The recorded results are not in the form the suite's tools return
+    /// (AgentDojo's YAML text): a re-executed call diverges only when one of
+    /// the two failed and the other did not.
+    pub opaque_results: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 //! whole trajectories of other harnesses through [`trajectories`]' formats,
 //! one file each: [`taubench`], [`atif`]).
 
+pub mod agentdojo;
 pub mod atif;
 pub mod export;
 pub mod formats;

@@ -178,7 +178,7 @@ fn entry(e: Json, file: &str) -> std::result::Result<Trajectory, String> {
     if !scored {
         r.error = Some("τ-bench scored no reward (reward_info is null): the conversation hit its step limit".into());
     }
-    let reward = o.get("reward").and_then(|v| v.as_f64());
+    let verdict = o.get("reward").and_then(|v| v.as_f64()).map(|r| serde_json::json!({ "reward": r }));
     Ok(Trajectory {
         key: format!("task_{task_id}.{}", trial + 1),
         at: String::new(),
@@ -189,7 +189,7 @@ fn entry(e: Json, file: &str) -> std::result::Result<Trajectory, String> {
         task: Some(task),
         format: TauBench.name(),
         reexecute: true,
-        reward,
+        verdict,
     })
 }
 

@@ -7,6 +7,7 @@
 //! - **τ-bench's results** (`taubench.rs`): `run.py`'s output and its
 //!   published `historical_trajectories/`; re-executed (SPEC §14).
 //! - **ATIF** (`atif.rs`): Harbor's Agent Trajectory Interchange Format.
+//! - **AgentDojo's run logs** (`agentdojo.rs`): one file per task; re-executed (SPEC §21).
 //!
 //! A new format is one file implementing [`TrajectoryFormat`] and one line in
 //! `formats::FORMATS`. A bad entry is a warning naming it; the others are still read.
@@ -57,8 +58,10 @@ pub struct Trajectory {
     pub format: &'static str,
     /// Its calls are run again on a fresh sandbox and the checks decide (SPEC §14).
     pub reexecute: bool,
-    /// The entry's recorded score, when it has one (τ-bench's `reward`).
-    pub reward: Option<f64>,
+    /// What the source recorded as its verdict, when it has one (τ-bench's
+    /// `{"reward": r}`, AgentDojo's `{"utility": u, "security": s}`): kept as
+    /// the item's `source.verdict`, and set against evalua's by `evalua grade`.
+    pub verdict: Option<Json>,
 }
 
 pub(super) fn text(v: Option<&Json>) -> String {

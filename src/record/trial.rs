@@ -717,6 +717,10 @@ pub struct Source {
     /// Every trace of the item, when there are several (a multi-turn conversation).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trace_ids: Vec<String>,
+    /// The verdict the source recorded (τ-bench's `{"reward"}`, AgentDojo's
+    /// `{"utility", "security"}`), set against evalua's own in `evalua grade`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<serde_json::Value>,
 }
 
 /// A message of the conversation (`t.messages`).

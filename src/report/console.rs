@@ -285,6 +285,11 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
             let _ = writeln!(out, "  {label} {value} ({n})");
         }
     }
+    if let Some(v) = &summary.recorded_verdicts {
+        for l in v.lines() {
+            let _ = writeln!(out, "{l}");
+        }
+    }
     if !gates.is_empty() {
         let _ = writeln!(out, "gates: {}", super::text::gates_headline(gates));
         for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {

@@ -152,6 +152,8 @@ pub struct Tally {
     pub blame: BlameTally,
     /// The trials of cases awaiting review (SPEC §23), counted nowhere else.
     pub pending: super::pending::PendingTally,
+    /// What graded items' sources scored, against evalua's verdicts.
+    pub verdicts: super::verdicts::RecordedVerdicts,
 }
 
 impl Tally {
@@ -184,6 +186,7 @@ impl Tally {
         if self.pending.add(case, r) {
             return;
         }
+        self.verdicts.add(r);
         let should_abstain = self.should_abstain.get(case).copied().unwrap_or(false);
         let excluded = self.published.add(r, should_abstain, &self.exclude);
         let on_user = self.blame.add(r);
@@ -746,6 +749,10 @@ pub struct Summary {
     /// left out of everything above.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_review: Option<super::pending::PendingReview>,
+    /// The verdicts graded items' sources recorded, set against evalua's
+    /// (τ-bench's reward, AgentDojo's utility and security).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded_verdicts: Option<super::verdicts::RecordedVerdicts>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -865,6 +872,7 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
         super::safety::safety(infos, &accepted, &tallies, seed)
     });
     Summary {
+        recorded_verdicts: (tally.verdicts.items > 0).then(|| tally.verdicts.clone()),
         safety,
         efficiency,
         figures: SuiteFigures {

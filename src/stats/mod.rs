@@ -19,6 +19,7 @@ pub mod robustness;
 pub mod rundata;
 pub mod safety;
 pub mod sequence;
+pub mod verdicts;
 
 pub use figures::*;
 pub use rundata::RunData;

@@ -70,7 +70,13 @@ fn drive(trial: &Trial<'_>, rec: &Recorded) -> AgentEnd {
             };
         }
         let recorded = recorded_view(call);
-        if differs(&recorded, &reply.record) {
+        let diverged = if rec.opaque_results {
+            (call.status == crate::record::CallStatus::Executed)
+                != (reply.record.status == crate::record::CallStatus::Executed)
+        } else {
+            differs(&recorded, &reply.record)
+        };
+        if diverged {
             let mut st = trial.state.borrow_mut();
             if let Some(last) = st.calls.last_mut() {
                 last.diverged = true;
