@@ -415,6 +415,10 @@ pub struct CheckTable {
     sql: Vec<String>,
     #[serde(rename = "where", default)]
     location: Option<String>,
+    /// Listed in the case's `prohibited` (the stdlib marks it; the grading
+    /// reads the mark from the case table, `trial::grading::case_checks`).
+    #[serde(default, rename = "prohibited")]
+    _prohibited: bool,
 }
 
 impl keys::Keys for CheckInfo {

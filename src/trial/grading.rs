@@ -19,7 +19,8 @@ use crate::sandbox::tests::TestRun;
 use crate::sandbox::workdir::Diff;
 
 /// A check as the case table holds it: the name and criticality it is
-/// recorded under, and whether it is a prohibited-state query.
+/// recorded under, and whether it guards a prohibited state (a query or a
+/// check the case lists in `prohibited`).
 pub(crate) struct CheckMeta {
     pub name: String,
     pub critical: bool,
@@ -39,7 +40,8 @@ pub(crate) fn case_checks(case_table: &Table) -> (Vec<Table>, Vec<CheckMeta>) {
         .map(|(i, c)| CheckMeta {
             name: c.raw_get::<Option<String>>("name").ok().flatten().unwrap_or_else(|| format!("check #{}", i + 1)),
             critical: c.raw_get::<Option<bool>>("critical").ok().flatten().unwrap_or(false),
-            prohibited: c.raw_get::<Option<String>>("kind").ok().flatten().as_deref() == Some("prohibited"),
+            prohibited: c.raw_get::<Option<String>>("kind").ok().flatten().as_deref() == Some("prohibited")
+                || c.raw_get::<Option<bool>>("prohibited").ok().flatten() == Some(true),
         })
         .collect();
     (checks, infos)

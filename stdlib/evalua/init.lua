@@ -512,6 +512,9 @@ local function prohibited_check(q, index, level, where)
   end
   local c = normalize_check(q, index, level + 1)
   c.critical = true
+  -- A check in `prohibited` guards a prohibited state like a query does: its
+  -- failure is an attack's success (SPEC §13), whatever kind of check it is.
+  c.prohibited = true
   return c
 end
 
