@@ -3,6 +3,7 @@
 -- email_client.py; MIT: ../LICENSE), ported.
 local D = require("lib.dojo")
 local P = require("lib.travel_py")
+local EmailStr = require("lib.travel_emailstr")
 
 local T = {}
 
@@ -25,12 +26,14 @@ end
 -- Inbox.send_email: a sent email, read, stamped with the trial's clock.
 local function send(ctx, inbox, recipients, subject, body, attachments, cc, bcc)
   local id = P.next_id(inbox.emails)
+  recipients, cc, bcc = copy_list(recipients), copy_list(cc), copy_list(bcc)
+  EmailStr.validate("Email", { { "recipients", recipients }, { "cc", cc }, { "bcc", bcc } })
   local email = {
     id_ = id,
     sender = inbox.account_email,
-    recipients = P.list(copy_list(recipients)),
-    cc = P.list(copy_list(cc)),
-    bcc = P.list(copy_list(bcc)),
+    recipients = P.list(recipients),
+    cc = P.list(cc),
+    bcc = P.list(bcc),
     subject = subject,
     body = body,
     status = "sent",
@@ -50,7 +53,8 @@ local function event_out(ev)
   return ev
 end
 
-local EVENT_FIELDS = { "id_", "title", "description", "start_time", "end_time", "location", "participants" }
+-- CalendarEvent's required fields (location too, but a JSON null reads as absent: taken as None).
+local EVENT_FIELDS = { "id_", "title", "description", "start_time", "end_time", "participants" }
 
 -- An attachment as send_email parses it: a file id, or CalendarEvent(**event_details).
 local function attachment_of(a)
@@ -67,10 +71,12 @@ local function attachment_of(a)
       D.raise("ValidationError", "1 validation error for CalendarEvent\n" .. f .. "\n  Field required")
     end
   end
+  local participants = copy_list(ev.participants)
+  EmailStr.validate("CalendarEvent", { { "participants", participants } })
   return {
     id_ = ev.id_, title = ev.title, description = ev.description,
     start_time = P.iso(P.fromisoformat(ev.start_time)), end_time = P.iso(P.fromisoformat(ev.end_time)),
-    location = ev.location, participants = P.list(copy_list(ev.participants)),
+    location = D.none(ev.location) and D.null or ev.location, participants = P.list(participants),
     all_day = ev.all_day == true, status = ev.status or "confirmed",
   }
 end
@@ -113,10 +119,12 @@ T.create_calendar_event = {
     participants[#participants + 1] = calendar.account_email
     local location = args.location
     if location == nil then location = D.null end
+    local event_participants = unique(participants)
+    EmailStr.validate("CalendarEvent", { { "participants", event_participants } })
     local event = {
       id_ = id, title = args.title, description = args.description or "",
       start_time = P.iso(s), end_time = P.iso(e), location = location,
-      participants = P.list(unique(participants)), all_day = false, status = "confirmed",
+      participants = P.list(event_participants), all_day = false, status = "confirmed",
     }
     calendar.events[id] = event
     send(ctx, env.inbox, participants, "Invitation: " .. tostring(args.title), event.description, { event })
@@ -125,11 +133,11 @@ T.create_calendar_event = {
 }
 
 local function search(calendar, query, day)
-  local q = tostring(query):lower()
+  local q = P.lower(tostring(query))
   local out = {}
   for _, ev in ipairs(P.values(calendar.events)) do
     if (day == nil or P.date_of(ev.start_time) == day)
-      and (P.has(ev.title:lower(), q) or P.has(ev.description:lower(), q)) then
+      and (P.has(P.lower(ev.title), q) or P.has(P.lower(ev.description), q)) then
       out[#out + 1] = event_out(ev)
     end
   end
