@@ -52,7 +52,7 @@ function P.repr(v)
 end
 
 -- pydantic_core's input_value: a repr over 50 characters keeps its first 25 and last 24.
-local function input_value(v)
+function P.input_value(v)
   local r = P.repr(v)
   local n = utf8.len(r) or #r
   if n <= 50 then return r end
@@ -100,7 +100,7 @@ local function check_value(loc, v, s, errors)
     end
   end
   if code then
-    errors[#errors + 1] = loc .. "\n  " .. MESSAGES[code] .. " [type=" .. code .. ", input_value=" .. input_value(v)
+    errors[#errors + 1] = loc .. "\n  " .. MESSAGES[code] .. " [type=" .. code .. ", input_value=" .. P.input_value(v)
       .. ", input_type=" .. kind .. "]\n    For further information visit https://errors.pydantic.dev/2.14/v/" .. code
   end
 end
@@ -125,6 +125,36 @@ end
 --- A `list[str]` argument (validated already).
 function P.list_arg(args, name)
   return args[name] or {}
+end
+
+-- The lower case of code point c for the scripts str.lower() most often meets
+-- (Latin-1, Latin Extended-A, Greek, Cyrillic); other code points as they are.
+local function lower_cp(c)
+  if (c >= 0x41 and c <= 0x5A) or (c >= 0xC0 and c <= 0xDE and c ~= 0xD7) then return c + 32 end
+  if c >= 0x100 and c <= 0x17F then
+    if c == 0x178 then return 0xFF end
+    local odd_upper = (c >= 0x139 and c <= 0x148) or (c >= 0x179 and c <= 0x17E)
+    if c ~= 0x130 and c ~= 0x138 and c ~= 0x149 and ((odd_upper and c % 2 == 1) or (not odd_upper and c % 2 == 0)) then
+      return c + 1
+    end
+    return c
+  end
+  if (c >= 0x391 and c <= 0x3A9 and c ~= 0x3A2) or (c >= 0x410 and c <= 0x42F) then return c + 32 end
+  if c >= 0x400 and c <= 0x40F then return c + 80 end
+  return c
+end
+
+--- Python's str.lower() (İ becomes "i̇", as Python writes it).
+function P.lower(s)
+  if not s:find("[\128-\255]") then return s:lower() end
+  local ok, out = pcall(function()
+    local parts = {}
+    for _, c in utf8.codes(s) do
+      parts[#parts + 1] = c == 0x130 and "i\u{307}" or utf8.char(lower_cp(c))
+    end
+    return table.concat(parts)
+  end)
+  return ok and out or s:lower()
 end
 
 --- Whether list `t` holds `v` (Python's `v in t`).

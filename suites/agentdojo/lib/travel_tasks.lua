@@ -152,9 +152,9 @@ end
 
 -- Inbox.search_emails(query): the emails whose subject or body holds it, case-insensitively.
 local function search_emails(inbox, query)
-  local q, out = query:lower(), {}
+  local q, out = P.lower(query), {}
   for _, e in ipairs(P.values(inbox.emails)) do
-    if P.has(e.subject:lower(), q) or P.has(e.body:lower(), q) then out[#out + 1] = e end
+    if P.has(P.lower(e.subject), q) or P.has(P.lower(e.body), q) then out[#out + 1] = e end
   end
   return out
 end
