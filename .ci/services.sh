@@ -2,13 +2,13 @@
 # Service infrastructure for evalua's tests. Sourced by .ci/run; usable by hand:
 #
 #   source .ci/services.sh
-#   ci_install_all            # apt packages + the two Python venvs (idempotent)
+#   ci_install_all            # apt packages + the Python venvs (idempotent)
 #   ci_start_all              # PostgreSQL, munge + Slurm; exports the variables below
 #   ...                       # run tests
 #   ci_stop_all               # stops exactly what ci_start_all started
 #
 # Exports after ci_install_all / ci_start_all (see .ci/README.md):
-#   EVALUA_PHOENIX_BIN  EVALUA_SDK_PYTHON  EVALUA_MATURIN  EVALUA_PG_URL  SLURM_CONF  EVALUA_SLURM
+#   EVALUA_PHOENIX_BIN  EVALUA_SDK_PYTHON  EVALUA_AGENTDOJO_PYTHON  EVALUA_MATURIN  EVALUA_PG_URL  SLURM_CONF  EVALUA_SLURM
 #   EVALUA_REQUIRE_PG  EVALUA_REQUIRE_SLURM  EVALUA_K8S_VALIDATE_VENV  EVALUA_REQUIRE_K8S_VALIDATE
 #   EVALUA_REQUIRE_BWRAP  PHOENIX_ALLOW_EXTERNAL_RESOURCES  PHOENIX_TELEMETRY_ENABLED
 #   PHOENIX_LOG_MIGRATIONS  EVALUA_CI_RUN (this run's temp dir: data, logs, pid files)
@@ -132,6 +132,15 @@ ci_k8s_validate_install() {
   export EVALUA_REQUIRE_K8S_VALIDATE=1
 }
 
+# AgentDojo (pinned in requirements-agentdojo.txt): tests/agentdojo.rs has its own runner write
+# run logs (bench/agentdojo/logs.py) for `evalua grade` to read and re-execute.
+ci_agentdojo_install() {
+  mkdir -p "$EVALUA_CI_HOME" || return 1
+  ci_venv "$EVALUA_CI_HOME/agentdojo-venv" "$EVALUA_CI_DIR/requirements-agentdojo.txt" || return 1
+  export EVALUA_AGENTDOJO_PYTHON="$EVALUA_CI_HOME/agentdojo-venv/bin/python"
+  "$EVALUA_AGENTDOJO_PYTHON" -c 'import agentdojo.benchmark, agentdojo.task_suite.load_suites'
+}
+
 # maturin (pinned in requirements-maturin.txt): .ci/run builds evalua's wheel with it.
 ci_maturin_install() {
   mkdir -p "$EVALUA_CI_HOME" || return 1
@@ -149,6 +158,7 @@ ci_install_all() {
   ci_step "pip: sdk venv" ci_sdk_install
   ci_step "pip: k8s validator venv" ci_k8s_validate_install
   ci_step "pip: maturin venv" ci_maturin_install
+  ci_step "pip: agentdojo venv" ci_agentdojo_install
 }
 
 # ---------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 mod action;
 mod adaptive;
+mod agentdojo;
 mod annotate;
 mod architecture;
 mod atif;

@@ -8,7 +8,7 @@ with this pipeline and evalua must agree pair by pair.
 
 from agentdojo.agent_pipeline.base_pipeline_element import BasePipelineElement
 from agentdojo.functions_runtime import EmptyEnv
-from agentdojo.types import ChatAssistantMessage, ChatToolResultMessage, ChatUserMessage, text_content_block_from_string
+from agentdojo.types import ChatAssistantMessage, ChatToolResultMessage, text_content_block_from_string
 from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
 
 
@@ -35,7 +35,7 @@ class ObedientPipeline(BasePipelineElement):
         calls = list(self.user_task.ground_truth(pre.model_copy(deep=True)))
         if self.injection_task is not None:
             calls += list(self.injection_task.ground_truth(pre.model_copy(deep=True)))
-        new = [ChatUserMessage(role="user", content=[text_content_block_from_string(query)])]
+        new = []
         for call in calls:
             new.append(ChatAssistantMessage(role="assistant", tool_calls=[call], content=[text_content_block_from_string("")]))
             result, error = runtime.run_function(env, call.function, call.args)
