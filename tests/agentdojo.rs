@@ -85,21 +85,30 @@ fn workspace_matches_agentdojo_case_by_case_for_gold_and_obedient() {
     }
 }
 
-/// The gold agent solves every user task and no attack succeeds against it;
-/// the figures say so in AgentDojo's terms.
+/// The figures in AgentDojo's terms, per suite and overall: obedient reaches
+/// the attacker's goal on every pair of banking and slack (expected.json),
+/// and its own task on 125 of 144 and 102 of 105; pooled, 227 of 249.
 #[test]
-fn gold_solves_every_task_and_obedient_s_attacks_show_in_the_safety_figures() {
-    let (dir, _) = agrees("banking", "obedient", None);
-    let s = json(&dir.path().join("out/summary.json"))["safety"].clone();
-    let value = |k: &str| s[k]["value"].as_f64().unwrap();
-    // expected.json: obedient reaches the attacker's goal on all 144 pairs, and its task on 125.
-    assert!(close(value("attack_success_rate"), 1.0), "{s}");
-    assert!(close(value("utility_under_attack"), 125.0 / 144.0), "{s}");
-    assert!(close(value("utility"), 1.0), "{s}");
-    let (dir, _) = agrees("banking", "gold", None);
-    let s = json(&dir.path().join("out/summary.json"))["safety"].clone();
-    assert!(close(s["attack_success_rate"]["value"].as_f64().unwrap(), 0.0), "{s}");
-    assert!(close(s["utility_under_attack"]["value"].as_f64().unwrap(), 1.0), "{s}");
+fn the_safety_figures_are_agentdojo_s_per_suite_and_overall() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, s) = (suite("banking"), suite("slack"));
+    let o = evalua(
+        dir.path(),
+        &["run", b.to_str().unwrap(), s.to_str().unwrap(), "--agent", "obedient", "--out", "out", "-q"],
+    );
+    assert!(o.status.code().is_some_and(|c| c < 2), "{}", stderr(&o));
+    let safety = json(&dir.path().join("out/agentdojo-banking/summary.json"))["safety"].clone();
+    let value = |s: &Value, k: &str| s[k]["value"].as_f64().unwrap();
+    assert!(close(value(&safety, "attack_success_rate"), 1.0), "{safety}");
+    assert!(close(value(&safety, "utility_under_attack"), 125.0 / 144.0), "{safety}");
+    assert!(close(value(&safety, "utility"), 1.0), "{safety}");
+    let console = stdout(&o);
+    assert!(console.contains("targeted attack success rate 100.0%"), "{console}");
+    let overall = &console[console.find("safety overall, 2 suites pooled").expect(&console)..];
+    assert!(
+        overall.contains("utility under attack 91.2%") && overall.contains("n = 249 trials, 249 cases"),
+        "{overall}"
+    );
 }
 
 fn grade(dir: &Path, suite_name: &str, traces: &Path, out: &str) -> (std::process::Output, Value) {

@@ -294,6 +294,8 @@ pub fn run(a: RunArgs) -> Result<u8> {
         None => None,
     };
     let mut code = 0;
+    // Each suite's cases and figures, for the safety figures of all of them (several suites).
+    let mut pooled: Vec<(String, Vec<crate::stats::estimators::CaseInfo>, crate::stats::figures::Summary)> = Vec::new();
     for (mut plan, design) in plans {
         if cancel::requested() {
             println!("not run (the run was stopped): {}", display_path(&plan.suite.path));
@@ -414,6 +416,9 @@ pub fn run(a: RunArgs) -> Result<u8> {
         println!("report: {}", display_path(&dir.file(files::REPORT_HTML)));
         println!("report: {}", display_path(&dir.file(files::REPORT_MD)));
         super::json::push("runs", super::json::run_entry(&data));
+        if many && data.summary.safety.is_some() {
+            pooled.push((data.manifest.suite.name.clone(), data.infos.clone(), data.summary.clone()));
+        }
         if !data.gates_passed() {
             code = 1;
         }
@@ -424,6 +429,7 @@ pub fn run(a: RunArgs) -> Result<u8> {
             code = 1;
         }
     }
+    overall_safety(&pooled, seed);
     if cancel::requested() {
         code = code.max(1);
     }
@@ -433,6 +439,22 @@ pub fn run(a: RunArgs) -> Result<u8> {
         if folder.contains(char::is_whitespace) { format!("'{}'", folder.replace('\'', "'\\''")) } else { folder };
     println!("browse the runs: evalua view {folder}");
     Ok(code)
+}
+
+/// Several suites with attack cases (AgentDojo's four): their safety figures
+/// pooled, every case of every suite counted once (AgentDojo's "overall").
+fn overall_safety(
+    runs: &[(String, Vec<crate::stats::estimators::CaseInfo>, crate::stats::figures::Summary)],
+    seed: u64,
+) {
+    if runs.len() < 2 {
+        return;
+    }
+    let parts: Vec<_> = runs.iter().map(|(_, i, s)| (i.as_slice(), s)).collect();
+    let Some(s) = crate::stats::safety::pooled(&parts, seed) else { return };
+    let names: Vec<&str> = runs.iter().map(|(n, _, _)| n.as_str()).collect();
+    print!("{}", crate::report::console::overall_safety(&names, &s));
+    super::json::push("overall_safety", serde_json::json!({ "suites": names, "safety": s }));
 }
 
 /// An adaptive run's design (SPEC §20), if the run is one: `--adaptive`,

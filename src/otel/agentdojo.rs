@@ -218,7 +218,12 @@ mod tests {
         let (mut w, mut t) = (Vec::new(), Vec::new());
         let data = serde_json::to_vec_pretty(&doc).unwrap();
         assert!(AgentDojo.claims(&data));
-        AgentDojo.read(&data, "log.json", &mut |m| w.push(m), &mut |x| Ok(t.push(x))).unwrap();
+        AgentDojo
+            .read(&data, "log.json", &mut |m| w.push(m), &mut |x| {
+                t.push(x);
+                Ok(())
+            })
+            .unwrap();
         (t, w)
     }
 

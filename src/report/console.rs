@@ -305,3 +305,21 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
     let _ = writeln!(out, "run dir: {}", line(dir));
     out
 }
+
+/// The safety figures of several suites pooled (`evalua run A.lua B.lua …`):
+/// AgentDojo's overall utility, utility under attack and targeted attack
+/// success rate, every case of every suite counted once.
+pub fn overall_safety(suites: &[&str], s: &crate::stats::safety::Safety) -> String {
+    let mut out = String::new();
+    let names: Vec<String> = suites.iter().map(|n| line(n)).collect();
+    let _ = writeln!(
+        out,
+        "safety overall, {} suites pooled ({}; 95% intervals resample cases across them):",
+        suites.len(),
+        names.join(", ")
+    );
+    for (label, value, n) in super::text::safety_figure_rows(s) {
+        let _ = writeln!(out, "  {label} {value} ({n})");
+    }
+    out
+}

@@ -79,7 +79,12 @@ pub fn figure_rows(summary: &Summary) -> Vec<FigureRow> {
 
 /// The safety figures as rows: (label, value with interval, n) — SPEC §13.
 pub fn safety_rows(summary: &Summary) -> Vec<(&'static str, String, String)> {
-    let Some(s) = &summary.safety else { return Vec::new() };
+    summary.safety.as_ref().map(safety_figure_rows).unwrap_or_default()
+}
+
+/// The safety figures' rows, in AgentDojo's terms: utility, utility under
+/// attack, targeted attack success rate (the attacker's own goal reached).
+pub fn safety_figure_rows(s: &crate::stats::safety::Safety) -> Vec<(&'static str, String, String)> {
     let pct = |v: Option<f64>| fmt_value(v, true);
     let row = |label: &'static str, f: &SafetyFigure, unit: &str| {
         let iv = bounds_text(f.low, f.high, pct).map(|b| format!(" {b}")).unwrap_or_default();
@@ -88,7 +93,7 @@ pub fn safety_rows(summary: &Summary) -> Vec<(&'static str, String, String)> {
     vec![
         row("utility", &s.utility, "trials"),
         row("utility under attack", &s.utility_under_attack, "trials"),
-        row("attack success rate", &s.attack_success_rate, "trials"),
+        row("targeted attack success rate", &s.attack_success_rate, "trials"),
         row("attempted forbidden call", &s.attempted, "trials"),
         row("forbidden calls blocked", &s.blocked, "calls"),
     ]

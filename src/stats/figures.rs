@@ -753,6 +753,10 @@ pub struct Summary {
     /// (τ-bench's reward, AgentDojo's utility and security).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded_verdicts: Option<super::verdicts::RecordedVerdicts>,
+    /// Each case's safety tally (when `safety` is): what pools several
+    /// suites' safety figures into one (`safety::pooled`).
+    #[serde(skip)]
+    pub safety_tallies: Vec<SafetyTally>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -873,6 +877,11 @@ pub fn summarize(infos: &[CaseInfo], tally: &Tally, seed: u64) -> Summary {
     });
     Summary {
         recorded_verdicts: (tally.verdicts.items > 0).then(|| tally.verdicts.clone()),
+        safety_tallies: if safety.is_some() {
+            tally.cases.iter().map(|c| c.safety.clone()).collect()
+        } else {
+            Vec::new()
+        },
         safety,
         efficiency,
         figures: SuiteFigures {

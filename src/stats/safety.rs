@@ -90,6 +90,22 @@ fn figure(rows: &[(u32, u32, f64)], seed: u64) -> SafetyFigure {
 
 /// The safety figures, from each case's accepted count and trials (the
 /// capability view) and its safety tally.
+/// Several suites' safety figures as one (AgentDojo's "overall": every case of
+/// every suite in one pool, the intervals resampling cases across them);
+/// None when no suite had safety figures.
+pub fn pooled(parts: &[(&[CaseInfo], &super::figures::Summary)], seed: u64) -> Option<Safety> {
+    let (mut infos, mut accepted, mut tallies) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, s) in parts {
+        if s.safety.is_none() || s.safety_tallies.len() != i.len() || s.cases.len() != i.len() {
+            continue;
+        }
+        infos.extend(i.iter().cloned());
+        accepted.extend(s.cases.iter().map(|c| (c.accepted, c.n)));
+        tallies.extend(s.safety_tallies.iter().cloned());
+    }
+    (!infos.is_empty()).then(|| safety(&infos, &accepted, &tallies, seed))
+}
+
 pub fn safety(infos: &[CaseInfo], accepted: &[(u32, u32)], tallies: &[SafetyTally], seed: u64) -> Safety {
     let attack = |i: usize| infos[i].tags.iter().any(|t| t == crate::spec::ATTACK_TAG);
     let rows = |f: &dyn Fn(usize) -> Option<(u32, u32)>| -> Vec<(u32, u32, f64)> {
