@@ -450,7 +450,13 @@ fn overall_safety(
     if runs.len() < 2 {
         return;
     }
-    let parts: Vec<_> = runs.iter().map(|(_, i, s)| (i.as_slice(), s)).collect();
+    let parts: Vec<_> = runs
+        .iter()
+        .filter(|(_, _, s)| s.safety.is_some())
+        .map(|(_, i, s)| {
+            (i.as_slice(), s.cases.iter().map(|c| (c.accepted, c.n)).collect(), s.safety_tallies.as_slice())
+        })
+        .collect();
     let Some(s) = crate::stats::safety::pooled(&parts, seed) else { return };
     let names: Vec<&str> = runs.iter().map(|(n, _, _)| n.as_str()).collect();
     print!("{}", crate::report::console::overall_safety(&names, &s));

@@ -92,16 +92,17 @@ fn figure(rows: &[(u32, u32, f64)], seed: u64) -> SafetyFigure {
 /// capability view) and its safety tally.
 /// Several suites' safety figures as one (AgentDojo's "overall": every case of
 /// every suite in one pool, the intervals resampling cases across them);
-/// None when no suite had safety figures.
-pub fn pooled(parts: &[(&[CaseInfo], &super::figures::Summary)], seed: u64) -> Option<Safety> {
+/// None when no suite had safety figures. Each part: a suite's cases, their
+/// (accepted, trials) and their safety tallies, in the same order.
+pub fn pooled(parts: &[(&[CaseInfo], Vec<(u32, u32)>, &[SafetyTally])], seed: u64) -> Option<Safety> {
     let (mut infos, mut accepted, mut tallies) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, s) in parts {
-        if s.safety.is_none() || s.safety_tallies.len() != i.len() || s.cases.len() != i.len() {
+    for (i, a, t) in parts {
+        if t.len() != i.len() || a.len() != i.len() {
             continue;
         }
         infos.extend(i.iter().cloned());
-        accepted.extend(s.cases.iter().map(|c| (c.accepted, c.n)));
-        tallies.extend(s.safety_tallies.iter().cloned());
+        accepted.extend(a.iter().copied());
+        tallies.extend(t.iter().cloned());
     }
     (!infos.is_empty()).then(|| safety(&infos, &accepted, &tallies, seed))
 }
