@@ -321,6 +321,10 @@ fn grade_reexecutes_taubench_results_and_agrees_with_their_rewards() {
     }
     let m = json(&out.join("manifest.json"));
     assert_eq!(m["trace_inputs"][0]["format"], "taubench_results", "{m}");
+    // Each entry's reward travels with its item and is set against evalua's verdict.
+    let v = json(&out.join("summary.json"))["recorded_verdicts"].clone();
+    let scored = samples.as_array().unwrap().iter().filter(|e| e["reward"].is_number()).count() as u64;
+    assert_eq!((v["reward"]["n"].as_u64(), v["reward"]["agree"].as_u64()), (Some(scored), Some(scored)), "{v}");
 }
 
 #[test]
