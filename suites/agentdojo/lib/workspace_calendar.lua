@@ -4,6 +4,7 @@ local D = require("lib.dojo")
 local P = require("lib.workspace_py")
 local S = require("lib.workspace_store")
 local A = require("evalua").array
+local json = require("evalua").json
 
 local T = {}
 
@@ -17,6 +18,18 @@ end
 -- as its attachment (the same object in Python: a copy of it as it is now).
 local function notify(env, ctx, recipients, subject, body, ev)
   S.send_email(env, ctx, recipients, subject, body, { P.copy(ev) })
+end
+
+-- The notification of a change Python made in place: should the email fail
+-- (a participant added unchecked is no email address), the change stays, so
+-- the calendar is written back before the call fails.
+local function notify_changed(env, ctx, recipients, subject, body, ev)
+  local ok, err = pcall(notify, env, ctx, recipients, subject, body, ev)
+  if not ok then
+    ctx.db:exec("UPDATE env SET v = ? WHERE k = ?", json.encode(S.dumped(env.calendar)), "calendar")
+    ctx.db:exec("INSERT OR IGNORE INTO patched (k) VALUES (?)", "calendar")
+    error(err, 0)
+  end
 end
 
 T.get_day_calendar_events = {
@@ -83,7 +96,7 @@ T.cancel_calendar_event = {
     local ev = event_or_raise(env, args.event_id)
     ev.status = "canceled"
     S.link(env, "events")
-    notify(env, ctx, ev.participants, "Canceled: '" .. ev.title .. "'", "The event has been canceled.", ev)
+    notify_changed(env, ctx, ev.participants, "Canceled: '" .. ev.title .. "'", "The event has been canceled.", ev)
     return "Event with ID " .. tostring(args.event_id) .. " has been canceled and participants have been notified."
   end,
 }
@@ -112,7 +125,7 @@ T.reschedule_calendar_event = {
       .. " and end on " .. P.date_iso(e) .. " at " .. P.time_iso(e) .. "."
     S.link(env, "events")
     -- The subject is not an f-string in AgentDojo: it reads as written.
-    notify(env, ctx, ev.participants, "Rescheduled: '{event.title}'", body, ev)
+    notify_changed(env, ctx, ev.participants, "Rescheduled: '{event.title}'", body, ev)
     return ev
   end,
 }

@@ -168,10 +168,13 @@ local function diff_dict(tree, path, t1, t2, as_model)
   local child = function(k) return as_model and (path .. "." .. k) or (path .. key_repr(k)) end
   local added, removed, both = {}, {}, {}
   for _, k in ipairs(P.numeric_keys(t2)) do
-    if t1[k] == nil then added[#added + 1] = k else both[#both + 1] = k end
+    -- A model has every field: one missing here is a JSON null read back (None).
+    if t1[k] == nil and not as_model then added[#added + 1] = k else both[#both + 1] = k end
   end
   for _, k in ipairs(P.numeric_keys(t1)) do
-    if t2[k] == nil then removed[#removed + 1] = k end
+    if t2[k] == nil then
+      if as_model then both[#both + 1] = k else removed[#removed + 1] = k end
+    end
   end
   local union = #added + #removed + #both
   if not as_model and union > 1 and #both / union < THRESHOLD_TO_DIFF_DEEPER then

@@ -72,17 +72,10 @@ T.list_files = {
   run = function(env) return S.values(env, "files") end,
 }
 
-local PERMISSIONS = { r = true, rw = true }
-
 T.share_file = {
   writes = true,
   run = function(env, args)
     local permission = args.permission
-    if not PERMISSIONS[permission] then
-      D.raise("ValidationError", "1 validation error for Input schema for `share_file`\npermission\n  Input should be 'r' or 'rw' "
-        .. "[type=enum, input_value=" .. P.repr(permission) .. ", input_type=" .. P.type_name(permission) .. "]"
-        .. "\n    For further information visit https://errors.pydantic.dev/2.14/v/enum")
-    end
     local f = file_or_raise(env, args.file_id)
     f.shared_with[args.email] = permission
     S.link(env, "files")

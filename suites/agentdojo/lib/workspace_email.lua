@@ -67,9 +67,14 @@ local function check_event_field(errors, details, name, out)
 end
 
 function T.parse_event(details)
+  if type(details) ~= "table" then
+    D.raise("TypeError", "agentdojo.default_suites.v1.tools.types.CalendarEvent() argument after ** must be a mapping, not "
+      .. P.type_name(details))
+  end
   local errors, out = {}, {}
   for _, name in ipairs(EVENT_FIELDS) do
-    if details[name] == nil then
+    -- A JSON null reaches a tool as nil: location (str | None, required) given as null.
+    if details[name] == nil and name ~= "location" then
       event_error(errors, name, "Field required", "missing", details)
     else
       check_event_field(errors, details, name, out)

@@ -398,4 +398,96 @@ function P.validate_emails(model, obj, fields)
   end
 end
 
+-- The tools' arguments -----------------------------------------------------------
+
+-- Each tool's parameters in its signature's order (pydantic reports in that order).
+local PARAMS = {
+  send_email = { "recipients", "subject", "body", "attachments", "cc", "bcc" },
+  search_emails = { "query", "sender" },
+  search_calendar_events = { "query", "date" },
+  create_calendar_event = { "title", "start_time", "end_time", "description", "participants", "location" },
+  reschedule_calendar_event = { "event_id", "new_start_time", "new_end_time" },
+  add_calendar_event_participants = { "event_id", "participants" },
+  append_to_file = { "file_id", "content" },
+  create_file = { "filename", "content" },
+  share_file = { "file_id", "email", "permission" },
+}
+
+--- pydantic_core's input_value: a repr over 50 characters keeps its first 25 and last 24.
+function P.input_value(v)
+  local r = P.pyrepr(v)
+  local n = P.len(r)
+  if n <= 50 then return r end
+  local c = P.chars(r)
+  return table.concat(c, "", 1, 25) .. "..." .. table.concat(c, "", n - 23, n)
+end
+
+--- Python's repr() of a JSON value (a dict's keys sorted: Lua keeps no order).
+function P.pyrepr(v)
+  if D.none(v) then return "None" end
+  local t = type(v)
+  if t == "boolean" then return v and "True" or "False" end
+  if t == "string" then return P.repr(v) end
+  if t ~= "table" then return tostring(v) end
+  local parts = {}
+  if v[1] ~= nil or (getmetatable(v) ~= nil and next(v) == nil) then
+    for i, x in ipairs(v) do parts[i] = P.pyrepr(x) end
+    return "[" .. table.concat(parts, ", ") .. "]"
+  end
+  for _, k in ipairs(P.numeric_keys(v)) do parts[#parts + 1] = P.repr(k) .. ": " .. P.pyrepr(v[k]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+local function input_type(v)
+  if type(v) == "table" then return (v[1] ~= nil or next(v) == nil) and "list" or "dict" end
+  return P.type_name(v)
+end
+
+local MESSAGES = {
+  string_type = "Input should be a valid string",
+  list_type = "Input should be a valid list",
+  dict_type = "Input should be a valid dictionary",
+  enum = "Input should be 'r' or 'rw'",
+}
+
+local function check_value(loc, v, s, errors)
+  if s.anyOf then
+    if D.none(v) then return end
+    return check_value(loc, v, s.anyOf[1], errors)
+  end
+  local kind, code = input_type(v), nil
+  if s["$ref"] then
+    if v ~= "r" and v ~= "rw" then code = "enum" end
+  elseif s.type == "string" and kind ~= "str" then
+    code = "string_type"
+  elseif s.type == "object" and kind ~= "dict" and not (type(v) == "table" and next(v) == nil) then
+    code = "dict_type"
+  elseif s.type == "array" then
+    if kind ~= "list" then
+      code = "list_type"
+    elseif s.items then
+      for i, x in ipairs(v) do check_value(loc .. "." .. (i - 1), x, s.items, errors) end
+    end
+  end
+  if code then
+    errors[#errors + 1] = loc .. "\n  " .. MESSAGES[code] .. " [type=" .. code .. ", input_value=" .. P.input_value(v)
+      .. ", input_type=" .. kind .. "]\n    For further information visit https://errors.pydantic.dev/2.14/v/" .. code
+  end
+end
+
+--- Validate a tool's arguments as AgentDojo's runtime does with the tool's
+--- pydantic Input schema (lax mode; lib/dojo.lua raised already for a
+--- required argument missing), in pydantic's words.
+function P.validate_args(tool, params, args)
+  local props = params.properties or {}
+  local names = PARAMS[tool] or params.required or {}
+  local errors = {}
+  for _, name in ipairs(names) do
+    if args[name] ~= nil and props[name] then check_value(name, args[name], props[name], errors) end
+  end
+  if #errors == 0 then return end
+  local head = #errors == 1 and "1 validation error" or (#errors .. " validation errors")
+  D.raise("ValidationError", head .. " for Input schema for `" .. tool .. "`\n" .. table.concat(errors, "\n"))
+end
+
 return P

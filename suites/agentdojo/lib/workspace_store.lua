@@ -68,6 +68,17 @@ function S.values(env, name)
   return out
 end
 
+--- A value as model_dump writes it: a CalendarEvent's location null when None
+--- (a JSON null reads back as absent). Events anywhere in `v` (emails' attachments too).
+function S.dumped(v)
+  if type(v) ~= "table" then return v end
+  if v.id_ ~= nil and v.start_time ~= nil and v.participants ~= nil and v.location == nil then v.location = D.null end
+  for _, x in pairs(v) do
+    if type(x) == "table" then S.dumped(x) end
+  end
+  return v
+end
+
 -- Writers --------------------------------------------------------------------
 
 --- Before a tool changes dict `name`: make sure its order is kept (ctx: the tool's).
