@@ -139,6 +139,8 @@ fn agentdojo_s_logs_are_re_executed_and_agree_with_what_it_recorded() {
     let calls = t["calls"].as_array().unwrap();
     assert!(calls.iter().all(|c| c["status"] == "executed" && c["diverged"] != true), "{t}");
     assert!(calls.iter().any(|c| c["name"] == "send_money"), "{t}");
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("## Recorded verdicts") && md.contains("utility agrees on 4 of 4"), "{md}");
 }
 
 /// A log whose recorded verdict evalua does not reach is listed, in the

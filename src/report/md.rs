@@ -11,6 +11,7 @@ use super::text::{
 };
 use crate::error::Result;
 use crate::record::{Outcome, Verdict};
+use crate::stats::rundata::Failed;
 use crate::stats::{RunData, plural};
 
 fn cell(s: &str) -> String {
@@ -19,6 +20,23 @@ fn cell(s: &str) -> String {
 
 /// Write report.md into `o`, reading the failing trials' records back from the run dir.
 pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
+    head(run, o);
+    warnings(run, o);
+    figures(run, o);
+    monitors_and_tools(run, o);
+    efficiency(run, o);
+    safety(run, o);
+    let failed = run.failed()?;
+    cases(run, &failed, o)?;
+    endings(run, o)?;
+    worst(run, &failed, o)?;
+    checks(run, o);
+    errors(run, &failed, o)?;
+    Ok(())
+}
+
+/// The title (an incomplete run says so), the run line and the gates, failing first.
+fn head<W: Write>(run: &RunData, o: &mut W) {
     let s = &run.summary;
     let f = &s.figures;
     let cap = &f.capability;
@@ -46,6 +64,10 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         }
         let _ = writeln!(o);
     }
+}
+
+/// The run's warnings and the cases skipped as invalid.
+fn warnings<W: Write>(run: &RunData, o: &mut W) {
     if !run.warnings.is_empty() || !run.manifest.invalid_cases.is_empty() {
         let _ = writeln!(o, "## Warnings\n");
         for w in &run.warnings {
@@ -57,7 +79,12 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         }
         let _ = writeln!(o);
     }
+}
 
+/// The suite figures with their intervals, the operational view, latency, cost, what is counted apart.
+fn figures<W: Write>(run: &RunData, o: &mut W) {
+    let s = &run.summary;
+    let f = &s.figures;
     let _ = writeln!(o, "## Figures\n");
     let _ = writeln!(
         o,
@@ -90,7 +117,11 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         let _ = writeln!(o, "- {}{}: {text}", label[..1].to_uppercase(), &label[1..]);
     }
     let _ = writeln!(o);
+}
 
+/// Failure modes per monitor, and each tool's calls, errors and latency.
+fn monitors_and_tools<W: Write>(run: &RunData, o: &mut W) {
+    let s = &run.summary;
     if !s.monitors.is_empty() {
         let _ = writeln!(o, "## Monitors\n");
         let _ = writeln!(o, "Failure modes: trials that failed each monitor, with a 95% Wilson interval.\n");
@@ -122,7 +153,11 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         }
         let _ = writeln!(o);
     }
+}
 
+/// Trials against their cases' reference solutions.
+fn efficiency<W: Write>(run: &RunData, o: &mut W) {
+    let s = &run.summary;
     if let Some(e) = &s.efficiency {
         let _ = writeln!(o, "## Efficiency against the reference solutions\n");
         let _ = writeln!(
@@ -178,7 +213,11 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
             let _ = writeln!(o);
         }
     }
+}
 
+/// The safety figures (SPEC §13), apart from the capability ones, and the verdicts a graded source recorded.
+fn safety<W: Write>(run: &RunData, o: &mut W) {
+    let s = &run.summary;
     let safety = safety_rows(s);
     if !safety.is_empty() {
         let _ = writeln!(o, "## Safety (apart from the capability figures)\n");
@@ -188,9 +227,19 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         }
         let _ = writeln!(o);
     }
+    if let Some(v) = &s.recorded_verdicts {
+        let _ = writeln!(o, "## Recorded verdicts\n");
+        for l in v.lines() {
+            let _ = writeln!(o, "{}", cell(&l));
+        }
+        let _ = writeln!(o);
+    }
+}
 
+/// The per-case table, failing cases first.
+fn cases<W: Write>(run: &RunData, failed: &Failed<'_>, o: &mut W) -> Result<()> {
+    let s = &run.summary;
     let kmax = k_max(s);
-    let failed = run.failed()?;
     let _ = writeln!(o, "## Cases\n");
     let hk = if kmax > 1 { format!(" pass^{kmax} |") } else { String::new() };
     let hk_rule = if kmax > 1 { "---|" } else { "" };
@@ -206,7 +255,7 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         let c = &s.cases[i];
         let hat = |k: u32| c.pass_hat(k);
         let kcol = if kmax > 1 { format!(" {} |", fmt_value(hat(kmax), true)) } else { String::new() };
-        let mcol = if modes { format!(" {} |", cell(&super::text::case_modes(&failed, i)?)) } else { String::new() };
+        let mcol = if modes { format!(" {} |", cell(&super::text::case_modes(failed, i)?)) } else { String::new() };
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} |{kcol} {} | {} | {} | {} |{mcol}",
@@ -221,7 +270,11 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         );
     }
     let _ = writeln!(o);
+    Ok(())
+}
 
+/// How the trials not accepted ended, each kind with its first trial.
+fn endings<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
     let endings = super::text::endings(run)?;
     if !endings.is_empty() {
         let n: usize = endings.iter().map(|e| e.count).sum();
@@ -246,7 +299,12 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         }
         let _ = writeln!(o);
     }
+    Ok(())
+}
 
+/// The worst cases (lowest accepted rate first), each failing trial with its failing checks.
+fn worst<W: Write>(run: &RunData, failed: &Failed<'_>, o: &mut W) -> Result<()> {
+    let s = &run.summary;
     // Worst cases: lowest accepted rate first (critical failures break ties), up to 10.
     let mut worst: Vec<usize> = (0..s.cases.len()).filter(|&i| s.cases[i].accepted < s.cases[i].n).collect();
     worst.sort_by(|&a, &b| {
@@ -290,7 +348,12 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
             let _ = writeln!(o);
         }
     }
+    Ok(())
+}
 
+/// Each check's pass rate.
+fn checks<W: Write>(run: &RunData, o: &mut W) {
+    let s = &run.summary;
     if !s.checks.is_empty() {
         let _ = writeln!(o, "## Checks\n");
         let _ = writeln!(
@@ -313,7 +376,10 @@ pub fn write<W: Write>(run: &RunData, o: &mut W) -> Result<()> {
         }
         let _ = writeln!(o);
     }
+}
 
+/// Grader and infrastructure errors, counted apart.
+fn errors<W: Write>(run: &RunData, failed: &Failed<'_>, o: &mut W) -> Result<()> {
     // Grader and infrastructure errors, and graded trials an infrastructure
     // failure cut short (listed with their outcome and what failed).
     let errors: Vec<_> = run.failed.iter().filter(|f| f.counted_apart).collect();
