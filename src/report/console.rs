@@ -129,8 +129,17 @@ pub fn console(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str) -> 
 
 /// The summary, with `after_table` (the endings) right after the per-case table.
 fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_table: &str) -> String {
-    let f = &summary.figures;
-    let cap = &f.capability;
+    let mut out = case_table(summary);
+    out.push_str(after_table);
+    headline(&mut out, suite, summary);
+    extras(&mut out, summary);
+    closing(&mut out, summary, gates, dir);
+    out
+}
+
+/// The per-case table, failing cases first (a long run shows its worst cases only).
+fn case_table(summary: &Summary) -> String {
+    let cap = &summary.figures.capability;
     let kmax = cap.k_max().unwrap_or(1);
     let mut t = Table::new();
     t.load_style(UTF8_BORDERS_ONLY);
@@ -172,7 +181,14 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
             shown.len()
         );
     }
-    out.push_str(after_table);
+    out
+}
+
+/// The capability and operational figures with their intervals, latency, cost, what is counted apart.
+fn headline(out: &mut String, suite: &str, summary: &Summary) {
+    let f = &summary.figures;
+    let cap = &f.capability;
+    let kmax = cap.k_max().unwrap_or(1);
     let iv = |m: Metric| {
         cap.interval(m).map(|i| format!(" [{}, {}]", pct(Some(i.lower)), pct(Some(i.upper)))).unwrap_or_default()
     };
@@ -227,6 +243,10 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
     for (label, text) in super::published::lines(summary) {
         let _ = writeln!(out, "  {label}: {text}");
     }
+}
+
+/// Monitors, efficiency, judge cascades, the safety figures and recorded verdicts, when the run has them.
+fn extras(out: &mut String, summary: &Summary) {
     if !summary.monitors.is_empty() {
         let _ = writeln!(out, "monitors (failure modes; violations / trials, 95% Wilson interval):");
         let width = summary.monitors.keys().map(|k| k.len()).max().unwrap_or(0);
@@ -290,6 +310,11 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
             let _ = writeln!(out, "{l}");
         }
     }
+}
+
+/// The gates (failing first), the skipped checks, the run dir.
+fn closing(out: &mut String, summary: &Summary, gates: &[Verdict], dir: &str) {
+    let f = &summary.figures;
     if !gates.is_empty() {
         let _ = writeln!(out, "gates: {}", super::text::gates_headline(gates));
         for g in gates.iter().filter(|g| !g.passed).chain(gates.iter().filter(|g| g.passed)) {
@@ -303,7 +328,6 @@ fn render(suite: &str, summary: &Summary, gates: &[Verdict], dir: &str, after_ta
             writeln!(out, "skipped (not passed): {} check result(s): {}", f.skipped_checks, line(&names.join(", ")));
     }
     let _ = writeln!(out, "run dir: {}", line(dir));
-    out
 }
 
 /// The safety figures of several suites pooled (`evalua run A.lua B.lua …`):
