@@ -141,6 +141,8 @@ fn agentdojo_s_logs_are_re_executed_and_agree_with_what_it_recorded() {
     assert!(calls.iter().any(|c| c["name"] == "send_money"), "{t}");
     let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
     assert!(md.contains("## Recorded verdicts") && md.contains("utility agrees on 4 of 4"), "{md}");
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).unwrap();
+    assert!(html.contains("Recorded verdicts") && html.contains("utility agrees on 4 of 4"), "report.html");
 }
 
 /// A log whose recorded verdict evalua does not reach is listed, in the

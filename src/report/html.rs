@@ -326,6 +326,12 @@ pub fn overview(run: &RunData) -> String {
         }
         o.push_str("</table>");
     }
+    if let Some(v) = &s.recorded_verdicts {
+        o.push_str("<h3>Recorded verdicts</h3>");
+        for l in v.lines() {
+            let _ = write!(o, "<p class=meta>{}</p>", esc(&l));
+        }
+    }
     if let Some(e) = &s.efficiency {
         let _ = write!(
             o,
