@@ -74,27 +74,53 @@ end
 
 --- The environment of a trial (a tool's ctx.db) or of a check (t.db, t.initial),
 --- read lazily: `env.inbox` decodes the key the first time it is read.
-function M.view(db, case)
-  local loaded = {}
+--- `fallback(k)`, when given, may answer instead of the database (nil: read it).
+function M.view(db, case, fallback)
+  return setmetatable({}, {
+    __index = function(self, k)
+      local v = fallback and fallback(k)
+      if v == nil then v = read_key(db, case, k) end
+      if v ~= nil then rawset(self, k, v) end
+      return v
+    end,
+  })
+end
+
+-- Write back the keys a handler read (it may have changed any of them).
+local function save(db, env, touched)
+  for _, k in ipairs(touched) do
+    db:exec("UPDATE env SET v = ? WHERE k = ?", json.encode(rawget(env, k)), k)
+    db:exec("INSERT OR IGNORE INTO patched (k) VALUES (?)", k)
+  end
+end
+
+-- The trial's environment, decoded once and kept on its ctx (one table per
+-- trial, shared by its tool calls): AgentDojo's tools share one environment
+-- in memory too. What a writing tool read is written back after it, so the
+-- database stays the environment (t.db, the state's digest).
+local function trial_env(ctx)
+  local env = rawget(ctx, "_dojo_env")
+  if env == nil then
+    env = M.view(ctx.db, ctx.case)
+    rawset(ctx, "_dojo_env", env)
+  end
+  return env
+end
+
+-- One call's view of the trial's environment: which keys it read.
+local function call_env(base)
+  local touched = {}
   local env = setmetatable({}, {
     __index = function(self, k)
-      local v = read_key(db, case, k)
+      local v = base[k]
       if v ~= nil then
         rawset(self, k, v)
-        loaded[#loaded + 1] = k
+        touched[#touched + 1] = k
       end
       return v
     end,
   })
-  return env, loaded
-end
-
--- Write back every key a handler read (it may have changed any of them).
-local function save(db, env, loaded)
-  for _, k in ipairs(loaded) do
-    db:exec("UPDATE env SET v = ? WHERE k = ?", json.encode(rawget(env, k)), k)
-    db:exec("INSERT OR IGNORE INTO patched (k) VALUES (?)", k)
-  end
+  return env, touched
 end
 
 -- AgentDojo validates a call's arguments with pydantic (lax mode) before the
@@ -121,11 +147,11 @@ end
 --- function `run(env, args, ctx)`, and writes back what it read when the tool writes.
 function M.handler(info, impl)
   return function(ctx, args)
-    local env, loaded = M.view(ctx.db, ctx.case)
+    local env, touched = call_env(trial_env(ctx))
     local ok, result = pcall(function() return impl.run(env, coerce(info.parameters, args or {}), ctx) end)
     -- AgentDojo's tools change the environment in place: what one changed
     -- before it raised stays changed.
-    if impl.writes then save(ctx.db, env, loaded) end
+    if impl.writes then save(ctx.db, env, touched) end
     if not ok then error(result, 0) end
     if result == nil then return "None" end
     return result
@@ -142,9 +168,27 @@ function M.trace(t)
   return calls
 end
 
+-- The pre- and post-environments of a check, decoded once per trial's grading
+-- (kept on its `t`, shared by the utility and the security check). A key no
+-- tool wrote back (no `patched` row) holds in t.db what it holds in t.initial:
+-- post shares pre's value then (checks only read them).
+local function check_envs(t)
+  local envs = rawget(t, "_dojo_envs")
+  if envs == nil then
+    local db = t.db
+    local pre = M.view(t.initial, t.case)
+    local post = M.view(db, t.case, function(k)
+      if db:one("SELECT 1 FROM patched WHERE k = ?", k) == nil then return pre[k] end
+      return nil
+    end)
+    envs = { pre, post }
+    rawset(t, "_dojo_envs", envs)
+  end
+  return envs[1], envs[2]
+end
+
 local function decide(fn, t)
-  local pre = M.view(t.initial, t.case)
-  local post = M.view(t.db, t.case)
+  local pre, post = check_envs(t)
   local ok = fn(t.answer or "", pre, post, M.trace(t))
   if type(ok) ~= "boolean" then error("agentdojo: a ported check returned " .. type(ok) .. ", not a boolean", 0) end
   return ok

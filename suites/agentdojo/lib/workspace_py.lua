@@ -101,6 +101,7 @@ end
 
 --- Python's == on JSON values (dicts unordered, lists ordered).
 function P.equal(a, b)
+  if rawequal(a, b) then return true end
   if D.none(a) or D.none(b) then return D.none(a) and D.none(b) end
   if type(a) ~= type(b) then return false end
   if type(a) ~= "table" then return a == b end
