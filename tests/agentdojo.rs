@@ -338,3 +338,17 @@ fn the_model_agent_sees_agentdojo_s_system_message_tools_and_the_injection() {
         "{tool_text}"
     );
 }
+
+/// Logs of another AgentDojo suite are not graded (their case ids would name
+/// this suite's tasks): each is a warning, and nothing graded is exit 2.
+#[test]
+fn a_log_of_another_suite_is_not_graded() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = repo().join("tests/fixtures/agentdojo/logs");
+    let s = suite("slack");
+    let o =
+        evalua(dir.path(), &["grade", s.to_str().unwrap(), "--traces", logs.to_str().unwrap(), "--out", "out", "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches("was recorded on agentdojo-banking, not agentdojo-slack: not graded").count(), 4, "{err}");
+}

@@ -223,6 +223,12 @@ fn parts_of(ctx: &Context, lua: &Lua, suite_t: &Table, item: Item) -> Result<Par
                 trace_ids: Vec::new(),
                 verdict: tr.verdict.clone(),
             };
+            if let Some(theirs) = tr.suite.as_ref().filter(|s| **s != ctx.suite.name) {
+                return Err(Done::Skipped(format!(
+                    "{}: {} was recorded on {theirs}, not {}: not graded",
+                    tr.file, tr.key, ctx.suite.name
+                )));
+            }
             let reexecute = tr.reexecute;
             if reexecute && tr.case.as_ref().is_some_and(|c| !ctx.cases.contains(c)) {
                 return Err(Done::Skipped(format!(

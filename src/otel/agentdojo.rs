@@ -207,6 +207,7 @@ fn log(o: Map<String, Json>, file: &str) -> std::result::Result<Trajectory, Stri
         format: AgentDojo.name(),
         reexecute: true,
         verdict: verdict(&o),
+        suite: o.get("suite_name").and_then(|s| s.as_str()).map(|s| format!("agentdojo-{s}")),
     })
 }
 

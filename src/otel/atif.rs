@@ -186,6 +186,7 @@ fn atif(doc: Json, file: &str) -> std::result::Result<Trajectory, String> {
         format: Atif.name(),
         reexecute: false,
         verdict: None,
+        suite: None,
     })
 }
 

@@ -190,6 +190,7 @@ fn entry(e: Json, file: &str) -> std::result::Result<Trajectory, String> {
         format: TauBench.name(),
         reexecute: true,
         verdict,
+        suite: None,
     })
 }
 

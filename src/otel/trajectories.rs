@@ -62,6 +62,10 @@ pub struct Trajectory {
     /// `{"reward": r}`, AgentDojo's `{"utility": u, "security": s}`): kept as
     /// the item's `source.verdict`, and set against evalua's by `evalua grade`.
     pub verdict: Option<Json>,
+    /// The suite it was recorded on, when the format says (AgentDojo's logs:
+    /// `agentdojo-<suite_name>`, the name of evalua's port): an item of
+    /// another suite is not graded (its case ids would match the wrong tasks).
+    pub suite: Option<String>,
 }
 
 pub(super) fn text(v: Option<&Json>) -> String {
