@@ -352,3 +352,20 @@ fn a_log_of_another_suite_is_not_graded() {
     let err = stderr(&o);
     assert_eq!(err.matches("was recorded on agentdojo-banking, not agentdojo-slack: not graded").count(), 4, "{err}");
 }
+
+/// `evalua harden` on AgentDojo's banking user tasks: the five whose utility
+/// function holds when nothing is done (AgentDojo's checks as published, kept)
+/// are declared with their reasons, and no other case accepts an adversary.
+#[test]
+fn harden_finds_no_hole_but_the_five_declared_in_banking() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = suite("banking");
+    let o = evalua(dir.path(), &["harden", s.to_str().unwrap(), "--case", "user_task_?", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["holes"], 0, "{v}");
+    let mut skipped: Vec<&str> = v["skipped"].as_array().unwrap().iter().filter_map(|s| s["case"].as_str()).collect();
+    skipped.sort();
+    assert_eq!(skipped, ["user_task_5", "user_task_6", "user_task_8", "user_task_9"], "{v}");
+    assert!(v["skipped"][0]["reason"].as_str().unwrap().starts_with("AgentDojo's utility"), "{v}");
+}

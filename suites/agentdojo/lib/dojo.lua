@@ -267,6 +267,9 @@ local function case_of(row, tasks)
       patch = row.patch,
     },
     expect = { M.utility_check(row.user_task, utility) },
+    -- A user task whose utility function holds when nothing is done (`evalua
+    -- harden` finds them): kept as AgentDojo scores it, and said here.
+    harden = tasks.harden and tasks.harden[row.user_task],
   }
   if attack then
     local security = tasks.security[row.injection_task]
