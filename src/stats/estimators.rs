@@ -121,3 +121,51 @@ impl Serialize for ByK {
         s.collect_map(self.iter())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn estimators_match_hand_computed_values() {
+        // 2 of 4: pass@2 = 1 - C(2,2)/C(4,2) = 5/6; pass^2 = C(2,2)/C(4,2) = 1/6.
+        assert!(close(pass_at_k(4, 2, 2), 5.0 / 6.0));
+        assert!(close(pass_hat_k(4, 2, 2), 1.0 / 6.0));
+        // 7 of 8: pass^4 = C(7,4)/C(8,4) = 35/70.
+        assert!(close(pass_hat_k(8, 7, 4), 0.5));
+        assert!(close(pass_hat_k(5, 0, 1), 0.0));
+        assert!(close(pass_at_k(5, 5, 3), 1.0));
+        assert!(close(pass_at_k(3, 1, 1), 1.0 / 3.0));
+        assert!(pass_hat_k(3, 3, 4).is_nan());
+    }
+
+    #[test]
+    fn wilson_matches_published_values() {
+        // Newcombe (1998), table I: 81/263 → 0.2553 to 0.3662; 0/10 → 0 to 0.2775.
+        let (lo, hi) = wilson(81, 263).unwrap();
+        assert!((lo - 0.2553).abs() < 5e-4 && (hi - 0.3662).abs() < 5e-4, "{lo} {hi}");
+        let (lo, hi) = wilson(0, 10).unwrap();
+        assert!(lo == 0.0 && (hi - 0.2775).abs() < 5e-4, "{lo} {hi}");
+        assert_eq!(wilson(3, 0), None);
+    }
+
+    #[test]
+    fn quantiles_interpolate() {
+        let v = [10.0, 20.0, 30.0, 40.0];
+        assert_eq!(quantile(&v, 0.5), Some(25.0));
+        assert_eq!(quantile(&v, 0.0), Some(10.0));
+        assert_eq!(quantile(&v, 1.0), Some(40.0));
+        assert_eq!(quantile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn quantiles_of_infinities_are_not_nan() {
+        let v = [1.0, f64::INFINITY, f64::INFINITY];
+        assert_eq!(quantile(&v, 0.975), Some(f64::INFINITY));
+        assert_eq!(quantile(&v, 0.0), Some(1.0));
+    }
+}

@@ -5,10 +5,13 @@
 pub mod adaptive;
 pub mod agree;
 pub mod blame;
+pub mod bootstrap;
+pub mod case_figures;
 pub mod compare;
 pub mod efficiency;
 pub mod estimators;
 pub mod figures;
+pub mod gates;
 pub mod head;
 pub mod interleaved;
 pub mod pending;
@@ -19,6 +22,9 @@ pub mod robustness;
 pub mod rundata;
 pub mod safety;
 pub mod sequence;
+pub mod summary;
+pub mod summary_file;
+pub mod tally;
 pub mod verdicts;
 
 pub use figures::*;
