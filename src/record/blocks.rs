@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::call::ModelCall;
 use super::files;
-use super::trial::{Ended, ModelCall, Outcome, Trace, TrialRecord};
+use super::outcome::{Ended, Outcome};
+use super::trace::Trace;
+use super::trial::TrialRecord;
 use crate::error::{Error, Result};
 
 /// One block: a (case, trial) pair every agent of the run played once.

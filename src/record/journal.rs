@@ -5,7 +5,9 @@
 use std::fmt;
 use std::time::Instant;
 
-use super::trial::{CallRecord, Message, ModelCall, OutboxItem, Usage};
+use super::call::{CallRecord, ModelCall};
+use super::trace::{Message, OutboxItem};
+use super::trial::Usage;
 use crate::spec::Budget;
 
 /// A budget a trial spent: the trial then ends as `budget`.

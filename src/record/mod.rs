@@ -5,6 +5,7 @@
 
 pub mod blocks;
 pub mod calibration;
+pub mod call;
 pub mod files;
 pub mod harden;
 pub mod interleaved;
@@ -12,15 +13,20 @@ pub mod journal;
 pub mod labels;
 pub mod ledger;
 pub mod manifest;
+pub mod outcome;
 pub mod rundir;
 pub mod state;
+pub mod trace;
 pub mod traces;
 pub mod trial;
 pub mod trials;
 
 pub use blocks::{BlockRecord, BlockTrial};
+pub use call::*;
 pub use journal::{BudgetHit, Journal};
 pub use manifest::{Invalid, Manifest};
+pub use outcome::*;
 pub use rundir::{KeptState, RunDir};
 pub use state::StateRecord;
+pub use trace::*;
 pub use trial::*;

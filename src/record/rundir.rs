@@ -23,8 +23,9 @@ use std::sync::{Arc, Mutex};
 
 use super::manifest::Manifest;
 use super::state::{DbChangeRecord, OwnedDir, StateError, StateRecord, safe_rel};
+use super::trace::Trace;
 use super::traces::{self, Index};
-use super::trial::{Trace, TrialRecord, state_name};
+use super::trial::{TrialRecord, state_name};
 use crate::error::{Error, Result};
 use crate::util::digest::sha256_hex;
 use crate::util::paths::confine;
