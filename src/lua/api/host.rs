@@ -195,15 +195,8 @@ pub fn register(lua: &Lua, h: &Table) -> mlua::Result<()> {
             Ok(j.to_string())
         })?,
     )?;
-    h.raw_set(
-        "json_decode",
-        lua.create_function(|lua, s: String| {
-            Ok(match serde_json::from_str::<serde_json::Value>(&s) {
-                Ok(j) => (convert::to_lua(lua, &j)?, None),
-                Err(e) => (Value::Nil, Some(e.to_string())),
-            })
-        })?,
-    )?;
+    // Large texts decoded before are copied from a memo (engine::memo).
+    h.raw_set("json_decode", lua.create_function(|lua, s: String| engine::memo::json_decode(lua, s))?)?;
     h.raw_set(
         "schema_error",
         lua.create_function(|lua, schema: Value| {

@@ -11,6 +11,7 @@
 
 pub mod convert;
 pub mod limits;
+pub mod memo;
 pub mod patterns;
 pub mod reuse;
 pub mod state;
