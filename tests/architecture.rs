@@ -260,7 +260,6 @@ const MOD_RS_WITH_LOGIC: &[(&str, &str)] = &[
     ("lua/api/mod.rs", "new_state: the API installed into a state (to move to lua/api/state.rs)"),
     ("report/mod.rs", "write_all and the console entry points (to move to report/write.rs)"),
     ("sandbox/mod.rs", "trial seeds and the trial RNG (to move to sandbox/seed.rs)"),
-    ("spec/mod.rs", "the suite's types, 375 lines (to split: suite, case, tools)"),
 ];
 
 /// What is left of a `mod.rs` once its comments, attributes, `mod` and
