@@ -642,6 +642,7 @@ function Suite:goldens(goldens, opts) end
 ---@field tools? string[] tool names the check mentions: each must be a tool of the suite (`evalua check` verifies)
 ---@field sql? string[] SQL queries the check runs: each is prepared against the case's fixture before any trial
 ---@field where? string `file:line` of the check's declaration
+---@field prohibited? boolean listed in a case's `prohibited` (set by the DSL): its failure is an attack's success (SPEC §13)
 
 --- The finished trial, as a check's `run(t)` sees it.
 ---@class evalua.Trial
