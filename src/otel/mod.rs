@@ -10,6 +10,7 @@ pub mod export;
 pub mod formats;
 pub mod item;
 pub mod read;
+pub mod records;
 pub mod span;
 pub mod stream;
 pub mod taubench;
