@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 
 use mlua::{Lua, Table, Value};
 
+use super::agents::{finish_adversaries, finish_agent, finish_agents};
 use super::api::{self, declare};
 use super::engine::{self as lua, Segment, StateConfig, convert, limits::Guarded};
+use super::suite_checks::{check_gate_agents, check_tool_names};
 use crate::error::{Error, Result};
-use crate::spec::gate;
 use crate::spec::{
-    AgentSpec, CaseSource, CaseSpec, CaseTable, CheckInfo, DEFAULT_AGENT_NAME, DatasetSpec, JudgeSpec, Mention,
-    MonitorSpec, NamedAgent, Publish, QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, SuiteTable, TestsCheck,
-    ToolsVia,
+    AgentSpec, CaseSource, CaseSpec, CaseTable, CheckInfo, DatasetSpec, JudgeSpec, Mention, MonitorSpec, Publish,
+    QueryUse, SandboxSpec, Sources, Suite, SuiteJudge, SuiteTable, TestsCheck, ToolsVia,
 };
 use crate::util::dataset::{self, Format};
 use crate::util::digest::sha256_hex;
@@ -408,62 +408,6 @@ fn bad_number(
     None
 }
 
-/// A declared agent, finished: `resolve`: a model agent's endpoint must
-/// resolve now (not for a named agent that is not the default: it resolves
-/// when a run picks it, so a suite whose `model` agent needs a key still
-/// loads without one). A model agent's system prompt file is read now.
-fn finish_agent(spec: Option<AgentSpec>, resolve: bool) -> std::result::Result<Option<AgentSpec>, String> {
-    let Some(mut spec) = spec else { return Ok(None) };
-    if let AgentSpec::Model(a) = &mut spec {
-        let what = format!("evalua.agent.{}", a.model.provider);
-        if resolve {
-            crate::model::Endpoint::resolve(&a.model, true).map_err(|e| format!("{what}: {e}"))?;
-        }
-        if let Some(p) = a.system_path.take() {
-            let text = std::fs::read_to_string(&p)
-                .map_err(|e| format!("{what}: cannot read the system prompt {}: {e}", display_path(p.as_ref())))?;
-            a.system = Some(text);
-            a.system_path = Some(display_path(Path::new(&p)));
-        }
-        a.system_sha256 = a.system.as_ref().map(|s| sha256_hex(s.as_bytes()));
-    }
-    Ok(Some(spec))
-}
-
-/// The suite's own adversaries (`suite:adversary { name, agent }`, SPEC §19), by name.
-fn finish_adversaries(s: &mut SuiteTable) -> std::result::Result<Vec<NamedAgent>, String> {
-    let mut out = Vec::new();
-    for (name, spec) in s.adversaries.take().unwrap_or_default() {
-        let spec = finish_agent(Some(spec), false)
-            .map_err(|e| format!("adversary '{name}': {e}"))?
-            .ok_or_else(|| format!("adversary '{name}': not an agent"))?;
-        out.push(NamedAgent { name, spec });
-    }
-    Ok(out)
-}
-
-/// The suite's default agent and every agent by name (see `named_agents` in
-/// the stdlib): `agent = …` alone is one agent named "default".
-fn finish_agents(s: &mut SuiteTable) -> std::result::Result<(Option<AgentSpec>, Vec<NamedAgent>), String> {
-    let Some(named) = s.agents.take() else {
-        let agent = finish_agent(s.agent.take(), true)?;
-        let agents =
-            agent.iter().map(|a| NamedAgent { name: DEFAULT_AGENT_NAME.to_string(), spec: a.clone() }).collect();
-        return Ok((agent, agents));
-    };
-    let mut agents = Vec::new();
-    // By name, in order (a BTreeMap's).
-    for (name, spec) in named {
-        let is_default = s.default_agent.as_deref() == Some(name.as_str());
-        let spec = finish_agent(Some(spec), is_default)
-            .map_err(|e| format!("agent '{name}': {e}"))?
-            .ok_or_else(|| format!("agent '{name}': not an agent"))?;
-        agents.push(NamedAgent { name, spec });
-    }
-    let agent = s.default_agent.as_deref().and_then(|d| agents.iter().find(|a| a.name == d)).map(|a| a.spec.clone());
-    Ok((agent, agents))
-}
-
 /// A table the DSL normalised, read into its spec type by serde: the type's
 /// fields are the one declaration of its keys (an unknown key is refused
 /// where the type says `deny_unknown_fields`), its defaults are the type's.
@@ -535,107 +479,6 @@ fn read_case(ct: &Table) -> std::result::Result<ReadCase, String> {
     spec.digest = sha256_hex(declared.as_bytes());
     let judges = checks.iter().filter_map(|c| Some((c.name.clone(), c.judge.clone()?))).collect();
     Ok(ReadCase { spec, judges, checks })
-}
-
-/// Every tool name the suite mentions outside `suite:tool` (a tool's
-/// `requires`, a check, a fault rule) must name a declared tool: each unknown
-/// name is its own error, at the line that mentions it, with the nearest
-/// declared name. Names of tools whose declaration failed (`dropped`) were
-/// reported there and are not reported again.
-fn check_tool_names(suite: &Suite, dropped: &[String]) -> Vec<String> {
-    let known: Vec<&str> = suite.tools.iter().map(|t| t.name.as_str()).collect();
-    let mut errors = Vec::new();
-    let mut unknown = |at: &str, what: &str, name: &str| {
-        if known.contains(&name) || dropped.iter().any(|d| d == name) {
-            return;
-        }
-        // A tool whose declaration failed is still what the user meant.
-        let near =
-            crate::util::names::did_you_mean(name, known.iter().copied().chain(dropped.iter().map(String::as_str)));
-        let list = if known.is_empty() { "none declared".to_string() } else { known.join(", ") };
-        errors.push(format!("{at}: {what} names an unknown tool '{name}'{near}; the suite's tools: {list}"));
-    };
-    for t in &suite.tools {
-        let at = if t.location.is_empty() { suite.location.as_str() } else { t.location.as_str() };
-        for r in &t.requires {
-            unknown(at, &format!("tool '{}': 'requires'", t.name), r);
-        }
-    }
-    for name in suite.faults.keys() {
-        unknown(&suite.location, "'faults'", name);
-    }
-    for case in &suite.cases {
-        for name in case.faults.iter().flat_map(|f| f.keys()) {
-            unknown(&case.location, &format!("case '{}': 'faults'", case.id), name);
-        }
-    }
-    // Perturbations (SPEC §17): the tools they drop or fault, the suite's and each case's own.
-    let perturbs = suite
-        .perturb
-        .iter()
-        .map(|p| (None, p))
-        .chain(suite.cases.iter().flat_map(|c| c.perturb.iter().map(move |p| (Some(c.id.as_str()), p))));
-    for (case, (name, p)) in perturbs {
-        let of = match case {
-            Some(id) => format!("case '{id}': perturbation '{name}'"),
-            None => format!("perturbation '{name}'"),
-        };
-        for t in p.drop_tools.iter().flatten() {
-            unknown(&p.location, &format!("{of}: 'drop_tools'"), t);
-        }
-        for t in p.faults.iter().flat_map(|f| f.keys()) {
-            unknown(&p.location, &format!("{of}: 'faults'"), t);
-        }
-    }
-    for m in &suite.check_tools {
-        unknown(&m.at, &m.what, &m.name);
-    }
-    errors
-}
-
-/// Gates that name agents (`pass^3@B`, `delta pass^1 B-A`) name agents of
-/// the suite: a misspelt name would make a gate no run can decide.
-fn check_gate_agents(suite: &Suite) -> Vec<String> {
-    let names: Vec<&str> = suite.agents.iter().map(|a| a.name.as_str()).collect();
-    let list = || if names.is_empty() { "none declared".to_string() } else { names.join(", ") };
-    let mut errors = Vec::new();
-    for g in &suite.gates {
-        match &g.scope {
-            gate::Scope::Run => {}
-            gate::Scope::Agent(a) if names.contains(&a.as_str()) => {}
-            gate::Scope::Agent(a) => errors.push(format!(
-                "{}: evalua.suite.gate: '{}' names agent '{a}', which the suite does not declare; its agents: {}",
-                suite.location,
-                g.name,
-                list()
-            )),
-            gate::Scope::Drop(p) | gate::Scope::Perturbation(p) => {
-                let cases = suite.cases.iter().flat_map(|c| c.perturb.keys());
-                let known: std::collections::BTreeSet<&str> =
-                    suite.perturb.keys().chain(cases).map(String::as_str).collect();
-                if !known.contains(p.as_str()) {
-                    let list: Vec<&str> = known.into_iter().collect();
-                    errors.push(format!(
-                        "{}: evalua.suite.gate: '{}' names perturbation '{p}', which the suite does not declare; its perturbations: {}",
-                        suite.location,
-                        g.name,
-                        if list.is_empty() { "none declared".to_string() } else { list.join(", ") }
-                    ));
-                }
-            }
-            gate::Scope::Delta { pair } => {
-                if gate::Scope::delta_pair(pair, &names).is_none() {
-                    errors.push(format!(
-                        "{}: evalua.suite.gate: '{}' must name two different agents of the suite as CANDIDATE-BASE; its agents: {}",
-                        suite.location,
-                        g.name,
-                        list()
-                    ));
-                }
-            }
-        }
-    }
-    errors
 }
 
 /// `sandbox.max_fixture_mb`, unless `EVALUA_MAX_FIXTURE_MB` overrides it.
