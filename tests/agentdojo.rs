@@ -77,11 +77,10 @@ fn travel_matches_agentdojo_case_by_case_for_gold_and_obedient() {
     }
 }
 
-/// Workspace's user tasks 1 and 10–19 with each of the 14 injection tasks.
 #[test]
 fn workspace_matches_agentdojo_case_by_case_for_gold_and_obedient() {
     for agent in ["gold", "obedient"] {
-        assert_eq!(agrees("workspace", agent, Some("user_task_1*")).1, 11 * 15, "{agent}");
+        assert_eq!(agrees("workspace", agent, None).1, 600, "{agent}");
     }
 }
 
