@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::scheduler::{Kept, Placed, Source, Start, guarded, run_trial, trace_bytes};
+use super::planned::{Kept, guarded, run_trial};
+use super::scheduler::{Placed, Source, Start, trace_bytes};
 use crate::error::{Error, Result};
 use crate::record::manifest::AdaptiveDesign;
 use crate::stats::adaptive::{Design, Engine, outcome_value, paired_gates, seq_gates};

@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use super::events::{RunEvent, Sink};
 use super::partition::Partition;
-use super::scheduler::{Placed, Source, Start, Store, trace_bytes, work};
+use super::planned::work;
+use super::scheduler::{Placed, Source, Start, Store, trace_bytes};
 use crate::error::Result;
 use crate::record::blocks::BlocksWriter;
 use crate::record::{BlockRecord, BlockTrial, KeptState, RunDir, TrialRecord};
@@ -169,7 +170,7 @@ impl Source for Interleaved {
     fn run(&self, pos: usize, _: usize) -> Placed {
         let (_, at) = self.unit_of(pos);
         let plan = &self.plan;
-        let out = super::scheduler::guarded(plan, at, || trial::run(plan, at, crate::agent::drive));
+        let out = super::planned::guarded(plan, at, || trial::run(plan, at, crate::agent::drive));
         self.placed(pos, out)
     }
 

@@ -296,7 +296,7 @@ pub fn build_for(plan: &Plan, c: usize, opts: &RunOptions, run_id: &str, argv: &
             StateKeeping::Skipped
         }),
         users: user_pins(plan),
-        planned_trials: Some(super::scheduler::work(plan, opts.partition).len()),
+        planned_trials: Some(super::planned::work(plan, opts.partition).len()),
         judge_checks: {
             // The suite's judge checks (the plan's cases keep no checks).
             let mut names: Vec<String> = suite.judges.iter().flat_map(|j| j.checks.iter().cloned()).collect();

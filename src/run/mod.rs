@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod partition;
 pub mod perturb;
 pub mod plan;
+pub mod planned;
 pub mod regrade;
 pub mod resume;
 pub mod scheduler;
@@ -20,7 +21,5 @@ pub mod screen;
 pub use events::{CancelReason, RunEvent, Sink};
 pub use partition::{Partition, PartitionArg};
 pub use plan::{check_agent, plan, select_agent, select_agents};
-pub use scheduler::{
-    AsMade, Executed, Kept, Place, Placed, Planned, RunOptions, Scheduler, Source, TrialFn, default_jobs, run_trial,
-    work,
-};
+pub use planned::{Kept, Planned, TrialFn, run_trial, work};
+pub use scheduler::{AsMade, Executed, Place, Placed, RunOptions, Scheduler, Source, default_jobs};

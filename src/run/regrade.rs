@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::scheduler::{Planned, RunOptions, TrialFn};
+use super::planned::{Planned, TrialFn};
+use super::scheduler::RunOptions;
 use crate::error::{Error, Result};
 use crate::lua::load;
 use crate::record::manifest::{CaseEntry, Manifest, RegradedFrom, RunKind, StateKeeping};

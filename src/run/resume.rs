@@ -15,7 +15,8 @@ use crate::record::files;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 
-use super::scheduler::{Kept, RunOptions, work};
+use super::planned::{Kept, work};
+use super::scheduler::RunOptions;
 use crate::error::{Error, Result};
 use crate::record::manifest::{AgentEntry, FileHash, Program, Resume};
 use crate::record::{Ended, Manifest, Outcome, RunDir, Trace, TrialRecord};
