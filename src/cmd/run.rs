@@ -294,8 +294,9 @@ pub fn run(a: RunArgs) -> Result<u8> {
         None => None,
     };
     let mut code = 0;
-    // Each suite's cases and figures, for the safety figures of all of them (several suites).
-    let mut pooled: Vec<(String, Vec<crate::stats::estimators::CaseInfo>, crate::stats::figures::Summary)> = Vec::new();
+    // Each suite with safety figures, what pools them (several suites): only
+    // what `safety::pooled` reads, not the whole summary.
+    let mut pooled: Vec<SafetyPart> = Vec::new();
     for (mut plan, design) in plans {
         if cancel::requested() {
             println!("not run (the run was stopped): {}", display_path(&plan.suite.path));
@@ -417,7 +418,9 @@ pub fn run(a: RunArgs) -> Result<u8> {
         println!("report: {}", display_path(&dir.file(files::REPORT_MD)));
         super::json::push("runs", super::json::run_entry(&data));
         if many && data.summary.safety.is_some() {
-            pooled.push((data.manifest.suite.name.clone(), data.infos.clone(), data.summary.clone()));
+            let accepted = data.summary.cases.iter().map(|c| (c.accepted, c.n)).collect();
+            let s = &data.summary;
+            pooled.push((data.manifest.suite.name.clone(), data.infos.clone(), accepted, s.safety_tallies.clone()));
         }
         if !data.gates_passed() {
             code = 1;
@@ -441,24 +444,19 @@ pub fn run(a: RunArgs) -> Result<u8> {
     Ok(code)
 }
 
+/// A suite's name, cases, (accepted, trials) per case and safety tallies.
+type SafetyPart =
+    (String, Vec<crate::stats::estimators::CaseInfo>, Vec<(u32, u32)>, Vec<crate::stats::safety::SafetyTally>);
+
 /// Several suites with attack cases (AgentDojo's four): their safety figures
 /// pooled, every case of every suite counted once (AgentDojo's "overall").
-fn overall_safety(
-    runs: &[(String, Vec<crate::stats::estimators::CaseInfo>, crate::stats::figures::Summary)],
-    seed: u64,
-) {
+fn overall_safety(runs: &[SafetyPart], seed: u64) {
     if runs.len() < 2 {
         return;
     }
-    let parts: Vec<_> = runs
-        .iter()
-        .filter(|(_, _, s)| s.safety.is_some())
-        .map(|(_, i, s)| {
-            (i.as_slice(), s.cases.iter().map(|c| (c.accepted, c.n)).collect(), s.safety_tallies.as_slice())
-        })
-        .collect();
+    let parts: Vec<_> = runs.iter().map(|(_, i, a, t)| (i.as_slice(), a.as_slice(), t.as_slice())).collect();
     let Some(s) = crate::stats::safety::pooled(&parts, seed) else { return };
-    let names: Vec<&str> = runs.iter().map(|(n, _, _)| n.as_str()).collect();
+    let names: Vec<&str> = runs.iter().map(|(n, ..)| n.as_str()).collect();
     print!("{}", crate::report::console::overall_safety(&names, &s));
     super::json::push("overall_safety", serde_json::json!({ "suites": names, "safety": s }));
 }

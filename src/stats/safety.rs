@@ -88,13 +88,14 @@ fn figure(rows: &[(u32, u32, f64)], seed: u64) -> SafetyFigure {
     SafetyFigure { value, n, cases: rows.len(), low, high }
 }
 
-/// The safety figures, from each case's accepted count and trials (the
-/// capability view) and its safety tally.
+/// One suite's cases, (accepted, trials) per case and safety tallies, in the same order.
+pub type SuitePart<'a> = (&'a [CaseInfo], &'a [(u32, u32)], &'a [SafetyTally]);
+
 /// Several suites' safety figures as one (AgentDojo's "overall": every case of
 /// every suite in one pool, the intervals resampling cases across them);
 /// None when no suite had safety figures. Each part: a suite's cases, their
 /// (accepted, trials) and their safety tallies, in the same order.
-pub fn pooled(parts: &[(&[CaseInfo], Vec<(u32, u32)>, &[SafetyTally])], seed: u64) -> Option<Safety> {
+pub fn pooled(parts: &[SuitePart<'_>], seed: u64) -> Option<Safety> {
     let (mut infos, mut accepted, mut tallies) = (Vec::new(), Vec::new(), Vec::new());
     for (i, a, t) in parts {
         if t.len() != i.len() || a.len() != i.len() {
@@ -107,6 +108,8 @@ pub fn pooled(parts: &[(&[CaseInfo], Vec<(u32, u32)>, &[SafetyTally])], seed: u6
     (!infos.is_empty()).then(|| safety(&infos, &accepted, &tallies, seed))
 }
 
+/// The safety figures, from each case's accepted count and trials (the
+/// capability view) and its safety tally.
 pub fn safety(infos: &[CaseInfo], accepted: &[(u32, u32)], tallies: &[SafetyTally], seed: u64) -> Safety {
     let attack = |i: usize| infos[i].tags.iter().any(|t| t == crate::spec::ATTACK_TAG);
     let rows = |f: &dyn Fn(usize) -> Option<(u32, u32)>| -> Vec<(u32, u32, f64)> {

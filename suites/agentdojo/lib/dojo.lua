@@ -129,7 +129,7 @@ end
 local function coerce(params, args)
   local props = params.properties or {}
   for _, name in ipairs(params.required or {}) do
-    if M.none(args[name]) and args[name] == nil then
+    if args[name] == nil then
       M.raise("ValidationError", "1 validation error for " .. (params.title or "Input schema") .. "\n" .. name .. "\n  Field required")
     end
   end
